@@ -1,0 +1,318 @@
+package main
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// stream is a hand-written "go test -json" stream: a build failure, a non-JSON
+// line, passing, failing and skipped tests nested two levels deep under
+// conformance dialects, a repeated LOUD: line, a cached package and a package
+// without test files.
+const stream = `{"ImportPath":"example.com/m/broken [example.com/m/broken.test]","Action":"build-output","Output":"# example.com/m/broken [example.com/m/broken.test]\n"}
+{"ImportPath":"example.com/m/broken [example.com/m/broken.test]","Action":"build-output","Output":"broken/b.go:2:23: cannot use \"s\" as int value\n"}
+{"ImportPath":"example.com/m/broken [example.com/m/broken.test]","Action":"build-fail"}
+go: downloading example.com/dep v1.0.0
+{"Action":"start","Package":"example.com/m/conf"}
+{"Action":"run","Package":"example.com/m/conf","Test":"TestPlain"}
+{"Action":"output","Package":"example.com/m/conf","Test":"TestPlain","Output":"=== RUN   TestPlain\n"}
+{"Action":"pass","Package":"example.com/m/conf","Test":"TestPlain","Elapsed":0}
+{"Action":"run","Package":"example.com/m/conf","Test":"TestConformance"}
+{"Action":"run","Package":"example.com/m/conf","Test":"TestConformance/postgres"}
+{"Action":"run","Package":"example.com/m/conf","Test":"TestConformance/postgres/AcquireRelease"}
+{"Action":"pass","Package":"example.com/m/conf","Test":"TestConformance/postgres/AcquireRelease","Elapsed":0.1}
+{"Action":"run","Package":"example.com/m/conf","Test":"TestConformance/postgres/Renew"}
+{"Action":"pass","Package":"example.com/m/conf","Test":"TestConformance/postgres/Renew","Elapsed":0.1}
+{"Action":"pass","Package":"example.com/m/conf","Test":"TestConformance/postgres","Elapsed":0.2}
+{"Action":"run","Package":"example.com/m/conf","Test":"TestConformance/sqlite-cgo"}
+{"Action":"run","Package":"example.com/m/conf","Test":"TestConformance/sqlite-cgo/AcquireRelease"}
+{"Action":"pass","Package":"example.com/m/conf","Test":"TestConformance/sqlite-cgo/AcquireRelease","Elapsed":0}
+{"Action":"run","Package":"example.com/m/conf","Test":"TestConformance/sqlite-cgo/Renew"}
+{"Action":"output","Package":"example.com/m/conf","Test":"TestConformance/sqlite-cgo/Renew","Output":"=== RUN   TestConformance/sqlite-cgo/Renew\n"}
+{"Action":"output","Package":"example.com/m/conf","Test":"TestConformance/sqlite-cgo/Renew","Output":"    conf_test.go:42: renew: epoch 3, want 4\n"}
+{"Action":"output","Package":"example.com/m/conf","Test":"TestConformance/sqlite-cgo/Renew","Output":"--- FAIL: TestConformance/sqlite-cgo/Renew (0.00s)\n"}
+{"Action":"fail","Package":"example.com/m/conf","Test":"TestConformance/sqlite-cgo/Renew","Elapsed":0}
+{"Action":"output","Package":"example.com/m/conf","Test":"TestConformance/sqlite-cgo","Output":"--- FAIL: TestConformance/sqlite-cgo (0.00s)\n"}
+{"Action":"fail","Package":"example.com/m/conf","Test":"TestConformance/sqlite-cgo","Elapsed":0}
+{"Action":"run","Package":"example.com/m/conf","Test":"TestConformance/mysql"}
+{"Action":"output","Package":"example.com/m/conf","Test":"TestConformance/mysql","Output":"    conf_test.go:20: LOUD: dialect mysql skipped: mariadbd not found\n"}
+{"Action":"skip","Package":"example.com/m/conf","Test":"TestConformance/mysql","Elapsed":0}
+{"Action":"run","Package":"example.com/m/conf","Test":"TestWorkers"}
+{"Action":"run","Package":"example.com/m/conf","Test":"TestWorkers/mysql"}
+{"Action":"output","Package":"example.com/m/conf","Test":"TestWorkers/mysql","Output":"    conf_test.go:20: LOUD: dialect mysql skipped: mariadbd not found\n"}
+{"Action":"skip","Package":"example.com/m/conf","Test":"TestWorkers/mysql","Elapsed":0}
+{"Action":"pass","Package":"example.com/m/conf","Test":"TestWorkers","Elapsed":0}
+{"Action":"output","Package":"example.com/m/conf","Test":"TestConformance","Output":"--- FAIL: TestConformance (0.00s)\n"}
+{"Action":"fail","Package":"example.com/m/conf","Test":"TestConformance","Elapsed":0.3}
+{"Action":"output","Package":"example.com/m/conf","Output":"FAIL\n"}
+{"Action":"output","Package":"example.com/m/conf","Output":"FAIL\texample.com/m/conf\t0.312s\n"}
+{"Action":"fail","Package":"example.com/m/conf","Elapsed":0.312}
+{"Action":"start","Package":"example.com/m/broken"}
+{"Action":"output","Package":"example.com/m/broken","Output":"FAIL\texample.com/m/broken [build failed]\n"}
+{"Action":"fail","Package":"example.com/m/broken","Elapsed":0,"FailedBuild":"example.com/m/broken [example.com/m/broken.test]"}
+{"Action":"start","Package":"example.com/m/cached"}
+{"Action":"run","Package":"example.com/m/cached","Test":"TestC"}
+{"Action":"pass","Package":"example.com/m/cached","Test":"TestC","Elapsed":0}
+{"Action":"output","Package":"example.com/m/cached","Output":"ok  \texample.com/m/cached\t(cached)\n"}
+{"Action":"pass","Package":"example.com/m/cached","Elapsed":0}
+{"Action":"start","Package":"example.com/m/empty"}
+{"Action":"output","Package":"example.com/m/empty","Output":"?   \texample.com/m/empty\t[no test files]\n"}
+{"Action":"skip","Package":"example.com/m/empty","Elapsed":0}
+`
+
+func TestReportStream(t *testing.T) {
+	t.Parallel()
+
+	var out strings.Builder
+	sum, code := report(strings.NewReader(stream), &out)
+	got := out.String()
+
+	if code != 1 {
+		t.Fatalf("report() exit status = %d, want 1; output:\n%s", code, got)
+	}
+	// Leaves: TestPlain, 2 postgres, 2 sqlite-cgo, 2 mysql, TestC.
+	if want := (counts{Passed: 5, Failed: 1, Skipped: 2}); sum.counts != want {
+		t.Fatalf("report() counts = %+v, want %+v", sum.counts, want)
+	}
+	wantDialects := map[string]counts{
+		"mysql":      {Skipped: 2},
+		"postgres":   {Passed: 2},
+		"sqlite-cgo": {Passed: 1, Failed: 1},
+	}
+	if !maps.Equal(sum.Dialects, wantDialects) {
+		t.Fatalf("report() Dialects = %+v, want %+v", sum.Dialects, wantDialects)
+	}
+	wantFailed := []string{
+		"example.com/m/conf TestConformance/sqlite-cgo/Renew",
+		"example.com/m/conf TestConformance/sqlite-cgo",
+		"example.com/m/conf TestConformance",
+	}
+	if !slices.Equal(sum.FailedTests, wantFailed) {
+		t.Fatalf("report() FailedTests = %q, want %q", sum.FailedTests, wantFailed)
+	}
+	if want := []string{"example.com/m/broken [example.com/m/broken.test]"}; !slices.Equal(sum.BuildFailures, want) {
+		t.Fatalf("report() BuildFailures = %q, want %q", sum.BuildFailures, want)
+	}
+	if want := []string{"conf_test.go:20: LOUD: dialect mysql skipped: mariadbd not found"}; !slices.Equal(sum.Loud, want) {
+		t.Fatalf("report() Loud = %q, want %q", sum.Loud, want)
+	}
+	wantPackages := []packageResult{
+		{Name: "example.com/m/broken", Status: "FAIL"},
+		{Name: "example.com/m/cached", Status: "ok", Cached: true},
+		{Name: "example.com/m/conf", Status: "FAIL", Elapsed: 0.312},
+		{Name: "example.com/m/empty", Status: "?"},
+	}
+	if !slices.Equal(sum.Packages, wantPackages) {
+		t.Fatalf("report() Packages = %+v, want %+v", sum.Packages, wantPackages)
+	}
+
+	for _, want := range []string{
+		// build failure and why
+		">>> BUILD FAIL example.com/m/broken [example.com/m/broken.test]\n",
+		"broken/b.go:2:23: cannot use \"s\" as int value\n",
+		// non-JSON lines pass through
+		"go: downloading example.com/dep v1.0.0\n",
+		// failed test and why
+		">>> FAIL example.com/m/conf TestConformance/sqlite-cgo/Renew\n",
+		"    conf_test.go:42: renew: epoch 3, want 4\n",
+		// summary
+		"dialect mysql: 0 passed, 0 failed, 2 skipped\ndialect postgres: 2 passed, 0 failed, 0 skipped\ndialect sqlite-cgo: 1 passed, 1 failed, 0 skipped\n",
+		"FAIL example.com/m/broken\nok   example.com/m/cached  (cached)\nFAIL example.com/m/conf\n?    example.com/m/empty  [no test files]\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("report() output does not contain %q; output:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "LOUD:"); n != 1 {
+		t.Fatalf("report() output has %d LOUD: lines, want 1; output:\n%s", n, got)
+	}
+	// Parents that failed only because a subtest did are not echoed, and
+	// nothing from passing tests is.
+	for _, notWant := range []string{">>> FAIL example.com/m/conf TestConformance\n", ">>> FAIL example.com/m/conf TestConformance/sqlite-cgo\n", "=== RUN   TestPlain", "(package output)"} {
+		if strings.Contains(got, notWant) {
+			t.Fatalf("report() output contains %q; output:\n%s", notWant, got)
+		}
+	}
+	if !strings.HasSuffix(got, "\n5 passed, 1 failed, 2 skipped\n") {
+		t.Fatalf("report() output does not end with the closing line; output:\n%s", got)
+	}
+}
+
+func TestReportOutcomes(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name     string
+		input    string
+		wantCode int
+		want     counts
+		wantOut  []string // substrings of the output
+		wantNot  []string // strings the output must not contain
+		wantLast string   // the closing line
+	}{
+		{
+			name: "AllPass",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"run","Package":"p","Test":"TestB"}
+{"Action":"run","Package":"p","Test":"TestB/sub"}
+{"Action":"skip","Package":"p","Test":"TestB/sub","Elapsed":0}
+{"Action":"pass","Package":"p","Test":"TestB","Elapsed":0}
+{"Action":"pass","Package":"p","Elapsed":12.34}
+`,
+			wantCode: 0,
+			want:     counts{Passed: 1, Skipped: 1},
+			wantOut:  []string{"ok   p  (12.3s)\n"},
+			wantLast: "1 passed, 0 failed, 1 skipped",
+		},
+		{
+			name:     "EmptyInput",
+			input:    "",
+			wantCode: 1,
+			wantOut:  []string{"no tests ran\n"},
+			wantLast: "0 passed, 0 failed, 0 skipped",
+		},
+		{
+			name:     "OnlyBuildFailure",
+			input:    "{\"ImportPath\":\"p\",\"Action\":\"build-output\",\"Output\":\"p/x.go:1: syntax error\\n\"}\n{\"ImportPath\":\"p\",\"Action\":\"build-fail\"}\n{\"Action\":\"start\",\"Package\":\"p\"}\n{\"Action\":\"fail\",\"Package\":\"p\",\"Elapsed\":0,\"FailedBuild\":\"p\"}\n",
+			wantCode: 1,
+			wantOut:  []string{">>> BUILD FAIL p\np/x.go:1: syntax error\n", "FAIL p\n", "no tests ran\n"},
+			wantLast: "0 passed, 0 failed, 0 skipped",
+		},
+		{
+			name:     "NonJSONBuildErrors",
+			input:    "# p\np/x.go:1: syntax error\nFAIL\tp [build failed]\n",
+			wantCode: 1,
+			wantOut:  []string{"# p\np/x.go:1: syntax error\nFAIL\tp [build failed]\n", "no tests ran\n"},
+			wantLast: "0 passed, 0 failed, 0 skipped",
+		},
+		{
+			name:     "NonJSONLastLineWithoutNewline",
+			input:    "exit status 2",
+			wantCode: 1,
+			wantOut:  []string{"exit status 2\nno tests ran\n"},
+			wantLast: "0 passed, 0 failed, 0 skipped",
+		},
+		{
+			name: "UnfinishedTestInPassingPackage",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pass","Package":"p","Elapsed":0}
+`,
+			wantCode: 1,
+			want:     counts{Failed: 1},
+			wantOut:  []string{">>> FAIL p TestA\n", "ok   p  (0.0s)\n"},
+			wantLast: "0 passed, 1 failed, 0 skipped",
+		},
+		{
+			name: "PackageFailsAfterTestsPass",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"output","Package":"p","Output":"PASS\n"}
+{"Action":"output","Package":"p","Output":"goleak: Errors on successful test run: found unexpected goroutines\n"}
+{"Action":"output","Package":"p","Output":"FAIL\tp\t0.1s\n"}
+{"Action":"fail","Package":"p","Elapsed":0.1}
+`,
+			wantCode: 1,
+			want:     counts{Passed: 1},
+			wantOut:  []string{">>> FAIL p (package output)\n", "goleak: Errors", "FAIL p\n"},
+			wantLast: "1 passed, 0 failed, 0 skipped",
+		},
+		{
+			name: "TimeoutLeavesTestsUnfinished",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestHang"}
+{"Action":"run","Package":"p","Test":"TestHang/inner"}
+{"Action":"output","Package":"p","Test":"TestHang/inner","Output":"panic: test timed out after 1s\n"}
+{"Action":"output","Package":"p","Output":"FAIL\tp\t1.0s\n"}
+{"Action":"fail","Package":"p","Elapsed":1.0}
+`,
+			wantCode: 1,
+			want:     counts{Failed: 1},
+			wantOut:  []string{">>> FAIL p TestHang/inner\npanic: test timed out after 1s\n"},
+			wantLast: "0 passed, 1 failed, 0 skipped",
+		},
+		{
+			name: "TruncatedStream",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"run","Package":"p","Test":"TestB"}
+`,
+			wantCode: 1,
+			want:     counts{Passed: 1, Failed: 1},
+			wantOut:  []string{">>> FAIL p TestB\n", "FAIL p\n"},
+			wantLast: "1 passed, 1 failed, 0 skipped",
+		},
+		{
+			name: "ParentFailsAfterSubtestsPass",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"run","Package":"p","Test":"TestA/sub"}
+{"Action":"pass","Package":"p","Test":"TestA/sub","Elapsed":0}
+{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:9: cleanup failed\n"}
+{"Action":"fail","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"fail","Package":"p","Elapsed":0}
+`,
+			wantCode: 1,
+			want:     counts{Passed: 1},
+			wantOut:  []string{">>> FAIL p TestA\n    a_test.go:9: cleanup failed\n"},
+			wantLast: "1 passed, 0 failed, 0 skipped",
+		},
+		{
+			name: "SkipOnlyCountsAsRun",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestX/sqlserver-golden"}
+{"Action":"output","Package":"p","Test":"TestX/sqlserver-golden","Output":"LOUD: golden files missing\n"}
+{"Action":"output","Package":"p","Test":"TestX/sqlserver-golden","Output":"LOUD: golden files missing\n"}
+{"Action":"skip","Package":"p","Test":"TestX/sqlserver-golden","Elapsed":0}
+{"Action":"pass","Package":"p","Elapsed":0}
+`,
+			wantCode: 0,
+			want:     counts{Skipped: 1},
+			wantOut:  []string{"LOUD: golden files missing\ndialect sqlserver-golden: 0 passed, 0 failed, 1 skipped\n"},
+			wantLast: "0 passed, 0 failed, 1 skipped",
+		},
+		{
+			name:     "DialectNameMustBeAWholeElement",
+			input:    "{\"Action\":\"start\",\"Package\":\"p\"}\n{\"Action\":\"run\",\"Package\":\"p\",\"Test\":\"TestX/postgresql\"}\n{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"TestX/postgresql\"}\n{\"Action\":\"pass\",\"Package\":\"p\"}",
+			wantCode: 0,
+			want:     counts{Passed: 1},
+			wantNot:  []string{"dialect "},
+			wantLast: "1 passed, 0 failed, 0 skipped",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			var out strings.Builder
+			sum, code := report(strings.NewReader(tt.input), &out)
+			got := out.String()
+			if code != tt.wantCode {
+				t.Fatalf("report() exit status = %d, want %d; output:\n%s", code, tt.wantCode, got)
+			}
+			if sum.counts != tt.want {
+				t.Fatalf("report() counts = %+v, want %+v; output:\n%s", sum.counts, tt.want, got)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(got, w) {
+					t.Fatalf("report() output does not contain %q; output:\n%s", w, got)
+				}
+			}
+			lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+			if last := lines[len(lines)-1]; last != tt.wantLast {
+				t.Fatalf("report() last line = %q, want %q; output:\n%s", last, tt.wantLast, got)
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(got, w) {
+					t.Fatalf("report() output contains %q; output:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
