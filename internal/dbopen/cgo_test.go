@@ -1,0 +1,5 @@
+//go:build cgo
+
+package dbopen
+
+const cgoEnabled = true

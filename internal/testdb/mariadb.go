@@ -1,0 +1,84 @@
+package testdb
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+)
+
+// innodbLogFileSize is passed both to mariadb-install-db and to mariadbd,
+// so the redo log is created at this size and never resized. The default
+// (96 MiB) would cost disk space for nothing in a test server.
+const innodbLogFileSize = "--innodb-log-file-size=16M"
+
+// StartMariaDB creates a private MariaDB data directory in a new temporary
+// directory, starts mariadbd on a free port on 127.0.0.1 and waits until
+// it accepts connections. The server runs with --skip-grant-tables, so
+// any user (DSN uses root) connects without a password. Durability is
+// relaxed for speed (innodb_flush_log_at_trx_commit=2, no doublewrite),
+// max_connections is 300, and the default character set is utf8mb4.
+//
+// It returns an error wrapping ErrBinariesMissing when MariaDB is not
+// installed. The caller must Close the server.
+func StartMariaDB(ctx context.Context) (*Server, error) {
+	mariadbd, err := findBinary("mariadbd", "/usr/sbin/mariadbd")
+	if err != nil {
+		return nil, err
+	}
+	installDB, err := findBinary("mariadb-install-db", "/usr/bin/mariadb-install-db")
+	if err != nil {
+		return nil, err
+	}
+	cred, err := serviceUser("mysql")
+	if err != nil {
+		return nil, err
+	}
+	s, err := newServer(KindMySQL, mariadbd, cred)
+	if err != nil {
+		return nil, err
+	}
+	// The server is started as the mysql user itself (not as root with
+	// --user=mysql), so that Pdeathsig, which a change of user clears,
+	// stays set.
+	err = s.runSetup(ctx, installDB,
+		"--no-defaults",
+		"--datadir="+s.dataDir,
+		"--auth-root-authentication-method=normal",
+		"--skip-test-db",
+		"--skip-name-resolve",
+		innodbLogFileSize,
+	)
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if err := s.startFirst(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// mariadbArgs are the command-line arguments of mariadbd. Its error log
+// goes to stderr, which is the server log.
+func (s *Server) mariadbArgs() []string {
+	return []string{
+		"--no-defaults", // must come first
+		"--datadir=" + s.dataDir,
+		"--socket=" + filepath.Join(s.root, "mysqld.sock"),
+		"--pid-file=" + filepath.Join(s.root, "mysqld.pid"),
+		"--port=" + strconv.Itoa(s.port),
+		"--bind-address=127.0.0.1",
+		"--skip-grant-tables",
+		"--skip-name-resolve",
+		"--skip-log-bin",
+		"--max-connections=300",
+		"--character-set-server=utf8mb4",
+		"--collation-server=utf8mb4_general_ci",
+		"--innodb-flush-log-at-trx-commit=2",
+		"--innodb-doublewrite=0",
+		"--innodb-buffer-pool-size=64M",
+		"--innodb-buffer-pool-load-at-startup=0",
+		"--innodb-buffer-pool-dump-at-shutdown=0",
+		innodbLogFileSize,
+	}
+}

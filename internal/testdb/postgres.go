@@ -1,0 +1,106 @@
+package testdb
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// StartPostgres creates a private PostgreSQL cluster in a new temporary
+// directory, starts it on a free port on 127.0.0.1 and waits until it
+// accepts connections. The cluster trusts every connection, so DSN needs
+// no password; the superuser is "postgres". Durability is off (fsync,
+// synchronous_commit and full_page_writes) for speed, and max_connections
+// is 200.
+//
+// It returns an error wrapping ErrBinariesMissing when PostgreSQL is not
+// installed. The caller must Close the server.
+func StartPostgres(ctx context.Context) (*Server, error) {
+	initdb, postgres, err := findPostgres()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := serviceUser("postgres")
+	if err != nil {
+		return nil, err
+	}
+	s, err := newServer(KindPostgres, postgres, cred)
+	if err != nil {
+		return nil, err
+	}
+	err = s.runSetup(ctx, initdb,
+		"--pgdata="+s.dataDir,
+		"--username=postgres",
+		"--auth=trust",
+		"--no-locale",
+		"--encoding=UTF8",
+		"--no-sync",
+		"--no-instructions",
+	)
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if err := s.startFirst(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// postgresArgs are the command-line arguments of the postgres server.
+func (s *Server) postgresArgs() []string {
+	args := []string{
+		"-D", s.dataDir,
+		"-p", strconv.Itoa(s.port),
+		"-k", s.root, // the Unix socket lives in the private directory
+	}
+	for _, setting := range []string{
+		"listen_addresses=127.0.0.1",
+		"fsync=off",
+		"synchronous_commit=off",
+		"full_page_writes=off",
+		"max_connections=200",
+		"logging_collector=off",
+	} {
+		args = append(args, "-c", setting)
+	}
+	return args
+}
+
+// serverArgs are the command-line arguments of the server binary.
+func (s *Server) serverArgs() []string {
+	if s.kind == KindPostgres {
+		return s.postgresArgs()
+	}
+	return s.mariadbArgs()
+}
+
+// findPostgres finds initdb and postgres: first in Debian's
+// /usr/lib/postgresql/VERSION/bin, newest version first, then in PATH.
+func findPostgres() (initdb, postgres string, err error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
+	var initdbs, servers []string
+	for _, d := range dirs {
+		initdbs = append(initdbs, filepath.Join(d, "initdb"))
+		servers = append(servers, filepath.Join(d, "postgres"))
+	}
+	if initdb, err = findBinary("initdb", initdbs...); err != nil {
+		return "", "", err
+	}
+	// Use the postgres that belongs to the initdb found.
+	servers = append([]string{filepath.Join(filepath.Dir(initdb), "postgres")}, servers...)
+	if postgres, err = findBinary("postgres", servers...); err != nil {
+		return "", "", err
+	}
+	return initdb, postgres, nil
+}
+
+// versionOf returns the major version in a path like
+// /usr/lib/postgresql/15/bin, or 0.
+func versionOf(binDir string) int {
+	v, _ := strconv.Atoi(strings.Split(filepath.Base(filepath.Dir(binDir)), ".")[0])
+	return v
+}

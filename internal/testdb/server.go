@@ -1,0 +1,713 @@
+package testdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	// Database/sql drivers for the readiness check and the admin pool:
+	// "pgx" for PostgreSQL and "mysql" for MariaDB.
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+// ErrBinariesMissing is returned, wrapped with the name of the missing
+// binary, when a server kind's binaries are not installed on this machine.
+var ErrBinariesMissing = errors.New("database server binaries are not installed")
+
+// Server kinds, as returned by Server.Kind.
+const (
+	KindPostgres = "postgres"
+	KindMySQL    = "mysql"
+)
+
+// Time limits. Every wait in this package is bounded by one of them.
+const (
+	// startTimeout bounds the wait for a started server to accept
+	// connections. Two test binaries may start servers at once on a busy
+	// two-core machine, so it is generous.
+	startTimeout = 60 * time.Second
+	// pollInterval is how often a starting server is probed.
+	pollInterval = 50 * time.Millisecond
+	// pingTimeout bounds one readiness probe.
+	pingTimeout = 2 * time.Second
+	// killTimeout bounds the wait for the process to go after SIGKILL.
+	killTimeout = 10 * time.Second
+	// logTailBytes is how much of the end of the server log goes into a
+	// start error.
+	logTailBytes = 4096
+)
+
+// stopTimeout bounds the fast shutdown; after it the process group is
+// killed. It is a variable so that a test can shorten it.
+var stopTimeout = 15 * time.Second
+
+// Server is a private database server process owned by this test binary:
+// PostgreSQL or MariaDB, on 127.0.0.1 and a port of its own, with its data
+// in a temporary directory. It can be stopped and started again on the same
+// port and data directory, which is what fault tests need.
+//
+// A Server's methods may be called from several goroutines.
+type Server struct {
+	kind    string
+	bin     string              // the server binary: postgres or mariadbd
+	root    string              // temporary directory holding everything
+	dataDir string              // the data directory, inside root
+	logPath string              // the server's stdout and stderr, inside root
+	cred    *syscall.Credential // the OS user to run as; nil: the current user
+	port    int
+
+	mu     sync.Mutex
+	proc   *process // the running server; nil while stopped
+	admin  *sql.DB  // a pool on the admin database; nil while stopped
+	closed bool
+}
+
+// process is one run of a server binary.
+type process struct {
+	cmd  *exec.Cmd
+	pid  int
+	done chan struct{} // closed once the process has exited and been reaped
+	err  error         // the result of Wait; read it only after done is closed
+}
+
+// exited reports whether the process has ended.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Kind returns "postgres" or "mysql".
+func (s *Server) Kind() string { return s.kind }
+
+// Port returns the TCP port on 127.0.0.1 that the server listens on. It
+// stays the same across Stop and Start.
+func (s *Server) Port() int { return s.port }
+
+// Pid returns the process id of the running server, or 0 when it is not
+// running.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || s.proc.exited() {
+		return 0
+	}
+	return s.proc.pid
+}
+
+// Running reports whether the server process is running. It does not check
+// that the server accepts connections.
+func (s *Server) Running() bool {
+	return s.Pid() != 0
+}
+
+// DSN returns a DSN for the named database that the matching gorm driver
+// (and database/sql driver) accepts, over TCP to 127.0.0.1:Port.
+//
+// For PostgreSQL it is "host=127.0.0.1 port=P user=postgres dbname=DB
+// sslmode=disable". For MariaDB it is "root@tcp(127.0.0.1:P)/DB" with no
+// parameters, so that callers can append their own ("?parseTime=true" and
+// so on). An empty database name connects to no particular database on
+// MariaDB and to the "postgres" database on PostgreSQL.
+func (s *Server) DSN(database string) string {
+	switch s.kind {
+	case KindPostgres:
+		if database == "" {
+			database = "postgres"
+		}
+		return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=%s sslmode=disable", s.port, database)
+	default:
+		return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", s.port, database)
+	}
+}
+
+// sqlDriver is the database/sql driver name for DSN.
+func (s *Server) sqlDriver() string {
+	if s.kind == KindPostgres {
+		return "pgx"
+	}
+	return "mysql"
+}
+
+// adminDSN is the DSN of the admin pool, used to probe the server and to
+// create and drop databases.
+func (s *Server) adminDSN() string {
+	if s.kind == KindPostgres {
+		return s.DSN("postgres") + fmt.Sprintf(" connect_timeout=%d", int(pingTimeout/time.Second))
+	}
+	return s.DSN("") + "?timeout=" + pingTimeout.String()
+}
+
+// validName matches the database names that CreateDatabase accepts. They
+// need no quoting rules beyond the plain identifier quotes, and fit in both
+// servers' 63-character limit.
+var validName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// CreateDatabase creates an empty database with the given name. The name
+// must be a plain identifier: letters, digits and underscores, not starting
+// with a digit, at most 63 characters.
+func (s *Server) CreateDatabase(ctx context.Context, name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("testdb: create %s database %q: the name must match %s", s.kind, name, validName)
+	}
+	stmt := fmt.Sprintf("CREATE DATABASE `%s` CHARACTER SET utf8mb4", name)
+	if s.kind == KindPostgres {
+		stmt = fmt.Sprintf(`CREATE DATABASE "%s"`, name)
+	}
+	if err := s.exec(ctx, stmt); err != nil {
+		return fmt.Errorf("testdb: create %s database %q on port %d: %w", s.kind, name, s.port, err)
+	}
+	return nil
+}
+
+// DropDatabase drops the named database if it exists. On PostgreSQL it
+// ends any sessions still connected to it first.
+func (s *Server) DropDatabase(ctx context.Context, name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("testdb: drop %s database %q: the name must match %s", s.kind, name, validName)
+	}
+	stmt := fmt.Sprintf("DROP DATABASE IF EXISTS `%s`", name)
+	if s.kind == KindPostgres {
+		stmt = fmt.Sprintf(`DROP DATABASE IF EXISTS "%s" WITH (FORCE)`, name)
+	}
+	if err := s.exec(ctx, stmt); err != nil {
+		return fmt.Errorf("testdb: drop %s database %q on port %d: %w", s.kind, name, s.port, err)
+	}
+	return nil
+}
+
+// exec runs one statement on the admin pool.
+func (s *Server) exec(ctx context.Context, stmt string) error {
+	s.mu.Lock()
+	admin := s.admin
+	running := s.proc != nil && !s.proc.exited()
+	s.mu.Unlock()
+	if admin == nil || !running {
+		return errors.New("the server is not running")
+	}
+	_, err := admin.ExecContext(ctx, stmt)
+	return err
+}
+
+// Start starts the server again after Stop, on the same port and data
+// directory, and waits (at most a minute) until it accepts connections.
+// It does nothing if the server is running. It fails after Close.
+func (s *Server) Start() error {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	return s.start(ctx)
+}
+
+func (s *Server) start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("testdb: start %s server on port %d: the server was closed", s.kind, s.port)
+	}
+	if s.proc != nil {
+		if !s.proc.exited() {
+			return nil
+		}
+		// It died on its own; clear up and start it again.
+		s.clearLocked()
+	}
+	return s.startLocked(ctx)
+}
+
+// Stop shuts the server down fast (PostgreSQL's fast shutdown, MariaDB's
+// normal shutdown on SIGTERM) and keeps its data directory, so that Start
+// can bring it back. If the server has not exited within 15 s, its whole
+// process group is killed. Stop does nothing if the server is not running.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopLocked()
+}
+
+// Restart stops the server and starts it again on the same port and data
+// directory.
+func (s *Server) Restart() error {
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	return s.Start()
+}
+
+// Close stops the server and removes its temporary directory, data and
+// log included. The server cannot be started again. Close may be called
+// more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	unregister(s)
+	err := s.stopLocked()
+	if rmErr := os.RemoveAll(s.root); rmErr != nil {
+		err = errors.Join(err, fmt.Errorf("testdb: remove %s server directory: %w", s.kind, rmErr))
+	}
+	return err
+}
+
+// clearLocked forgets a process that has exited and closes the admin pool.
+func (s *Server) clearLocked() {
+	if s.admin != nil {
+		_ = s.admin.Close()
+		s.admin = nil
+	}
+	s.proc = nil
+}
+
+func (s *Server) stopLocked() error {
+	p := s.proc
+	if p == nil {
+		return nil
+	}
+	s.clearLocked()
+	if p.exited() {
+		return nil
+	}
+	sig := syscall.SIGINT // PostgreSQL: fast shutdown
+	if s.kind == KindMySQL {
+		sig = syscall.SIGTERM // MariaDB: normal shutdown, which is quick
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("testdb: stop %s server (pid %d): send %v: %w", s.kind, p.pid, sig, err)
+	}
+	timer := time.NewTimer(stopTimeout)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-timer.C:
+	}
+	// The fast shutdown did not finish in time. The leader has not been
+	// reaped yet (done is still open), so its process group id cannot have
+	// been reused: kill the whole group, PostgreSQL's backends included.
+	if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("testdb: stop %s server (pid %d): it ignored %v for %s, and killing its process group failed: %w",
+			s.kind, p.pid, sig, stopTimeout, err)
+	}
+	timer.Reset(killTimeout)
+	select {
+	case <-p.done:
+		return nil
+	case <-timer.C:
+		return fmt.Errorf("testdb: stop %s server (pid %d): still running %s after SIGKILL to its process group",
+			s.kind, p.pid, killTimeout)
+	}
+}
+
+// errPortInUse marks a start that failed because another process took the
+// port; the first start then tries another port.
+var errPortInUse = errors.New("port already in use")
+
+// startLocked runs the server binary and waits until it accepts
+// connections. On failure the process is gone when it returns.
+func (s *Server) startLocked(ctx context.Context) error {
+	logFile, err := os.OpenFile(s.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("testdb: start %s server: open log: %w", s.kind, err)
+	}
+	// The log is appended to across restarts; remember where this run
+	// begins so that a start error shows only this run's lines.
+	logStart, err := logFile.Seek(0, io.SeekEnd)
+	if err != nil {
+		logStart = 0
+	}
+	cmd := exec.Command(s.bin, s.serverArgs()...)
+	cmd.Dir = s.root
+	cmd.Env = childEnv()
+	cmd.Stdout = logFile // an *os.File is handed to the child as is: no copying goroutine
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// A process group of its own: a Ctrl-C meant for the test binary
+		// does not reach the server, and Stop can kill the whole group.
+		Setpgid:    true,
+		Credential: s.cred,
+		// If the test binary dies (a panic, a -timeout, a kill), the server
+		// goes too. PostgreSQL gets SIGQUIT, its immediate shutdown, which
+		// also ends its backends; MariaDB is a single process.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if s.kind == KindPostgres {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
+	}
+	p, err := launch(cmd)
+	_ = logFile.Close() // the child has its own descriptor
+	if err != nil {
+		return fmt.Errorf("testdb: start %s server: run %s: %w", s.kind, s.bin, err)
+	}
+
+	admin, err := s.waitReady(ctx, p)
+	if err != nil {
+		// Kill it whatever state it is in. It has not been reaped (or it
+		// has exited on its own and the group is empty), so the group id
+		// is still its own.
+		if !p.exited() {
+			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+			timer := time.NewTimer(killTimeout)
+			select {
+			case <-p.done:
+			case <-timer.C:
+			}
+			timer.Stop()
+		}
+		tail := s.logTail(logStart)
+		if strings.Contains(tail, "Address already in use") {
+			err = fmt.Errorf("%w (%w)", err, errPortInUse)
+		}
+		return fmt.Errorf("%w\n%s", err, tail)
+	}
+	s.proc = p
+	s.admin = admin
+	return nil
+}
+
+// launch starts cmd and reaps it in a goroutine of its own.
+//
+// Linux sends Pdeathsig when the OS thread that forked the child exits, not
+// when the process does, and the Go runtime may end threads. So the child
+// is started from a goroutine locked to its thread that then waits for the
+// child: the thread lives exactly as long as the child does.
+func launch(cmd *exec.Cmd) (*process, error) {
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Never unlocked on purpose: when this goroutine returns, its
+		// thread ends with it, after the child has been reaped.
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		p.pid = cmd.Process.Pid
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// waitReady probes the server until it answers, the process exits, ctx is
+// done, or startTimeout passes. It returns the open admin pool.
+func (s *Server) waitReady(ctx context.Context, p *process) (*sql.DB, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	// A probe can hang, for instance on a port that another process has
+	// taken and does not answer on. End it as soon as the server exits.
+	go func() {
+		select {
+		case <-p.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	admin, err := sql.Open(s.sqlDriver(), s.adminDSN())
+	if err != nil {
+		return nil, fmt.Errorf("testdb: start %s server: open admin pool: %w", s.kind, err)
+	}
+	admin.SetMaxOpenConns(4)
+	admin.SetMaxIdleConns(2)
+	admin.SetConnMaxIdleTime(30 * time.Second)
+
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	began := time.Now()
+	for {
+		pingCtx, pingCancel := context.WithTimeout(ctx, pingTimeout)
+		lastErr := admin.PingContext(pingCtx)
+		pingCancel()
+		if lastErr == nil {
+			return admin, nil
+		}
+		if p.exited() {
+			_ = admin.Close()
+			return nil, fmt.Errorf("testdb: start %s server on port %d: it exited before accepting connections (%v)",
+				s.kind, s.port, p.err)
+		}
+		select {
+		case <-p.done:
+			_ = admin.Close()
+			return nil, fmt.Errorf("testdb: start %s server on port %d: it exited before accepting connections (%v)",
+				s.kind, s.port, p.err)
+		case <-ctx.Done():
+			_ = admin.Close()
+			return nil, fmt.Errorf("testdb: start %s server on port %d: not accepting connections after %s: %w (last probe: %v)",
+				s.kind, s.port, time.Since(began).Round(time.Millisecond), ctx.Err(), lastErr)
+		case <-ticker.C:
+		}
+	}
+}
+
+// logTail returns the end of the server log from offset from on, framed so
+// that it reads well inside an error message.
+func (s *Server) logTail(from int64) string {
+	return fileTail(s.logPath, from)
+}
+
+// fileTail returns at most logTailBytes from the end of the file at path,
+// starting no earlier than offset from.
+func fileTail(path string, from int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read log %s: %v)", path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Sprintf("(cannot read log %s: %v)", path, err)
+	}
+	start := max(from, info.Size()-logTailBytes)
+	buf := make([]byte, info.Size()-start)
+	n, _ := f.ReadAt(buf, start)
+	text := strings.TrimRight(string(buf[:n]), "\n")
+	if text == "" {
+		return fmt.Sprintf("(log %s is empty)", path)
+	}
+	return fmt.Sprintf("--- end of %s ---\n%s\n---", path, text)
+}
+
+// childEnv is the environment for the server processes: this process's,
+// without variables that would point the tools elsewhere (PGDATA, PGPORT,
+// MYSQL_HOME and so on) and with the C locale.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "PG"), strings.HasPrefix(name, "MYSQL"), strings.HasPrefix(name, "MARIADB"),
+			strings.HasPrefix(name, "LC_"), name == "LANG", name == "LANGUAGE":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "LC_ALL=C", "LANG=C")
+}
+
+// serviceUser returns the credential to run a server as. PostgreSQL and
+// MariaDB refuse to run as root, so when this process is root the server
+// runs as the named OS user (postgres or mysql); otherwise it runs as the
+// current user and the result is nil.
+func serviceUser(name string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("testdb: running as root, so the server must run as OS user %q, but looking it up failed: %w", name, err)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("testdb: OS user %q has a non-numeric uid %q", name, u.Uid)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("testdb: OS user %q has a non-numeric gid %q", name, u.Gid)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// newServer makes the temporary directory for a server of the given kind,
+// owned by the user it will run as, and the Server value describing it.
+func newServer(kind, bin string, cred *syscall.Credential) (*Server, error) {
+	sweepOnce.Do(sweepStale)
+	root, err := os.MkdirTemp("", dirPrefix+kind+"-")
+	if err != nil {
+		return nil, fmt.Errorf("testdb: make %s server directory: %w", kind, err)
+	}
+	// Record which process owns the directory, so that a later test binary
+	// can remove it if this one is killed before it can clean up.
+	owner := filepath.Join(root, ownerFile)
+	if err := os.WriteFile(owner, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		_ = os.RemoveAll(root)
+		return nil, fmt.Errorf("testdb: make %s server directory: %w", kind, err)
+	}
+	if cred != nil {
+		if err := os.Chown(root, int(cred.Uid), int(cred.Gid)); err != nil {
+			_ = os.RemoveAll(root)
+			return nil, fmt.Errorf("testdb: hand %s server directory %s to uid %d: %w", kind, root, cred.Uid, err)
+		}
+	}
+	s := &Server{
+		kind:    kind,
+		bin:     bin,
+		root:    root,
+		dataDir: filepath.Join(root, "data"),
+		logPath: filepath.Join(root, "server.log"),
+		cred:    cred,
+	}
+	register(s)
+	return s, nil
+}
+
+// dirPrefix starts the name of every server directory under os.TempDir,
+// and ownerFile, inside it, holds the pid of the test binary that made it.
+const (
+	dirPrefix = "leasehold-testdb-"
+	ownerFile = "owner.pid"
+)
+
+var sweepOnce sync.Once
+
+// sweepStale removes server directories left behind by test binaries that
+// were killed (a -timeout panic, a kill -9) before they could clean up.
+// Their servers are already gone: they get Pdeathsig when the test binary
+// dies. Directories whose owner is alive, or whose owner is unknown, are
+// left alone. Errors are ignored; this only saves disk space.
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
+
+// runSetup runs a one-off setup command (initdb, mariadb-install-db) as the
+// server's user, bounded by ctx, and returns an error with the end of its
+// output if it fails.
+func (s *Server) runSetup(ctx context.Context, bin string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	out := filepath.Join(s.root, filepath.Base(bin)+".log")
+	f, err := os.Create(out)
+	if err != nil {
+		return fmt.Errorf("testdb: set up %s server: create %s: %w", s.kind, out, err)
+	}
+	defer f.Close()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = s.root
+	cmd.Env = childEnv()
+	cmd.Stdout = f
+	cmd.Stderr = f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cred}
+	// On cancellation kill the whole group: mariadb-install-db is a shell
+	// script that runs mariadbd.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = killTimeout
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("testdb: set up %s server: %s failed: %w\n%s", s.kind, filepath.Base(bin), err, fileTail(out, 0))
+	}
+	return nil
+}
+
+// startFirst starts a new server for the first time on a free port. If
+// another process grabs the port between choosing and binding it, it tries
+// again with another port, up to three times. On failure it closes s.
+func (s *Server) startFirst(ctx context.Context) error {
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		var port int
+		port, err = freePort()
+		if err != nil {
+			break
+		}
+		s.port = port
+		if err = s.start(ctx); err == nil || !errors.Is(err, errPortInUse) {
+			break
+		}
+	}
+	if err != nil {
+		_ = s.Close()
+		return err
+	}
+	return nil
+}
+
+// freePort asks the kernel for a free TCP port on 127.0.0.1.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("testdb: find a free port: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, fmt.Errorf("testdb: find a free port: %w", err)
+	}
+	return port, nil
+}
+
+// findBinary returns the first of candidates that is an executable file,
+// or else name as found in PATH. It returns an error wrapping
+// ErrBinariesMissing if there is none.
+func findBinary(name string, candidates ...string) (string, error) {
+	for _, c := range candidates {
+		if info, err := os.Stat(c); err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
+			return c, nil
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	where := "PATH"
+	if len(candidates) > 0 {
+		where = strings.Join(candidates, ", ") + " or PATH"
+	}
+	return "", fmt.Errorf("%w: %s not found in %s", ErrBinariesMissing, name, where)
+}
+
+// All servers created by this package in this process, so that Run can
+// stop them all, including ones whose test forgot to.
+var (
+	registryMu sync.Mutex
+	registry   = map[*Server]struct{}{}
+)
+
+func register(s *Server) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	registry[s] = struct{}{}
+}
+
+func unregister(s *Server) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	delete(registry, s)
+}
+
+// closeAll closes every server still registered.
+func closeAll() error {
+	registryMu.Lock()
+	servers := make([]*Server, 0, len(registry))
+	for s := range registry {
+		servers = append(servers, s)
+	}
+	registryMu.Unlock()
+	var errs []error
+	for _, s := range servers {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}

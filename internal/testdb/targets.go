@@ -1,0 +1,269 @@
+package testdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/dbopen"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// RequireEnv is the environment variable that turns a missing dialect from
+// a skip into a failure. It holds a comma-separated list of dialects, such
+// as "postgres,mysql,sqlite".
+const RequireEnv = "REQUIRE_DIALECTS"
+
+// Target is one database the tests run against.
+type Target struct {
+	// Name is "postgres", "mysql", "sqlite-cgo" or "sqlite-pure".
+	Name string
+	// Dialect is "postgres", "mysql" or "sqlite". It is what
+	// REQUIRE_DIALECTS lists.
+	Dialect string
+}
+
+// Targets returns every target: PostgreSQL, MariaDB, SQLite through the cgo
+// driver, and SQLite through the pure-Go driver.
+func Targets() []Target {
+	return []Target{
+		{Name: "postgres", Dialect: "postgres"},
+		{Name: "mysql", Dialect: "mysql"},
+		{Name: "sqlite-cgo", Dialect: "sqlite"},
+		{Name: "sqlite-pure", Dialect: "sqlite"},
+	}
+}
+
+// Open gives the test a fresh, empty database on tg and a gorm handle to it
+// with gorm's logger silenced. The handle is closed, and a server database
+// dropped, when the test ends.
+//
+// For PostgreSQL and MariaDB the database is created on the package's
+// shared private server, which starts on first use. MariaDB handles use
+// parseTime=true&loc=UTC, so DATETIME columns scan into time.Time. For
+// SQLite the database is a new file in t.TempDir(), opened as
+// dbopen.SQLiteDSN describes.
+//
+// If tg cannot be tested on this machine (the server binaries are missing,
+// or cgo is off for sqlite-cgo), Open skips the test, or fails it when
+// REQUIRE_DIALECTS names tg.Dialect. A server that fails to start for any
+// other reason fails the test.
+func (tg Target) Open(t testing.TB) *gorm.DB {
+	t.Helper()
+	driver, dsn := tg.OpenDSN(t)
+	db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		t.Fatalf("testdb: open %s database: %v", tg.Name, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatalf("testdb: open %s database: get its *sql.DB: %v", tg.Name, err)
+	}
+	t.Cleanup(func() {
+		if err := sqlDB.Close(); err != nil {
+			t.Errorf("testdb: close %s database: %v", tg.Name, err)
+		}
+	})
+	return db
+}
+
+// OpenDSN creates a fresh, empty database on tg just as Open does, and
+// returns a driver name for dbopen.Open ("postgres", "mysql", "sqlite" or
+// "sqlite-pure") and a DSN for it that another OS process can use too.
+// It skips or fails the test as Open does.
+func (tg Target) OpenDSN(t testing.TB) (driver, dsn string) {
+	t.Helper()
+	switch tg.Name {
+	case "sqlite-cgo":
+		if !cgoEnabled {
+			unavailable(t, tg.Dialect, errors.New("sqlite-cgo needs cgo, but this test binary was built with CGO_ENABLED=0"))
+		}
+		return dbopen.SQLite, dbopen.SQLiteDSN(dbopen.SQLite, filepath.Join(t.TempDir(), "test.db"))
+	case "sqlite-pure":
+		return dbopen.SQLitePure, dbopen.SQLiteDSN(dbopen.SQLitePure, filepath.Join(t.TempDir(), "test.db"))
+	case "postgres", "mysql":
+		srv := tg.sharedServer(t)
+		name := uniqueName(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.CreateDatabase(ctx, name); err != nil {
+			t.Fatalf("testdb: %v", err)
+		}
+		t.Cleanup(func() {
+			// Dropping only saves disk space (a PostgreSQL database takes
+			// about 7 MB), so a failure is logged, not a test failure.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := srv.DropDatabase(ctx, name); err != nil {
+				t.Logf("testdb: %v", err)
+			}
+		})
+		if tg.Name == "mysql" {
+			return dbopen.MySQL, srv.DSN(name) + "?parseTime=true&loc=UTC"
+		}
+		return dbopen.Postgres, srv.DSN(name)
+	default:
+		t.Fatalf("testdb: unknown target %q (want one of postgres, mysql, sqlite-cgo, sqlite-pure)", tg.Name)
+		return "", ""
+	}
+}
+
+// Server returns the shared private server behind tg, or nil for the
+// SQLite targets, so that a fault test can stop and restart it. If the
+// test leaves the server stopped, it is started again when the test ends.
+// Tests that stop the server must not run in parallel with other tests of
+// the package that use it. It skips or fails the test as Open does.
+func (tg Target) Server(t testing.TB) *Server {
+	t.Helper()
+	switch tg.Name {
+	case "postgres", "mysql":
+	default:
+		return nil
+	}
+	srv := tg.sharedServer(t)
+	t.Cleanup(func() {
+		if srv.Running() {
+			return
+		}
+		if err := srv.Start(); err != nil {
+			t.Errorf("testdb: the test left the shared %s server stopped, and starting it again failed: %v", srv.Kind(), err)
+		}
+	})
+	return srv
+}
+
+// sharedServer returns the package's shared server for tg, starting it on
+// first use, or skips or fails the test if it cannot start.
+func (tg Target) sharedServer(t testing.TB) *Server {
+	t.Helper()
+	srv, err := sharedFor(tg.Name)
+	if err != nil {
+		if errors.Is(err, ErrBinariesMissing) {
+			unavailable(t, tg.Dialect, err)
+		}
+		t.Fatalf("testdb: shared %s server: %v", tg.Name, err)
+	}
+	return srv
+}
+
+// shared holds the package's shared servers, one per kind, each started
+// at most once.
+type sharedServer struct {
+	once sync.Once
+	srv  *Server
+	err  error
+}
+
+var shared = map[string]*sharedServer{
+	KindPostgres: {},
+	KindMySQL:    {},
+}
+
+// sharedStartTimeout bounds the first start of a shared server, setup
+// (initdb, mariadb-install-db) included.
+const sharedStartTimeout = 2 * time.Minute
+
+func sharedFor(kind string) (*Server, error) {
+	ss := shared[kind]
+	ss.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedStartTimeout)
+		defer cancel()
+		if kind == KindPostgres {
+			ss.srv, ss.err = StartPostgres(ctx)
+		} else {
+			ss.srv, ss.err = StartMariaDB(ctx)
+		}
+	})
+	return ss.srv, ss.err
+}
+
+// dbCounter makes database names unique within the test binary; each
+// binary has servers of its own.
+var dbCounter atomic.Int64
+
+// uniqueName returns a database name made from the test's name and a
+// counter, such as "t_testlease_acquire_12".
+func uniqueName(t testing.TB) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(t.Name()) {
+		if b.Len() >= 40 {
+			break
+		}
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return fmt.Sprintf("t_%s_%d", b.String(), dbCounter.Add(1))
+}
+
+// Required reports whether REQUIRE_DIALECTS names dialect, which makes a
+// missing database a test failure instead of a skip.
+func Required(dialect string) bool {
+	return requiredIn(os.Getenv(RequireEnv), dialect)
+}
+
+// requiredIn reports whether the comma-separated list names dialect.
+// Spaces and case are ignored.
+func requiredIn(list, dialect string) bool {
+	for _, d := range strings.Split(list, ",") {
+		if d = strings.TrimSpace(d); d != "" && strings.EqualFold(d, dialect) {
+			return true
+		}
+	}
+	return false
+}
+
+// decide says what a test does when dialect cannot be tested for reason:
+// skip it, or, when the list from REQUIRE_DIALECTS names the dialect, fail
+// it. msg is the loud message to give either way.
+func decide(requireList, dialect string, reason error) (fail bool, msg string) {
+	if requiredIn(requireList, dialect) {
+		return true, fmt.Sprintf("testdb: %s=%q requires the %s dialect, but it cannot be tested here: %v",
+			RequireEnv, requireList, dialect, reason)
+	}
+	return false, fmt.Sprintf("testdb: SKIPPING %s TEST: %v (set %s=%s to make this a failure)",
+		strings.ToUpper(dialect), reason, RequireEnv, dialect)
+}
+
+// unavailable skips or fails t, as decide says.
+func unavailable(t testing.TB, dialect string, reason error) {
+	t.Helper()
+	fail, msg := decide(os.Getenv(RequireEnv), dialect, reason)
+	if fail {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// Main runs the tests, stops every server this package started in the
+// test binary, and exits with the tests' code. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { testdb.Main(m) }
+func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main without the exit: it runs the tests, stops every server this
+// package started, and returns the exit code, which is non-zero also when
+// stopping a server failed. Use it when TestMain has more to do before it
+// exits, such as checking for leaked goroutines.
+func Run(m *testing.M) int {
+	code := m.Run()
+	if err := closeAll(); err != nil {
+		fmt.Fprintf(os.Stderr, "testdb: stopping the test database servers failed: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
