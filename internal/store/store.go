@@ -1,0 +1,381 @@
+// Package store is leasehold's access to the coordination tables: the
+// lease operations (acquire, renew, release, read, fence) and the schema
+// migrations, for every supported dialect. All dialect differences live in
+// dialect.go and schema.go; this file only sequences statements.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Errors returned by the store.
+var (
+	// ErrUnsupportedDialect is returned for a gorm dialector leasehold does
+	// not support.
+	ErrUnsupportedDialect = errors.New("leasehold: unsupported database dialect")
+	// ErrInvalidPrefix is returned for a table prefix that is not a safe
+	// SQL identifier fragment.
+	ErrInvalidPrefix = errors.New("leasehold: invalid table prefix")
+	// ErrSchemaMissing is returned when the coordination tables do not
+	// exist or are older than this build needs.
+	ErrSchemaMissing = errors.New("leasehold: coordination schema is missing or outdated")
+	// ErrMigrationLock is returned when the migration lock could not be
+	// taken in time.
+	ErrMigrationLock = errors.New("leasehold: could not take the migration lock")
+)
+
+// Row is one lease as the database sees it. Times are microseconds since
+// the Unix epoch on the database clock; NowUS is that clock at the read.
+type Row struct {
+	Name         string
+	Holder       string
+	Epoch        int64
+	AcquiredAtUS int64
+	RenewedAtUS  int64
+	ExpiresAtUS  int64
+	NowUS        int64
+}
+
+// Live reports whether the lease is held and unexpired at the read.
+func (r Row) Live() bool { return r.Holder != "" && r.ExpiresAtUS >= r.NowUS }
+
+// Store runs the lease statements on one database.
+type Store struct {
+	db     *gorm.DB
+	d      *dialect
+	tables Tables
+	leases string // quoted lease table
+}
+
+// New returns a store for the database behind db, using the tables of the
+// given prefix ("" means the default).
+func New(db *gorm.DB, prefix string) (*Store, error) {
+	if db == nil || db.Dialector == nil {
+		return nil, errors.New("leasehold: db is nil")
+	}
+	d, err := lookupDialect(db.Dialector.Name())
+	if err != nil {
+		return nil, err
+	}
+	t, err := TablesFor(prefix)
+	if err != nil {
+		return nil, err
+	}
+	// A fresh session: the caller's scopes and conditions must not leak into
+	// the library's statements.
+	return &Store{db: db.Session(&gorm.Session{NewDB: true}), d: d, tables: t, leases: d.quote(t.Leases)}, nil
+}
+
+// Dialect returns the dialect name.
+func (s *Store) Dialect() string { return s.d.name }
+
+// Tables returns the table names in use.
+func (s *Store) Tables() Tables { return s.tables }
+
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// EnsureRow creates the lease row for name if it does not exist yet.
+func (s *Store) EnsureRow(ctx context.Context, name string) error {
+	q, n := s.d.sqlInsertIfAbsent(s.leases)
+	args := []any{name}
+	if n == 2 {
+		args = append(args, name)
+	}
+	return s.db.WithContext(ctx).Exec(q, args...).Error
+}
+
+// Acquire takes the lease for holder when it is free, expired or already
+// held by holder, starting a new term with the next epoch. It reports
+// ok=false when another holder has it. The row must exist (EnsureRow).
+func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (epoch int64, ok bool, err error) {
+	q := s.d.sqlAcquire(s.leases, micros(ttl))
+	args := []any{holder, name, holder}
+	switch s.d.acquireResult {
+	case resultLastInsertID:
+		db := s.db.WithContext(ctx)
+		res, err := db.Statement.ConnPool.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, false, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, false, err
+		}
+		if n == 0 {
+			return 0, false, nil
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return 0, false, err
+		}
+		return id, true, nil
+	default:
+		var epochs []int64
+		if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&epochs).Error; err != nil {
+			return 0, false, err
+		}
+		if len(epochs) == 0 {
+			return 0, false, nil
+		}
+		return epochs[0], true, nil
+	}
+}
+
+// Renew extends every given term of holder that the database still shows
+// as held by it and unexpired, all in one statement. It returns the terms
+// that were not renewed (lost). Only when the affected-row count falls
+// short does it read the rows back to learn which ones.
+func (s *Store) Renew(ctx context.Context, holder string, terms []Term, ttl time.Duration) (lost []Term, err error) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	q, args := s.d.sqlRenew(s.leases, micros(ttl), holder, terms)
+	res := s.db.WithContext(ctx).Exec(q, args...)
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	// Every matched row changes (renewed_at_us moves), so the count is the
+	// number renewed with or without MySQL's clientFoundRows.
+	if res.RowsAffected == int64(len(terms)) {
+		return nil, nil
+	}
+	return s.classify(ctx, holder, terms)
+}
+
+// classify reads terms back after a renew that did not match all of them.
+// A row still held by holder with the same epoch and unexpired now was
+// unexpired when the renew ran, so the renew matched and extended it; any
+// other row was not renewed and is lost.
+func (s *Store) classify(ctx context.Context, holder string, terms []Term) ([]Term, error) {
+	names := make([]string, len(terms))
+	for i, t := range terms {
+		names[i] = t.Name
+	}
+	rows, err := s.Get(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]Row, len(rows))
+	for _, r := range rows {
+		byName[r.Name] = r
+	}
+	var lost []Term
+	for _, t := range terms {
+		r, ok := byName[t.Name]
+		if !ok || r.Holder != holder || r.Epoch != t.Epoch || r.ExpiresAtUS < r.NowUS {
+			lost = append(lost, t)
+		}
+	}
+	return lost, nil
+}
+
+// Release gives up the given terms of holder in one statement and returns
+// how many were still held. Terms already lost are left untouched.
+func (s *Store) Release(ctx context.Context, holder string, terms []Term) (int64, error) {
+	if len(terms) == 0 {
+		return 0, nil
+	}
+	q, args := s.d.sqlRelease(s.leases, holder, terms)
+	res := s.db.WithContext(ctx).Exec(q, args...)
+	return res.RowsAffected, res.Error
+}
+
+// Get reads the named leases with the database clock. Names without a row
+// are absent from the result.
+func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
+	}
+	return s.query(s.db.WithContext(ctx), s.d.sqlSelect(s.leases, len(names)), args...)
+}
+
+// List reads every lease whose name starts with prefix ("" for all),
+// ordered by name.
+func (s *Store) List(ctx context.Context, prefix string) ([]Row, error) {
+	if prefix == "" {
+		return s.query(s.db.WithContext(ctx), s.d.sqlList(s.leases, false))
+	}
+	return s.query(s.db.WithContext(ctx), s.d.sqlList(s.leases, true), likeEscape(prefix)+"%")
+}
+
+// Now reads the database clock in microseconds since the Unix epoch.
+func (s *Store) Now(ctx context.Context) (int64, error) {
+	var now int64
+	err := s.db.WithContext(ctx).Raw(s.d.sqlNow()).Row().Scan(&now)
+	return now, err
+}
+
+// Fence reads the lease row inside the caller's transaction tx, locking it
+// against a change of holder until tx ends, and returns it. The caller
+// compares holder, epoch and expiry.
+func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
+	rows, err := s.query(tx, s.d.sqlFence(s.leases), name)
+	if err != nil || len(rows) == 0 {
+		return Row{}, false, err
+	}
+	return rows[0], true, nil
+}
+
+func (s *Store) query(db *gorm.DB, q string, args ...any) ([]Row, error) {
+	rs, err := db.Raw(q, args...).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []Row
+	for rs.Next() {
+		var r Row
+		if err := rs.Scan(&r.Name, &r.Holder, &r.Epoch, &r.AcquiredAtUS, &r.RenewedAtUS, &r.ExpiresAtUS, &r.NowUS); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+// SchemaVersion returns the applied schema version, 0 when the version
+// table does not exist.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	db := s.db.WithContext(ctx)
+	if !db.Migrator().HasTable(s.tables.Migrations) {
+		// HasTable swallows errors; tell "absent" from "unreachable".
+		if err := db.Exec("SELECT 1").Error; err != nil {
+			return 0, err
+		}
+		return 0, nil
+	}
+	var v int
+	err := db.Raw(s.d.sqlCurrentVersion(s.tables)).Row().Scan(&v)
+	return v, err
+}
+
+// CheckSchema returns an error wrapping ErrSchemaMissing when the schema is
+// older than LatestVersion, or the database error when it cannot tell.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if v < LatestVersion {
+		return fmt.Errorf("%w: tables with prefix %q are at version %d, this build needs %d; "+
+			"run migrations.Migrate(ctx, db, migrations.Options{TablePrefix: %q}), apply the DDL from migrations.DDL, "+
+			"or leave AutoMigrate enabled", ErrSchemaMissing, s.tables.Prefix, v, LatestVersion, s.tables.Prefix)
+	}
+	return nil
+}
+
+// Migrate brings the schema to LatestVersion. It is idempotent and safe to
+// run from many processes at once: a dialect-specific lock serialises the
+// runs, and each run applies only the steps not yet recorded.
+func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied []int, err error) {
+	db := s.db.WithContext(ctx)
+	apply := func(tx *gorm.DB) error {
+		if err := tx.Exec(s.d.createMigrationsTable(s.tables)).Error; err != nil {
+			return fmt.Errorf("create %s: %w", s.tables.Migrations, err)
+		}
+		var current int
+		if err := tx.Raw(s.d.sqlCurrentVersion(s.tables)).Row().Scan(&current); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		for _, m := range migrations {
+			if m.Version <= current {
+				continue
+			}
+			for _, stmt := range m.statements(s.d, s.tables) {
+				if err := tx.Exec(stmt).Error; err != nil {
+					return fmt.Errorf("migration %d (%s): %w", m.Version, m.Description, err)
+				}
+			}
+			if err := tx.Exec(s.d.sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
+				return fmt.Errorf("record migration %d: %w", m.Version, err)
+			}
+			applied = append(applied, m.Version)
+		}
+		return nil
+	}
+	lock := s.d.migrationLock(s.tables, lockTimeout)
+	key := migrationLockKey(s.tables)
+	switch s.d.name {
+	case Postgres:
+		// DDL is transactional on PostgreSQL: lock, migrate and record in one
+		// transaction; the lock ends with it.
+		err = db.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec(lock.setup).Error; err != nil {
+				return err
+			}
+			if err := tx.Exec(lock.acquire).Error; err != nil {
+				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
+			}
+			return apply(tx)
+		})
+	case SQLServer:
+		err = db.Transaction(func(tx *gorm.DB) error {
+			var rc int
+			if err := tx.Raw(lock.acquire, key).Row().Scan(&rc); err != nil {
+				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
+			}
+			if rc < 0 {
+				return fmt.Errorf("%w: sp_getapplock returned %d", ErrMigrationLock, rc)
+			}
+			return apply(tx)
+		})
+	case MySQL:
+		// DDL commits implicitly on MySQL, so a transaction cannot hold the
+		// lock: a named lock on one pinned connection does. It is released
+		// explicitly, and by the server if the connection dies.
+		err = db.Connection(func(conn *gorm.DB) error {
+			var dbName sql.NullString
+			if err := conn.Raw("SELECT DATABASE()").Row().Scan(&dbName); err != nil {
+				return err
+			}
+			name := mysqlLockName(dbName.String, key)
+			var got sql.NullInt64
+			secs := max(int64(lockTimeout/time.Second), 1)
+			if err := conn.Raw(lock.acquire, name, secs).Row().Scan(&got); err != nil {
+				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
+			}
+			if !got.Valid || got.Int64 != 1 {
+				return fmt.Errorf("%w: GET_LOCK(%q) timed out after %v", ErrMigrationLock, name, lockTimeout)
+			}
+			defer conn.Exec(lock.release, name)
+			return apply(conn)
+		})
+	case SQLite:
+		// BEGIN IMMEDIATE takes the write lock up front (waiting up to the
+		// busy timeout), whatever _txlock the caller's DSN sets.
+		err = db.Connection(func(conn *gorm.DB) error {
+			if err := conn.Exec(lock.acquire).Error; err != nil {
+				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
+			}
+			if err := apply(conn); err != nil {
+				conn.Exec("ROLLBACK")
+				return err
+			}
+			return conn.Exec(lock.release).Error
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return applied, nil
+}
+
+// mysqlLockName builds a GET_LOCK name (at most 64 characters) scoped to
+// the database, since MySQL's named locks are server-wide.
+func mysqlLockName(database, key string) string {
+	name := key + "@" + database
+	if len(name) > 64 {
+		name = fmt.Sprintf("leasehold:migrate:%x", advisoryKey(name))
+	}
+	return name
+}

@@ -1,0 +1,63 @@
+-- insert the lease row if absent
+INSERT INTO `leasehold_leases` (name) VALUES (?) ON DUPLICATE KEY UPDATE name = name
+-- args: "global/billing";
+
+-- acquire (new epoch in the same statement)
+UPDATE `leasehold_leases` SET holder = ?, epoch = LAST_INSERT_ID(epoch + 1), acquired_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000 WHERE name = ? AND (holder = '' OR holder = ? OR expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "global/billing", "node-a/eu-1/0123456789abcdef0123456789abcdef";
+
+-- renew one lease
+UPDATE `leasehold_leases` SET renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000 WHERE holder = ? AND name = ? AND epoch = 7 AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+
+-- renew three leases in one statement
+UPDATE `leasehold_leases` SET renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000 WHERE holder = ? AND name IN (?, ?, ?) AND epoch = CASE name WHEN ? THEN 7 WHEN ? THEN 3 WHEN ? THEN 12 END AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+
+-- release one lease
+UPDATE `leasehold_leases` SET holder = '', expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE holder = ? AND name = ? AND epoch = 7
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+
+-- release three leases
+UPDATE `leasehold_leases` SET holder = '', expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE holder = ? AND name IN (?, ?, ?) AND epoch = CASE name WHEN ? THEN 7 WHEN ? THEN 3 WHEN ? THEN 12 END
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+
+-- read leases
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` WHERE name IN (?, ?)
+-- args: "global/billing", "global/outbox";
+
+-- list all leases
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` ORDER BY name;
+
+-- list leases by prefix
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` WHERE name LIKE ? ESCAPE '!' ORDER BY name
+-- args: "cluster/eu!_1/%";
+
+-- database clock
+SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us;
+
+-- fencing check inside the caller's transaction
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` WHERE name = ? LOCK IN SHARE MODE
+-- args: "global/billing";
+
+-- create the version table
+CREATE TABLE IF NOT EXISTS `leasehold_schema_migrations` (version INT NOT NULL, description VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version)) ENGINE=InnoDB;
+
+-- migration 1: create the lease table
+CREATE TABLE IF NOT EXISTS `leasehold_leases` (name VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, holder VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '', epoch BIGINT NOT NULL DEFAULT 0, acquired_at_us BIGINT NOT NULL DEFAULT 0, renewed_at_us BIGINT NOT NULL DEFAULT 0, expires_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (name)) ENGINE=InnoDB;
+
+-- record migration 1
+INSERT INTO `leasehold_schema_migrations` (version, description, applied_at_us) VALUES (1, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
+-- args: "create the lease table";
+
+-- current schema version
+SELECT COALESCE(MAX(version), 0) FROM `leasehold_schema_migrations`;
+
+-- migration lock
+SELECT GET_LOCK(?, ?)
+-- args: "leasehold:migrate:leasehold_@app", 60;
+
+-- migration lock
+SELECT RELEASE_LOCK(?)
+-- args: "leasehold:migrate:leasehold_@app";
+

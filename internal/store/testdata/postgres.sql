@@ -1,0 +1,61 @@
+-- insert the lease row if absent
+INSERT INTO "leasehold_leases" (name) VALUES ($1) ON CONFLICT (name) DO NOTHING
+-- args: "global/billing";
+
+-- acquire (new epoch in the same statement)
+UPDATE "leasehold_leases" SET holder = $1, epoch = epoch + 1, acquired_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000 WHERE name = $2 AND (holder = '' OR holder = $3 OR expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) RETURNING epoch
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "global/billing", "node-a/eu-1/0123456789abcdef0123456789abcdef";
+
+-- renew one lease
+UPDATE "leasehold_leases" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000 WHERE holder = $1 AND name = $2 AND epoch = 7 AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+
+-- renew three leases in one statement
+UPDATE "leasehold_leases" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000 WHERE holder = $1 AND name IN ($2, $3, $4) AND epoch = CASE name WHEN $5 THEN 7 WHEN $6 THEN 3 WHEN $7 THEN 12 END AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+
+-- release one lease
+UPDATE "leasehold_leases" SET holder = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE holder = $1 AND name = $2 AND epoch = 7
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+
+-- release three leases
+UPDATE "leasehold_leases" SET holder = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE holder = $1 AND name IN ($2, $3, $4) AND epoch = CASE name WHEN $5 THEN 7 WHEN $6 THEN 3 WHEN $7 THEN 12 END
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+
+-- read leases
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name IN ($1, $2)
+-- args: "global/billing", "global/outbox";
+
+-- list all leases
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" ORDER BY name;
+
+-- list leases by prefix
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name LIKE $1 ESCAPE '!' ORDER BY name
+-- args: "cluster/eu!_1/%";
+
+-- database clock
+SELECT CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us;
+
+-- fencing check inside the caller's transaction
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name = $1 FOR SHARE
+-- args: "global/billing";
+
+-- create the version table
+CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
+
+-- migration 1: create the lease table
+CREATE TABLE IF NOT EXISTS "leasehold_leases" (name VARCHAR(255) COLLATE "C" NOT NULL, holder VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', epoch BIGINT NOT NULL DEFAULT 0, acquired_at_us BIGINT NOT NULL DEFAULT 0, renewed_at_us BIGINT NOT NULL DEFAULT 0, expires_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (name));
+
+-- record migration 1
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (1, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
+-- args: "create the lease table";
+
+-- current schema version
+SELECT COALESCE(MAX(version), 0) FROM "leasehold_schema_migrations";
+
+-- migration lock
+SET LOCAL lock_timeout = 60000;
+
+-- migration lock
+SELECT pg_advisory_xact_lock(2070517655109335331);
+

@@ -1,0 +1,61 @@
+-- insert the lease row if absent
+INSERT INTO "leasehold_leases" (name) VALUES (?) ON CONFLICT (name) DO NOTHING
+-- args: "global/billing";
+
+-- acquire (new epoch in the same statement)
+UPDATE "leasehold_leases" SET holder = ?, epoch = epoch + 1, acquired_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) + 15000000 WHERE name = ? AND (holder = '' OR holder = ? OR expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)) RETURNING epoch
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "global/billing", "node-a/eu-1/0123456789abcdef0123456789abcdef";
+
+-- renew one lease
+UPDATE "leasehold_leases" SET renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) + 15000000 WHERE holder = ? AND name = ? AND epoch = 7 AND expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+
+-- renew three leases in one statement
+UPDATE "leasehold_leases" SET renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) + 15000000 WHERE holder = ? AND name IN (?, ?, ?) AND epoch = CASE name WHEN ? THEN 7 WHEN ? THEN 3 WHEN ? THEN 12 END AND expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+
+-- release one lease
+UPDATE "leasehold_leases" SET holder = '', expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE holder = ? AND name = ? AND epoch = 7
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+
+-- release three leases
+UPDATE "leasehold_leases" SET holder = '', expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE holder = ? AND name IN (?, ?, ?) AND epoch = CASE name WHEN ? THEN 7 WHEN ? THEN 3 WHEN ? THEN 12 END
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+
+-- read leases
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name IN (?, ?)
+-- args: "global/billing", "global/outbox";
+
+-- list all leases
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" ORDER BY name;
+
+-- list leases by prefix
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name LIKE ? ESCAPE '!' ORDER BY name
+-- args: "cluster/eu!_1/%";
+
+-- database clock
+SELECT (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us;
+
+-- fencing check inside the caller's transaction
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name = ?
+-- args: "global/billing";
+
+-- create the version table
+CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description TEXT NOT NULL DEFAULT '', applied_at_us INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (version));
+
+-- migration 1: create the lease table
+CREATE TABLE IF NOT EXISTS "leasehold_leases" (name TEXT NOT NULL, holder TEXT NOT NULL DEFAULT '', epoch INTEGER NOT NULL DEFAULT 0, acquired_at_us INTEGER NOT NULL DEFAULT 0, renewed_at_us INTEGER NOT NULL DEFAULT 0, expires_at_us INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (name));
+
+-- record migration 1
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (1, ?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
+-- args: "create the lease table";
+
+-- current schema version
+SELECT COALESCE(MAX(version), 0) FROM "leasehold_schema_migrations";
+
+-- migration lock
+BEGIN IMMEDIATE;
+
+-- migration lock
+COMMIT;
+
