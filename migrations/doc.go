@@ -1,0 +1,32 @@
+// Package migrations creates and upgrades leasehold's coordination schema.
+//
+// # Tables
+//
+// With the default prefix "leasehold_" the schema has two tables:
+//
+//   - leasehold_schema_migrations: one row per applied schema version.
+//   - leasehold_leases: one row per lease name, with its holder, its
+//     fencing epoch and the times it was acquired, last renewed and expires.
+//     Times are BIGINT microseconds since the Unix epoch, written only by
+//     the database clock (see the coordination package).
+//
+// # When it runs
+//
+// A coordination.Coordinator migrates on start unless
+// coordination.Config.DisableAutoMigrate is set. Operators who change
+// schemas at deploy time call Migrate from a deploy job instead, or apply
+// the statements from DDL (or Script) by hand and disable auto-migration.
+//
+// # Concurrency
+//
+// Migrate is idempotent and can run from many processes at once: a
+// dialect-specific lock lets one process migrate while the others wait,
+// then find nothing to do. Every released step is frozen; changes arrive as
+// new numbered steps, so a database is always at one well-defined version.
+//
+// # Table prefix
+//
+// Options.TablePrefix lets several independent leasehold deployments share
+// one database. It is validated (ASCII letters, digits and '_', at most 40
+// bytes) before it is used in any statement.
+package migrations

@@ -1,0 +1,247 @@
+package migrations_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/testdb"
+	"github.com/leasehold/leasehold/migrations"
+)
+
+const wait = 60 * time.Second
+
+func TestMain(m *testing.M) {
+	if os.Getenv("LEASEHOLD_MIGRATE_HELPER") == "1" {
+		os.Exit(migrateHelper())
+	}
+	testdb.Main(m)
+}
+
+// TestMigrations runs the migration cases on every database target.
+func TestMigrations(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, tg testdb.Target)
+	}{
+		{"Idempotent", caseIdempotent},
+		{"ConcurrentProcesses", caseConcurrentProcesses},
+		{"HandAppliedDDL", caseHandAppliedDDL},
+		{"PrefixesAreIndependent", casePrefixes},
+	}
+	for _, tg := range testdb.Targets() {
+		t.Run(tg.Name, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) { tc.fn(t, tg) })
+			}
+		})
+	}
+}
+
+func caseIdempotent(t *testing.T, tg testdb.Target) {
+	db := tg.Open(t)
+	ctx := context.Background()
+	if v, err := migrations.Version(ctx, db, migrations.Options{}); err != nil || v != 0 {
+		t.Fatalf("Version on an empty database = %d, %v; want 0", v, err)
+	}
+	applied, err := migrations.Migrate(ctx, db, migrations.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != migrations.LatestVersion {
+		t.Fatalf("first Migrate applied %v, want versions 1..%d", applied, migrations.LatestVersion)
+	}
+	for range 2 {
+		applied, err = migrations.Migrate(ctx, db, migrations.Options{})
+		if err != nil || len(applied) != 0 {
+			t.Fatalf("repeated Migrate applied %v, %v; want nothing", applied, err)
+		}
+	}
+	if v, err := migrations.Version(ctx, db, migrations.Options{}); err != nil || v != migrations.LatestVersion {
+		t.Fatalf("Version = %d, %v; want %d", v, err, migrations.LatestVersion)
+	}
+	var rows int64
+	if err := db.Table("leasehold_schema_migrations").Count(&rows).Error; err != nil || rows != int64(migrations.LatestVersion) {
+		t.Fatalf("version rows = %d, %v", rows, err)
+	}
+}
+
+// caseConcurrentProcesses starts ten OS processes that migrate the same
+// empty database at the same moment: all must succeed, exactly one applies
+// the steps, and the schema exists once.
+func caseConcurrentProcesses(t *testing.T, tg testdb.Target) {
+	const procs = 10
+	driver, dsn := tg.OpenDSN(t)
+	type proc struct {
+		cmd   *exec.Cmd
+		stdin io.WriteCloser
+		out   *bufio.Scanner
+	}
+	var ps []proc
+	for range procs {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "LEASEHOLD_MIGRATE_HELPER=1", "HELPER_DRIVER="+driver, "HELPER_DSN="+dsn)
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		ps = append(ps, proc{cmd, stdin, bufio.NewScanner(stdout)})
+	}
+	// Barrier: every process has connected before any starts migrating.
+	for i, p := range ps {
+		if !scanWithin(p.out, wait) || p.out.Text() != "ready" {
+			t.Fatalf("helper %d did not get ready: %q", i, p.out.Text())
+		}
+	}
+	for _, p := range ps {
+		if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var appliedBy []int
+	for i, p := range ps {
+		if !scanWithin(p.out, wait) {
+			t.Fatalf("helper %d gave no result", i)
+		}
+		res := p.out.Text()
+		if !strings.HasPrefix(res, "applied ") {
+			t.Fatalf("helper %d failed: %s", i, res)
+		}
+		if res != "applied []" {
+			appliedBy = append(appliedBy, i)
+		}
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("helper %d exited with %v", i, err)
+		}
+	}
+	if len(appliedBy) != 1 {
+		t.Fatalf("%d processes applied migrations (%v), want exactly 1", len(appliedBy), appliedBy)
+	}
+	db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB(db)
+	if v, err := migrations.Version(context.Background(), db, migrations.Options{}); err != nil || v != migrations.LatestVersion {
+		t.Fatalf("Version after concurrent migration = %d, %v", v, err)
+	}
+}
+
+// scanWithin reads one line, failing after d.
+func scanWithin(s *bufio.Scanner, d time.Duration) bool {
+	got := make(chan bool, 1)
+	go func() { got <- s.Scan() }()
+	select {
+	case ok := <-got:
+		return ok
+	case <-time.After(d):
+		return false
+	}
+}
+
+// migrateHelper is the body of a helper process.
+func migrateHelper() int {
+	db, err := dbopen.Open(os.Getenv("HELPER_DRIVER"), os.Getenv("HELPER_DSN"), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	defer closeDB(db)
+	if err := db.Exec("SELECT 1").Error; err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Println("ready")
+	if line, _ := bufio.NewReader(os.Stdin).ReadString('\n'); line != "go\n" {
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	applied, err := migrations.Migrate(ctx, db, migrations.Options{})
+	if err != nil {
+		fmt.Println("error", strings.ReplaceAll(err.Error(), "\n", " "))
+		return 1
+	}
+	fmt.Printf("applied %v\n", applied)
+	return 0
+}
+
+func closeDB(db *gorm.DB) {
+	if sqlDB, err := db.DB(); err == nil {
+		_ = sqlDB.Close()
+	}
+}
+
+// caseHandAppliedDDL applies the printed DDL by hand, as a DBA would, and
+// checks the result is a current schema that Migrate leaves alone.
+func caseHandAppliedDDL(t *testing.T, tg testdb.Target) {
+	db := tg.Open(t)
+	stmts, err := migrations.DDL(db.Dialector.Name(), migrations.Options{TablePrefix: "dba_"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stmts {
+		if err := db.Exec(s).Error; err != nil {
+			t.Fatalf("hand-applied statement failed: %v\n%s", err, s)
+		}
+	}
+	ctx := context.Background()
+	opts := migrations.Options{TablePrefix: "dba_"}
+	if v, err := migrations.Version(ctx, db, opts); err != nil || v != migrations.LatestVersion {
+		t.Fatalf("Version after hand-applied DDL = %d, %v", v, err)
+	}
+	if applied, err := migrations.Migrate(ctx, db, opts); err != nil || len(applied) != 0 {
+		t.Fatalf("Migrate after hand-applied DDL applied %v, %v; want nothing", applied, err)
+	}
+}
+
+func casePrefixes(t *testing.T, tg testdb.Target) {
+	db := tg.Open(t)
+	ctx := context.Background()
+	for _, p := range []string{"a_", "b_"} {
+		if _, err := migrations.Migrate(ctx, db, migrations.Options{TablePrefix: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, table := range []string{"a_leases", "b_leases", "a_schema_migrations", "b_schema_migrations"} {
+		if !db.Migrator().HasTable(table) {
+			t.Fatalf("table %s missing", table)
+		}
+	}
+	if db.Migrator().HasTable("leasehold_leases") {
+		t.Fatalf("default-prefix table created though a prefix was given")
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	for _, p := range []string{"x; DROP TABLE users; --", "1abc", "a-b", "a b", `a"b`, strings.Repeat("p", 41)} {
+		_, err := migrations.DDL("postgres", migrations.Options{TablePrefix: p})
+		if !errors.Is(err, migrations.ErrInvalidPrefix) || !strings.Contains(err.Error(), fmt.Sprintf("%q", p)) {
+			t.Errorf("prefix %q: err = %v, want ErrInvalidPrefix naming the value", p, err)
+		}
+	}
+	if _, err := migrations.DDL("oracle", migrations.Options{}); !errors.Is(err, migrations.ErrUnsupportedDialect) || !strings.Contains(err.Error(), `"oracle"`) {
+		t.Errorf("unknown dialect: err = %v", err)
+	}
+}
