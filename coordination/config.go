@@ -1,0 +1,136 @@
+package coordination
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// Defaults of Config. A zero field takes its default; fields whose default
+// depends on TTL scale with a TTL you set.
+const (
+	// DefaultTTL is how long a lease lives in the database after each
+	// successful acquire or renewal.
+	DefaultTTL = 15 * time.Second
+	// DefaultRetryInterval is how often a follower tries to acquire.
+	DefaultRetryInterval = 2 * time.Second
+	// DefaultShutdownTimeout bounds how long Run waits, after its context
+	// is cancelled, for leader work to return before giving up on release.
+	DefaultShutdownTimeout = 10 * time.Second
+	// MinTTL is the smallest TTL accepted.
+	MinTTL = 10 * time.Millisecond
+)
+
+// Config tunes a Coordinator. The zero value is valid and gives the
+// documented defaults. Invariants are checked by New, and every error names
+// the field and the values involved.
+//
+// Timing in brief: a holder renews every RenewInterval; each successful
+// renewal, attempted at time t on the holder's monotonic clock, makes the
+// lease live in the database until at least t+TTL by the database clock,
+// and the holder trusts it until t+TTL-Margin. Failed renewals are retried
+// with jittered backoff until then. Followers retry every RetryInterval
+// plus up to half of it again at random.
+type Config struct {
+	// TTL is how long a lease stays live in the database after an acquire
+	// or renewal, measured by the database clock. A crashed holder is
+	// replaced at most TTL plus one RetryInterval (with jitter) later.
+	// Must be at least 10ms. Defaults to 15s.
+	TTL time.Duration
+
+	// RenewInterval is the time between renewals of the leases this
+	// process holds. All held leases are renewed by one statement.
+	// Must be at most (TTL - Margin) / 2, so that a failed renewal can be
+	// retried before the trust deadline. Defaults to TTL/3 (5s).
+	RenewInterval time.Duration
+
+	// RetryInterval is the time between a follower's attempts to acquire;
+	// each wait adds a random 0-50% so that followers do not act in step.
+	// It is also the ceiling of the backoff between failed renewals.
+	// Must be at most TTL. Defaults to 2s, or TTL/4 when that is shorter.
+	RetryInterval time.Duration
+
+	// Margin is subtracted from TTL to get the trust deadline: the leader's
+	// work context is cancelled Margin before the earliest moment another
+	// process could take the lease. It covers the time leader work needs to
+	// notice cancellation, and clock rate drift. Must be less than TTL.
+	// Defaults to TTL/5 (3s).
+	Margin time.Duration
+
+	// ShutdownTimeout bounds the shutdown after Run's context is
+	// cancelled: leader work is cancelled at once, and Run keeps renewing
+	// the leases until the work has returned and released them, for at
+	// most this long. Leases whose work is still running then are not
+	// released (they expire after TTL) and the overrun is logged as an
+	// error. It also bounds each Release. Defaults to 10s.
+	ShutdownTimeout time.Duration
+
+	// TablePrefix is prepended to the names of the coordination tables.
+	// Only ASCII letters, digits and '_' are allowed, starting with a
+	// letter or '_', at most 40 bytes. Defaults to "leasehold_".
+	TablePrefix string
+
+	// DisableAutoMigrate turns off the schema migration Run performs on
+	// start. Run then only checks the schema version and fails with
+	// ErrSchemaMissing, saying how to migrate, when it is behind.
+	// Defaults to false (migrate on start).
+	DisableAutoMigrate bool
+
+	// Logger receives the coordinator's logs. Every line carries the
+	// holder identity, and lease lines the lease name and epoch.
+	// Defaults to a no-op logger.
+	Logger *zap.Logger
+}
+
+// withDefaults returns a copy with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
+	c.RenewInterval = cmp.Or(c.RenewInterval, c.TTL/3)
+	c.RetryInterval = cmp.Or(c.RetryInterval, min(DefaultRetryInterval, c.TTL/4))
+	c.Margin = cmp.Or(c.Margin, c.TTL/5)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.TablePrefix = cmp.Or(c.TablePrefix, store.DefaultTablePrefix)
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+// validate checks the invariants of a config with defaults filled in.
+func (c Config) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"TTL", c.TTL}, {"RenewInterval", c.RenewInterval}, {"RetryInterval", c.RetryInterval},
+		{"Margin", c.Margin}, {"ShutdownTimeout", c.ShutdownTimeout},
+	} {
+		if f.v < 0 {
+			return bad("%s (%v) must not be negative", f.name, f.v)
+		}
+	}
+	switch {
+	case c.TTL < MinTTL:
+		return bad("TTL (%v) must be at least %v", c.TTL, MinTTL)
+	case c.Margin >= c.TTL:
+		return bad("Margin (%v) must be less than TTL (%v)", c.Margin, c.TTL)
+	case 2*c.RenewInterval > c.TTL-c.Margin:
+		return bad("RenewInterval (%v) must be at most half of TTL - Margin (%v - %v = %v), so a failed renewal can be retried before the trust deadline",
+			c.RenewInterval, c.TTL, c.Margin, c.TTL-c.Margin)
+	case c.RetryInterval > c.TTL:
+		return bad("RetryInterval (%v) must be at most TTL (%v)", c.RetryInterval, c.TTL)
+	case c.RenewInterval == 0 || c.RetryInterval == 0 || c.Margin == 0:
+		return bad("TTL (%v) is too short to derive RenewInterval, RetryInterval and Margin; set them explicitly", c.TTL)
+	}
+	if err := store.ValidateTablePrefix(c.TablePrefix); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}

@@ -1,0 +1,703 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// TestConformance runs the same lease cases on every database target.
+// Subtest names are <target>/<Case>.
+func TestConformance(t *testing.T) {
+	runCases(t, conformanceCases)
+}
+
+var conformanceCases = []conformanceCase{
+	{"AcquireRenewRelease", caseAcquireRenewRelease},
+	{"EpochNeverReused", caseEpochNeverReused},
+	{"ExactlyOneWinner", caseExactlyOneWinner},
+	{"FailoverAfterRelease", caseFailoverAfterRelease},
+	{"StaleHolderCannotRenewOrRelease", caseStaleHolder},
+	{"OneStatementPerRenewTick", caseOneStatementPerRenewTick},
+	{"FenceInUserTransaction", caseFence},
+	{"ScopesDoNotCollide", caseScopes},
+	{"LeaderAndList", caseLeaderAndList},
+	{"CutOffHolderStopsBeforeTakeover", caseCutOff},
+	{"TransientRenewErrorsRiddenOut", caseTransientErrors},
+	{"ShutdownReleasesAfterWorkReturns", caseShutdownOrder},
+	{"ShutdownTimeoutDoesNotRelease", caseShutdownOverrun},
+	{"LeaderChangedEvents", caseLeaderChanged},
+	{"AutoMigrateDisabled", caseAutoMigrateDisabled},
+	{"CustomTablePrefix", caseTablePrefix},
+	{"Contention20", caseContention},
+}
+
+// renewSignal installs a hook that reports every successful renewal.
+func renewSignal(r *running) <-chan int {
+	ch := make(chan int, 64)
+	r.mu.Lock()
+	r.afterRenew = func(terms, lost int, err error) {
+		if err == nil && lost == 0 {
+			select {
+			case ch <- terms:
+			default:
+			}
+		}
+	}
+	r.mu.Unlock()
+	return ch
+}
+
+func recvInt(t testing.TB, ch <-chan int) int {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("no signal within %v", wait)
+	}
+	return 0
+}
+
+func caseAcquireRenewRelease(t *testing.T, b *bundle) {
+	r := start(t, b.db, "node-a", fastConfig())
+	renewed := renewSignal(r)
+	e := election(t, r.Coordinator, ClusterScope, "jobs")
+	l := mustCampaign(t, e)
+	if l.Epoch() != 1 || l.Name() != "cluster/test/jobs" {
+		t.Fatalf("lease = %s, want cluster/test/jobs@1", l.Token())
+	}
+	if !l.Valid() || !e.IsLeader() || l.Check() != nil {
+		t.Fatalf("fresh lease not valid: %v", l.Check())
+	}
+	// Several renewals span more than the TTL: the term must survive them.
+	deadline0 := l.Deadline()
+	for range 8 {
+		recvInt(t, renewed)
+	}
+	if !l.Valid() || !l.Deadline().After(deadline0) {
+		t.Fatalf("renewals did not keep the term alive (valid=%v)", l.Valid())
+	}
+	if got := row(t, b.db, l.Name()); got.Holder != r.Holder() || got.Epoch != 1 || !got.Live() {
+		t.Fatalf("row = %+v, want live, held by %s at epoch 1", got, r.Holder())
+	}
+	release(t, l)
+	release(t, l) // idempotent
+	if l.Valid() || e.IsLeader() {
+		t.Fatalf("lease still valid after Release")
+	}
+	if !errors.Is(context.Cause(l.Context()), ErrReleased) || !errors.Is(l.Check(), ErrReleased) {
+		t.Fatalf("cause = %v, want ErrReleased", context.Cause(l.Context()))
+	}
+	info, err := e.Leader(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Holder != "" || info.Live || info.Epoch != 1 {
+		t.Fatalf("after release: %+v, want free at epoch 1", info)
+	}
+}
+
+func caseEpochNeverReused(t *testing.T, b *bundle) {
+	a := start(t, b.db, "node-a", fastConfig())
+	c := start(t, b.db, "node-c", fastConfig())
+	ea := election(t, a.Coordinator, GlobalScope, "epochs")
+	ec := election(t, c.Coordinator, GlobalScope, "epochs")
+	var epochs []int64
+	l := mustCampaign(t, ea)
+	epochs = append(epochs, l.Epoch())
+	release(t, l)
+	l = mustCampaign(t, ea) // same process again: a new term, a new epoch
+	epochs = append(epochs, l.Epoch())
+	release(t, l)
+	l = mustCampaign(t, ec)
+	epochs = append(epochs, l.Epoch())
+	// Taken over after expiry, without a release.
+	expireNow(t, b.db, l.Name())
+	l2 := mustCampaign(t, ea)
+	epochs = append(epochs, l2.Epoch())
+	select {
+	case <-l.Done():
+	case <-time.After(wait):
+		t.Fatalf("the expired term was not ended")
+	}
+	if !errors.Is(context.Cause(l.Context()), ErrLeaseLost) {
+		t.Fatalf("cause = %v, want ErrLeaseLost", context.Cause(l.Context()))
+	}
+	release(t, l)
+	release(t, l2)
+	for i := 1; i < len(epochs); i++ {
+		if epochs[i] != epochs[i-1]+1 {
+			t.Fatalf("epochs = %v, want consecutive increasing", epochs)
+		}
+	}
+}
+
+func caseExactlyOneWinner(t *testing.T, b *bundle) {
+	const n = 5
+	type result struct {
+		i int
+		l *Lease
+	}
+	results := make(chan result, n)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var runs []*running
+	for i := range n {
+		r := start(t, b.db, "node-"+string(rune('a'+i)), fastConfig())
+		runs = append(runs, r)
+		e := election(t, r.Coordinator, ClusterScope, "singleton")
+		go func() {
+			l, err := e.Campaign(ctx)
+			if err == nil {
+				results <- result{i, l}
+			}
+		}()
+	}
+	var winner result
+	select {
+	case winner = <-results:
+	case <-time.After(wait):
+		t.Fatalf("nobody won within %v", wait)
+	}
+	// Let the winner renew a few times while the others keep trying.
+	renewed := renewSignal(runs[winner.i])
+	for range 5 {
+		recvInt(t, renewed)
+	}
+	select {
+	case other := <-results:
+		t.Fatalf("two winners: %s and %s", winner.l.Token(), other.l.Token())
+	default:
+	}
+	if got := row(t, b.db, winner.l.Name()); got.Holder != runs[winner.i].Holder() {
+		t.Fatalf("database holder %q, winner %q", got.Holder, runs[winner.i].Holder())
+	}
+	cancel()
+	release(t, winner.l)
+}
+
+func caseFailoverAfterRelease(t *testing.T, b *bundle) {
+	a := start(t, b.db, "node-a", fastConfig())
+	c := start(t, b.db, "node-c", fastConfig())
+	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "handoff"))
+	got := make(chan *Lease, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		l2, err := election(t, c.Coordinator, ClusterScope, "handoff").Campaign(ctx)
+		if err != nil {
+			t.Errorf("follower Campaign: %v", err)
+		}
+		got <- l2
+	}()
+	releasedAt := time.Now()
+	release(t, l)
+	l2 := <-got
+	if l2 == nil {
+		return
+	}
+	if l2.Epoch() != l.Epoch()+1 {
+		t.Fatalf("follower epoch %d, want %d", l2.Epoch(), l.Epoch()+1)
+	}
+	t.Logf("handoff after release took %v", time.Since(releasedAt))
+	release(t, l2)
+}
+
+func caseStaleHolder(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	s := rawStore(t, b.db)
+	if _, err := s.Migrate(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const name = "global/stale"
+	if err := s.EnsureRow(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	e1, ok, err := s.Acquire(ctx, name, "A", time.Minute)
+	if err != nil || !ok || e1 != 1 {
+		t.Fatalf("A acquire = %d, %v, %v", e1, ok, err)
+	}
+	if _, ok, err := s.Acquire(ctx, name, "B", time.Minute); err != nil || ok {
+		t.Fatalf("B took a live lease: ok=%v err=%v", ok, err)
+	}
+	expireNow(t, b.db, name)
+	e2, ok, err := s.Acquire(ctx, name, "B", time.Minute)
+	if err != nil || !ok || e2 != 2 {
+		t.Fatalf("B acquire after expiry = %d, %v, %v", e2, ok, err)
+	}
+	before := row(t, b.db, name)
+	// A's stale term can neither extend nor release B's newer one.
+	lost, err := s.Renew(ctx, "A", []store.Term{{Name: name, Epoch: e1}}, time.Hour)
+	if err != nil || len(lost) != 1 {
+		t.Fatalf("stale renew: lost=%v err=%v, want the term reported lost", lost, err)
+	}
+	if n, err := s.Release(ctx, "A", []store.Term{{Name: name, Epoch: e1}}); err != nil || n != 0 {
+		t.Fatalf("stale release touched %d rows (err %v)", n, err)
+	}
+	// Even B with A's old epoch matches nothing.
+	if n, err := s.Release(ctx, "B", []store.Term{{Name: name, Epoch: e1}}); err != nil || n != 0 {
+		t.Fatalf("release with an old epoch touched %d rows (err %v)", n, err)
+	}
+	after := row(t, b.db, name)
+	if after.Holder != "B" || after.Epoch != 2 || after.ExpiresAtUS != before.ExpiresAtUS {
+		t.Fatalf("B's term changed: before %+v after %+v", before, after)
+	}
+	// B's own renew works and reports nothing lost, also for several terms
+	// at once where one is stale.
+	if err := s.EnsureRow(ctx, "global/other"); err != nil {
+		t.Fatal(err)
+	}
+	eo, _, _ := s.Acquire(ctx, "global/other", "B", time.Minute)
+	lost, err = s.Renew(ctx, "B", []store.Term{{Name: name, Epoch: e2}, {Name: "global/other", Epoch: eo + 7}}, time.Minute)
+	if err != nil || len(lost) != 1 || lost[0].Name != "global/other" {
+		t.Fatalf("mixed renew: lost=%v err=%v, want only global/other lost", lost, err)
+	}
+}
+
+func caseOneStatementPerRenewTick(t *testing.T, b *bundle) {
+	cl := &countingLogger{}
+	db := b.db.Session(&gorm.Session{Logger: cl})
+	r := start(t, db, "node-a", fastConfig())
+	renewed := renewSignal(r)
+	measure := func(held int) int {
+		// Wait for a tick covering every held lease, then count the
+		// statements up to the next one.
+		for recvInt(t, renewed) != held {
+		}
+		before, _ := cl.snapshot()
+		recvInt(t, renewed)
+		after, last := cl.snapshot()
+		if after-before != 1 {
+			t.Logf("statements between two ticks:\n%s", last)
+		}
+		return after - before
+	}
+	var leases []*Lease
+	leases = append(leases, mustCampaign(t, election(t, r.Coordinator, ClusterScope, "one")))
+	one := measure(1)
+	for _, n := range names("many", 99) {
+		leases = append(leases, mustCampaign(t, election(t, r.Coordinator, ClusterScope, n)))
+	}
+	hundred := measure(100)
+	t.Logf("LOUD: %s: renew statements per tick: 1 lease -> %d, 100 leases -> %d", b.target.Name, one, hundred)
+	if one != 1 || hundred != 1 {
+		t.Fatalf("statements per renew tick: 1 lease -> %d, 100 leases -> %d; want 1 and 1", one, hundred)
+	}
+	for _, l := range leases {
+		release(t, l)
+	}
+}
+
+// fencedWrite is a user table guarded by the fencing check.
+type fencedWrite struct {
+	ID    int `gorm:"primaryKey;autoIncrement:false"`
+	Epoch int64
+}
+
+func caseFence(t *testing.T, b *bundle) {
+	if err := b.db.AutoMigrate(&fencedWrite{}); err != nil {
+		t.Fatal(err)
+	}
+	a := start(t, b.db, "node-a", fastConfig())
+	c := start(t, b.db, "node-c", fastConfig())
+	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "fence"))
+	write := func(id int, check func(tx *gorm.DB) error) error {
+		return b.db.Transaction(func(tx *gorm.DB) error {
+			if err := check(tx); err != nil {
+				return err
+			}
+			return tx.Create(&fencedWrite{ID: id, Epoch: l.Epoch()}).Error
+		})
+	}
+	if err := write(1, l.Fence); err != nil {
+		t.Fatalf("fenced write by the holder failed: %v", err)
+	}
+	// Another process takes over after expiry.
+	expireNow(t, b.db, l.Name())
+	l2 := mustCampaign(t, election(t, c.Coordinator, GlobalScope, "fence"))
+	// The database check alone (as a paused process would run it before
+	// its own timers fire) refuses the stale epoch.
+	err := write(2, func(tx *gorm.DB) error { return a.CheckFence(tx, l.Token()) })
+	var fe *FenceError
+	if !errors.Is(err, ErrFenced) || !errors.As(err, &fe) || !strings.Contains(fe.Reason, "held by") {
+		t.Fatalf("stale fenced write: err = %v, want ErrFenced naming the new holder", err)
+	}
+	// A claimed epoch that is not the current one is refused even for the
+	// real holder.
+	err = write(3, func(tx *gorm.DB) error {
+		return c.CheckFence(tx, Token{Name: l2.Name(), Epoch: l2.Epoch() - 1})
+	})
+	if !errors.Is(err, ErrFenced) {
+		t.Fatalf("write with an old epoch: err = %v, want ErrFenced", err)
+	}
+	// The new holder writes fine.
+	if err := b.db.Transaction(func(tx *gorm.DB) error {
+		if err := l2.Fence(tx); err != nil {
+			return err
+		}
+		return tx.Create(&fencedWrite{ID: 4, Epoch: l2.Epoch()}).Error
+	}); err != nil {
+		t.Fatalf("new holder's fenced write: %v", err)
+	}
+	var ids []int
+	if err := b.db.Model(&fencedWrite{}).Order("id").Pluck("id", &ids).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 2 || ids[0] != 1 || ids[1] != 4 {
+		t.Fatalf("committed writes = %v, want [1 4]: a fenced-off write was committed", ids)
+	}
+	// The stale lease object refuses locally too, once its term ended.
+	select {
+	case <-l.Done():
+	case <-time.After(wait):
+		t.Fatalf("stale term not ended")
+	}
+	if err := write(5, l.Fence); !errors.Is(err, ErrFenced) {
+		t.Fatalf("Lease.Fence after loss: %v, want ErrFenced", err)
+	}
+	release(t, l)
+	release(t, l2)
+}
+
+func caseScopes(t *testing.T, b *bundle) {
+	idA, err := identity.New("node-a", "east")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idB, err := identity.New("node-b", "west")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig()
+	ca, err := New(b.db, idA, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := New(b.db, idB, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, rb := startCoordinator(t, ca), startCoordinator(t, cb)
+	// One cluster leader per cluster: both win.
+	la := mustCampaign(t, election(t, ra.Coordinator, ClusterScope, "report"))
+	lb := mustCampaign(t, election(t, rb.Coordinator, ClusterScope, "report"))
+	if la.Name() == lb.Name() {
+		t.Fatalf("cluster-scoped leases collide: %s", la.Name())
+	}
+	// One global leader: only the first wins.
+	g := mustCampaign(t, election(t, ra.Coordinator, GlobalScope, "report"))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*fastConfig().TTL)
+	defer cancel()
+	if l, err := election(t, rb.Coordinator, GlobalScope, "report").Campaign(ctx); err == nil {
+		t.Fatalf("second global leader: %s", l.Token())
+	}
+	for _, l := range []*Lease{la, lb, g} {
+		release(t, l)
+	}
+}
+
+func caseLeaderAndList(t *testing.T, b *bundle) {
+	cfg := fastConfig()
+	a := start(t, b.db, "node-a", cfg)
+	e := election(t, a.Coordinator, ClusterScope, "who")
+	info, err := e.Leader(context.Background())
+	if err != nil || info.Name != "cluster/test/who" || info.Live {
+		t.Fatalf("before any campaign: %+v, %v", info, err)
+	}
+	l := mustCampaign(t, e)
+	info, err = e.Leader(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Live || !info.Mine || info.Holder != a.Holder() || info.Epoch != l.Epoch() {
+		t.Fatalf("leader = %+v, want live, mine, epoch %d", info, l.Epoch())
+	}
+	// Times come from the database clock: expiry lies within one TTL of
+	// the database's now, and the term started no later than now.
+	if left := info.ExpiresAt.Sub(info.DatabaseTime); left <= 0 || left > cfg.TTL {
+		t.Fatalf("ExpiresAt - DatabaseTime = %v, want in (0, %v]", left, cfg.TTL)
+	}
+	if info.AcquiredAt.After(info.DatabaseTime) {
+		t.Fatalf("AcquiredAt %v after DatabaseTime %v", info.AcquiredAt, info.DatabaseTime)
+	}
+	all, err := a.Leases(context.Background())
+	if err != nil || len(all) != 1 || all[0].Name != l.Name() {
+		t.Fatalf("Leases = %+v, %v", all, err)
+	}
+	if held := a.Held(); len(held) != 1 || held[0] != l.Token() {
+		t.Fatalf("Held = %v, want [%s]", held, l.Token())
+	}
+	release(t, l)
+}
+
+func caseCutOff(t *testing.T, b *bundle) {
+	cfg := fastConfig()
+	a, fa := startFaulty(t, b.db, "node-a", cfg)
+	c := start(t, b.db, "node-c", cfg)
+	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "cut"))
+	events, unsub := a.Subscribe(16)
+	defer unsub()
+	var mu sync.Mutex
+	var stoppedAt time.Time
+	context.AfterFunc(l.Context(), func() {
+		mu.Lock()
+		stoppedAt = time.Now()
+		mu.Unlock()
+	})
+	cutAt := time.Now()
+	fa.failAll.Store(true) // the holder can no longer reach the database
+	l2 := mustCampaign(t, election(t, c.Coordinator, ClusterScope, "cut"))
+	takenAt := time.Now()
+	ev := recvEvent(t, events, kindIs(EventLost, l.Name()))
+	if !errors.Is(ev.Err, ErrLeaseLost) {
+		t.Fatalf("lost event cause = %v", ev.Err)
+	}
+	mu.Lock()
+	stopped := stoppedAt
+	mu.Unlock()
+	if stopped.IsZero() || !stopped.Before(takenAt) {
+		t.Fatalf("cut-off holder stopped at %v, successor took over at %v: overlap", stopped.Sub(cutAt), takenAt.Sub(cutAt))
+	}
+	if l.Valid() {
+		t.Fatalf("cut-off lease still valid")
+	}
+	t.Logf("cut-off holder stopped %v after the cut; successor took over %v after the cut (TTL %v)",
+		stopped.Sub(cutAt), takenAt.Sub(cutAt), cfg.TTL)
+	if l2.Epoch() <= l.Epoch() {
+		t.Fatalf("successor epoch %d not above %d", l2.Epoch(), l.Epoch())
+	}
+	fa.failAll.Store(false)
+	release(t, l) // must not touch the successor's term
+	if got := row(t, b.db, l2.Name()); got.Holder != c.Holder() || got.Epoch != l2.Epoch() || !got.Live() {
+		t.Fatalf("successor row after stale release: %+v", got)
+	}
+	release(t, l2)
+}
+
+func caseTransientErrors(t *testing.T, b *bundle) {
+	cfg := fastConfig()
+	a, fa := startFaulty(t, b.db, "node-a", cfg)
+	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "flaky"))
+	events, unsub := a.Subscribe(64)
+	defer unsub()
+	failures := make(chan struct{}, 16)
+	successes := make(chan struct{}, 16)
+	a.mu.Lock()
+	a.afterRenew = func(terms, lost int, err error) {
+		ch := successes
+		if err != nil {
+			ch = failures
+		}
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	a.mu.Unlock()
+	fa.failRenew.Store(true)
+	for range 2 {
+		select {
+		case <-failures:
+		case <-time.After(wait):
+			t.Fatalf("no failed renewal within %v", wait)
+		}
+	}
+	fa.failRenew.Store(false)
+	select {
+	case <-successes:
+	case <-time.After(wait):
+		t.Fatalf("no successful renewal after the fault cleared")
+	}
+	if !l.Valid() {
+		t.Fatalf("two failed renewals lost the lease: %v", l.Check())
+	}
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind == EventLost {
+				t.Fatalf("lease reported lost after transient errors: %v", ev.Err)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if got := row(t, b.db, l.Name()); got.Epoch != l.Epoch() || !got.Live() {
+		t.Fatalf("row after transient errors: %+v", got)
+	}
+	release(t, l)
+}
+
+func caseShutdownOrder(t *testing.T, b *bundle) {
+	a := start(t, b.db, "node-a", fastConfig())
+	c := start(t, b.db, "node-c", fastConfig())
+	e := election(t, a.Coordinator, ClusterScope, "drain")
+	started := make(chan *Lease, 1)
+	cancelled := make(chan struct{})
+	finish := make(chan struct{})
+	runDone := make(chan error, 1)
+	go func() {
+		runDone <- e.Run(context.Background(), func(ctx context.Context, l *Lease) error {
+			started <- l
+			<-ctx.Done()
+			close(cancelled)
+			<-finish // still cleaning up after cancellation
+			return nil
+		})
+	}()
+	var l *Lease
+	select {
+	case l = <-started:
+	case <-time.After(wait):
+		t.Fatalf("leader work did not start")
+	}
+	a.cancel() // shut the coordinator down
+	select {
+	case <-cancelled:
+	case <-time.After(wait):
+		t.Fatalf("leader work not cancelled on shutdown")
+	}
+	if !errors.Is(context.Cause(l.Context()), ErrClosed) {
+		t.Fatalf("cause = %v, want ErrClosed", context.Cause(l.Context()))
+	}
+	// The work has not returned: the lease must still be held in the
+	// database, renewed by the draining coordinator.
+	renewed := renewSignal(a)
+	recvInt(t, renewed)
+	if got := row(t, b.db, l.Name()); got.Holder != a.Holder() || !got.Live() {
+		t.Fatalf("lease released while leader work still ran: %+v", got)
+	}
+	close(finish)
+	select {
+	case <-a.Done():
+	case <-time.After(wait):
+		t.Fatalf("coordinator did not stop after the work returned")
+	}
+	if got := row(t, b.db, l.Name()); got.Holder != "" {
+		t.Fatalf("lease not released after the work returned: %+v", got)
+	}
+	select {
+	case err := <-runDone:
+		if err != nil && !errors.Is(err, ErrClosed) {
+			t.Fatalf("Election.Run = %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatalf("Election.Run did not return")
+	}
+	// A follower takes over on its next attempt.
+	l2 := mustCampaign(t, election(t, c.Coordinator, ClusterScope, "drain"))
+	release(t, l2)
+}
+
+func caseShutdownOverrun(t *testing.T, b *bundle) {
+	cfg := fastConfig()
+	cfg.ShutdownTimeout = 300 * time.Millisecond
+	a := start(t, b.db, "node-a", cfg)
+	events, unsub := a.Subscribe(16)
+	defer unsub()
+	e := election(t, a.Coordinator, ClusterScope, "stubborn")
+	started := make(chan *Lease, 1)
+	finish := make(chan struct{})
+	runDone := make(chan struct{})
+	go func() {
+		defer close(runDone)
+		_ = e.Run(context.Background(), func(ctx context.Context, l *Lease) error {
+			started <- l
+			<-finish // ignores ctx
+			return nil
+		})
+	}()
+	var l *Lease
+	select {
+	case l = <-started:
+	case <-time.After(wait):
+		t.Fatalf("leader work did not start")
+	}
+	a.cancel()
+	ev := recvEvent(t, events, kindIs(EventLost, l.Name()))
+	if !errors.Is(ev.Err, ErrClosed) || !strings.Contains(ev.Err.Error(), "ShutdownTimeout") {
+		t.Fatalf("overrun event: %v", ev.Err)
+	}
+	select {
+	case <-a.Done():
+	case <-time.After(wait):
+		t.Fatalf("Run did not return after ShutdownTimeout")
+	}
+	// Not released while the work still runs.
+	if got := row(t, b.db, l.Name()); got.Holder != a.Holder() {
+		t.Fatalf("lease released while stubborn work still runs: %+v", got)
+	}
+	close(finish)
+	<-runDone
+}
+
+func caseLeaderChanged(t *testing.T, b *bundle) {
+	a := start(t, b.db, "node-a", fastConfig())
+	c := start(t, b.db, "node-c", fastConfig())
+	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "watch"))
+	events, unsub := c.Subscribe(16)
+	defer unsub()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan *Lease, 1)
+	go func() {
+		l2, _ := election(t, c.Coordinator, ClusterScope, "watch").Campaign(ctx)
+		got <- l2
+	}()
+	ev := recvEvent(t, events, kindIs(EventLeaderChanged, l.Name()))
+	if ev.Holder != a.Holder() || ev.Epoch != l.Epoch() {
+		t.Fatalf("leader-changed = %+v, want holder %s epoch %d", ev, a.Holder(), l.Epoch())
+	}
+	release(t, l)
+	elected := recvEvent(t, events, kindIs(EventElected, l.Name()))
+	if elected.Epoch != l.Epoch()+1 {
+		t.Fatalf("elected epoch %d", elected.Epoch)
+	}
+	cancel()
+	if l2 := <-got; l2 != nil {
+		release(t, l2)
+	}
+}
+
+func caseAutoMigrateDisabled(t *testing.T, b *bundle) {
+	cfg := fastConfig()
+	cfg.DisableAutoMigrate = true
+	c, err := New(b.db, testIdentity(t, "node-a"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	err = c.Run(ctx)
+	if !errors.Is(err, ErrSchemaMissing) || !strings.Contains(err.Error(), "migrations.Migrate") {
+		t.Fatalf("Run without schema = %v, want ErrSchemaMissing saying how to migrate", err)
+	}
+	if _, err := election(t, c, ClusterScope, "x").Campaign(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Campaign after failed Run = %v, want ErrClosed", err)
+	}
+	// Once migrated, the same setting starts fine.
+	if _, err := rawStore(t, b.db).Migrate(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, b.db, "node-b", cfg)
+	release(t, mustCampaign(t, election(t, r.Coordinator, ClusterScope, "x")))
+}
+
+func caseTablePrefix(t *testing.T, b *bundle) {
+	cfg := fastConfig()
+	cfg.TablePrefix = "custom_"
+	a := start(t, b.db, "node-a", cfg)
+	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "p"))
+	if !b.db.Migrator().HasTable("custom_leases") || b.db.Migrator().HasTable("leasehold_leases") {
+		t.Fatalf("tables do not follow TablePrefix")
+	}
+	release(t, l)
+}

@@ -1,0 +1,93 @@
+package coordination
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// term is one leader term as the leader itself saw it.
+type term struct {
+	holder     string
+	epoch      int64
+	start, end time.Time // this process's monotonic clock
+}
+
+// checkTerms asserts that terms never overlap and epochs strictly grow in
+// the order the terms started.
+func checkTerms(t testing.TB, terms []term) {
+	t.Helper()
+	sort.Slice(terms, func(i, j int) bool { return terms[i].start.Before(terms[j].start) })
+	for i := 1; i < len(terms); i++ {
+		prev, cur := terms[i-1], terms[i]
+		if cur.epoch <= prev.epoch {
+			t.Fatalf("epoch did not increase: term %d %s@%d started after %s@%d", i, cur.holder, cur.epoch, prev.holder, prev.epoch)
+		}
+		if cur.start.Before(prev.end) {
+			t.Fatalf("two leaders at once: %s@%d started %v before %s@%d ended",
+				cur.holder, cur.epoch, prev.end.Sub(cur.start), prev.holder, prev.epoch)
+		}
+	}
+}
+
+// caseContention runs 20 contenders for one name over repeated terms.
+// Most terms end by release; every fifth ends with the leader cut off from
+// the database, so the next term starts only after expiry.
+func caseContention(t *testing.T, b *bundle) {
+	const contenders, wantTerms = 20, 25
+	cfg := fastConfig()
+	var (
+		mu    sync.Mutex
+		terms []term
+		done  = make(chan struct{})
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range contenders {
+		r, fs := startFaulty(t, b.db, fmt.Sprintf("node-%02d", i), cfg)
+		e := election(t, r.Coordinator, GlobalScope, "contended")
+		wg.Go(func() {
+			_ = e.Run(ctx, func(ctx context.Context, l *Lease) error {
+				tm := term{holder: r.Holder(), epoch: l.Epoch(), start: time.Now()}
+				// The database agrees this process holds this term.
+				got := row(t, b.db, l.Name())
+				if got.Holder != r.Holder() || got.Epoch != l.Epoch() || !got.Live() {
+					t.Errorf("leader %s@%d but database shows %+v", r.Holder(), l.Epoch(), got)
+				}
+				mu.Lock()
+				n := len(terms)
+				mu.Unlock()
+				if n%5 == 4 {
+					fs.failAll.Store(true) // cut off for good: the term must end by itself
+					<-ctx.Done()
+				}
+				tm.end = time.Now()
+				mu.Lock()
+				terms = append(terms, tm)
+				if len(terms) == wantTerms {
+					close(done)
+				}
+				mu.Unlock()
+				return nil
+			})
+		})
+	}
+	select {
+	case <-done:
+	case <-time.After(4 * wait):
+		mu.Lock()
+		n := len(terms)
+		mu.Unlock()
+		t.Fatalf("only %d of %d terms within %v", n, wantTerms, 4*wait)
+	}
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	checkTerms(t, terms)
+	t.Logf("%d terms by %d contenders, epochs %d..%d, no overlap", len(terms), contenders, terms[0].epoch, terms[len(terms)-1].epoch)
+}

@@ -1,0 +1,181 @@
+package coordination
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+)
+
+// Election is one named election of a coordinator: a lease that at most
+// one process holds at a time. Get it with Coordinator.Election; the same
+// scope and name always return the same Election. It is safe for
+// concurrent use, but at most one Campaign or Run is active on it at a
+// time in one process (a second gets ErrBusy).
+type Election struct {
+	c     *Coordinator
+	scope Scope
+	name  string // as given
+	key   string // full lease name
+
+	// Guarded by c.mu.
+	busy       bool
+	seen       bool
+	seenHolder string
+	seenEpoch  int64
+}
+
+// Election returns the election with the given scope and name. The name
+// is checked by ValidateName.
+func (c *Coordinator) Election(scope Scope, name string) (*Election, error) {
+	key, err := leaseName(scope, c.id.Cluster, name)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.elections[key]; ok {
+		return e, nil
+	}
+	e := &Election{c: c, scope: scope, name: name, key: key}
+	c.elections[key] = e
+	return e, nil
+}
+
+// Name returns the full lease name of the election.
+func (e *Election) Name() string { return e.key }
+
+// Scope returns the election's scope.
+func (e *Election) Scope() Scope { return e.scope }
+
+// Campaign blocks until this process holds the lease, ctx is done, or the
+// coordinator stops (ErrClosed). The coordinator tries at once and then
+// every RetryInterval with jitter; campaigns for many names share one read
+// per attempt. The caller must Release the returned lease after the work
+// done under it has returned.
+func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
+	c := e.c
+	c.mu.Lock()
+	select {
+	case <-c.closing:
+		c.mu.Unlock()
+		return nil, ErrClosed
+	default:
+	}
+	if e.busy {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", ErrBusy, e.key)
+	}
+	e.busy = true
+	cp := &campaign{e: e, result: make(chan *Lease, 1)}
+	c.campaigns[e.key] = cp
+	c.mu.Unlock()
+	c.poke(c.campaignWake)
+
+	select {
+	case l := <-cp.result:
+		return l, nil
+	case <-ctx.Done():
+		e.abortCampaign(cp)
+		return nil, ctx.Err()
+	case <-c.closing:
+		e.abortCampaign(cp)
+		return nil, ErrClosed
+	}
+}
+
+// abortCampaign withdraws a campaign; a lease granted in the meantime is
+// released at once.
+func (e *Election) abortCampaign(cp *campaign) {
+	c := e.c
+	c.mu.Lock()
+	if c.campaigns[e.key] == cp {
+		delete(c.campaigns, e.key)
+	}
+	var granted *Lease
+	select {
+	case granted = <-cp.result:
+	default:
+		e.busy = false
+	}
+	c.mu.Unlock()
+	if granted != nil {
+		_ = granted.Release(context.Background())
+	}
+}
+
+// IsLeader reports whether this process holds the election's lease and
+// trusts it right now.
+func (e *Election) IsLeader() bool {
+	c := e.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.held[e.key]
+	return l != nil && l.validLocked()
+}
+
+// Leader reads who holds the election's lease, by the database clock.
+// For a lease never acquired it returns a LeaseInfo with only Name set.
+func (e *Election) Leader(ctx context.Context) (LeaseInfo, error) {
+	rows, err := e.c.store.Get(ctx, []string{e.key})
+	if err != nil {
+		return LeaseInfo{}, fmt.Errorf("coordination: read lease %q: %w", e.key, err)
+	}
+	if len(rows) == 0 {
+		return LeaseInfo{Name: e.key}, nil
+	}
+	return e.c.info(rows[0]), nil
+}
+
+// LeaderFunc is leader work. ctx is cancelled when the term ends (trust
+// deadline, confirmed loss, coordinator shutdown) or Run's context is
+// cancelled; lease gives the epoch for fencing and the synchronous Valid
+// check. It should return promptly once ctx is done.
+type LeaderFunc func(ctx context.Context, lease *Lease) error
+
+// Run campaigns for the election and calls fn each time this process
+// becomes leader, until ctx is cancelled (then it returns nil) or the
+// coordinator stops (ErrClosed). After fn returns, and only then, the lease
+// is released, so a follower can take over on its next attempt. When fn
+// returns while the term is still valid, Run waits one RetryInterval (with
+// jitter) before campaigning again, giving other processes a fair chance.
+// An error from fn is logged and reported as an EventError; a panic in fn
+// releases the lease and propagates.
+func (e *Election) Run(ctx context.Context, fn LeaderFunc) error {
+	for {
+		l, err := e.Campaign(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		voluntary := e.runTerm(ctx, l, fn)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if voluntary && !sleepCtx(ctx, jitter(e.c.cfg.RetryInterval)) {
+			return nil
+		}
+	}
+}
+
+// runTerm runs fn for one term and releases the lease after it returns. It
+// reports whether fn returned while the term was still valid.
+func (e *Election) runTerm(ctx context.Context, l *Lease, fn LeaderFunc) (voluntary bool) {
+	work, cancel := context.WithCancelCause(l.Context())
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	defer func() {
+		stop()
+		cancel(nil)
+		_ = l.Release(ctx)
+	}()
+	err := fn(work, l)
+	voluntary = l.Valid()
+	if err != nil {
+		err = fmt.Errorf("leader work for %q epoch %d: %w", l.name, l.epoch, err)
+		e.c.log.Error("leader work returned an error", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(err))
+		e.c.events.emit(Event{Kind: EventError, Lease: l.name, Epoch: l.epoch, Err: err})
+	}
+	return voluntary
+}

@@ -1,0 +1,71 @@
+package coordination
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// Errors returned by this package. Compare with errors.Is: most are wrapped
+// with details such as the lease name and the values involved.
+var (
+	// ErrInvalidConfig is wrapped by every configuration error; the message
+	// names the field and its value.
+	ErrInvalidConfig = errors.New("coordination: invalid config")
+
+	// ErrInvalidName is returned for an election name that is empty, too
+	// long, or has characters outside the allowed set.
+	ErrInvalidName = errors.New("coordination: invalid election name")
+
+	// ErrLeaseLost is the cause of a lease's context when this process
+	// stopped trusting the lease: its trust deadline passed without a
+	// successful renewal, or the database showed another holder or epoch.
+	ErrLeaseLost = errors.New("coordination: lease lost")
+
+	// ErrReleased is the cause of a lease's context after Release.
+	ErrReleased = errors.New("coordination: lease released")
+
+	// ErrFenced is returned by fencing checks when this process no longer
+	// holds the lease at the given epoch, or the lease has expired by the
+	// database clock. The caller's transaction must be rolled back.
+	ErrFenced = errors.New("coordination: fenced: lease no longer held at this epoch")
+
+	// ErrClosed is returned by operations on a coordinator that has
+	// stopped, and is the cause of lease contexts cancelled by shutdown.
+	ErrClosed = errors.New("coordination: coordinator stopped")
+
+	// ErrAlreadyRunning is returned by a second call of Run.
+	ErrAlreadyRunning = errors.New("coordination: coordinator is already running")
+
+	// ErrBusy is returned by Campaign and Run on an election that already
+	// has an active campaign or term in this process.
+	ErrBusy = errors.New("coordination: election already has an active campaign in this process")
+
+	// ErrNotAcquired is returned by TryAcquire when another holder has the
+	// lease.
+	ErrNotAcquired = errors.New("coordination: lease is held by another holder")
+
+	// ErrSchemaMissing is returned by Run when auto-migration is disabled
+	// and the coordination tables are missing or outdated. The message
+	// says how to migrate.
+	ErrSchemaMissing = store.ErrSchemaMissing
+
+	// ErrUnsupportedDialect is returned by New for a database leasehold
+	// does not support.
+	ErrUnsupportedDialect = store.ErrUnsupportedDialect
+)
+
+// FenceError describes a failed fencing check. It wraps ErrFenced.
+type FenceError struct {
+	Name   string // full lease name
+	Epoch  int64  // the epoch the caller claimed
+	Reason string // what the check found
+}
+
+func (e *FenceError) Error() string {
+	return fmt.Sprintf("%s: lease %q epoch %d: %s", ErrFenced.Error(), e.Name, e.Epoch, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrFenced) true.
+func (e *FenceError) Unwrap() error { return ErrFenced }

@@ -1,0 +1,143 @@
+package coordination
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// EventKind says what happened.
+type EventKind int
+
+const (
+	// EventElected: this process acquired a lease and started a term.
+	EventElected EventKind = iota + 1
+	// EventLost: this process stopped trusting a lease it held (trust
+	// deadline passed, or the database showed another holder or epoch).
+	EventLost
+	// EventReleased: this process released a lease it held.
+	EventReleased
+	// EventLeaderChanged: while campaigning, this process saw a different
+	// holder or epoch in the database than at its previous look.
+	EventLeaderChanged
+	// EventError: a database operation failed. The coordinator retries;
+	// Err says what failed.
+	EventError
+)
+
+// String returns the kind's name.
+func (k EventKind) String() string {
+	switch k {
+	case EventElected:
+		return "elected"
+	case EventLost:
+		return "lost"
+	case EventReleased:
+		return "released"
+	case EventLeaderChanged:
+		return "leader-changed"
+	case EventError:
+		return "error"
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Event is one notification from a Coordinator.
+type Event struct {
+	Kind EventKind
+	// Lease is the full lease name ("cluster/<cluster>/<name>" or
+	// "global/<name>"); empty for errors not tied to a lease.
+	Lease string
+	// Holder is the holder the event is about: this process for Elected,
+	// Lost and Released; the holder seen in the database for
+	// LeaderChanged ("" when the lease is free).
+	Holder string
+	// Epoch is the epoch of the term the event is about.
+	Epoch int64
+	// Err is the cause, for Lost and Error.
+	Err error
+	// Time is when the event was recorded, on this process's clock.
+	Time time.Time
+	// Dropped is how many events this subscription dropped, because its
+	// buffer was full, just before this one.
+	Dropped int
+}
+
+// subscriber is one Subscribe call.
+type subscriber struct {
+	ch      chan Event
+	dropped int
+}
+
+// broadcaster delivers events without ever blocking the sender.
+type broadcaster struct {
+	mu     sync.Mutex
+	subs   map[*subscriber]struct{}
+	closed bool
+}
+
+// Subscribe returns a channel of events and a function that ends the
+// subscription and closes the channel.
+//
+// Delivery never blocks the coordinator. Events arrive in the order they
+// happened. When the channel's buffer (size buffer, at least 1) is full, new
+// events are dropped, and the next event delivered carries the number
+// dropped in Event.Dropped. The channel is also closed when Run returns.
+func (c *Coordinator) Subscribe(buffer int) (<-chan Event, func()) {
+	return c.events.subscribe(buffer)
+}
+
+func (b *broadcaster) subscribe(buffer int) (<-chan Event, func()) {
+	s := &subscriber{ch: make(chan Event, max(buffer, 1))}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		close(s.ch)
+		return s.ch, func() {}
+	}
+	if b.subs == nil {
+		b.subs = make(map[*subscriber]struct{})
+	}
+	b.subs[s] = struct{}{}
+	var once sync.Once
+	return s.ch, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if _, ok := b.subs[s]; ok {
+				delete(b.subs, s)
+				close(s.ch)
+			}
+		})
+	}
+}
+
+// emit delivers ev to every subscriber that has room, without blocking.
+func (b *broadcaster) emit(ev Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		e := ev
+		e.Dropped = s.dropped
+		select {
+		case s.ch <- e:
+			s.dropped = 0
+		default:
+			s.dropped++
+		}
+	}
+}
+
+// close ends every subscription.
+func (b *broadcaster) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for s := range b.subs {
+		close(s.ch)
+	}
+	b.subs = nil
+}

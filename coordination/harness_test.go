@@ -1,0 +1,308 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/testdb"
+)
+
+// wait bounds every wait in these tests. It is generous: it only decides
+// how long a broken build takes to fail, never whether a healthy one passes.
+const wait = 20 * time.Second
+
+// fastConfig is a config with short timings so tests that need a lease to
+// expire by the database clock finish quickly.
+func fastConfig() Config {
+	return Config{
+		TTL:             1200 * time.Millisecond,
+		RenewInterval:   200 * time.Millisecond,
+		RetryInterval:   100 * time.Millisecond,
+		Margin:          300 * time.Millisecond,
+		ShutdownTimeout: 5 * time.Second,
+	}
+}
+
+// bundle is what a conformance case gets.
+type bundle struct {
+	t      *testing.T
+	target testdb.Target
+	db     *gorm.DB
+}
+
+// runCases runs every case once per database target. Targets run in
+// parallel; the cases of one target run one after another, each on a
+// fresh, empty database.
+func runCases(t *testing.T, cases []conformanceCase) {
+	t.Helper()
+	for _, tg := range testdb.Targets() {
+		t.Run(tg.Name, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					tc.fn(t, &bundle{t: t, target: tg, db: tg.Open(t)})
+				})
+			}
+		})
+	}
+}
+
+type conformanceCase struct {
+	name string
+	fn   func(t *testing.T, b *bundle)
+}
+
+// testIdentity returns an identity with a readable node name.
+func testIdentity(t testing.TB, node string) identity.Identity {
+	t.Helper()
+	id, err := identity.New(node, "test")
+	if err != nil {
+		t.Fatalf("identity.New(%q): %v", node, err)
+	}
+	return id
+}
+
+// running is a coordinator started by a test.
+type running struct {
+	*Coordinator
+	cancel context.CancelFunc
+	runErr chan error
+}
+
+// stop cancels Run and waits for it to return.
+func (r *running) stop(t testing.TB) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.runErr:
+		if err != nil {
+			t.Errorf("Run returned %v", err)
+		}
+		r.runErr <- nil
+	case <-time.After(wait):
+		t.Fatalf("Run did not return within %v of cancellation", wait)
+	}
+}
+
+// start creates and runs a coordinator on db and waits until it is ready.
+func start(t testing.TB, db *gorm.DB, node string, cfg Config) *running {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = zaptest.NewLogger(t)
+	}
+	c, err := New(db, testIdentity(t, node), cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return startCoordinator(t, c)
+}
+
+func startCoordinator(t testing.TB, c *Coordinator) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{Coordinator: c, cancel: cancel, runErr: make(chan error, 1)}
+	go func() { r.runErr <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-c.Done():
+		case <-time.After(wait):
+			t.Errorf("coordinator %s did not stop within %v", c.Holder(), wait)
+		}
+	})
+	select {
+	case <-c.Ready():
+	case err := <-r.runErr:
+		t.Fatalf("Run returned before ready: %v", err)
+	case <-time.After(wait):
+		t.Fatalf("coordinator not ready within %v", wait)
+	}
+	return r
+}
+
+// mustCampaign campaigns and fails the test unless the lease comes within wait.
+func mustCampaign(t testing.TB, e *Election) *Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	l, err := e.Campaign(ctx)
+	if err != nil {
+		t.Fatalf("Campaign(%s): %v", e.Name(), err)
+	}
+	return l
+}
+
+func election(t testing.TB, c *Coordinator, scope Scope, name string) *Election {
+	t.Helper()
+	e, err := c.Election(scope, name)
+	if err != nil {
+		t.Fatalf("Election(%v, %q): %v", scope, name, err)
+	}
+	return e
+}
+
+func release(t testing.TB, l *Lease) {
+	t.Helper()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release(%s): %v", l.Name(), err)
+	}
+}
+
+// rawStore opens the store of db for direct checks.
+func rawStore(t testing.TB, db *gorm.DB) *store.Store {
+	t.Helper()
+	s, err := store.New(db, "")
+	if err != nil {
+		t.Fatalf("store.New: %v", err)
+	}
+	return s
+}
+
+// row reads one lease row directly.
+func row(t testing.TB, db *gorm.DB, name string) store.Row {
+	t.Helper()
+	rows, err := rawStore(t, db).Get(context.Background(), []string{name})
+	if err != nil {
+		t.Fatalf("Get(%q): %v", name, err)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("Get(%q): %d rows, want 1", name, len(rows))
+	}
+	return rows[0]
+}
+
+// expireNow makes a lease expired by the database clock, as if its holder
+// had stopped renewing TTL ago. It does not change holder or epoch.
+func expireNow(t testing.TB, db *gorm.DB, name string) {
+	t.Helper()
+	table := rawStore(t, db).Tables().Leases
+	if err := db.Exec("UPDATE "+table+" SET expires_at_us = 1 WHERE name = ?", name).Error; err != nil {
+		t.Fatalf("expire %q: %v", name, err)
+	}
+}
+
+// recvEvent waits for the first event matching match.
+func recvEvent(t testing.TB, ch <-chan Event, match func(Event) bool) Event {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("event channel closed while waiting")
+			}
+			if match(ev) {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("no matching event within %v", wait)
+		}
+	}
+}
+
+func kindIs(k EventKind, lease string) func(Event) bool {
+	return func(ev Event) bool { return ev.Kind == k && (lease == "" || ev.Lease == lease) }
+}
+
+// faultStore wraps the real store and fails chosen operations while a
+// switch is on.
+type faultStore struct {
+	leaseStore
+	failRenew   atomic.Bool
+	failAcquire atomic.Bool
+	failAll     atomic.Bool
+	renewCalls  atomic.Int64
+}
+
+var errInjected = errors.New("injected fault")
+
+func (f *faultStore) Renew(ctx context.Context, holder string, terms []store.Term, ttl time.Duration) ([]store.Term, error) {
+	f.renewCalls.Add(1)
+	if f.failRenew.Load() || f.failAll.Load() {
+		return nil, errInjected
+	}
+	return f.leaseStore.Renew(ctx, holder, terms, ttl)
+}
+
+func (f *faultStore) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (int64, bool, error) {
+	if f.failAcquire.Load() || f.failAll.Load() {
+		return 0, false, errInjected
+	}
+	return f.leaseStore.Acquire(ctx, name, holder, ttl)
+}
+
+func (f *faultStore) Get(ctx context.Context, names []string) ([]store.Row, error) {
+	if f.failAll.Load() {
+		return nil, errInjected
+	}
+	return f.leaseStore.Get(ctx, names)
+}
+
+func (f *faultStore) Release(ctx context.Context, holder string, terms []store.Term) (int64, error) {
+	if f.failAll.Load() {
+		return 0, errInjected
+	}
+	return f.leaseStore.Release(ctx, holder, terms)
+}
+
+// startFaulty runs a coordinator whose store can be made to fail.
+func startFaulty(t testing.TB, db *gorm.DB, node string, cfg Config) (*running, *faultStore) {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = zaptest.NewLogger(t)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	fs := &faultStore{leaseStore: rawStore(t, db)}
+	c := newCoordinator(fs, testIdentity(t, node), cfg)
+	return startCoordinator(t, c), fs
+}
+
+// countingLogger counts the statements gorm sends and keeps the last ones.
+type countingLogger struct {
+	logger.Interface
+	mu    sync.Mutex
+	count int
+	stmts []string
+}
+
+func (l *countingLogger) LogMode(logger.LogLevel) logger.Interface { return l }
+
+func (l *countingLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	sql, _ := fc()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.count++
+	l.stmts = append(l.stmts, sql)
+	if len(l.stmts) > 50 {
+		l.stmts = l.stmts[1:]
+	}
+}
+
+func (l *countingLogger) snapshot() (int, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.count, strings.Join(l.stmts, "\n")
+}
+
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%03d", prefix, i)
+	}
+	return out
+}

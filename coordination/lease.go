@@ -1,0 +1,238 @@
+package coordination
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// Token is a fencing token: a lease name and the epoch of one term. Epochs
+// of a name only grow, and every new term gets a new one, so a resource
+// that remembers the highest epoch it accepted can refuse writes from an
+// older term. CheckFence does that against the lease row itself.
+type Token struct {
+	Name  string // full lease name
+	Epoch int64
+}
+
+// String formats the token as name@epoch.
+func (t Token) String() string { return fmt.Sprintf("%s@%d", t.Name, t.Epoch) }
+
+type leaseState int
+
+const (
+	stateHeld leaseState = iota
+	stateLost
+	stateReleased
+)
+
+// Lease is one term of one lease held by this process. It is safe for
+// concurrent use.
+//
+// The term ends, and Context is cancelled, at the first of: the trust
+// deadline passing without a successful renewal, the database showing that
+// the lease is no longer this term's, Release, or the coordinator shutting
+// down. context.Cause of Context tells which (ErrLeaseLost, ErrReleased,
+// ErrClosed). Whoever obtained the lease must call Release once the work
+// done under it has returned, including after a loss.
+type Lease struct {
+	c      *Coordinator
+	name   string
+	epoch  int64
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// Guarded by c.mu.
+	state         leaseState
+	deadline      time.Time // trust deadline, with a monotonic reading
+	timer         *time.Timer
+	confirmedLost bool // the database showed the term is over
+	election      *Election
+}
+
+// Name returns the full lease name, such as "cluster/eu-1/reports" or
+// "global/billing".
+func (l *Lease) Name() string { return l.name }
+
+// Epoch returns the fencing epoch of this term.
+func (l *Lease) Epoch() int64 { return l.epoch }
+
+// Token returns the fencing token of this term.
+func (l *Lease) Token() Token { return Token{Name: l.name, Epoch: l.epoch} }
+
+// Context returns a context that is cancelled when the term ends. Leader
+// work must run under it.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Done is shorthand for Context().Done().
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Deadline returns the current trust deadline: the moment, on this
+// process's monotonic clock, after which it must no longer act as holder
+// unless a renewal extends it.
+func (l *Lease) Deadline() time.Time {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
+	return l.deadline
+}
+
+// Valid reports whether it is safe to act as holder right now. It reads
+// the monotonic clock itself and needs no goroutine to have run, so a
+// process resumed after a long pause sees false at once, even before the
+// timer that cancels Context has fired. Call it before each unit of work.
+func (l *Lease) Valid() bool {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
+	return l.validLocked()
+}
+
+func (l *Lease) validLocked() bool {
+	return l.state == stateHeld && l.ctx.Err() == nil && time.Now().Before(l.deadline)
+}
+
+// Check returns nil when Valid would report true, and otherwise an error
+// that wraps the reason the term ended (ErrLeaseLost, ErrReleased,
+// ErrClosed).
+func (l *Lease) Check() error {
+	if l.Valid() {
+		return nil
+	}
+	if cause := context.Cause(l.ctx); cause != nil {
+		return fmt.Errorf("lease %q epoch %d: %w", l.name, l.epoch, cause)
+	}
+	return fmt.Errorf("%w: lease %q epoch %d: trust deadline passed", ErrLeaseLost, l.name, l.epoch)
+}
+
+// Fence asserts, inside the caller's transaction tx, that this term still
+// holds the lease: same holder and epoch, and unexpired by the database
+// clock. It locks the lease row so the holder cannot change until tx ends;
+// keep fenced transactions short (well under RenewInterval), since the
+// lock also delays renewals of that lease. When the check fails it returns
+// an error wrapping ErrFenced and the caller must roll back.
+func (l *Lease) Fence(tx *gorm.DB) error {
+	if !l.Valid() {
+		return &FenceError{Name: l.name, Epoch: l.epoch, Reason: "this process no longer trusts the term (" + l.Check().Error() + ")"}
+	}
+	return l.c.CheckFence(tx, l.Token())
+}
+
+// Release ends the term and, unless the database already showed it over,
+// gives the lease up in the database so a follower can take it on its next
+// attempt. Call it after the work done under the lease has returned. It
+// works even when ctx is already cancelled (it runs with ShutdownTimeout),
+// and it is idempotent. The release statement only matches this holder
+// and epoch, so it can never touch a newer term.
+func (l *Lease) Release(ctx context.Context) error {
+	c := l.c
+	c.mu.Lock()
+	if l.state == stateReleased {
+		c.mu.Unlock()
+		return nil
+	}
+	wasHeld := l.state == stateHeld
+	l.state = stateReleased
+	if c.held[l.name] == l {
+		delete(c.held, l.name)
+	}
+	l.timer.Stop()
+	l.cancel(ErrReleased)
+	if l.election != nil {
+		l.election.busy = false
+	}
+	needDB := !l.confirmedLost
+	if needDB {
+		// A draining Run waits for this release to reach the database.
+		c.releasing++
+		defer func() {
+			c.mu.Lock()
+			c.releasing--
+			c.mu.Unlock()
+			c.poke(c.renewWake)
+		}()
+	}
+	c.mu.Unlock()
+	if !needDB {
+		c.poke(c.renewWake)
+		return nil
+	}
+
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ShutdownTimeout)
+	defer cancel()
+	n, err := c.store.Release(rctx, c.holder, []store.Term{{Name: l.name, Epoch: l.epoch}})
+	log := c.log.With(zap.String("lease", l.name), zap.Int64("epoch", l.epoch))
+	if err != nil {
+		err = fmt.Errorf("coordination: release lease %q epoch %d (it will expire by TTL instead): %w", l.name, l.epoch, err)
+		log.Warn("release failed", zap.Error(err))
+		c.events.emit(Event{Kind: EventError, Lease: l.name, Epoch: l.epoch, Err: err})
+		return err
+	}
+	if wasHeld {
+		log.Info("released lease", zap.Bool("was_held_in_db", n > 0))
+		c.events.emit(Event{Kind: EventReleased, Lease: l.name, Holder: c.holder, Epoch: l.epoch})
+	}
+	return nil
+}
+
+// expire runs when the trust deadline timer fires.
+func (c *Coordinator) expire(l *Lease) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l.state != stateHeld {
+		return
+	}
+	if d := time.Until(l.deadline); d > 0 {
+		l.timer.Reset(d) // a renewal moved the deadline while the timer fired
+		return
+	}
+	c.loseLocked(l, fmt.Errorf("%w: trust deadline passed without a successful renewal", ErrLeaseLost))
+}
+
+// loseLocked ends a held term. c.mu must be held.
+func (c *Coordinator) loseLocked(l *Lease, cause error) {
+	if l.state != stateHeld {
+		return
+	}
+	l.state = stateLost
+	if c.held[l.name] == l {
+		delete(c.held, l.name)
+	}
+	l.timer.Stop()
+	l.cancel(cause)
+	c.log.Warn("lost lease", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(cause))
+	c.events.emit(Event{Kind: EventLost, Lease: l.name, Holder: c.holder, Epoch: l.epoch, Err: cause})
+	c.poke(c.renewWake)
+}
+
+// CheckFence asserts, inside the caller's transaction tx, that this process
+// holds the lease t.Name at epoch t.Epoch and that it is unexpired by the
+// database clock, locking the lease row until tx ends. It returns an error
+// wrapping ErrFenced when not, and the caller must roll back. tx must be a
+// transaction on the same database as the coordinator.
+func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
+	row, ok, err := c.store.Fence(tx, t.Name)
+	if err != nil {
+		return fmt.Errorf("coordination: fencing check of lease %q: %w", t.Name, err)
+	}
+	fail := func(format string, args ...any) error {
+		return &FenceError{Name: t.Name, Epoch: t.Epoch, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case !ok:
+		return fail("no such lease")
+	case row.Holder != c.holder:
+		if row.Holder == "" {
+			return fail("the lease is free")
+		}
+		return fail("held by %q at epoch %d", row.Holder, row.Epoch)
+	case row.Epoch != t.Epoch:
+		return fail("the epoch is now %d", row.Epoch)
+	case row.ExpiresAtUS < row.NowUS:
+		return fail("expired %v ago by the database clock", time.Duration(row.NowUS-row.ExpiresAtUS)*time.Microsecond)
+	}
+	return nil
+}

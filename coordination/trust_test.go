@@ -1,0 +1,263 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+)
+
+// These tests run the coordinator on fake time (testing/synctest) against
+// memStore, whose database clock is the same fake time, so every deadline
+// can be checked to the nanosecond.
+
+func bubbleCoordinator(t *testing.T, ms *memStore, cfg Config) (*Coordinator, func()) {
+	t.Helper()
+	cfg.Logger = zaptest.NewLogger(t)
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := newCoordinator(ms, testIdentity(t, "node-a"), cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = c.Run(ctx) }()
+	<-c.Ready()
+	return c, func() {
+		cancel()
+		<-c.Done()
+	}
+}
+
+func bubbleCampaign(t *testing.T, c *Coordinator, name string) *Lease {
+	t.Helper()
+	e, err := c.Election(ClusterScope, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := e.Campaign(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestTrustDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := newMemStore()
+		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
+		defer stop()
+		start := time.Now()
+		l := bubbleCampaign(t, c, "deadline")
+		if got, want := l.Deadline(), start.Add(12*time.Second); !got.Equal(want) {
+			t.Fatalf("deadline after acquire = %v after start, want 12s", got.Sub(start))
+		}
+		events, unsub := c.Subscribe(64)
+		defer unsub()
+		ms.set(func(m *memStore) { m.renewErr = errInjected }) // every renewal fails from now on
+
+		time.Sleep(12*time.Second - time.Nanosecond)
+		if !l.Valid() || l.Context().Err() != nil {
+			t.Fatalf("term ended before its trust deadline")
+		}
+		time.Sleep(time.Nanosecond)
+		// At the deadline the synchronous check says no at once, whether or
+		// not the timer goroutine has run yet.
+		if l.Valid() {
+			t.Fatalf("Valid() true at the trust deadline")
+		}
+		synctest.Wait()
+		if !errors.Is(context.Cause(l.Context()), ErrLeaseLost) {
+			t.Fatalf("cause at deadline = %v, want ErrLeaseLost", context.Cause(l.Context()))
+		}
+		var ev Event
+	recv:
+		for {
+			select {
+			case ev = <-events:
+				if ev.Kind != EventError { // failed renewals are reported as they happen
+					break recv
+				}
+			case <-time.After(time.Hour): // fake time: bounded, and instant
+				t.Fatalf("no lost event")
+			}
+		}
+		if ev.Kind != EventLost || !ev.Time.Equal(start.Add(12*time.Second)) {
+			t.Fatalf("event %v at %v, want lost at 12s", ev.Kind, ev.Time.Sub(start))
+		}
+		// The database still shows the lease live until 15s: the holder
+		// stopped Margin (3s) before anyone else could take over.
+		if r := ms.row(l.Name()); time.UnixMicro(r.ExpiresAtUS).Sub(start) != 15*time.Second {
+			t.Fatalf("database expiry %v after start, want 15s", time.UnixMicro(r.ExpiresAtUS).Sub(start))
+		}
+		_ = l.Release(context.Background())
+	})
+}
+
+func TestSlowRenewalDoesNotExtendTrustPastAttemptStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := newMemStore()
+		c, stop := bubbleCoordinator(t, ms, Config{})
+		defer stop()
+		start := time.Now()
+		l := bubbleCampaign(t, c, "slow")
+		ms.set(func(m *memStore) { m.renewDelay = 4 * time.Second })
+		// The first renewal starts at 5s and completes at 9s.
+		time.Sleep(9*time.Second + time.Millisecond)
+		synctest.Wait()
+		if got := l.Deadline().Sub(start); got != 17*time.Second {
+			t.Fatalf("deadline after a slow renewal = %v, want 5s + 15s - 3s = 17s (attempt start, not completion)", got)
+		}
+		if !l.Valid() {
+			t.Fatalf("term ended")
+		}
+		_ = l.Release(context.Background())
+	})
+}
+
+func TestRenewalPastDeadlineEndsTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := newMemStore()
+		c, stop := bubbleCoordinator(t, ms, Config{})
+		defer stop()
+		start := time.Now()
+		l := bubbleCampaign(t, c, "hung")
+		// Renewals hang longer than the trust window; each attempt is cut
+		// off at the deadline, so none can succeed after it.
+		ms.set(func(m *memStore) { m.renewDelay = time.Hour })
+		waitDone(t, l)
+		if got := time.Since(start); got != 12*time.Second {
+			t.Fatalf("term ended at %v, want 12s", got)
+		}
+		if !errors.Is(context.Cause(l.Context()), ErrLeaseLost) {
+			t.Fatalf("cause = %v", context.Cause(l.Context()))
+		}
+		_ = l.Release(context.Background())
+	})
+}
+
+func TestTransientErrorsRetriedWithBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := newMemStore()
+		c, stop := bubbleCoordinator(t, ms, Config{})
+		defer stop()
+		l := bubbleCampaign(t, c, "flaky")
+		ms.set(func(m *memStore) { m.renewErr = errInjected })
+		// Fail from the first renewal at 5s until 10s: well inside the 12s
+		// trust window, with several retries in between.
+		time.Sleep(10 * time.Second)
+		ms.set(func(m *memStore) { m.renewErr = nil })
+		var attempts int
+		ms.set(func(m *memStore) { attempts = m.renews })
+		if attempts < 4 {
+			t.Fatalf("%d renewal attempts in 5s of failures, want retries with backoff", attempts)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if !l.Valid() {
+			t.Fatalf("transient errors lost the lease: %v", l.Check())
+		}
+		_ = l.Release(context.Background())
+	})
+}
+
+func TestConfirmedLossCancelsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := newMemStore()
+		c, stop := bubbleCoordinator(t, ms, Config{})
+		defer stop()
+		start := time.Now()
+		l := bubbleCampaign(t, c, "taken")
+		// Another process takes the lease behind our back (for example
+		// after an operator edit): the next renewal sees it and the term
+		// ends then, long before the trust deadline.
+		ms.expire(l.Name())
+		if _, ok, _ := ms.Acquire(context.Background(), l.Name(), "intruder", time.Minute); !ok {
+			t.Fatal("intruder could not acquire")
+		}
+		waitDone(t, l)
+		if got := time.Since(start); got != 5*time.Second {
+			t.Fatalf("term ended at %v, want at the first renewal (5s)", got)
+		}
+		// Release of a confirmed-lost term leaves the new holder alone.
+		_ = l.Release(context.Background())
+		if r := ms.row(l.Name()); r.Holder != "intruder" {
+			t.Fatalf("release touched the new term: %+v", r)
+		}
+	})
+}
+
+func TestEventsDropWhenSubscriberIsSlow(t *testing.T) {
+	var b broadcaster
+	ch, unsub := b.subscribe(2)
+	for i := range 5 {
+		b.emit(Event{Kind: EventError, Epoch: int64(i)})
+	}
+	if ev := <-ch; ev.Epoch != 0 || ev.Dropped != 0 {
+		t.Fatalf("first = %+v", ev)
+	}
+	if ev := <-ch; ev.Epoch != 1 {
+		t.Fatalf("second = %+v", ev)
+	}
+	b.emit(Event{Kind: EventError, Epoch: 9})
+	if ev := <-ch; ev.Epoch != 9 || ev.Dropped != 3 {
+		t.Fatalf("after drops = %+v, want epoch 9 with Dropped 3", ev)
+	}
+	unsub()
+	unsub()
+	if _, ok := <-ch; ok {
+		t.Fatalf("channel open after unsubscribe")
+	}
+	b.close()
+	ch2, _ := b.subscribe(1)
+	if _, ok := <-ch2; ok {
+		t.Fatalf("subscription after close is open")
+	}
+}
+
+// waitDone waits for the term to end, failing after an hour of fake time
+// (which passes instantly when nothing else can happen).
+func waitDone(t *testing.T, l *Lease) {
+	t.Helper()
+	select {
+	case <-l.Done():
+	case <-time.After(time.Hour):
+		t.Fatalf("term %s did not end", l.Token())
+	}
+}
+
+// TestRunWaitsForReleaseInFlight: Run must not return while a Release is
+// still writing to the database, or a process that exits right after Run
+// would leave its lease to expire instead of handing it over.
+func TestRunWaitsForReleaseInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := newMemStore()
+		cfg := Config{Logger: zaptest.NewLogger(t)}.withDefaults()
+		c := newCoordinator(ms, testIdentity(t, "node-a"), cfg)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { _ = c.Run(ctx) }()
+		<-c.Ready()
+		l := bubbleCampaign(t, c, "inflight")
+		gate := make(chan struct{})
+		ms.set(func(m *memStore) { m.releaseGate = gate })
+		cancel()
+		released := make(chan error, 1)
+		go func() { released <- l.Release(context.Background()) }()
+		synctest.Wait() // Release is blocked in the database call
+		select {
+		case <-c.Done():
+			t.Fatalf("Run returned while the release was still in flight")
+		default:
+		}
+		close(gate)
+		if err := <-released; err != nil {
+			t.Fatal(err)
+		}
+		<-c.Done()
+		if r := ms.row(l.Name()); r.Holder != "" {
+			t.Fatalf("not released: %+v", r)
+		}
+	})
+}
