@@ -10,17 +10,17 @@ import (
 type EventKind int
 
 const (
-	// EventElected: this process acquired a lease and started a term.
+	// EventElected means this process acquired a lease and started a term.
 	EventElected EventKind = iota + 1
-	// EventLost: this process stopped trusting a lease it held (trust
+	// EventLost means this process stopped trusting a lease it held (trust
 	// deadline passed, or the database showed another holder or epoch).
 	EventLost
-	// EventReleased: this process released a lease it held.
+	// EventReleased means this process released a lease it held.
 	EventReleased
-	// EventLeaderChanged: while campaigning, this process saw a different
+	// EventLeaderChanged means that, while campaigning, this process saw a different
 	// holder or epoch in the database than at its previous look.
 	EventLeaderChanged
-	// EventError: a database operation failed. The coordinator retries;
+	// EventError means a database operation failed. The coordinator retries;
 	// Err says what failed.
 	EventError
 )

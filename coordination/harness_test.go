@@ -81,21 +81,6 @@ type running struct {
 	runErr chan error
 }
 
-// stop cancels Run and waits for it to return.
-func (r *running) stop(t testing.TB) {
-	t.Helper()
-	r.cancel()
-	select {
-	case err := <-r.runErr:
-		if err != nil {
-			t.Errorf("Run returned %v", err)
-		}
-		r.runErr <- nil
-	case <-time.After(wait):
-		t.Fatalf("Run did not return within %v of cancellation", wait)
-	}
-}
-
 // start creates and runs a coordinator on db and waits until it is ready.
 func start(t testing.TB, db *gorm.DB, node string, cfg Config) *running {
 	t.Helper()

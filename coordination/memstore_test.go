@@ -49,7 +49,7 @@ func (m *memStore) Acquire(ctx context.Context, name, holder string, ttl time.Du
 	defer m.mu.Unlock()
 	r := m.rows[name]
 	now := nowUS()
-	if r == nil || !(r.Holder == "" || r.Holder == holder || r.ExpiresAtUS < now) {
+	if r == nil || (r.Holder != "" && r.Holder != holder && r.ExpiresAtUS >= now) {
 		return 0, false, nil
 	}
 	r.Holder, r.Epoch = holder, r.Epoch+1

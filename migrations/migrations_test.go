@@ -197,7 +197,7 @@ func closeDB(db *gorm.DB) {
 // checks the result is a current schema that Migrate leaves alone.
 func caseHandAppliedDDL(t *testing.T, tg testdb.Target) {
 	db := tg.Open(t)
-	stmts, err := migrations.DDL(db.Dialector.Name(), migrations.Options{TablePrefix: "dba_"})
+	stmts, err := migrations.DDL(db.Name(), migrations.Options{TablePrefix: "dba_"})
 	if err != nil {
 		t.Fatal(err)
 	}

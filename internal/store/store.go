@@ -59,7 +59,7 @@ func New(db *gorm.DB, prefix string) (*Store, error) {
 	if db == nil || db.Dialector == nil {
 		return nil, errors.New("leasehold: db is nil")
 	}
-	d, err := lookupDialect(db.Dialector.Name())
+	d, err := lookupDialect(db.Name())
 	if err != nil {
 		return nil, err
 	}

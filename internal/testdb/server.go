@@ -446,17 +446,17 @@ func (s *Server) waitReady(ctx context.Context, p *process) (*sql.DB, error) {
 		}
 		if p.exited() {
 			_ = admin.Close()
-			return nil, fmt.Errorf("testdb: start %s server on port %d: it exited before accepting connections (%v)",
+			return nil, fmt.Errorf("testdb: start %s server on port %d: it exited before accepting connections: %w",
 				s.kind, s.port, p.err)
 		}
 		select {
 		case <-p.done:
 			_ = admin.Close()
-			return nil, fmt.Errorf("testdb: start %s server on port %d: it exited before accepting connections (%v)",
+			return nil, fmt.Errorf("testdb: start %s server on port %d: it exited before accepting connections: %w",
 				s.kind, s.port, p.err)
 		case <-ctx.Done():
 			_ = admin.Close()
-			return nil, fmt.Errorf("testdb: start %s server on port %d: not accepting connections after %s: %w (last probe: %v)",
+			return nil, fmt.Errorf("testdb: start %s server on port %d: not accepting connections after %s: %w (last probe: %w)",
 				s.kind, s.port, time.Since(began).Round(time.Millisecond), ctx.Err(), lastErr)
 		case <-ticker.C:
 		}

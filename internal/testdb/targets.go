@@ -1,6 +1,8 @@
 package testdb
 
 import (
+	"go.uber.org/goleak"
+
 	"context"
 	"errors"
 	"fmt"
@@ -257,11 +259,21 @@ func Main(m *testing.M) {
 // package started, and returns the exit code, which is non-zero also when
 // stopping a server failed. Use it when TestMain has more to do before it
 // exits, such as checking for leaked goroutines.
+//
+// After a passing run it also fails the binary if any goroutine started by
+// the tests is still running (go.uber.org/goleak).
 func Run(m *testing.M) int {
+	before := goleak.IgnoreCurrent()
 	code := m.Run()
 	if err := closeAll(); err != nil {
 		fmt.Fprintf(os.Stderr, "testdb: stopping the test database servers failed: %v\n", err)
 		if code == 0 {
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(before); err != nil {
+			fmt.Fprintf(os.Stderr, "testdb: goroutines leaked by the tests: %v\n", err)
 			code = 1
 		}
 	}

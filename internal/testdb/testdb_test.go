@@ -231,7 +231,7 @@ func TestTargetsOpenFreshDatabases(t *testing.T) {
 			if err := second.Raw("SELECT 1").Scan(&one).Error; err != nil || one != 1 {
 				t.Fatalf("SELECT 1 = %d, %v", one, err)
 			}
-			if got := first.Dialector.Name(); got != tg.Dialect {
+			if got := first.Name(); got != tg.Dialect {
 				t.Errorf("dialector %q, want %q", got, tg.Dialect)
 			}
 

@@ -1,0 +1,35 @@
+# leasehold: run `make help` for the targets.
+
+GO            ?= go
+GOBIN         ?= $(CURDIR)/bin
+GOLANGCI_LINT := $(GOBIN)/golangci-lint
+GOLANGCI_VER  := v2.15.0
+TEST_TIMEOUT  ?= 9m
+
+.DEFAULT_GOAL := help
+.PHONY: help test lint fmt vet tidy ddl
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+test: ## run every test with -race on every dialect (starts private PostgreSQL and MariaDB)
+	@set -o pipefail; $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json ./... \
+		| $(GO) run ./internal/cmd/testreport
+
+vet: ## go vet
+	$(GO) vet ./...
+
+lint: $(GOLANGCI_LINT) ## golangci-lint (installed into ./bin by go install)
+	$(GOLANGCI_LINT) run ./...
+
+$(GOLANGCI_LINT):
+	GOBIN=$(GOBIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VER)
+
+fmt: ## gofmt every Go file
+	gofmt -w $$(git ls-files '*.go')
+
+tidy: ## go mod tidy
+	$(GO) mod tidy
+
+ddl: ## print the schema DDL: make ddl DIALECT=postgres|mysql|sqlite|sqlserver
+	$(GO) run ./migrations/leasehold-ddl -dialect $(or $(DIALECT),postgres)

@@ -1,0 +1,126 @@
+package coordination
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/testdb"
+)
+
+// TestApplicationClockHoursOff runs two coordinators whose clock is
+// decades off the database's: inside a synctest bubble time.Now starts at
+// 2000-01-01 and jumps ahead whenever every goroutine waits, while the
+// database keeps real time. Every lease decision must still follow the
+// database clock: leases live exactly TTL by it, and a holder cut off from
+// the database is replaced only once the database says its lease expired.
+func TestApplicationClockHoursOff(t *testing.T) {
+	for _, tg := range testdb.Targets() {
+		t.Run(tg.Name, func(t *testing.T) {
+			t.Parallel()
+			driver, dsn := tg.OpenDSN(t)
+			synctest.Test(t, func(t *testing.T) {
+				appClockOffCase(t, driver, dsn)
+			})
+		})
+	}
+}
+
+func appClockOffCase(t *testing.T, driver, dsn string) {
+	if y := time.Now().Year(); y != 2000 {
+		t.Fatalf("bubble clock year %d, want 2000", y)
+	}
+	db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	}()
+	cfg := fastConfig()
+	cfg.Logger = zaptest.NewLogger(t)
+	cfg = cfg.withDefaults()
+
+	fa := &faultStore{leaseStore: rawStore(t, db)}
+	a := newCoordinator(fa, testIdentity(t, "node-a"), cfg)
+	b := newCoordinator(rawStore(t, db), testIdentity(t, "node-b"), cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, c := range []*Coordinator{a, b} {
+		go func() { _ = c.Run(ctx) }()
+		<-c.Ready()
+	}
+	defer func() {
+		cancel()
+		<-a.Done()
+		<-b.Done()
+	}()
+
+	ea, _ := a.Election(GlobalScope, "clock")
+	eb, _ := b.Election(GlobalScope, "clock")
+	la, err := ea.Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := ea.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.DatabaseTime.Year() < 2020 {
+		t.Fatalf("database clock reads %v; the test needs it far from the bubble's %v", info.DatabaseTime, time.Now())
+	}
+	if left := info.ExpiresAt.Sub(info.DatabaseTime); left <= 0 || left > cfg.TTL {
+		t.Fatalf("lease expires %v after the database's now, want within (0, %v]", left, cfg.TTL)
+	}
+	t.Logf("application clock %v, database clock %v: %v apart",
+		time.Now().Format(time.RFC3339), info.DatabaseTime.Format(time.RFC3339), time.Until(info.DatabaseTime).Round(time.Hour))
+
+	// b campaigns while a holds and renews.
+	got := make(chan *Lease, 1)
+	go func() {
+		lb, err := eb.Campaign(ctx)
+		if err != nil {
+			lb = nil
+		}
+		got <- lb
+	}()
+
+	// Cut a off. Its trust deadline passes on its own clock, and it stops.
+	fa.failAll.Store(true)
+	select {
+	case <-la.Done():
+	case <-time.After(time.Hour):
+		t.Fatalf("cut-off holder did not stop")
+	}
+	last := row(t, db, la.Name()) // a's last renewal, as the database recorded it
+
+	var lb *Lease
+	select {
+	case lb = <-got:
+	case <-time.After(time.Hour): // fake time; about 36,000 polls
+		t.Fatalf("b never took over")
+	}
+	if lb == nil {
+		t.Fatalf("b's campaign failed")
+	}
+	now := row(t, db, lb.Name())
+	if now.Holder != b.Holder() || now.Epoch != la.Epoch()+1 {
+		t.Fatalf("after takeover: %+v", now)
+	}
+	// The takeover happened by the database clock, not before a's lease
+	// expired there, whatever the application clocks said.
+	if now.AcquiredAtUS < last.ExpiresAtUS {
+		t.Fatalf("b acquired at %d, before a's lease expired at %d (database clock)", now.AcquiredAtUS, last.ExpiresAtUS)
+	}
+	t.Logf("b took over %v after a's database expiry", time.Duration(now.AcquiredAtUS-last.ExpiresAtUS)*time.Microsecond)
+	fa.failAll.Store(false)
+	_ = la.Release(ctx)
+	_ = lb.Release(ctx)
+}

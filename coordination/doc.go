@@ -1,0 +1,120 @@
+// Package coordination elects leaders through the SQL database a service
+// already has: named leases with fencing epochs, decided by the database
+// clock, renewed in batches.
+//
+// # Overview
+//
+// A [Coordinator] is built from a *gorm.DB, the process identity (package
+// identity) and a [Config]. [Coordinator.Run] migrates the schema (unless
+// disabled) and then keeps two loops going until its context ends: one
+// campaigns for the elections this process wants, one renews the leases it
+// holds. [Coordinator.Election] returns an [Election] scoped to this
+// process's cluster ([ClusterScope]) or to everyone who shares the database
+// ([GlobalScope]). [Election.Run] runs a function whenever this process
+// leads; [Election.Campaign] gives the lower-level [Lease].
+//
+//	coord, err := coordination.New(db, id, coordination.Config{Logger: log})
+//	e, err := coord.Election(coordination.ClusterScope, "reports")
+//	g.Go(func() error { return coord.Run(ctx) })
+//	g.Go(func() error {
+//		return e.Run(ctx, func(ctx context.Context, l *coordination.Lease) error {
+//			// leader work: stops when ctx is cancelled; l.Epoch() fences writes
+//		})
+//	})
+//
+// # State model
+//
+// For each election, this process is a follower or the holder of one term:
+//
+//	          acquire (epoch+1)              trust deadline passed,
+//	follower ─────────────────────▶ holder ──database shows another term,──▶ follower
+//	   ▲                              │      Release, or shutdown
+//	   └──────── Release ─────────────┘
+//
+// A term is one acquisition: a lease name, this holder, and an epoch. It
+// ends exactly once, and its [Lease.Context] is cancelled when it does.
+//
+// # Time authority
+//
+// Lease expiry is decided by the database clock only. Every time written
+// into a lease row (acquired, renewed, expires) is computed by the database
+// in the statement itself, as microseconds since the Unix epoch, and every
+// comparison with "now" is made by the database in the same statement. The
+// application's wall clock never reaches the database, so an application
+// clock that is hours off changes nothing.
+//
+// # Trust window
+//
+// The holder measures only durations, on its own monotonic clock. If an
+// acquire or renewal that started at time s succeeds, the database made the
+// lease live until at least its own now + TTL, and its now came after s.
+// So every other process sees the lease live until at least s + TTL (given
+// clocks whose rate drifts by less than Margin per TTL), and the holder
+// trusts the term until
+//
+//	deadline = s + TTL - Margin
+//
+// A renewal's deadline is anchored at the attempt's start, never at its
+// completion, so a slow renewal cannot stretch the window. When the
+// deadline passes without a successful renewal, the term ends: its context
+// is cancelled and [EventLost] is emitted. [Lease.Valid] compares the
+// monotonic clock with the deadline itself, so a process resumed after a
+// long pause sees false before any timer goroutine has run.
+//
+// # Term-scoped writes and epochs
+//
+// Acquire is one conditional UPDATE that takes a lease that is free,
+// expired, or an earlier term of this same holder, and always increments
+// the epoch in that statement. Epochs of a name therefore only grow, a
+// release keeps the epoch, and every term has its own. Renew and release
+// match (name, holder, epoch) and check the exact row outcome, so a stale
+// process can never extend or release a newer term.
+//
+// # Batching
+//
+// One renewal statement per tick covers every lease the process holds, however
+// many: an UPDATE whose WHERE clause lists the names and gives each its
+// epoch. If its affected-row count is short, one read tells which terms were
+// lost. Followers read every lease they campaign for with one SELECT per
+// attempt and write only to take a lease that is free or expired. Renewals
+// run in their own goroutine and never wait behind a campaign statement.
+//
+// # Fencing
+//
+// The epoch is a fencing token. [Lease.Fence] (and [Coordinator.CheckFence]
+// for a [Token]) checks inside the caller's own GORM transaction that this
+// process still holds the lease at that epoch and that it is unexpired by
+// the database clock, and locks the lease row until the transaction ends
+// (FOR SHARE on PostgreSQL, LOCK IN SHARE MODE on MySQL, HOLDLOCK on SQL
+// Server; SQLite serialises writers anyway). A takeover therefore waits for
+// a fenced transaction in flight, and a paused process that wakes after
+// losing its lease cannot commit: its check fails with [ErrFenced].
+//
+// # Failure handling
+//
+//   - Transient database errors: renewals are retried with jittered
+//     backoff (100ms doubling up to RetryInterval) until the trust
+//     deadline; one failed renewal is not a lost lease. Each failure is
+//     logged and emitted as [EventError].
+//   - Database unreachable at start: Run logs, retries with backoff and
+//     becomes ready when the database returns. It never panics.
+//   - Confirmed loss (the database shows another holder or epoch, or the
+//     lease expired): the term ends at once.
+//   - Shutdown (Run's context cancelled): every lease context is cancelled
+//     with cause [ErrClosed]; Run keeps renewing until the work under each
+//     lease has returned and called [Lease.Release], for at most
+//     ShutdownTimeout. Work still running then is reported as an error and
+//     its lease is not released: it expires after TTL.
+//
+// # Notifications
+//
+// [Coordinator.Subscribe] delivers [Event] values without ever blocking the
+// loops: in order per subscriber, dropping new events while a subscriber's
+// buffer is full and counting them in the next delivered event's Dropped
+// field. Channels close when Run returns.
+//
+// # Errors
+//
+// Errors wrap the sentinels in errors.go; compare them with errors.Is. A
+// failed fencing check is a [*FenceError] that says what it found.
+package coordination

@@ -1,0 +1,48 @@
+package migrations_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/migrations"
+)
+
+// Migrate at deploy time, then start the services with
+// coordination.Config.DisableAutoMigrate set.
+func ExampleMigrate() {
+	dir, _ := os.MkdirTemp("", "leasehold-example")
+	defer os.RemoveAll(dir)
+	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "app.db")), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		panic(err)
+	}
+	defer func() {
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	}()
+	ctx := context.Background()
+	applied, err := migrations.Migrate(ctx, db, migrations.Options{})
+	fmt.Println("applied:", applied, err)
+	applied, err = migrations.Migrate(ctx, db, migrations.Options{})
+	fmt.Println("again:", applied, err)
+	// Output:
+	// applied: [1] <nil>
+	// again: [] <nil>
+}
+
+// DDL gives a DBA the statements to apply by hand.
+func ExampleDDL() {
+	stmts, err := migrations.DDL("postgres", migrations.Options{TablePrefix: "coord_"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(stmts[1])
+	// Output: CREATE TABLE IF NOT EXISTS "coord_leases" (name VARCHAR(255) COLLATE "C" NOT NULL, holder VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', epoch BIGINT NOT NULL DEFAULT 0, acquired_at_us BIGINT NOT NULL DEFAULT 0, renewed_at_us BIGINT NOT NULL DEFAULT 0, expires_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (name))
+}
