@@ -1,5 +1,6 @@
 # leasehold: run `make help` for the targets.
 
+SHELL         := /bin/bash
 GO            ?= go
 GOBIN         ?= $(CURDIR)/bin
 GOLANGCI_LINT := $(GOBIN)/golangci-lint
