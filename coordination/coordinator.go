@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/internal/broadcast"
 	"github.com/leasehold/leasehold/internal/store"
 )
 
@@ -117,6 +118,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		held:         make(map[string]*Lease),
 		campaigns:    make(map[string]*campaign),
 		elections:    make(map[string]*Election),
+		events:       broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
 	}
 }
 

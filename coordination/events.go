@@ -2,8 +2,9 @@ package coordination
 
 import (
 	"fmt"
-	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/broadcast"
 )
 
 // EventKind says what happened.
@@ -63,19 +64,6 @@ type Event struct {
 	Dropped int
 }
 
-// subscriber is one Subscribe call.
-type subscriber struct {
-	ch      chan Event
-	dropped int
-}
-
-// broadcaster delivers events without ever blocking the sender.
-type broadcaster struct {
-	mu     sync.Mutex
-	subs   map[*subscriber]struct{}
-	closed bool
-}
-
 // Subscribe returns a channel of events and a function that ends the
 // subscription and closes the channel.
 //
@@ -84,60 +72,24 @@ type broadcaster struct {
 // events are dropped, and the next event delivered carries the number
 // dropped in Event.Dropped. The channel is also closed when Run returns.
 func (c *Coordinator) Subscribe(buffer int) (<-chan Event, func()) {
-	return c.events.subscribe(buffer)
+	return c.events.b.Subscribe(buffer)
 }
 
-func (b *broadcaster) subscribe(buffer int) (<-chan Event, func()) {
-	s := &subscriber{ch: make(chan Event, max(buffer, 1))}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		close(s.ch)
-		return s.ch, func() {}
-	}
-	if b.subs == nil {
-		b.subs = make(map[*subscriber]struct{})
-	}
-	b.subs[s] = struct{}{}
-	var once sync.Once
-	return s.ch, func() {
-		once.Do(func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			if _, ok := b.subs[s]; ok {
-				delete(b.subs, s)
-				close(s.ch)
-			}
-		})
-	}
+// broadcaster stamps events and hands them to the generic broadcaster.
+type broadcaster struct {
+	b broadcast.Broadcaster[Event]
 }
 
-// emit delivers ev to every subscriber that has room, without blocking.
+func stampDropped(ev Event, n int) Event {
+	ev.Dropped = n
+	return ev
+}
+
 func (b *broadcaster) emit(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for s := range b.subs {
-		e := ev
-		e.Dropped = s.dropped
-		select {
-		case s.ch <- e:
-			s.dropped = 0
-		default:
-			s.dropped++
-		}
-	}
+	b.b.Send(ev)
 }
 
-// close ends every subscription.
-func (b *broadcaster) close() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
-	for s := range b.subs {
-		close(s.ch)
-	}
-	b.subs = nil
-}
+func (b *broadcaster) close() { b.b.Close() }

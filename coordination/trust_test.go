@@ -189,45 +189,6 @@ func TestConfirmedLossCancelsAtOnce(t *testing.T) {
 	})
 }
 
-func TestEventsDropWhenSubscriberIsSlow(t *testing.T) {
-	var b broadcaster
-	ch, unsub := b.subscribe(2)
-	for i := range 5 {
-		b.emit(Event{Kind: EventError, Epoch: int64(i)})
-	}
-	if ev := <-ch; ev.Epoch != 0 || ev.Dropped != 0 {
-		t.Fatalf("first = %+v", ev)
-	}
-	if ev := <-ch; ev.Epoch != 1 {
-		t.Fatalf("second = %+v", ev)
-	}
-	b.emit(Event{Kind: EventError, Epoch: 9})
-	if ev := <-ch; ev.Epoch != 9 || ev.Dropped != 3 {
-		t.Fatalf("after drops = %+v, want epoch 9 with Dropped 3", ev)
-	}
-	unsub()
-	unsub()
-	if _, ok := <-ch; ok {
-		t.Fatalf("channel open after unsubscribe")
-	}
-	b.close()
-	ch2, _ := b.subscribe(1)
-	if _, ok := <-ch2; ok {
-		t.Fatalf("subscription after close is open")
-	}
-}
-
-// waitDone waits for the term to end, failing after an hour of fake time
-// (which passes instantly when nothing else can happen).
-func waitDone(t *testing.T, l *Lease) {
-	t.Helper()
-	select {
-	case <-l.Done():
-	case <-time.After(time.Hour):
-		t.Fatalf("term %s did not end", l.Token())
-	}
-}
-
 // TestRunWaitsForReleaseInFlight: Run must not return while a Release is
 // still writing to the database, or a process that exits right after Run
 // would leave its lease to expire instead of handing it over.
@@ -260,4 +221,15 @@ func TestRunWaitsForReleaseInFlight(t *testing.T) {
 			t.Fatalf("not released: %+v", r)
 		}
 	})
+}
+
+// waitDone waits for the term to end, failing after an hour of fake time
+// (which passes instantly when nothing else can happen).
+func waitDone(t *testing.T, l *Lease) {
+	t.Helper()
+	select {
+	case <-l.Done():
+	case <-time.After(time.Hour):
+		t.Fatalf("term %s did not end", l.Token())
+	}
 }
