@@ -28,6 +28,8 @@ type leaseStore interface {
 	Get(ctx context.Context, names []string) ([]store.Row, error)
 	List(ctx context.Context, prefix string) ([]store.Row, error)
 	Fence(tx *gorm.DB, name string) (store.Row, bool, error)
+	SetData(ctx context.Context, holder string, t store.Term, data string) (bool, error)
+	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
 	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
 	CheckSchema(ctx context.Context) error
 }
@@ -538,19 +540,60 @@ func (c *Coordinator) grant(name string, epoch int64, start time.Time) {
 		return
 	}
 	delete(c.campaigns, name)
+	l := c.holdLocked(name, epoch, start, cp.e)
+	cp.e.seen, cp.e.seenHolder, cp.e.seenEpoch = true, c.holder, epoch
+	cp.result <- l
+	c.mu.Unlock()
+}
+
+// holdLocked starts a term: the lease joins the renewal set and its trust
+// deadline timer starts. c.mu must be held.
+func (c *Coordinator) holdLocked(name string, epoch int64, start time.Time, e *Election) *Lease {
 	lctx, cancel := context.WithCancelCause(c.leaseParent)
 	l := &Lease{
 		c: c, name: name, epoch: epoch, ctx: lctx, cancel: cancel,
 		deadline: start.Add(c.cfg.TTL - c.cfg.Margin),
-		election: cp.e,
+		election: e,
 	}
 	l.timer = time.AfterFunc(time.Until(l.deadline), func() { c.expire(l) })
 	c.held[name] = l
-	cp.e.seen, cp.e.seenHolder, cp.e.seenEpoch = true, c.holder, epoch
 	c.log.Info("acquired lease", zap.String("lease", name), zap.Int64("epoch", epoch))
 	c.events.emit(Event{Kind: EventElected, Lease: name, Holder: c.holder, Epoch: epoch})
-	cp.result <- l
-	c.mu.Unlock()
+	return l
+}
+
+// acquireDirect takes a lease that only this process ever competes for
+// (a pool member row) without going through the campaign loop.
+func (c *Coordinator) acquireDirect(ctx context.Context, name string) (*Lease, error) {
+	select {
+	case <-c.ready:
+	case <-c.closing:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if err := c.store.EnsureRow(ctx, name); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	epoch, ok, err := c.store.Acquire(ctx, name, c.holder, c.cfg.TTL)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is held by another process with this instance id", ErrNotAcquired, name)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.closing:
+		go func() {
+			_, _ = c.store.Release(context.WithoutCancel(ctx), c.holder, []store.Term{{Name: name, Epoch: epoch}})
+		}()
+		return nil, ErrClosed
+	default:
+	}
+	return c.holdLocked(name, epoch, start, nil), nil
 }
 
 // Held returns the tokens of the leases this process holds now.

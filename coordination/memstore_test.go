@@ -143,6 +143,28 @@ func (m *memStore) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
 	return rows[0], true, nil
 }
 
+func (m *memStore) SetData(ctx context.Context, holder string, t store.Term, data string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.rows[t.Name]
+	if r == nil || r.Holder != holder || r.Epoch != t.Epoch || r.ExpiresAtUS < nowUS() {
+		return false, nil
+	}
+	r.Data = data
+	return true, nil
+}
+
+func (m *memStore) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.rows[name]
+	if r == nil || r.Holder != "" || r.Epoch != from {
+		return false, nil
+	}
+	r.Epoch, r.Data, r.RenewedAtUS = from+1, data, nowUS()
+	return true, nil
+}
+
 func (m *memStore) Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error) {
 	return nil, nil
 }

@@ -238,7 +238,7 @@ func (d *dialect) sqlRelease(table, holder string, terms []Term) (string, []any)
 // rowColumns is the column list read back for a lease, ending with the
 // database clock.
 func (d *dialect) rowColumns() string {
-	return "name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, " + d.now + " AS now_us"
+	return "name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), " + d.now + " AS now_us"
 }
 
 // sqlSelect reads the given leases together with the database clock.
@@ -283,4 +283,18 @@ func (d *dialect) sqlFence(table string) string {
 func likeEscape(s string) string {
 	r := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_", "[", "![")
 	return r.Replace(s)
+}
+
+// sqlSetData writes a term's data, only while the term is live.
+func (d *dialect) sqlSetData(table, holder string, t Term, data string) (string, []any) {
+	filter, args := d.termFilter(holder, []Term{t})
+	return "UPDATE " + table + " SET data = ? WHERE " + filter + " AND expires_at_us >= " + d.now,
+		append([]any{data}, args...)
+}
+
+// sqlPublish is the compare-and-set that publishes a pool's next
+// generation. Arguments: data, name.
+func (d *dialect) sqlPublish(table string, from int64) string {
+	return "UPDATE " + table + " SET epoch = epoch + 1, data = ?, renewed_at_us = " + d.now +
+		" WHERE name = ? AND holder = '' AND epoch = " + strconv.FormatInt(from, 10)
 }

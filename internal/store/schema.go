@@ -95,6 +95,11 @@ type Migration struct {
 	Version     int
 	Description string
 	statements  func(d *dialect, t Tables) []string
+	// applied, when set, returns a query counting what the step creates.
+	// It guards steps whose DDL is not idempotent on a dialect where DDL
+	// is not transactional either (MySQL): a run that died between the DDL
+	// and recording the version must not fail the next run.
+	applied func(d *dialect, t Tables) string
 }
 
 // migrations lists every schema version in order. A released step is never
@@ -113,6 +118,14 @@ var migrations = []Migration{
 				{name: "expires_at_us", typ: bigintCol, def: "0"},
 			})}
 		},
+	},
+	{
+		Version:     2,
+		Description: "add the data column for pool generations and member acknowledgements",
+		statements: func(d *dialect, t Tables) []string {
+			return []string{d.addDataColumn(t.Leases)}
+		},
+		applied: func(d *dialect, t Tables) string { return d.sqlHasDataColumn(t.Leases) },
 	},
 }
 
@@ -215,4 +228,32 @@ func migrationLockSQL(d *dialect, t Tables, timeout time.Duration) []string {
 		}
 	}
 	return out
+}
+
+// addDataColumn adds the text column that pool rows use for their member
+// list and member rows for their acknowledged generation. On MySQL it is a
+// nullable MEDIUMTEXT (TEXT columns take no default before MySQL 8.0.13);
+// reads use COALESCE.
+func (d *dialect) addDataColumn(table string) string {
+	q := d.quote(table)
+	switch d.name {
+	case Postgres:
+		return "ALTER TABLE " + q + " ADD COLUMN IF NOT EXISTS data TEXT NOT NULL DEFAULT ''"
+	case MySQL:
+		return "ALTER TABLE " + q + " ADD COLUMN data MEDIUMTEXT NULL"
+	case SQLServer:
+		return "IF COL_LENGTH(N'" + table + "', N'data') IS NULL ALTER TABLE " + q + " ADD data NVARCHAR(MAX) NOT NULL DEFAULT N''"
+	default:
+		return "ALTER TABLE " + q + " ADD COLUMN data TEXT NOT NULL DEFAULT ''"
+	}
+}
+
+// sqlHasDataColumn counts the data column (MySQL only; elsewhere the DDL is
+// idempotent or transactional).
+func (d *dialect) sqlHasDataColumn(table string) string {
+	if d.name != MySQL {
+		return ""
+	}
+	return "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = '" +
+		table + "' AND column_name = 'data'"
 }

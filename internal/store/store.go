@@ -39,6 +39,7 @@ type Row struct {
 	AcquiredAtUS int64
 	RenewedAtUS  int64
 	ExpiresAtUS  int64
+	Data         string
 	NowUS        int64
 }
 
@@ -235,7 +236,7 @@ func (s *Store) query(db *gorm.DB, q string, args ...any) ([]Row, error) {
 	var out []Row
 	for rs.Next() {
 		var r Row
-		if err := rs.Scan(&r.Name, &r.Holder, &r.Epoch, &r.AcquiredAtUS, &r.RenewedAtUS, &r.ExpiresAtUS, &r.NowUS); err != nil {
+		if err := rs.Scan(&r.Name, &r.Holder, &r.Epoch, &r.AcquiredAtUS, &r.RenewedAtUS, &r.ExpiresAtUS, &r.Data, &r.NowUS); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
@@ -291,11 +292,23 @@ func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied
 			if m.Version <= current {
 				continue
 			}
+			if m.applied != nil {
+				if q := m.applied(s.d, s.tables); q != "" {
+					var n int
+					if err := tx.Raw(q).Row().Scan(&n); err != nil {
+						return fmt.Errorf("migration %d (%s): check: %w", m.Version, m.Description, err)
+					}
+					if n > 0 {
+						goto record
+					}
+				}
+			}
 			for _, stmt := range m.statements(s.d, s.tables) {
 				if err := tx.Exec(stmt).Error; err != nil {
 					return fmt.Errorf("migration %d (%s): %w", m.Version, m.Description, err)
 				}
 			}
+		record:
 			if err := tx.Exec(s.d.sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
 				return fmt.Errorf("record migration %d: %w", m.Version, err)
 			}
@@ -378,4 +391,32 @@ func mysqlLockName(database, key string) string {
 		name = fmt.Sprintf("leasehold:migrate:%x", advisoryKey(name))
 	}
 	return name
+}
+
+// SetData writes data into a row this holder holds at this epoch, unexpired
+// by the database clock. It reports false when the term is over.
+func (s *Store) SetData(ctx context.Context, holder string, t Term, data string) (bool, error) {
+	q, args := s.d.sqlSetData(s.leases, holder, t, data)
+	res := s.db.WithContext(ctx).Exec(q, args...)
+	if res.Error != nil {
+		return false, res.Error
+	}
+	if res.RowsAffected == 1 {
+		return true, nil
+	}
+	// MySQL without clientFoundRows counts an unchanged row as 0: read back.
+	rows, err := s.Get(ctx, []string{t.Name})
+	if err != nil {
+		return false, err
+	}
+	ok := len(rows) == 1 && rows[0].Holder == holder && rows[0].Epoch == t.Epoch &&
+		rows[0].ExpiresAtUS >= rows[0].NowUS && rows[0].Data == data
+	return ok, nil
+}
+
+// Publish moves an unheld row (a pool's generation row) from epoch from to
+// from+1 with new data, only if it is still at from: a compare-and-set.
+func (s *Store) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
+	res := s.db.WithContext(ctx).Exec(s.d.sqlPublish(s.leases, from), data, name)
+	return res.RowsAffected == 1, res.Error
 }

@@ -22,22 +22,30 @@ UPDATE "leasehold_leases" SET holder = '', expires_at_us = CAST(EXTRACT(EPOCH FR
 UPDATE "leasehold_leases" SET holder = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE holder = $1 AND name IN ($2, $3, $4) AND epoch = CASE name WHEN $5 THEN 7 WHEN $6 THEN 3 WHEN $7 THEN 12 END
 -- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
 
+-- set a term's data (a member's acknowledged generation)
+UPDATE "leasehold_leases" SET data = $1 WHERE holder = $2 AND name = $3 AND epoch = 7 AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)
+-- args: "42", "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+
+-- publish a pool's next generation (compare-and-set)
+UPDATE "leasehold_leases" SET epoch = epoch + 1, data = $1, renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE name = $2 AND holder = '' AND epoch = 41
+-- args: "a1b2,c3d4", "pool/global/orders/generation";
+
 -- read leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name IN ($1, $2)
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name IN ($1, $2)
 -- args: "global/billing", "global/outbox";
 
 -- list all leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" ORDER BY name;
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" ORDER BY name;
 
 -- list leases by prefix
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name LIKE $1 ESCAPE '!' ORDER BY name
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name LIKE $1 ESCAPE '!' ORDER BY name
 -- args: "cluster/eu!_1/%";
 
 -- database clock
 SELECT CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name = $1 FOR SHARE
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name = $1 FOR SHARE
 -- args: "global/billing";
 
 -- create the version table
@@ -49,6 +57,13 @@ CREATE TABLE IF NOT EXISTS "leasehold_leases" (name VARCHAR(255) COLLATE "C" NOT
 -- record migration 1
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (1, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
 -- args: "create the lease table";
+
+-- migration 2: add the data column for pool generations and member acknowledgements
+ALTER TABLE "leasehold_leases" ADD COLUMN IF NOT EXISTS data TEXT NOT NULL DEFAULT '';
+
+-- record migration 2
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (2, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
+-- args: "add the data column for pool generations and member acknowledgements";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM "leasehold_schema_migrations";

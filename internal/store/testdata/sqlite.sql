@@ -22,22 +22,30 @@ UPDATE "leasehold_leases" SET holder = '', expires_at_us = (CAST(ROUND((julianda
 UPDATE "leasehold_leases" SET holder = '', expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE holder = ? AND name IN (?, ?, ?) AND epoch = CASE name WHEN ? THEN 7 WHEN ? THEN 3 WHEN ? THEN 12 END
 -- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
 
+-- set a term's data (a member's acknowledged generation)
+UPDATE "leasehold_leases" SET data = ? WHERE holder = ? AND name = ? AND epoch = 7 AND expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)
+-- args: "42", "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+
+-- publish a pool's next generation (compare-and-set)
+UPDATE "leasehold_leases" SET epoch = epoch + 1, data = ?, renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE name = ? AND holder = '' AND epoch = 41
+-- args: "a1b2,c3d4", "pool/global/orders/generation";
+
 -- read leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name IN (?, ?)
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name IN (?, ?)
 -- args: "global/billing", "global/outbox";
 
 -- list all leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" ORDER BY name;
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" ORDER BY name;
 
 -- list leases by prefix
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name LIKE ? ESCAPE '!' ORDER BY name
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name LIKE ? ESCAPE '!' ORDER BY name
 -- args: "cluster/eu!_1/%";
 
 -- database clock
 SELECT (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name = ?
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name = ?
 -- args: "global/billing";
 
 -- create the version table
@@ -49,6 +57,13 @@ CREATE TABLE IF NOT EXISTS "leasehold_leases" (name TEXT NOT NULL, holder TEXT N
 -- record migration 1
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (1, ?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
 -- args: "create the lease table";
+
+-- migration 2: add the data column for pool generations and member acknowledgements
+ALTER TABLE "leasehold_leases" ADD COLUMN data TEXT NOT NULL DEFAULT '';
+
+-- record migration 2
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (2, ?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
+-- args: "add the data column for pool generations and member acknowledgements";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM "leasehold_schema_migrations";

@@ -22,22 +22,30 @@ UPDATE [leasehold_leases] SET holder = '', expires_at_us = DATEDIFF_BIG(MICROSEC
 UPDATE [leasehold_leases] SET holder = '', expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE holder = @p1 AND name IN (@p2, @p3, @p4) AND epoch = CASE name WHEN @p5 THEN 7 WHEN @p6 THEN 3 WHEN @p7 THEN 12 END
 -- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
 
+-- set a term's data (a member's acknowledged generation)
+UPDATE [leasehold_leases] SET data = @p1 WHERE holder = @p2 AND name = @p3 AND epoch = 7 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())
+-- args: "42", "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+
+-- publish a pool's next generation (compare-and-set)
+UPDATE [leasehold_leases] SET epoch = epoch + 1, data = @p1, renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE name = @p2 AND holder = '' AND epoch = 41
+-- args: "a1b2,c3d4", "pool/global/orders/generation";
+
 -- read leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WHERE name IN (@p1, @p2)
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WHERE name IN (@p1, @p2)
 -- args: "global/billing", "global/outbox";
 
 -- list all leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] ORDER BY name;
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] ORDER BY name;
 
 -- list leases by prefix
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WHERE name LIKE @p1 ESCAPE '!' ORDER BY name
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WHERE name LIKE @p1 ESCAPE '!' ORDER BY name
 -- args: "cluster/eu!_1/%";
 
 -- database clock
 SELECT DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WITH (HOLDLOCK, ROWLOCK) WHERE name = @p1
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WITH (HOLDLOCK, ROWLOCK) WHERE name = @p1
 -- args: "global/billing";
 
 -- create the version table
@@ -49,6 +57,13 @@ IF OBJECT_ID(N'leasehold_leases', N'U') IS NULL CREATE TABLE [leasehold_leases] 
 -- record migration 1
 INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (1, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
 -- args: "create the lease table";
+
+-- migration 2: add the data column for pool generations and member acknowledgements
+IF COL_LENGTH(N'leasehold_leases', N'data') IS NULL ALTER TABLE [leasehold_leases] ADD data NVARCHAR(MAX) NOT NULL DEFAULT N'';
+
+-- record migration 2
+INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (2, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "add the data column for pool generations and member acknowledgements";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM [leasehold_schema_migrations];
