@@ -1,0 +1,70 @@
+package coordination
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestPoolConformance runs a pool of five members through a join, a
+// graceful leave and a crash on every database, recording every work
+// interval, and checks that no index was held twice at once and every
+// generation's count matched its member list.
+func TestPoolConformance(t *testing.T) {
+	runCases(t, []conformanceCase{{"FiveMembersJoinLeaveCrash", casePoolFive}})
+}
+
+func casePoolFive(t *testing.T, b *bundle) {
+	cfg := fastConfig() // TTL 1.2s, retry (poll) 100ms
+	rec := newRecorder()
+	var nodes []*poolNode
+	add := func(node string) *poolNode {
+		r, fs := startFaulty(t, b.db, node, cfg)
+		p, err := r.Pool(GlobalScope, "orders", PoolConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pctx, leave := context.WithCancel(context.Background())
+		n := &poolNode{c: r.Coordinator, fs: fs, cancel: r.cancel, leave: leave, done: make(chan struct{})}
+		go func() {
+			defer close(n.done)
+			_ = p.Run(pctx, rec.fn(r.id.Instance))
+		}()
+		t.Cleanup(func() {
+			leave()
+			fs.failAll.Store(false)
+			select {
+			case <-n.done:
+			case <-time.After(wait):
+				t.Errorf("Pool.Run of %s did not return", node)
+			}
+		})
+		nodes = append(nodes, n)
+		return n
+	}
+	for _, n := range []string{"node-a", "node-b", "node-c", "node-d"} {
+		add(n)
+	}
+	rec.waitSettled(t, 4, wait)
+
+	start := time.Now()
+	add("node-e")
+	rec.waitSettled(t, 5, wait)
+	join := time.Since(start)
+
+	start = time.Now()
+	nodes[1].leave()
+	<-nodes[1].done
+	rec.waitSettled(t, 4, wait)
+	leave := time.Since(start)
+
+	start = time.Now()
+	nodes[2].fs.failAll.Store(true) // cut off from the database: a crash as the others see it
+	rec.waitSettled(t, 3, wait)
+	crash := time.Since(start)
+
+	rec.check(t)
+	t.Logf("LOUD: %s: pool rebalance: join %v, graceful leave %v, crash %v (poll %v, TTL %v)",
+		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond), crash.Round(time.Millisecond),
+		cfg.RetryInterval, cfg.TTL)
+}
