@@ -49,7 +49,11 @@ func Dialector(driver, dsn string) (gorm.Dialector, error) {
 	case Postgres:
 		return postgres.Open(dsn), nil
 	case MySQL:
-		return mysql.Open(dsn), nil
+		// gorm's MySQL dialector asks the server for its version while
+		// opening, so the handle could not even be created while the
+		// database is down. Skipping that keeps "start while the database
+		// is down" working; leasehold does not need the version.
+		return mysql.New(mysql.Config{DSN: dsn, SkipInitializeWithVersion: true}), nil
 	case SQLServer:
 		return sqlserver.Open(dsn), nil
 	case SQLite:
@@ -63,7 +67,9 @@ func Dialector(driver, dsn string) (gorm.Dialector, error) {
 }
 
 // Open opens a gorm database with the dialector that driver names.
-// A nil cfg means a zero gorm.Config. Errors name the driver.
+// A nil cfg means a zero gorm.Config. Errors name the driver. Open never
+// connects: it sets DisableAutomaticPing, so a process can open its handle
+// while the database is down and let the coordinator retry.
 //
 // gorm.Open writes into the Config it is given (the dialector, clause
 // builders, plugins), so a Config shared by two gorm.Open calls is a data
@@ -82,6 +88,7 @@ func Open(driver, dsn string, cfg *gorm.Config) (*gorm.DB, error) {
 		c.Plugins = maps.Clone(cfg.Plugins)
 		c.Dialector = nil
 	}
+	c.DisableAutomaticPing = true
 	db, err := gorm.Open(d, &c)
 	if err != nil {
 		return nil, fmt.Errorf("dbopen: open %s database: %w", driver, err)
