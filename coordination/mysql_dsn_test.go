@@ -1,0 +1,64 @@
+package coordination
+
+import (
+	"strings"
+	"testing"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/testdb"
+)
+
+// TestMySQLDSNOptions runs the cases that depend on affected-row counts and
+// on how times come back against MySQL/MariaDB DSNs with and without
+// clientFoundRows and parseTime. With clientFoundRows an UPDATE reports
+// matched rows; without it, changed rows; leasehold must be exact either
+// way. Lease times are integers, so parseTime must not matter.
+func TestMySQLDSNOptions(t *testing.T) {
+	var mysql testdb.Target
+	for _, tg := range testdb.Targets() {
+		if tg.Dialect == "mysql" {
+			mysql = tg
+		}
+	}
+	variants := map[string]string{
+		"plain":           "",
+		"clientFoundRows": "clientFoundRows=true&parseTime=true",
+		"parseTimeLocal":  "parseTime=true&loc=Local",
+	}
+	cases := []conformanceCase{
+		{"AcquireRenewRelease", caseAcquireRenewRelease},
+		{"StaleHolderCannotRenewOrRelease", caseStaleHolder},
+		{"OneStatementPerRenewTick", caseOneStatementPerRenewTick},
+		{"FenceInUserTransaction", caseFence},
+		{"Pool", casePoolFive},
+	}
+	t.Run(mysql.Name, func(t *testing.T) {
+		runDSNVariants(t, mysql, variants, cases)
+	})
+}
+
+func runDSNVariants(t *testing.T, mysql testdb.Target, variants map[string]string, cases []conformanceCase) {
+	for name, params := range variants {
+		t.Run(name, func(t *testing.T) {
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					_, dsn := mysql.OpenDSN(t) // skips or fails loudly without MariaDB
+					base, _, _ := strings.Cut(dsn, "?")
+					if params != "" {
+						base += "?" + params
+					}
+					db, err := dbopen.Open(dbopen.MySQL, base, &gorm.Config{Logger: logger.Discard})
+					if err != nil {
+						t.Fatal(err)
+					}
+					sqlDB, _ := db.DB()
+					t.Cleanup(func() { _ = sqlDB.Close() })
+					tc.fn(t, &bundle{t: t, target: mysql, db: db})
+				})
+			}
+		})
+	}
+}
