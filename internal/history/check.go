@@ -1,0 +1,734 @@
+package history
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config says what a run must show. The zero Config checks only the safety
+// rules (overlaps, generations, fencing).
+type Config struct {
+	// Leases must each have a leader again within the bound after every
+	// fault (rule E).
+	Leases []string
+	// Pools must each have a full assignment again within the bound after
+	// every fault (rule E).
+	Pools []PoolRequirement
+	// Items, when positive, says that items 1..Items must each be
+	// processed exactly once (rule D).
+	Items int64
+	// Bound is the recovery bound per fault kind (rule E), for example
+	// TTL + RetryInterval for a kill, the trust deadline after the heal of
+	// a cut. Every kind that occurs needs one when Leases or Pools is set.
+	Bound map[FaultKind]time.Duration
+	// ObserveUntil is the [Now] time at which the harness began stopping
+	// the workers; recovery is not looked for past it. Zero means the last
+	// event of the history.
+	ObserveUntil int64
+}
+
+// PoolRequirement names a pool whose assignment must recover after faults.
+type PoolRequirement struct {
+	Pool string
+	// Members is the member count of a full assignment; zero accepts any
+	// count. A Fault event's Members entry for the pool overrides it for
+	// the recovery from that fault.
+	Members int
+}
+
+// ViolationKind classifies a [Violation].
+type ViolationKind string
+
+// The violation kinds, one per rule of the package documentation.
+const (
+	LeaseOverlap       ViolationKind = "lease-overlap"     // rule A
+	PartitionOverlap   ViolationKind = "partition-overlap" // rule B1
+	GenerationMismatch ViolationKind = "generation"        // rule B2
+	StaleWrite         ViolationKind = "stale-write"       // rule C
+	LostItems          ViolationKind = "lost-items"        // rule D
+	DuplicateItems     ViolationKind = "duplicate-items"   // rule D
+	UnknownItems       ViolationKind = "unknown-items"     // rule D
+	SlowRecovery       ViolationKind = "recovery"          // rule E
+	Malformed          ViolationKind = "malformed"         // rule M
+	BadConfig          ViolationKind = "config"            // rule E: a fault kind without a bound
+)
+
+// Violation is one broken promise: what was broken, in words that name
+// the values involved, and the events that show it.
+type Violation struct {
+	Kind    ViolationKind
+	Message string
+	// Events is the excerpt of the history involved, in time order.
+	Events []Event
+	// Excerpt is Events formatted with [Format], relative to the history's
+	// first event.
+	Excerpt []string
+}
+
+// String returns the kind and message, then the excerpt, one event per
+// indented line.
+func (v Violation) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", v.Kind, v.Message)
+	for _, l := range v.Excerpt {
+		b.WriteString("\n    ")
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// Failover is the recovery of one required lease or pool after one fault
+// (rule E).
+type Failover struct {
+	Fault   FaultKind
+	Target  string // the fault's Target, or "pid N"
+	FaultAt int64  // Time of the fault's start
+	// From is when recovery is measured from: the kill, or the heal.
+	From  int64
+	Lease string // set for a lease
+	Pool  string // set for a pool
+	// Members is the member count required of the pool's assignment (0:
+	// any).
+	Members int
+	// Recovered says whether a leader (or full assignment) came back; At
+	// is when, and Duration is At - From.
+	Recovered bool
+	At        int64
+	Duration  time.Duration
+	Bound     time.Duration
+	// Superseded is set when another fault struck before this recovery
+	// and within its bound; it is then not held to the bound and left out
+	// of the statistics.
+	Superseded bool
+}
+
+// Stats summarises a checked history.
+type Stats struct {
+	Events int
+	// Start and End are the Times of the first and last events.
+	Start, End int64
+	// Faults counts fault occurrences (start events), in total and per kind.
+	Faults       int
+	FaultsByKind map[FaultKind]int
+	// Failovers lists every recovery measured, in fault order.
+	Failovers []Failover
+	// MaxFailover, P50Failover and P99Failover are over the recovered,
+	// not superseded failovers (nearest-rank percentiles).
+	MaxFailover, P50Failover, P99Failover time.Duration
+	// Bound is the largest configured bound among the fault kinds that
+	// occurred.
+	Bound time.Duration
+
+	LeaseTerms, PartitionTerms int
+	// OpenTerms counts terms with no stop event, ended by rule T.
+	OpenTerms int
+	// ExemptOverlaps counts overlaps accepted under the pause exception.
+	ExemptOverlaps int
+	AcceptedWrites int
+	RejectedWrites int
+	ItemsProcessed int
+	// Truncated is copied from the History: files whose cut-off last line
+	// was dropped. Not a violation: a killed process may die mid-write.
+	Truncated []string
+}
+
+// Result is the verdict on a history.
+type Result struct {
+	Violations []Violation
+	Stats      Stats
+}
+
+// OK reports whether the history has no violation.
+func (r Result) OK() bool { return len(r.Violations) == 0 }
+
+// maxListed caps the values and events a single violation lists.
+const maxListed = 20
+
+type proc struct {
+	name string
+	pid  int
+}
+
+// term is one lease term or one partition assignment, as an interval
+// [start, end) of Time.
+type term struct {
+	partition bool
+	name      string // lease or pool
+	holder    string
+	proc      proc
+	epoch     int64
+	gen       int64
+	index     int
+	count     int
+
+	start, end int64
+	startEv    *Event
+	stopEv     *Event // nil for an open term
+	endEv      *Event // for an open term: the event that ended it
+	endRule    string
+}
+
+type faultRec struct {
+	start *Event
+	heal  *Event
+}
+
+func (f *faultRec) kind() FaultKind { return f.start.FaultKind }
+
+// targets reports whether f hits the process p, which holds as holder.
+func (f *faultRec) targets(p proc, holder string) bool {
+	e := f.start
+	if e.Target != "" && (e.Target == p.name || e.Target == holder) {
+		return true
+	}
+	return e.TargetPID != 0 && e.TargetPID == p.pid
+}
+
+func (f *faultRec) target() string {
+	if f.start.Target != "" {
+		return f.start.Target
+	}
+	return "pid " + strconv.Itoa(f.start.TargetPID)
+}
+
+type seg struct{ start, end int64 }
+
+type checker struct {
+	cfg Config
+	evs []Event
+	res Result
+
+	lastByProc  map[proc]*Event
+	faults      []*faultRec // in start order
+	faultEvents []*Event    // every Fault event, in time order
+	leaseTerms  map[string][]*term
+	poolTerms   map[string][]*term
+	writes      []*Event
+	items       map[int64][]*Event
+	segCache    map[string][]seg
+}
+
+// Check decides whether the history h kept the promises listed in the
+// package documentation, and measures recoveries. h need not be sorted.
+func Check(h History, cfg Config) Result {
+	c := &checker{
+		cfg:        cfg,
+		evs:        slices.Clone(h.Events),
+		lastByProc: map[proc]*Event{},
+		leaseTerms: map[string][]*term{},
+		poolTerms:  map[string][]*term{},
+		items:      map[int64][]*Event{},
+		segCache:   map[string][]seg{},
+	}
+	slices.SortStableFunc(c.evs, func(a, b Event) int { return cmp.Compare(a.Time, b.Time) })
+	st := &c.res.Stats
+	st.Events = len(c.evs)
+	st.FaultsByKind = map[FaultKind]int{}
+	if len(c.evs) > 0 {
+		st.Start, st.End = c.evs[0].Time, c.evs[len(c.evs)-1].Time
+	}
+	st.Truncated = slices.Clone(h.Truncated)
+	c.scan()
+	c.checkOverlaps()
+	c.checkGenerations()
+	c.checkFencing()
+	c.checkItems()
+	c.checkRecovery()
+	return c.res
+}
+
+func (c *checker) violate(kind ViolationKind, evs []*Event, format string, args ...any) {
+	seen := map[*Event]bool{}
+	evs = slices.DeleteFunc(evs, func(e *Event) bool {
+		dup := e == nil || seen[e]
+		seen[e] = true
+		return dup
+	})
+	slices.SortStableFunc(evs, func(a, b *Event) int { return cmp.Compare(a.Time, b.Time) })
+	v := Violation{Kind: kind, Message: fmt.Sprintf(format, args...)}
+	for _, e := range evs {
+		v.Events = append(v.Events, *e)
+		v.Excerpt = append(v.Excerpt, Format(*e, c.res.Stats.Start))
+	}
+	c.res.Violations = append(c.res.Violations, v)
+}
+
+func (c *checker) at(t int64) string { return rel(t, c.res.Stats.Start) }
+
+type termKey struct {
+	name, holder string
+	n            int64 // epoch for a lease, generation for a pool
+}
+
+type faultKey struct {
+	kind   FaultKind
+	target string
+	pid    int
+}
+
+// scan builds terms, faults, writes and items in one pass (rules T and M).
+func (c *checker) scan() {
+	openLease := map[termKey]*term{}
+	openPool := map[termKey]*term{}
+	openFault := map[faultKey][]*faultRec{}
+	st := &c.res.Stats
+	for i := range c.evs {
+		e := &c.evs[i]
+		if e.Process != "" || e.PID != 0 {
+			c.lastByProc[proc{e.Process, e.PID}] = e
+		}
+		h := e.holder()
+		switch e.Kind {
+		case LeaderStart, PartitionStart:
+			lease := e.Kind == LeaderStart
+			name, n, what := e.Lease, e.Epoch, "lease"
+			open := openLease
+			if !lease {
+				name, n, what, open = e.Pool, e.Generation, "pool", openPool
+			}
+			if name == "" || h == "" {
+				c.violate(Malformed, []*Event{e}, "%s event without a %s or holder", e.Kind, what)
+				continue
+			}
+			if !lease && e.Count <= 0 {
+				c.violate(Malformed, []*Event{e}, "%s of pool %q generation %d by holder %q has count %d, want at least 1", e.Kind, name, n, h, e.Count)
+				continue
+			}
+			k := termKey{name, h, n}
+			if prev := open[k]; prev != nil {
+				c.violate(Malformed, []*Event{prev.startEv, e}, "%s %q: holder %q started %s %d again at %s without stopping it (started at %s)",
+					what, name, h, numName(lease), n, c.at(e.Time), c.at(prev.start))
+				continue
+			}
+			t := &term{partition: !lease, name: name, holder: h, proc: proc{e.Process, e.PID},
+				epoch: e.Epoch, gen: e.Generation, index: e.Index, count: e.Count, start: e.Time, startEv: e}
+			open[k] = t
+			if lease {
+				c.leaseTerms[name] = append(c.leaseTerms[name], t)
+				st.LeaseTerms++
+			} else {
+				c.poolTerms[name] = append(c.poolTerms[name], t)
+				st.PartitionTerms++
+			}
+		case LeaderStop, PartitionStop:
+			lease := e.Kind == LeaderStop
+			name, n, what, open := e.Lease, e.Epoch, "lease", openLease
+			if !lease {
+				name, n, what, open = e.Pool, e.Generation, "pool", openPool
+			}
+			k := termKey{name, h, n}
+			t := open[k]
+			if t == nil {
+				c.violate(Malformed, []*Event{e}, "%s %q: holder %q stopped %s %d at %s, which it had not started",
+					what, name, h, numName(lease), n, c.at(e.Time))
+				continue
+			}
+			delete(open, k)
+			t.end, t.stopEv, t.endRule = e.Time, e, "its "+string(e.Kind)
+		case Write:
+			if e.Resource == "" {
+				c.violate(Malformed, []*Event{e}, "write by holder %q at %s names no resource", h, c.at(e.Time))
+				continue
+			}
+			if e.Pool == "" && e.Generation != 0 {
+				c.violate(Malformed, []*Event{e}, "write to %q by holder %q at %s has generation %d but no pool; a pool write must name its pool",
+					e.Resource, h, c.at(e.Time), e.Generation)
+				continue
+			}
+			c.writes = append(c.writes, e)
+			if e.Accepted {
+				st.AcceptedWrites++
+			} else {
+				st.RejectedWrites++
+			}
+		case ItemProcessed:
+			c.items[e.Item] = append(c.items[e.Item], e)
+			st.ItemsProcessed++
+		case Fault:
+			c.scanFault(e, openFault)
+		case Note:
+		default:
+			c.violate(Malformed, []*Event{e}, "event kind %q unknown", e.Kind)
+		}
+	}
+	for _, fs := range openFault {
+		for _, f := range fs {
+			if f.kind() != FaultKill {
+				c.violate(Malformed, []*Event{f.start}, "%s fault on %q started at %s never healed, so recovery from it cannot be checked",
+					f.kind(), f.target(), c.at(f.start.Time))
+			}
+		}
+	}
+	for _, m := range []map[termKey]*term{openLease, openPool} {
+		for _, t := range m {
+			c.closeOpen(t)
+		}
+	}
+}
+
+func numName(lease bool) string {
+	if lease {
+		return "epoch"
+	}
+	return "generation"
+}
+
+func (c *checker) scanFault(e *Event, open map[faultKey][]*faultRec) {
+	if e.FaultKind == "" || (e.Target == "" && e.TargetPID == 0) {
+		c.violate(Malformed, []*Event{e}, "fault event at %s needs a fault kind and a target (got kind %q, target %q, pid %d)",
+			c.at(e.Time), e.FaultKind, e.Target, e.TargetPID)
+		return
+	}
+	k := faultKey{e.FaultKind, e.Target, e.TargetPID}
+	switch e.Phase {
+	case PhaseStart:
+		f := &faultRec{start: e}
+		c.faults = append(c.faults, f)
+		c.faultEvents = append(c.faultEvents, e)
+		open[k] = append(open[k], f)
+		c.res.Stats.Faults++
+		c.res.Stats.FaultsByKind[e.FaultKind]++
+	case PhaseHeal:
+		fs := open[k]
+		if len(fs) == 0 {
+			c.violate(Malformed, []*Event{e}, "%s fault on %q healed at %s but never started", e.FaultKind, k.target, c.at(e.Time))
+			return
+		}
+		fs[0].heal = e
+		c.faultEvents = append(c.faultEvents, e)
+		open[k] = fs[1:]
+		if len(open[k]) == 0 {
+			delete(open, k)
+		}
+	default:
+		c.violate(Malformed, []*Event{e}, "%s fault at %s has phase %q, want %q or %q", e.FaultKind, c.at(e.Time), e.Phase, PhaseStart, PhaseHeal)
+	}
+}
+
+// closeOpen ends a term that has no stop event (rule T).
+func (c *checker) closeOpen(t *term) {
+	c.res.Stats.OpenTerms++
+	last := c.lastByProc[t.proc]
+	t.end, t.endEv, t.endRule = t.start, t.startEv, "open: ended at its process's last event"
+	if last != nil && last.Time > t.end {
+		t.end, t.endEv = last.Time, last
+	}
+	for _, f := range c.faults {
+		if f.kind() == FaultKill && f.start.Time >= t.start && f.targets(t.proc, t.holder) {
+			if f.start.Time >= t.end {
+				t.end, t.endEv = f.start.Time, f.start
+				t.endRule = "open: ended by the kill at " + c.at(f.start.Time)
+			} else {
+				t.endRule = "open: killed at " + c.at(f.start.Time) + ", ended at its process's last event after that"
+			}
+			return
+		}
+	}
+	for _, f := range c.faults {
+		if f.kind() == FaultPause && f.heal != nil && f.start.Time >= t.start && f.targets(t.proc, t.holder) && f.heal.Time > t.end {
+			t.end, t.endEv, t.endRule = f.heal.Time, f.heal, "open: ended at the heal of its pause"
+		}
+	}
+}
+
+func (c *checker) describe(t *term) string {
+	var id string
+	if t.partition {
+		id = fmt.Sprintf("generation %d, index %d of %d", t.gen, t.index, t.count)
+	} else {
+		id = fmt.Sprintf("epoch %d", t.epoch)
+	}
+	return fmt.Sprintf("holder %q (%s, %s to %s, %s)", t.holder, id, c.at(t.start), c.at(t.end), t.endRule)
+}
+
+func (t *term) events() []*Event { return []*Event{t.startEv, t.stopEv, t.endEv} }
+
+// checkOverlaps applies rules A and B1.
+func (c *checker) checkOverlaps() {
+	for _, lease := range sortedKeys(c.leaseTerms) {
+		c.overlaps(LeaseOverlap, fmt.Sprintf("lease %q", lease), c.leaseTerms[lease])
+	}
+	for _, pool := range sortedKeys(c.poolTerms) {
+		byIndex := map[int][]*term{}
+		for _, t := range c.poolTerms[pool] {
+			byIndex[t.index] = append(byIndex[t.index], t)
+		}
+		for _, i := range sortedKeys(byIndex) {
+			c.overlaps(PartitionOverlap, fmt.Sprintf("pool %q index %d", pool, i), byIndex[i])
+		}
+	}
+}
+
+func (c *checker) overlaps(kind ViolationKind, what string, terms []*term) {
+	terms = slices.Clone(terms)
+	slices.SortStableFunc(terms, func(a, b *term) int { return cmp.Compare(a.start, b.start) })
+	for i, x := range terms {
+		for _, y := range terms[i+1:] {
+			if y.start >= x.end {
+				break
+			}
+			if y.holder == x.holder || y.end <= y.start {
+				continue
+			}
+			pause, accepted := c.pauseException(x, y)
+			if pause != nil && len(accepted) == 0 {
+				c.res.Stats.ExemptOverlaps++
+				continue
+			}
+			overlap := time.Duration(min(x.end, y.end) - y.start)
+			msg := fmt.Sprintf("%s: %s and %s overlap for %v", what, c.describe(x), c.describe(y), overlap)
+			evs := append(x.events(), y.events()...)
+			if pause == nil {
+				msg += fmt.Sprintf("; %q was not paused between its start and %q's start, so the pause exception does not apply", x.holder, y.holder)
+			} else {
+				msg += fmt.Sprintf("; %q was paused at %s but %d of its writes were accepted after %q started at %s",
+					x.holder, c.at(pause.start.Time), len(accepted), y.holder, c.at(y.start))
+				evs = append(evs, pause.start, pause.heal)
+				evs = append(evs, accepted[:min(len(accepted), maxListed)]...)
+			}
+			c.violate(kind, evs, "%s", msg)
+		}
+	}
+}
+
+// pauseException returns the pause that let x overlap its successor y, if
+// any, and x's writes accepted after y started (rule P).
+func (c *checker) pauseException(x, y *term) (*faultRec, []*Event) {
+	var pause *faultRec
+	for _, f := range c.faults {
+		if f.kind() == FaultPause && f.start.Time >= x.start && f.start.Time <= y.start && f.targets(x.proc, x.holder) {
+			pause = f
+			break
+		}
+	}
+	if pause == nil {
+		return nil, nil
+	}
+	var accepted []*Event
+	for _, w := range c.writes {
+		if w.Time < y.start || w.Time > x.end || !w.Accepted || w.holder() != x.holder {
+			continue
+		}
+		if x.partition {
+			if w.Pool == x.name && w.Generation == x.gen {
+				accepted = append(accepted, w)
+			}
+		} else if w.Pool == "" && w.Epoch == x.epoch && (w.Lease == "" || w.Lease == x.name) {
+			accepted = append(accepted, w)
+		}
+	}
+	return pause, accepted
+}
+
+// checkGenerations applies rule B2.
+func (c *checker) checkGenerations() {
+	for _, pool := range sortedKeys(c.poolTerms) {
+		byGen := map[int64][]*term{}
+		for _, t := range c.poolTerms[pool] {
+			byGen[t.gen] = append(byGen[t.gen], t)
+		}
+		for _, g := range sortedKeys(byGen) {
+			c.checkGeneration(pool, g, byGen[g])
+		}
+	}
+}
+
+func (c *checker) checkGeneration(pool string, g int64, terms []*term) {
+	where := fmt.Sprintf("pool %q generation %d", pool, g)
+	counts := map[int][]*term{}
+	byHolder := map[string][]*term{}
+	byIndex := map[int][]*term{}
+	for _, t := range terms {
+		counts[t.count] = append(counts[t.count], t)
+		byHolder[t.holder] = append(byHolder[t.holder], t)
+		byIndex[t.index] = append(byIndex[t.index], t)
+		if t.index < 0 || t.index >= t.count {
+			c.violate(GenerationMismatch, []*Event{t.startEv}, "%s: holder %q has index %d, outside [0, %d)", where, t.holder, t.index, t.count)
+		}
+	}
+	if len(counts) > 1 {
+		var parts []string
+		var evs []*Event
+		for _, n := range sortedKeys(counts) {
+			var hs []string
+			for _, t := range counts[n] {
+				hs = appendNew(hs, strconv.Quote(t.holder))
+				evs = append(evs, t.startEv)
+			}
+			parts = append(parts, fmt.Sprintf("count %d from %s", n, strings.Join(hs, ", ")))
+		}
+		c.violate(GenerationMismatch, evs, "%s: members disagree on the count: %s", where, strings.Join(parts, "; "))
+	}
+	for _, h := range sortedKeys(byHolder) {
+		var idx []string
+		var evs []*Event
+		for _, t := range byHolder[h] {
+			idx = appendNew(idx, strconv.Itoa(t.index))
+			evs = append(evs, t.startEv)
+		}
+		if len(idx) > 1 {
+			c.violate(GenerationMismatch, evs, "%s: holder %q was given indexes %s", where, h, strings.Join(idx, ", "))
+		}
+	}
+	for _, i := range sortedKeys(byIndex) {
+		var hs []string
+		var evs []*Event
+		for _, t := range byIndex[i] {
+			hs = appendNew(hs, strconv.Quote(t.holder))
+			evs = append(evs, t.startEv)
+		}
+		if len(hs) > 1 {
+			c.violate(GenerationMismatch, evs, "%s: index %d was given to holders %s", where, i, strings.Join(hs, ", "))
+		}
+	}
+}
+
+// checkFencing applies rule C.
+func (c *checker) checkFencing() {
+	type state struct {
+		newest *Event
+		stale  []*Event
+		before []*Event // the newest write when each stale write was accepted
+	}
+	byRes := map[string]*state{}
+	for _, w := range c.writes {
+		if !w.Accepted {
+			continue
+		}
+		s := byRes[w.Resource]
+		if s == nil {
+			s = &state{}
+			byRes[w.Resource] = s
+		}
+		_, tok := w.token()
+		if s.newest == nil {
+			s.newest = w
+			continue
+		}
+		_, newest := s.newest.token()
+		switch {
+		case tok < newest:
+			s.stale = append(s.stale, w)
+			s.before = append(s.before, s.newest)
+		case tok > newest:
+			s.newest = w
+		}
+	}
+	for _, r := range sortedKeys(byRes) {
+		s := byRes[r]
+		if len(s.stale) == 0 {
+			continue
+		}
+		w, nw := s.stale[0], s.before[0]
+		name, tok := w.token()
+		_, ntok := nw.token()
+		evs := []*Event{nw}
+		for i := range min(len(s.stale), maxListed) {
+			evs = append(evs, s.before[i], s.stale[i])
+		}
+		c.violate(StaleWrite, evs, "resource %q: %d accepted writes went back in %s; first: holder %q wrote with %s %d at %s after holder %q wrote with %s %d at %s",
+			r, len(s.stale), name, w.holder(), name, tok, c.at(w.Time), nw.holder(), name, ntok, c.at(nw.Time))
+	}
+}
+
+// checkItems applies rule D.
+func (c *checker) checkItems() {
+	n := c.cfg.Items
+	if n <= 0 {
+		return
+	}
+	var lost []int64
+	for i := int64(1); i <= n; i++ {
+		if len(c.items[i]) == 0 {
+			lost = append(lost, i)
+		}
+	}
+	if len(lost) > 0 {
+		c.violate(LostItems, nil, "%d of %d items never processed: %s", len(lost), n, ranges(lost))
+	}
+	var dups, unknown []int64
+	for _, i := range sortedKeys(c.items) {
+		switch {
+		case i < 1 || i > n:
+			unknown = append(unknown, i)
+		case len(c.items[i]) > 1:
+			dups = append(dups, i)
+		}
+	}
+	if len(dups) > 0 {
+		var parts []string
+		var evs []*Event
+		for _, i := range dups[:min(len(dups), maxListed)] {
+			var by []string
+			for _, e := range c.items[i] {
+				by = append(by, fmt.Sprintf("%q gen %d at %s", e.holder(), e.Generation, c.at(e.Time)))
+				evs = append(evs, e)
+			}
+			parts = append(parts, fmt.Sprintf("%d (%d times: %s)", i, len(c.items[i]), strings.Join(by, ", ")))
+		}
+		if len(dups) > maxListed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(dups)-maxListed))
+		}
+		c.violate(DuplicateItems, evs, "%d items processed more than once: %s", len(dups), strings.Join(parts, "; "))
+	}
+	if len(unknown) > 0 {
+		var evs []*Event
+		for _, i := range unknown[:min(len(unknown), maxListed)] {
+			evs = append(evs, c.items[i]...)
+		}
+		c.violate(UnknownItems, evs, "%d processed items are outside 1..%d: %s", len(unknown), n, ranges(unknown))
+	}
+}
+
+// ranges renders sorted integers compactly: "3, 7-9, 12", listing at most
+// maxListed runs.
+func ranges(xs []int64) string {
+	var parts []string
+	for i := 0; i < len(xs); {
+		j := i
+		for j+1 < len(xs) && xs[j+1] == xs[j]+1 {
+			j++
+		}
+		if len(parts) == maxListed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(xs)-i))
+			break
+		}
+		if i == j {
+			parts = append(parts, strconv.FormatInt(xs[i], 10))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", xs[i], xs[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+func appendNew(xs []string, x string) []string {
+	if slices.Contains(xs, x) {
+		return xs
+	}
+	return append(xs, x)
+}
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	ks := make([]K, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// percentile returns the nearest-rank p-th percentile of sorted ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(ds)))) - 1
+	return ds[min(max(i, 0), len(ds)-1)]
+}
