@@ -1,0 +1,718 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/leasehold/leasehold/coordination"
+)
+
+// TestWorkers runs the worker cases on every database target. Subtest
+// names are <target>/<Case>.
+func TestWorkers(t *testing.T) {
+	runCases(t, workerCases)
+}
+
+var workerCases = []workerCase{
+	{"ClusterSingletonOnePerCluster", caseClusterSingletonOnePerCluster},
+	{"GlobalSingletonOneOverall", caseGlobalSingletonOneOverall},
+	{"FailoverOnHostStop", caseFailoverOnHostStop},
+	{"ErrorRestartsWithBackoff", caseErrorRestartsWithBackoff},
+	{"PanicRecovered", casePanicRecovered},
+	{"FinishedWorkReleasesAndCampaignsAgain", caseFinishedWork},
+	{"LossEndsTermAndCampaignsAgain", caseLoss},
+	{"ShutdownOrder", caseShutdownOrder},
+	{"ShutdownOverrun", caseShutdownOverrun},
+	{"Status", caseStatus},
+	{"NewHostValidation", caseNewHostValidation},
+	{"RunTwice", caseRunTwice},
+	{"CoordinatorFailureStopsHost", caseCoordinatorFailure},
+}
+
+var errBoom = errors.New("boom")
+
+// unitsIn sums the units of work done by the runs of group in progress;
+// r.mu held.
+func (r *recorder) unitsIn(group string) int {
+	n := 0
+	for _, run := range r.runningIn(group) {
+		n += run.units
+	}
+	return n
+}
+
+// checkLiveLeases checks that the database shows exactly the given live
+// leases (name -> holder).
+func checkLiveLeases(t *testing.T, r *running, want map[string]string) {
+	t.Helper()
+	infos, err := r.Coordinator().Leases(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, info := range infos {
+		if info.Live {
+			got[info.Name] = info.Holder
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("live leases in the database = %v, want %v", got, want)
+	}
+}
+
+func caseClusterSingletonOnePerCluster(t *testing.T, b *bundle) {
+	rec := newRecorder()
+	clusterOf := map[string]string{"node-a": "east", "node-b": "east", "node-c": "west", "node-d": "west"}
+	hosts := map[string]*running{}
+	for _, node := range []string{"node-a", "node-b", "node-c", "node-d"} {
+		cluster := clusterOf[node]
+		hosts[node] = startHost(t, b.db, node, cluster, fastConfig(), ClusterSingleton("warmer", rec.fn(cluster, node)))
+	}
+	leaders := map[string]*fnRun{}
+	wantLeases := map[string]string{}
+	for _, cluster := range []string{"east", "west"} {
+		lead := rec.current(t, cluster)
+		if clusterOf[lead.host] != cluster {
+			t.Fatalf("%s leads cluster %s's worker but is in %s", lead.host, cluster, clusterOf[lead.host])
+		}
+		leaders[cluster] = lead
+		lease, holder := "cluster/"+cluster+"/warmer", hosts[lead.host].Coordinator().Holder()
+		wantLeases[lease] = holder
+		for node, c := range clusterOf {
+			if c == cluster && node != lead.host {
+				sawLeader(t, hosts[node], lease, holder) // the follower campaigns and was beaten
+			}
+		}
+	}
+	// Both leaders work for longer than a TTL while their followers keep
+	// campaigning.
+	rec.waitFor(t, "15 units of work in each cluster", func() bool {
+		return rec.unitsIn("east") >= 15 && rec.unitsIn("west") >= 15
+	})
+	peaks, overall := rec.peaks()
+	t.Logf("most functions running at once: east %d, west %d, overall %d", peaks["east"], peaks["west"], overall)
+	if peaks["east"] != 1 || peaks["west"] != 1 || overall != 2 {
+		t.Fatalf("at once: east %d, west %d, overall %d; want one per cluster: 1, 1, 2", peaks["east"], peaks["west"], overall)
+	}
+	checkLiveLeases(t, hosts["node-a"], wantLeases)
+
+	// Stop east's leader: the other east host takes over, west is untouched.
+	old := leaders["east"]
+	if err := hosts[old.host].stop(t); err != nil {
+		t.Fatalf("Run of the stopped leader = %v", err)
+	}
+	rec.waitFor(t, "east's other host leading", func() bool {
+		runs := rec.runningIn("east")
+		return len(runs) == 1 && runs[0].host != old.host
+	})
+	if runs := rec.snapshot("west"); len(runs) != 1 || !runs[0].end.IsZero() {
+		t.Fatalf("west's leader was disturbed by a failover in east: %s", rec)
+	}
+	if peaks, overall := rec.peaks(); peaks["east"] != 1 || peaks["west"] != 1 || overall != 2 {
+		t.Fatalf("after failover, at once: east %d, west %d, overall %d; want 1, 1, 2", peaks["east"], peaks["west"], overall)
+	}
+}
+
+func caseGlobalSingletonOneOverall(t *testing.T, b *bundle) {
+	rec := newRecorder()
+	nodes := []string{"node-a", "node-b", "node-c", "node-d"}
+	clusterOf := map[string]string{"node-a": "east", "node-b": "east", "node-c": "west", "node-d": "west"}
+	hosts := map[string]*running{}
+	for _, node := range nodes {
+		hosts[node] = startHost(t, b.db, node, clusterOf[node], fastConfig(), GlobalSingleton("billing", rec.fn("global", node)))
+	}
+	lead := rec.current(t, "global")
+	holder := hosts[lead.host].Coordinator().Holder()
+	for _, node := range nodes {
+		if node != lead.host {
+			sawLeader(t, hosts[node], "global/billing", holder) // both clusters campaign for the one lease
+		}
+	}
+	rec.waitFor(t, "15 units of work", func() bool { return rec.unitsIn("global") >= 15 })
+	if _, overall := rec.peaks(); overall != 1 {
+		t.Fatalf("%d global singletons ran at once, want 1: %s", overall, rec)
+	}
+	checkLiveLeases(t, hosts[lead.host], map[string]string{"global/billing": holder})
+
+	if err := hosts[lead.host].stop(t); err != nil {
+		t.Fatalf("Run of the stopped leader = %v", err)
+	}
+	rec.waitFor(t, "another host leading", func() bool {
+		runs := rec.runningIn("global")
+		return len(runs) == 1 && runs[0].host != lead.host
+	})
+	if _, overall := rec.peaks(); overall != 1 {
+		t.Fatalf("%d global singletons ran at once across the failover, want 1: %s", overall, rec)
+	}
+}
+
+func caseFailoverOnHostStop(t *testing.T, b *bundle) {
+	rec := newRecorder()
+	a := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("handoff", rec.fn("handoff", "node-a")))
+	first := rec.current(t, "handoff")
+	c := startHost(t, b.db, "node-c", "test", fastConfig(), ClusterSingleton("handoff", rec.fn("handoff", "node-c")))
+	sawLeader(t, c, "cluster/test/handoff", a.Coordinator().Holder())
+
+	stopAt := time.Now()
+	if err := a.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	rec.waitFor(t, "node-c leading", func() bool {
+		runs := rec.runningIn("handoff")
+		return len(runs) == 1 && runs[0].host == "node-c"
+	})
+	runs := rec.snapshot("handoff")
+	if len(runs) != 2 || runs[0].host != "node-a" || runs[0].end.IsZero() {
+		t.Fatalf("runs = %s, want node-a's finished, then node-c's", rec)
+	}
+	if runs[1].start.Before(runs[0].end) {
+		t.Fatalf("overlap: node-c started %v before node-a's function returned", runs[0].end.Sub(runs[1].start))
+	}
+	if runs[1].epoch != first.epoch+1 {
+		t.Fatalf("successor epoch %d, want %d", runs[1].epoch, first.epoch+1)
+	}
+	t.Logf("node-a's function returned %v after stop; node-c started %v after stop (gap %v)",
+		runs[0].end.Sub(stopAt), runs[1].start.Sub(stopAt), runs[1].start.Sub(runs[0].end))
+	// Handed over by a release, not left to expire.
+	recvEvent(t, a.coordEvents, "node-a's release", func(ev coordination.Event) bool {
+		return ev.Kind == coordination.EventReleased && ev.Epoch == first.epoch
+	})
+	stopped := recvEvent(t, a.events, "stopped-leading on node-a", hostEvent(EventStoppedLeading, "handoff"))
+	if !errors.Is(stopped.Err, coordination.ErrClosed) || stopped.Epoch != first.epoch {
+		t.Fatalf("stopped-leading = %+v, want epoch %d and ErrClosed", stopped, first.epoch)
+	}
+}
+
+// call is one call of a test's worker function.
+type call struct {
+	lease *coordination.Lease
+	at    time.Time
+}
+
+func recvCall(t *testing.T, calls <-chan call, n int) call {
+	t.Helper()
+	select {
+	case c := <-calls:
+		return c
+	case <-time.After(wait):
+		t.Fatalf("call %d of the worker function did not come within %v", n, wait)
+	}
+	return call{}
+}
+
+// checkRestarts checks three calls under one term, spaced by the doubling
+// backoff, with one start and no stop, and returns the events.
+func checkRestarts(t *testing.T, r *running, worker string, calls []call) []Event {
+	t.Helper()
+	cfg := fastConfig()
+	for i, c := range calls {
+		if c.lease != calls[0].lease {
+			t.Fatalf("call %d ran under %s, call 1 under %s: want the same term", i+1, c.lease.Token(), calls[0].lease.Token())
+		}
+	}
+	gap1, gap2 := calls[1].at.Sub(calls[0].at), calls[2].at.Sub(calls[1].at)
+	t.Logf("restarts after %v and %v (RestartBackoff %v)", gap1, gap2, cfg.RestartBackoff)
+	if gap1 < cfg.RestartBackoff || gap2 < 2*cfg.RestartBackoff {
+		t.Fatalf("restarts after %v and %v; want at least %v, then %v", gap1, gap2, cfg.RestartBackoff, 2*cfg.RestartBackoff)
+	}
+	evs := pending(r.events)
+	var started, stopped int
+	for _, ev := range evs {
+		switch ev.Kind {
+		case EventStartedLeading:
+			started++
+		case EventStoppedLeading:
+			stopped++
+		}
+	}
+	if started != 1 || stopped != 0 {
+		t.Fatalf("%d started-leading and %d stopped-leading events, want 1 and 0: %v", started, stopped, evs)
+	}
+	if !calls[2].lease.Valid() {
+		t.Fatalf("term not valid after restarts")
+	}
+	st, err := r.Status(context.Background())
+	if err != nil || len(st.Leading) != 1 || st.Leading[0].Epoch != calls[0].lease.Epoch() {
+		t.Fatalf("Status = %+v, %v; want leading %s", st, err, calls[0].lease.Token())
+	}
+	var errs []Event
+	for _, ev := range evs {
+		if ev.Kind == EventWorkerError {
+			if ev.Worker != worker || ev.Lease != calls[0].lease.Name() || ev.Epoch != calls[0].lease.Epoch() {
+				t.Fatalf("worker-error event %+v, want worker %q term %s", ev, worker, calls[0].lease.Token())
+			}
+			errs = append(errs, ev)
+		}
+	}
+	return errs
+}
+
+func caseErrorRestartsWithBackoff(t *testing.T, b *bundle) {
+	calls := make(chan call, 8)
+	var n atomic.Int32
+	fn := func(ctx context.Context, l *coordination.Lease) error {
+		calls <- call{l, time.Now()}
+		if i := n.Add(1); i <= 2 {
+			return fmt.Errorf("attempt %d: %w", i, errBoom)
+		}
+		<-ctx.Done()
+		return nil
+	}
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("flaky", fn))
+	got := []call{recvCall(t, calls, 1), recvCall(t, calls, 2), recvCall(t, calls, 3)}
+	errs := checkRestarts(t, r, "flaky", got)
+	if len(errs) != 2 || !errors.Is(errs[0].Err, errBoom) || !errors.Is(errs[1].Err, errBoom) {
+		t.Fatalf("worker-error events = %v, want 2 wrapping %v", errs, errBoom)
+	}
+	logged := r.logs.FilterMessage("worker failed").FilterField(zapString("worker", "flaky")).All()
+	if len(logged) != 2 || logged[0].Level != zapcore.ErrorLevel {
+		t.Fatalf("logged %d error lines for the failures, want 2 at error level", len(logged))
+	}
+	for i, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
+		if got := logged[i].ContextMap()["restart_in"]; got != want {
+			t.Fatalf("failure %d logged restart_in %v, want %v", i+1, got, want)
+		}
+	}
+	if row := leaseRow(t, b.db, "cluster/test/flaky"); row.Epoch != got[0].lease.Epoch() || row.Holder != r.Coordinator().Holder() {
+		t.Fatalf("row after restarts = %+v, want held at epoch %d", row, got[0].lease.Epoch())
+	}
+}
+
+func casePanicRecovered(t *testing.T, b *bundle) {
+	calls := make(chan call, 8)
+	var n atomic.Int32
+	fn := func(ctx context.Context, l *coordination.Lease) error {
+		calls <- call{l, time.Now()}
+		switch n.Add(1) {
+		case 1:
+			panic("kaboom")
+		case 2:
+			panic(errBoom)
+		}
+		<-ctx.Done()
+		return nil
+	}
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), GlobalSingleton("fragile", fn))
+	got := []call{recvCall(t, calls, 1), recvCall(t, calls, 2), recvCall(t, calls, 3)}
+	select {
+	case <-r.done:
+		t.Fatalf("host stopped after a panic: %v", r.err)
+	default:
+	}
+	errs := checkRestarts(t, r, "fragile", got)
+	if len(errs) != 2 {
+		t.Fatalf("worker-error events = %v, want 2", errs)
+	}
+	var pe *PanicError
+	if !errors.As(errs[0].Err, &pe) || pe.Value != "kaboom" || !errors.Is(errs[0].Err, ErrPanicked) {
+		t.Fatalf("first event's error = %v, want a *PanicError of \"kaboom\"", errs[0].Err)
+	}
+	if !strings.Contains(string(pe.Stack), "casePanicRecovered") {
+		t.Fatalf("panic stack does not show the panicking function:\n%s", pe.Stack)
+	}
+	if !errors.Is(errs[1].Err, errBoom) || !errors.Is(errs[1].Err, ErrPanicked) {
+		t.Fatalf("second event's error = %v, want a panic wrapping %v", errs[1].Err, errBoom)
+	}
+	logged := r.logs.FilterMessage("worker panicked; recovered").All()
+	if len(logged) != 2 || logged[0].Level != zapcore.ErrorLevel {
+		t.Fatalf("logged %d panic lines, want 2 at error level", len(logged))
+	}
+	if stack, _ := logged[0].ContextMap()["stack"].(string); !strings.Contains(stack, "casePanicRecovered") {
+		t.Fatalf("panic log line has no stack of the panicking function: %q", stack)
+	}
+}
+
+func caseFinishedWork(t *testing.T, b *bundle) {
+	calls := make(chan call, 8)
+	var n atomic.Int32
+	fn := func(ctx context.Context, l *coordination.Lease) error {
+		calls <- call{l, time.Now()}
+		if n.Add(1) == 1 {
+			return nil // done for this term
+		}
+		<-ctx.Done()
+		return nil
+	}
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("batch", fn))
+	first, second := recvCall(t, calls, 1), recvCall(t, calls, 2)
+	if second.lease.Epoch() != first.lease.Epoch()+1 {
+		t.Fatalf("second call under epoch %d, want a new term %d", second.lease.Epoch(), first.lease.Epoch()+1)
+	}
+	if gap := second.at.Sub(first.at); gap < fastConfig().RestartBackoff {
+		t.Fatalf("campaigned again after %v, want at least RestartBackoff %v", gap, fastConfig().RestartBackoff)
+	}
+	if first.lease.Valid() {
+		t.Fatalf("the finished term is still valid")
+	}
+	stopped := recvEvent(t, r.events, "stopped-leading", hostEvent(EventStoppedLeading, "batch"))
+	if !errors.Is(stopped.Err, coordination.ErrReleased) || stopped.Epoch != first.lease.Epoch() {
+		t.Fatalf("stopped-leading = %+v, want epoch %d with ErrReleased", stopped, first.lease.Epoch())
+	}
+	// Given back in the database, not left to expire.
+	recvEvent(t, r.coordEvents, "the release", func(ev coordination.Event) bool {
+		return ev.Kind == coordination.EventReleased && ev.Epoch == first.lease.Epoch()
+	})
+	started := recvEvent(t, r.events, "started-leading again", hostEvent(EventStartedLeading, "batch"))
+	if started.Epoch != second.lease.Epoch() {
+		t.Fatalf("started-leading epoch %d, want %d", started.Epoch, second.lease.Epoch())
+	}
+	for _, ev := range pending(r.events) {
+		if ev.Kind == EventWorkerError {
+			t.Fatalf("returning nil was reported as an error: %v", ev.Err)
+		}
+	}
+}
+
+func caseLoss(t *testing.T, b *bundle) {
+	started := make(chan *coordination.Lease, 4)
+	causes := make(chan error, 4)
+	fn := func(ctx context.Context, l *coordination.Lease) error {
+		started <- l
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	}
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("lossy", fn))
+	var l1 *coordination.Lease
+	select {
+	case l1 = <-started:
+	case <-time.After(wait):
+		t.Fatalf("worker did not start")
+	}
+	expireNow(t, b.db, l1.Name()) // the next renewal finds the term over
+	select {
+	case cause := <-causes:
+		if !errors.Is(cause, coordination.ErrLeaseLost) {
+			t.Fatalf("function's context ended with %v, want ErrLeaseLost", cause)
+		}
+	case <-time.After(wait):
+		t.Fatalf("function not cancelled after its lease expired")
+	}
+	stopped := recvEvent(t, r.events, "stopped-leading", hostEvent(EventStoppedLeading, "lossy"))
+	if !errors.Is(stopped.Err, coordination.ErrLeaseLost) || stopped.Epoch != l1.Epoch() {
+		t.Fatalf("stopped-leading = %+v, want epoch %d with ErrLeaseLost", stopped, l1.Epoch())
+	}
+	select {
+	case l2 := <-started:
+		if l2.Epoch() <= l1.Epoch() {
+			t.Fatalf("new term epoch %d, want above %d", l2.Epoch(), l1.Epoch())
+		}
+	case <-time.After(wait):
+		t.Fatalf("the worker did not campaign and lead again after the loss")
+	}
+	for _, ev := range pending(r.events) {
+		if ev.Kind == EventWorkerError {
+			t.Fatalf("a context error at the end of a term was reported: %v", ev.Err)
+		}
+	}
+}
+
+func caseShutdownOrder(t *testing.T, b *bundle) {
+	started := make(chan *coordination.Lease, 1)
+	cancelled, returned, finish := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	fn := func(ctx context.Context, l *coordination.Lease) error {
+		defer close(returned)
+		started <- l
+		<-ctx.Done()
+		close(cancelled)
+		<-finish // still cleaning up after cancellation
+		return nil
+	}
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("drain", fn))
+	var l *coordination.Lease
+	select {
+	case l = <-started:
+	case <-time.After(wait):
+		t.Fatalf("worker did not start")
+	}
+	r.cancel()
+	select {
+	case <-cancelled:
+	case <-time.After(wait):
+		t.Fatalf("function not cancelled on shutdown")
+	}
+	// The coordinator is draining: it ended the term with ErrClosed. (The
+	// function may have seen the host's cancellation first.)
+	select {
+	case <-l.Done():
+	case <-time.After(wait):
+		t.Fatalf("term not ended by the coordinator's shutdown")
+	}
+	if !errors.Is(context.Cause(l.Context()), coordination.ErrClosed) {
+		t.Fatalf("term ended with %v, want ErrClosed", context.Cause(l.Context()))
+	}
+	// The function has not returned: the lease stays held, and renewed.
+	before := leaseRow(t, b.db, l.Name())
+	if before.Holder != r.Coordinator().Holder() || before.Epoch != l.Epoch() {
+		t.Fatalf("lease released while the function still ran: %+v", before)
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(wait)
+	for row := before; row.ExpiresAtUS <= before.ExpiresAtUS; row = leaseRow(t, b.db, l.Name()) {
+		if row.Holder != r.Coordinator().Holder() || !row.Live() {
+			t.Fatalf("lease not held while the function still ran: %+v", row)
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("lease not renewed during the shutdown within %v", wait)
+		}
+	}
+	select {
+	case <-r.done:
+		t.Fatalf("Run returned while a function still ran: %v", r.err)
+	default:
+	}
+	// The term is over for the function, though its lease is still held:
+	// it is not reported as leading.
+	if st, err := r.Status(context.Background()); err != nil || len(st.Leading) != 0 {
+		t.Fatalf("Status during shutdown = %+v, %v; want leading nothing", st, err)
+	}
+	for _, ev := range pending(r.coordEvents) {
+		if ev.Kind == coordination.EventReleased {
+			t.Fatalf("lease released while the function still ran: %+v", ev)
+		}
+	}
+	close(finish)
+	recvEvent(t, r.coordEvents, "the release", func(ev coordination.Event) bool {
+		return ev.Kind == coordination.EventReleased && ev.Epoch == l.Epoch()
+	})
+	select {
+	case <-returned:
+	default:
+		t.Fatalf("lease released before the function returned")
+	}
+	select {
+	case <-r.done:
+		if r.err != nil {
+			t.Fatalf("Run = %v, want nil", r.err)
+		}
+	case <-time.After(wait):
+		t.Fatalf("Run did not return after the function returned")
+	}
+	if row := leaseRow(t, b.db, l.Name()); row.Holder != "" {
+		t.Fatalf("lease not released at shutdown: %+v", row)
+	}
+	stopped := recvEvent(t, r.events, "stopped-leading", hostEvent(EventStoppedLeading, "drain"))
+	if !errors.Is(stopped.Err, coordination.ErrClosed) {
+		t.Fatalf("stopped-leading cause %v, want ErrClosed", stopped.Err)
+	}
+}
+
+func caseShutdownOverrun(t *testing.T, b *bundle) {
+	cfg := fastConfig()
+	cfg.Coordination.ShutdownTimeout = 500 * time.Millisecond
+	started := make(chan *coordination.Lease, 1)
+	finish := make(chan struct{})
+	fn := func(ctx context.Context, l *coordination.Lease) error {
+		started <- l
+		<-finish // ignores ctx
+		return nil
+	}
+	r := startHost(t, b.db, "node-a", "test", cfg, ClusterSingleton("stubborn", fn))
+	var l *coordination.Lease
+	select {
+	case l = <-started:
+	case <-time.After(wait):
+		t.Fatalf("worker did not start")
+	}
+	stopAt := time.Now()
+	err := r.stop(t)
+	took := time.Since(stopAt)
+	t.Logf("Run returned %v after cancel (ShutdownTimeout %v): %v", took, cfg.Coordination.ShutdownTimeout, err)
+	if !errors.Is(err, ErrShutdownOverrun) || !strings.Contains(err.Error(), `"stubborn"`) {
+		t.Fatalf("Run = %v, want ErrShutdownOverrun naming the worker", err)
+	}
+	if took < cfg.Coordination.ShutdownTimeout {
+		t.Fatalf("Run returned after %v, before ShutdownTimeout %v", took, cfg.Coordination.ShutdownTimeout)
+	}
+	ev := recvEvent(t, r.events, "shutdown-overrun", hostEvent(EventShutdownOverrun, "stubborn"))
+	if ev.Lease != l.Name() || ev.Epoch != l.Epoch() || !errors.Is(ev.Err, ErrShutdownOverrun) {
+		t.Fatalf("overrun event = %+v, want term %s and ErrShutdownOverrun", ev, l.Token())
+	}
+	logged := r.logs.FilterLevelExact(zapcore.ErrorLevel).FilterField(zapString("worker", "stubborn")).
+		FilterMessage("worker function still running at the shutdown timeout").All()
+	if len(logged) != 1 {
+		t.Fatalf("logged %d error lines naming the stuck worker, want 1", len(logged))
+	}
+	if row := leaseRow(t, b.db, l.Name()); row.Holder != r.Coordinator().Holder() || row.Epoch != l.Epoch() {
+		t.Fatalf("lease of a function still running was released: %+v", row)
+	}
+	// The function returns at last: its goroutine ends and gives the lease
+	// back.
+	close(finish)
+	r.waitWorkers(t)
+	if row := leaseRow(t, b.db, l.Name()); row.Holder != "" {
+		t.Fatalf("lease not released after the stuck function returned: %+v", row)
+	}
+}
+
+func caseStatus(t *testing.T, b *bundle) {
+	block := func(ctx context.Context, l *coordination.Lease) error { <-ctx.Done(); return nil }
+	ws := []Worker{ClusterSingleton("warmer", block), GlobalSingleton("billing", block)}
+	a := startHost(t, b.db, "node-a", "test", fastConfig(), ws...)
+	recvStarted(t, a, "warmer", "billing")
+	c := startHost(t, b.db, "node-c", "test", fastConfig(), ws...) // the same worker values serve two hosts
+	sawLeader(t, c, "global/billing", a.Coordinator().Holder())
+
+	st, err := a.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Leading{
+		{Worker: "warmer", Kind: KindClusterSingleton, Lease: "cluster/test/warmer", Epoch: 1},
+		{Worker: "billing", Kind: KindGlobalSingleton, Lease: "global/billing", Epoch: 1},
+	}
+	if st.Holder != a.Coordinator().Holder() || st.Identity != a.Coordinator().Identity() ||
+		fmt.Sprint(st.Leading) != fmt.Sprint(want) || len(st.Pools) != 0 {
+		t.Fatalf("leader's Status = %+v, want holder %s leading %v", st, a.Coordinator().Holder(), want)
+	}
+	if st, err := c.Status(context.Background()); err != nil || len(st.Leading) != 0 || st.Holder != c.Coordinator().Holder() {
+		t.Fatalf("follower's Status = %+v, %v; want leading nothing", st, err)
+	}
+
+	// The hook a partitioned worker reports through.
+	pool := &PoolStatus{Worker: "warmer", Assignment: Assignment{Index: 1, Count: 2, Generation: 3, Epoch: 4}, Members: []string{"x", "y"}}
+	a.stateOf(ws[0]).setPool(pool)
+	st, _ = a.Status(context.Background())
+	if len(st.Pools) != 1 || fmt.Sprint(st.Pools[0]) != fmt.Sprint(*pool) {
+		t.Fatalf("Pools = %+v, want [%+v]", st.Pools, *pool)
+	}
+	st.Pools[0].Members[0] = "changed"
+	if pool.Members[0] != "x" {
+		t.Fatalf("Status shares its Members slice with the worker")
+	}
+	a.stateOf(ws[0]).setPool(nil)
+
+	if err := a.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := a.Status(context.Background()); len(st.Leading) != 0 {
+		t.Fatalf("stopped host's Status = %+v, want leading nothing", st)
+	}
+	recvStarted(t, c, "warmer", "billing")
+	st, err = c.Status(context.Background())
+	if err != nil || len(st.Leading) != 2 || st.Leading[0].Epoch != 2 || st.Leading[1].Epoch != 2 {
+		t.Fatalf("new leader's Status = %+v, %v; want both leading at epoch 2", st, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Status(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Status with a cancelled context = %v", err)
+	}
+}
+
+func caseNewHostValidation(t *testing.T, b *bundle) {
+	noop := func(context.Context, *coordination.Lease) error { return nil }
+	id := testIdentity(t, "node-a", "test")
+	long := strings.Repeat("x", coordination.MaxNameLen+1)
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		ws      []Worker
+		is      []error
+		mention []string
+	}{
+		{"DuplicateName", Config{}, []Worker{ClusterSingleton("jobs", noop), ClusterSingleton("jobs", noop)},
+			[]error{ErrInvalidWorker}, []string{`"jobs"`, "cluster-singleton"}},
+		{"NilFunction", Config{}, []Worker{GlobalSingleton("outbox", nil)},
+			[]error{ErrInvalidWorker}, []string{`"outbox"`, "nil function"}},
+		{"NilWorker", Config{}, []Worker{ClusterSingleton("a", noop), nil},
+			[]error{ErrInvalidWorker}, []string{"worker 1"}},
+		{"BadName", Config{}, []Worker{ClusterSingleton("bad name", noop)},
+			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"bad name"`}},
+		{"EmptyName", Config{}, []Worker{GlobalSingleton("", noop)},
+			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{"empty"}},
+		{"LongName", Config{}, []Worker{GlobalSingleton(long, noop)},
+			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{"129 bytes"}},
+		{"NegativeRestartBackoff", Config{RestartBackoff: -time.Second}, nil,
+			[]error{ErrInvalidConfig}, []string{"RestartBackoff", "-1s"}},
+		{"MaxBelowRestartBackoff", Config{RestartBackoff: time.Minute}, nil,
+			[]error{ErrInvalidConfig}, []string{"MaxRestartBackoff (30s)", "RestartBackoff (1m0s)"}},
+		{"BadCoordinationConfig", Config{Coordination: coordination.Config{TTL: time.Second, Margin: 2 * time.Second}}, nil,
+			[]error{ErrInvalidConfig, coordination.ErrInvalidConfig}, []string{"Margin (2s)", "TTL (1s)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := NewHost(b.db, id, tc.cfg, tc.ws...)
+			if err == nil {
+				t.Fatalf("NewHost succeeded: %v", h)
+			}
+			for _, target := range tc.is {
+				if !errors.Is(err, target) {
+					t.Errorf("error %q does not wrap %q", err, target)
+				}
+			}
+			for _, s := range tc.mention {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not mention %s", err, s)
+				}
+			}
+		})
+	}
+	if _, err := NewHost(b.db, identity0(), Config{}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewHost with a zero identity = %v, want ErrInvalidConfig", err)
+	}
+	if _, err := NewHost(nil, id, Config{}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewHost with a nil db = %v, want ErrInvalidConfig", err)
+	}
+	// The same name in different kinds is two different workers.
+	if _, err := NewHost(b.db, id, Config{}, ClusterSingleton("jobs", noop), GlobalSingleton("jobs", noop)); err != nil {
+		t.Errorf("a cluster and a global singleton of the same name: %v", err)
+	}
+}
+
+func caseRunTwice(t *testing.T, b *bundle) {
+	r := startHost(t, b.db, "node-a", "test", fastConfig())
+	if err := r.Run(context.Background()); !errors.Is(err, ErrAlreadyRunning) {
+		t.Fatalf("second Run while running = %v, want ErrAlreadyRunning", err)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if err := r.Run(context.Background()); !errors.Is(err, ErrAlreadyRunning) {
+		t.Fatalf("Run after stop = %v, want ErrAlreadyRunning", err)
+	}
+	if _, ok := <-r.events; ok {
+		t.Fatalf("event channel open after Run returned")
+	}
+	ch, _ := r.Subscribe(1)
+	if _, ok := <-ch; ok {
+		t.Fatalf("subscription after Run returned is open")
+	}
+}
+
+func caseCoordinatorFailure(t *testing.T, b *bundle) {
+	cfg := fastConfig()
+	cfg.Coordination.DisableAutoMigrate = true // and no schema: the coordinator refuses to start
+	never := func(context.Context, *coordination.Lease) error {
+		t.Errorf("worker ran without a coordinator")
+		return nil
+	}
+	h, err := NewHost(b.db, testIdentity(t, "node-a", "test"), cfg, ClusterSingleton("x", never), GlobalSingleton("y", never))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := h.Run(ctx); !errors.Is(err, coordination.ErrSchemaMissing) {
+		t.Fatalf("Run = %v, want ErrSchemaMissing", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Run waited for its context instead of failing")
+	}
+	for _, st := range h.states {
+		select {
+		case <-st.done:
+		default:
+			t.Fatalf("worker %q still running after Run returned", st.w.Name())
+		}
+	}
+}

@@ -1,0 +1,91 @@
+// Package workers runs the work of a service that must not run everywhere
+// at once: a Host runs any number of workers in one process, on top of one
+// coordination.Coordinator and the SQL database the service already has.
+//
+// # Which worker for which job
+//
+//   - ClusterSingleton: one process per cluster (identity.Identity.Cluster)
+//     at a time. For work that belongs to a region or cluster: a cache
+//     warmer for the cluster's local cache, a scheduled job that runs once
+//     per region, cleanup of cluster-local resources.
+//   - GlobalSingleton: one process across every cluster that shares the
+//     database. For work that must happen exactly once overall: an outbox
+//     publisher, a billing run, a report sent once a day.
+//   - Partitioned: every live process of a pool, each with a distinct index
+//     of the pool's count, for work that can be split: batch processing
+//     by id % count == index, projections or consumers sharded by key.
+//
+// A host is built from a *gorm.DB, the process identity and a Config:
+//
+//	h, err := workers.NewHost(db, id, workers.Config{Coordination: coordination.Config{Logger: log}},
+//		workers.ClusterSingleton("cache-warmer", warm),
+//		workers.GlobalSingleton("outbox", publish),
+//	)
+//	g.Go(func() error { return h.Run(ctx) })
+//
+// # Guarantees
+//
+// A singleton's function runs only while this process holds the worker's
+// lease (see package coordination): at most one process per lease trusts
+// it at any moment, by the database clock, and the function's context is
+// cancelled Margin before anyone else could take the lease over. The
+// lease's epoch is a fencing token: check it with lease.Fence(tx) inside
+// each transaction that commits work, and call lease.Valid() before each
+// unit of work, so that a process resumed after a long pause does nothing
+// under a stale term. The host checks Valid itself before every call of
+// the function.
+//
+// A lease is released only after the function has returned, never while
+// it still runs, so the next holder's function starts after this one's
+// returned.
+//
+// # Restarts, backoff and panics
+//
+// The host never dies of a worker: a panic in a worker function is
+// recovered, logged with its stack and treated as an error.
+//
+//   - The function returns an error or panics while its term is valid: the
+//     error is logged and reported as EventWorkerError, and the function is
+//     called again under the same term after RestartBackoff. The wait
+//     doubles with each consecutive failure up to MaxRestartBackoff, and
+//     starts over after a run that lasted longer than MaxRestartBackoff.
+//   - The function returns nil while its term is valid: its work for this
+//     term is done. The lease is released and the worker campaigns again
+//     after RestartBackoff, so this or another process picks the job up.
+//   - The term ends (trust deadline passed, lease lost, host shutting
+//     down): the function's context is cancelled; once it has returned the
+//     lease is released, EventStoppedLeading says why, and the worker
+//     campaigns again unless the host is stopping.
+//
+// # Shutdown
+//
+// Cancelling the context of Host.Run:
+//
+//  1. stops campaigning and cancels every worker function's context;
+//  2. waits for the functions to return, while the coordinator keeps
+//     renewing the leases still held; each lease is released right after
+//     its function returned;
+//  3. waits for the coordinator to stop, which it does once every lease
+//     is released;
+//  4. returns nil.
+//
+// Steps 2 and 3 are bounded by Config.Coordination.ShutdownTimeout. A
+// function still running then is logged as an error naming the worker and
+// reported as EventShutdownOverrun, and Run returns an error wrapping
+// ErrShutdownOverrun. Its goroutine is left running and its lease is not
+// released, because the function may still be acting: the lease expires
+// after TTL. Should the function return later, its lease is then released.
+//
+// # Notifications
+//
+// Host.Subscribe delivers Event values without ever blocking a worker: in
+// order per subscriber, dropping new events while a subscriber's buffer is
+// full and counting them in the next delivered event's Dropped field.
+// Channels close when Run returns. Host.Status reports the terms held and
+// the assignments in effect now.
+//
+// # Errors
+//
+// Errors wrap the sentinels in errors.go; compare them with errors.Is. A
+// panic becomes a *PanicError carrying the value and the stack.
+package workers

@@ -1,0 +1,159 @@
+package workers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/workers"
+)
+
+// openExampleDB opens a throw-away SQLite database.
+func openExampleDB() (*gorm.DB, func()) {
+	dir, err := os.MkdirTemp("", "leasehold-workers-example")
+	if err != nil {
+		panic(err)
+	}
+	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "app.db")), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		panic(err)
+	}
+	return db, func() {
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// A cluster singleton: one process per cluster warms that cluster's cache.
+// Every cluster that shares the database has its own warmer.
+func ExampleClusterSingleton() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	id, err := identity.New("node-a", "eu-1") // usually identity.FromEnv()
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	warmer := workers.ClusterSingleton("cache-warmer", func(ctx context.Context, lease *coordination.Lease) error {
+		fmt.Println("warming the cache as", lease.Name(), "at epoch", lease.Epoch())
+		cancel() // end the example; a real warmer works until ctx is done
+		<-ctx.Done()
+		return nil
+	})
+	h, err := workers.NewHost(db, id, workers.Config{}, warmer)
+	if err != nil {
+		panic(err)
+	}
+	if err := h.Run(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("host stopped")
+	// Output:
+	// warming the cache as cluster/eu-1/cache-warmer at epoch 1
+	// host stopped
+}
+
+// A global singleton: one process across every cluster publishes the
+// outbox. Each send is fenced by the lease epoch, so a process that lost
+// its lease cannot commit.
+func ExampleGlobalSingleton() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	type OutboxMessage struct {
+		ID        int
+		Body      string
+		Sent      bool
+		SentEpoch int64
+	}
+	if err := db.AutoMigrate(&OutboxMessage{}); err != nil {
+		panic(err)
+	}
+	db.Create(&[]OutboxMessage{{ID: 1, Body: "invoice 1"}, {ID: 2, Body: "invoice 2"}})
+	id, err := identity.New("node-a", "eu-1")
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	publish := func(ctx context.Context, lease *coordination.Lease) error {
+		for lease.Valid() { // before each unit of work
+			err := db.Transaction(func(tx *gorm.DB) error {
+				if err := lease.Fence(tx); err != nil {
+					return err // no longer the holder at this epoch: roll back
+				}
+				var m OutboxMessage
+				if err := tx.Where("sent = ?", false).Order("id").First(&m).Error; err != nil {
+					return err
+				}
+				fmt.Println("published", m.Body, "at epoch", lease.Epoch())
+				return tx.Model(&m).Updates(map[string]any{"sent": true, "sent_epoch": lease.Epoch()}).Error
+			})
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				cancel() // the outbox is empty: end the example; a real publisher waits for more
+				<-ctx.Done()
+				return nil
+			}
+			if err != nil {
+				return err // logged; called again after Config.RestartBackoff
+			}
+		}
+		return nil
+	}
+	h, err := workers.NewHost(db, id, workers.Config{}, workers.GlobalSingleton("outbox", publish))
+	if err != nil {
+		panic(err)
+	}
+	if err := h.Run(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("host stopped")
+	// Output:
+	// published invoice 1 at epoch 1
+	// published invoice 2 at epoch 1
+	// host stopped
+}
+
+// Events tell when this process starts and stops leading, and why.
+func ExampleHost_Subscribe() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	id, err := identity.New("node-a", "eu-1")
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h, err := workers.NewHost(db, id, workers.Config{},
+		workers.GlobalSingleton("billing", func(ctx context.Context, lease *coordination.Lease) error {
+			cancel() // end the example at once
+			<-ctx.Done()
+			return nil
+		}))
+	if err != nil {
+		panic(err)
+	}
+	events, unsubscribe := h.Subscribe(16)
+	defer unsubscribe()
+	if err := h.Run(ctx); err != nil {
+		panic(err)
+	}
+	for ev := range events { // closed when Run has returned
+		fmt.Println(ev.Kind, ev.Worker, ev.Lease, ev.Epoch, ev.Err)
+	}
+	// Output:
+	// started-leading billing global/billing 1 <nil>
+	// stopped-leading billing global/billing 1 coordination: coordinator stopped
+}

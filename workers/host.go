@@ -1,0 +1,324 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/internal/broadcast"
+)
+
+type runState int
+
+const (
+	stateIdle runState = iota
+	stateRunning
+	stateStopped
+)
+
+// Host runs workers in one process on top of one coordination.Coordinator.
+// Create it with NewHost, start it with Run. It is safe for concurrent use.
+type Host struct {
+	cfg    Config
+	coord  *coordination.Coordinator
+	log    *zap.Logger
+	events broadcast.Broadcaster[Event]
+	states []*workerState // in the order given to NewHost
+	byKey  map[workerKey]*workerState
+
+	mu    sync.Mutex
+	state runState
+}
+
+type workerKey struct {
+	kind Kind
+	name string
+}
+
+// workerState is the host's record of one worker: its logger, whether its
+// goroutine still runs, and what Status reports for it. Worker values hold
+// no state of their own, so one value can serve several hosts.
+type workerState struct {
+	w    Worker
+	log  *zap.Logger
+	done chan struct{} // closed when the worker's goroutine has returned
+
+	mu   sync.Mutex
+	term *coordination.Lease // the term the worker runs under, until released
+	pool *PoolStatus         // the partitioned worker's current assignment
+}
+
+// setTerm records the term the worker runs under; nil when none.
+func (st *workerState) setTerm(l *coordination.Lease) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.term = l
+}
+
+// setPool records a partitioned worker's current assignment for Status;
+// nil when it has none.
+func (st *workerState) setPool(p *PoolStatus) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.pool = p
+}
+
+// NewHost returns a host that runs ws on db as the process identity id.
+// It checks cfg and every worker and does no I/O: the database may be down
+// until Run. Errors name the bad field or worker and wrap ErrInvalidConfig
+// or ErrInvalidWorker.
+func NewHost(db *gorm.DB, id identity.Identity, cfg Config, ws ...Worker) (*Host, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	states := make([]*workerState, 0, len(ws))
+	byKey := make(map[workerKey]*workerState, len(ws))
+	for i, w := range ws {
+		if err := checkWorker(i, w); err != nil {
+			return nil, err
+		}
+		key := workerKey{kind: w.Kind(), name: w.Name()}
+		if _, dup := byKey[key]; dup {
+			return nil, fmt.Errorf("%w: two %s workers are named %q; names must be unique per kind", ErrInvalidWorker, key.kind, key.name)
+		}
+		st := &workerState{w: w, done: make(chan struct{})}
+		states = append(states, st)
+		byKey[key] = st
+	}
+	coord, err := coordination.New(db, id, cfg.Coordination)
+	if err != nil {
+		if errors.Is(err, coordination.ErrInvalidConfig) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		return nil, fmt.Errorf("workers: create coordinator: %w", err)
+	}
+	log := coord.Config().Logger.Named("leasehold").Named("workers").With(zap.String("identity", coord.Holder()))
+	for _, st := range states {
+		st.log = log.With(zap.String("worker", st.w.Name()), zap.Stringer("kind", st.w.Kind()))
+	}
+	return &Host{
+		cfg:    cfg,
+		coord:  coord,
+		log:    log,
+		events: broadcast.Broadcaster[Event]{Stamp: stampDropped},
+		states: states,
+		byKey:  byKey,
+	}, nil
+}
+
+// checkWorker checks the i-th worker given to NewHost.
+func checkWorker(i int, w Worker) error {
+	if w == nil {
+		return fmt.Errorf("%w: worker %d is nil", ErrInvalidWorker, i)
+	}
+	switch w.Kind() {
+	case KindClusterSingleton, KindGlobalSingleton, KindPartitioned:
+	default:
+		return fmt.Errorf("%w: worker %q has unknown kind %v", ErrInvalidWorker, w.Name(), w.Kind())
+	}
+	if err := coordination.ValidateName(w.Name()); err != nil {
+		return fmt.Errorf("%w: %s worker %q: %w", ErrInvalidWorker, w.Kind(), w.Name(), err)
+	}
+	if v, ok := w.(validator); ok {
+		return v.validate()
+	}
+	return nil
+}
+
+// Coordinator returns the host's coordinator, for queries (Leases,
+// IsLeader through Election, CheckFence) and its events. Host.Run runs it:
+// do not call its Run.
+func (h *Host) Coordinator() *coordination.Coordinator { return h.coord }
+
+// Run runs the coordinator (which migrates the schema unless disabled) and
+// every worker until ctx is cancelled. It blocks, so it composes with
+// errgroup.
+//
+// A worker never stops the host: errors and panics in worker functions are
+// logged, reported as EventWorkerError and followed by a restart.
+//
+// On cancellation every worker's context ends, the functions return,
+// each lease is released after its function returned, and then the
+// coordinator stops. Run then returns nil. A function still running
+// ShutdownTimeout (of Config.Coordination) after cancellation is logged as
+// an error and reported as EventShutdownOverrun; Run returns without it,
+// with an error wrapping ErrShutdownOverrun that names the workers. Its
+// goroutine is left running and its lease is not released; the lease
+// expires after TTL. Run also returns an error when the coordinator fails
+// (coordination.ErrSchemaMissing with DisableAutoMigrate), or
+// ErrAlreadyRunning when called a second time.
+func (h *Host) Run(ctx context.Context) error {
+	h.mu.Lock()
+	if h.state != stateIdle {
+		h.mu.Unlock()
+		return ErrAlreadyRunning
+	}
+	h.state = stateRunning
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.state = stateStopped
+		h.mu.Unlock()
+		h.events.Close()
+	}()
+
+	coordDone := make(chan error, 1)
+	go func() { coordDone <- h.coord.Run(ctx) }()
+	wctx, cancelWorkers := context.WithCancelCause(ctx)
+	defer cancelWorkers(nil)
+	for _, st := range h.states {
+		go h.supervise(wctx, st)
+	}
+	h.log.Info("host running", zap.Int("workers", len(h.states)))
+
+	var coordErr error
+	coordRunning := true
+	select {
+	case <-ctx.Done():
+	case coordErr = <-coordDone:
+		// Before ctx ended, only for a schema it must not fix.
+		coordRunning = false
+		cancelWorkers(coordErr)
+	}
+	timeout := h.coord.Config().ShutdownTimeout
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	if coordRunning {
+		// The coordinator drains: it returns once every lease has been
+		// released after its work returned, or at ShutdownTimeout.
+		coordErr = <-coordDone
+	}
+	if coordErr != nil {
+		coordErr = fmt.Errorf("workers: coordinator stopped: %w", coordErr)
+		h.log.Error("coordinator failed; workers stopped", zap.Error(coordErr))
+	}
+	var stuck []string
+	expired := false
+	for _, st := range h.states {
+		if !expired {
+			select {
+			case <-st.done:
+				continue
+			case <-deadline.C:
+				expired = true
+			}
+		}
+		select {
+		case <-st.done:
+		default:
+			h.reportOverrun(st, timeout)
+			stuck = append(stuck, fmt.Sprintf("%s %q", st.w.Kind(), st.w.Name()))
+		}
+	}
+	var overrun error
+	if len(stuck) > 0 {
+		overrun = fmt.Errorf("%w (%v): %s", ErrShutdownOverrun, timeout, strings.Join(stuck, ", "))
+	}
+	h.log.Info("host stopped")
+	return errors.Join(coordErr, overrun)
+}
+
+// reportOverrun reports a worker whose goroutine was still running at the
+// shutdown deadline.
+func (h *Host) reportOverrun(st *workerState, timeout time.Duration) {
+	st.mu.Lock()
+	term := st.term
+	st.mu.Unlock()
+	ev := Event{Kind: EventShutdownOverrun, Worker: st.w.Name()}
+	fields := []zap.Field{zap.Duration("shutdown_timeout", timeout)}
+	detail := "its goroutine is left running"
+	if term != nil {
+		ev.Lease, ev.Epoch = term.Name(), term.Epoch()
+		fields = append(fields, zap.String("lease", term.Name()), zap.Int64("epoch", term.Epoch()))
+		detail += fmt.Sprintf(", and lease %q epoch %d is not released: it expires after TTL", term.Name(), term.Epoch())
+	}
+	ev.Err = fmt.Errorf("%w: %s worker %q ignored its cancelled context for %v; %s",
+		ErrShutdownOverrun, st.w.Kind(), st.w.Name(), timeout, detail)
+	st.log.Error("worker function still running at the shutdown timeout", append(fields, zap.Error(ev.Err))...)
+	h.emit(ev)
+}
+
+// supervise runs one worker until ctx is cancelled, restarting it with
+// backoff if it returns or panics before that.
+func (h *Host) supervise(ctx context.Context, st *workerState) {
+	defer close(st.done)
+	b := newRestartBackoff(h.cfg)
+	for {
+		started := time.Now()
+		err := protect(func() error { return st.w.run(ctx, h) })
+		if ctx.Err() != nil {
+			if err != nil {
+				st.log.Warn("worker returned an error while stopping", zap.Error(err))
+			}
+			return
+		}
+		if errors.Is(err, coordination.ErrClosed) {
+			// The coordinator stopped: Run cancels ctx and reports why.
+			<-ctx.Done()
+			return
+		}
+		if err == nil {
+			err = errors.New("worker returned before the host stopped")
+		}
+		d := b.failed(time.Since(started))
+		h.reportError(st, "", 0, err, d)
+		if !sleepCtx(ctx, d) {
+			return
+		}
+	}
+}
+
+// stateOf returns the host's record of w. It panics for a worker the host
+// was not given, a bug in this package.
+func (h *Host) stateOf(w Worker) *workerState {
+	st, ok := h.byKey[workerKey{kind: w.Kind(), name: w.Name()}]
+	if !ok {
+		panic(fmt.Sprintf("workers: %s worker %q is not registered with this host", w.Kind(), w.Name()))
+	}
+	return st
+}
+
+// reportError logs a failure of a worker loudly, with the stack for a
+// panic, and emits EventWorkerError. lease and epoch name the term, if
+// any; restartIn is the wait before the next attempt, if any.
+func (h *Host) reportError(st *workerState, lease string, epoch int64, err error, restartIn time.Duration) {
+	fields := []zap.Field{zap.Error(err)}
+	if lease != "" {
+		fields = append(fields, zap.String("lease", lease))
+	}
+	if epoch != 0 {
+		fields = append(fields, zap.Int64("epoch", epoch))
+	}
+	if restartIn > 0 {
+		fields = append(fields, zap.Duration("restart_in", restartIn))
+	}
+	msg := "worker failed"
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		msg = "worker panicked; recovered"
+		fields = append(fields, zap.String("stack", string(pe.Stack)))
+	}
+	st.log.Error(msg, fields...)
+	h.emit(Event{Kind: EventWorkerError, Worker: st.w.Name(), Lease: lease, Epoch: epoch, Err: err})
+}
+
+// protect calls fn and turns a panic into a *PanicError carrying the
+// panicking goroutine's stack.
+func protect(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return fn()
+}

@@ -1,0 +1,115 @@
+package workers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/leasehold/leasehold/coordination"
+)
+
+// PartitionFunc is the work of one member of a partitioned worker's pool
+// for one generation: the items whose index, by your own rule (for example
+// id % a.Count == a.Index), belong to this member. ctx ends when a new
+// generation supersedes this one, when membership is lost, or when the host
+// shuts down; the function must return promptly then.
+//
+// Call a.Valid() before each unit of work and a.Fence(tx) inside each
+// transaction that commits work: a fenced transaction commits only while
+// this assignment is current, so no item is ever processed by two members,
+// across failovers and rebalances alike.
+//
+// Returning an error, or panicking, while the assignment is current makes
+// the host call the function again after Config.RestartBackoff. Returning
+// nil means the member's share of this generation is done; it idles until
+// the next generation.
+type PartitionFunc func(ctx context.Context, a coordination.Assignment) error
+
+// PartitionConfig tunes a partitioned worker. The zero value is valid.
+type PartitionConfig struct {
+	// PerCluster scopes the pool to this process's cluster: each cluster
+	// splits the work among its own members. Defaults to false: one pool
+	// across every cluster that shares the database.
+	PerCluster bool
+	// PollInterval is how often each member reads the pool; four times as
+	// often during a rebalance. Defaults to the coordinator's
+	// RetryInterval.
+	PollInterval time.Duration
+}
+
+// Partitioned returns a worker that runs fn on every live process of the
+// pool named name, each with a distinct index of the pool's count. No index
+// is ever worked on by two processes at overlapping times: a new generation
+// starts only after every member has stopped the previous one (see
+// coordination.Pool).
+func Partitioned(name string, fn PartitionFunc, cfg PartitionConfig) Worker {
+	return &partitioned{name: name, fn: fn, cfg: cfg}
+}
+
+type partitioned struct {
+	name string
+	fn   PartitionFunc
+	cfg  PartitionConfig
+}
+
+func (p *partitioned) Name() string { return p.name }
+func (p *partitioned) Kind() Kind   { return KindPartitioned }
+
+func (p *partitioned) validate() error {
+	if p.fn == nil {
+		return fmt.Errorf("%w: partitioned worker %q has a nil function", ErrInvalidWorker, p.name)
+	}
+	if p.cfg.PollInterval < 0 {
+		return fmt.Errorf("%w: partitioned worker %q: PollInterval (%v) must not be negative", ErrInvalidWorker, p.name, p.cfg.PollInterval)
+	}
+	return nil
+}
+
+// run is one membership of the pool until ctx is cancelled.
+func (p *partitioned) run(ctx context.Context, h *Host) error {
+	st := h.stateOf(p)
+	scope := coordination.GlobalScope
+	if p.cfg.PerCluster {
+		scope = coordination.ClusterScope
+	}
+	pool, err := h.coord.Pool(scope, p.name, coordination.PoolConfig{PollInterval: p.cfg.PollInterval})
+	if err != nil {
+		return err
+	}
+	return pool.Run(ctx, func(ctx context.Context, a coordination.Assignment) error {
+		p.work(ctx, h, st, a)
+		return nil
+	})
+}
+
+// work runs fn for one assignment, again after an error or panic while the
+// assignment is current, and records the assignment for Status and events.
+func (p *partitioned) work(ctx context.Context, h *Host, st *workerState, a coordination.Assignment) {
+	log := st.log.With(zap.String("pool", a.Pool), zap.Int64("generation", a.Generation),
+		zap.Int("index", a.Index), zap.Int("count", a.Count))
+	status := &PoolStatus{Worker: p.name, Assignment: a, Members: a.Members}
+	st.setPool(status)
+	h.emit(Event{Kind: EventAssignmentChanged, Worker: p.name, Lease: a.Pool, Epoch: a.Epoch, Assignment: &a})
+	defer st.setPool(nil)
+
+	b := newRestartBackoff(h.cfg)
+	for a.Valid() && ctx.Err() == nil {
+		started := time.Now()
+		err := protect(func() error { return p.fn(ctx, a) })
+		ran := time.Since(started)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			log.Info("partition work finished for this generation", zap.Duration("ran", ran))
+			return
+		}
+		d := b.failed(ran)
+		h.reportError(st, a.Pool, a.Epoch, err, d)
+		if !sleepCtx(ctx, d) {
+			return
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package workers
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/history"
+)
+
+// TestPartitioned runs a partitioned worker on every database.
+func TestPartitioned(t *testing.T) {
+	runCases(t, []workerCase{{"FiveMembersJoinLeaveCrash", casePartitionedFive}})
+}
+
+// partitionItem is a row of the work the pool splits.
+type partitionItem struct {
+	ID          int64 `gorm:"primaryKey;autoIncrement:false"`
+	ProcessedBy string
+	Generation  int64
+}
+
+func (partitionItem) TableName() string { return "partition_items" }
+
+// events records a history in memory on the shared monotonic clock.
+type events struct {
+	mu  sync.Mutex
+	evs []history.Event
+}
+
+func (e *events) add(ev history.Event) {
+	ev.Time = history.Now()
+	e.mu.Lock()
+	e.evs = append(e.evs, ev)
+	e.mu.Unlock()
+}
+
+// running returns, per holder, the count of the partition it works on now.
+func (e *events) running() map[string]history.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := map[string]history.Event{}
+	for _, ev := range e.evs {
+		switch ev.Kind {
+		case history.PartitionStart:
+			now[ev.Holder] = ev
+		case history.PartitionStop:
+			delete(now, ev.Holder)
+		}
+	}
+	return now
+}
+
+func (e *events) history() history.History {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	evs := append([]history.Event(nil), e.evs...)
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time < evs[j].Time })
+	return history.History{Events: evs}
+}
+
+// casePartitionedFive runs a pool of hosts through a join, a graceful
+// leave and a crash (a host whose database handle is closed under it)
+// while the members process a table of items in fenced transactions. The
+// history checker then requires: no index owned twice at overlapping
+// times, every generation's count matching its members, and every item
+// processed exactly once.
+func casePartitionedFive(t *testing.T, b *bundle) {
+	const items = 1500
+	driver, dsn := b.target.OpenDSN(t)
+	open := func() (*gorm.DB, func()) {
+		db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sqlDB, _ := db.DB()
+		return db, func() { _ = sqlDB.Close() }
+	}
+	main, closeMain := open()
+	defer closeMain()
+	if err := main.AutoMigrate(&partitionItem{}); err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]partitionItem, items)
+	for i := range rows {
+		rows[i] = partitionItem{ID: int64(i + 1)}
+	}
+	if err := main.CreateInBatches(rows, 200).Error; err != nil {
+		t.Fatal(err)
+	}
+
+	rec := &events{}
+	type node struct {
+		host    *Host
+		stop    context.CancelFunc
+		done    chan error
+		closeDB func()
+	}
+	var nodes []*node
+	add := func(name string) *node {
+		db, closeDB := open()
+		cfg := fastConfig()
+		cfg.Coordination.Logger = zaptest.NewLogger(t)
+		id := testIdentity(t, name, "test")
+		holder := id.Holder()
+		work := func(ctx context.Context, a coordination.Assignment) error {
+			base := history.Event{Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch, Holder: holder}
+			start := base
+			start.Kind = history.PartitionStart
+			rec.add(start)
+			defer func() {
+				stop := base
+				stop.Kind = history.PartitionStop
+				rec.add(stop)
+			}()
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for a.Valid() {
+				var ids []int64
+				if err := db.WithContext(ctx).Model(&partitionItem{}).
+					Where("processed_by = '' AND id % ? = ?", a.Count, a.Index).Order("id").Limit(5).Pluck("id", &ids).Error; err != nil {
+					return err
+				}
+				for _, id := range ids {
+					done := false
+					err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+						if err := a.Fence(tx); err != nil {
+							return err
+						}
+						res := tx.Model(&partitionItem{}).Where("id = ? AND processed_by = ''", id).
+							Updates(map[string]any{"processed_by": holder, "generation": a.Generation})
+						done = res.RowsAffected == 1
+						return res.Error
+					})
+					if err != nil {
+						return err
+					}
+					if done {
+						rec.add(history.Event{Kind: history.ItemProcessed, Item: id, Holder: holder, Generation: a.Generation})
+					}
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-tick.C: // pace the work so faults land mid-batch
+				}
+			}
+			return nil
+		}
+		h, err := NewHost(db, id, cfg, Partitioned("items", work, PartitionConfig{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		n := &node{host: h, stop: cancel, done: make(chan error, 1), closeDB: closeDB}
+		go func() { n.done <- h.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case <-n.done:
+			case <-time.After(wait):
+				t.Errorf("host %s did not stop", name)
+			}
+			closeDB()
+		})
+		nodes = append(nodes, n)
+		return n
+	}
+	waitMembers := func(n int) time.Duration {
+		t.Helper()
+		start := time.Now()
+		deadline := time.After(wait)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			run := rec.running()
+			if len(run) == n {
+				gens := map[int64]bool{}
+				for _, ev := range run {
+					if ev.Count == n {
+						gens[ev.Generation] = true
+					}
+				}
+				if len(gens) == 1 {
+					return time.Since(start)
+				}
+			}
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("pool did not settle on %d members within %v: %v", n, wait, run)
+			}
+		}
+	}
+
+	for _, name := range []string{"node-a", "node-b", "node-c", "node-d"} {
+		add(name)
+	}
+	waitMembers(4)
+	add("node-e")
+	join := waitMembers(5)
+	nodes[1].stop() // graceful leave
+	if err := <-nodes[1].done; err != nil {
+		t.Fatalf("leaving host: %v", err)
+	}
+	nodes[1].done <- nil
+	leave := waitMembers(4)
+	nodes[2].closeDB() // crash: its database handle is gone
+	crash := waitMembers(3)
+
+	// Let the remaining members finish the batch.
+	deadline := time.After(wait)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var left int64
+		if err := main.Model(&partitionItem{}).Where("processed_by = ''").Count(&left).Error; err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%d items left unprocessed after %v", left, wait)
+		}
+	}
+	for _, n := range nodes {
+		n.stop()
+	}
+
+	res := history.Check(rec.history(), history.Config{Items: items})
+	for _, v := range res.Violations {
+		t.Errorf("%s: %s\n%s", v.Kind, v.Message, v.Excerpt)
+	}
+	t.Logf("LOUD: %s: partitioned worker rebalance: join %v, graceful leave %v, crash %v; %d items, %d terms checked",
+		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond), crash.Round(time.Millisecond),
+		items, res.Stats.PartitionTerms)
+}
