@@ -8,7 +8,7 @@ GOLANGCI_VER  := v2.15.0
 TEST_TIMEOUT  ?= 9m
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint fmt vet tidy ddl
+.PHONY: help test lint fmt vet tidy ddl demo
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,3 +34,6 @@ tidy: ## go mod tidy
 
 ddl: ## print the schema DDL: make ddl DIALECT=postgres|mysql|sqlite|sqlserver
 	$(GO) run ./migrations/leasehold-ddl -dialect $(or $(DIALECT),postgres)
+
+demo: ## run the failover demo: three copies of ./sample on SQLite, the leader killed (under 2 min)
+	GO="$(GO)" $(GO) run ./sample/demo

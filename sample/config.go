@@ -1,0 +1,143 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/dbopen"
+)
+
+// defaultSQLiteFile is the database used when neither -dsn nor
+// LEASEHOLD_DSN is set: a SQLite file in the working directory.
+const defaultSQLiteFile = "leasehold-sample.db"
+
+// config is the sample's configuration, from flags with environment
+// fallbacks.
+type config struct {
+	driver    string
+	dsn       string
+	logFormat string
+	ttl       time.Duration
+	renew     time.Duration
+	retry     time.Duration
+	orders    int
+	workDelay time.Duration
+	seedOnly  bool
+}
+
+// errUsage marks a configuration error: the process exits with status 2.
+var errUsage = errors.New("usage")
+
+// usageError wraps a configuration error so that errors.Is(err, errUsage).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+func (e *usageError) Unwrap() error { return errUsage }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// envFlag ties a flag to the environment variable that gives its default.
+type envFlag struct {
+	flag, env string
+}
+
+// envFlags lists the environment fallback of each flag. A flag on the
+// command line wins over its variable.
+var envFlags = []envFlag{
+	{"driver", "LEASEHOLD_DRIVER"},
+	{"dsn", "LEASEHOLD_DSN"},
+	{"log-format", "LOG_FORMAT"},
+	{"ttl", "LEASEHOLD_TTL"},
+	{"renew", "LEASEHOLD_RENEW"},
+	{"retry", "LEASEHOLD_RETRY"},
+	{"orders", "SAMPLE_ORDERS"},
+	{"work-delay", "SAMPLE_WORK_DELAY"},
+}
+
+// parseConfig reads the flags in args, falling back to the variables read
+// through getenv. Errors wrap errUsage and name the flag (or variable) and
+// the bad value; flag.ErrHelp is returned as is for -h.
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
+	fs.StringVar(&c.driver, "driver", dbopen.SQLitePure,
+		"database driver: "+strings.Join(dbopen.Drivers(), ", ")+" (env LEASEHOLD_DRIVER)")
+	fs.StringVar(&c.dsn, "dsn", "",
+		"data source name (env LEASEHOLD_DSN; default: the SQLite file "+defaultSQLiteFile+" in the working directory)")
+	fs.StringVar(&c.logFormat, "log-format", "console", "log format: console or json (env LOG_FORMAT)")
+	fs.DurationVar(&c.ttl, "ttl", 0, "lease TTL; 0 means the library default, 15s (env LEASEHOLD_TTL)")
+	fs.DurationVar(&c.renew, "renew", 0, "lease renew interval; 0 means the library default, TTL/3 (env LEASEHOLD_RENEW)")
+	fs.DurationVar(&c.retry, "retry", 0,
+		"follower retry and pool poll interval; 0 means the library default, min(2s, TTL/4) (env LEASEHOLD_RETRY)")
+	fs.IntVar(&c.orders, "orders", 10000, "orders to seed when sample_orders is empty (env SAMPLE_ORDERS)")
+	fs.DurationVar(&c.workDelay, "work-delay", 2*time.Millisecond, "simulated work per order (env SAMPLE_WORK_DELAY)")
+	fs.BoolVar(&c.seedOnly, "seed-only", false, "create the sample tables, seed the orders if the table is empty, and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: sample [flags]\n\n"+
+			"Runs three leasehold workers (cluster-report, ledger, orders) in one host.\n"+
+			"Identity comes from HOSTNAME and CLUSTER_NAME.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+
+	for _, ef := range envFlags {
+		v := strings.TrimSpace(getenv(ef.env))
+		if v == "" {
+			continue
+		}
+		if err := fs.Set(ef.flag, v); err != nil {
+			return config{}, usagef("invalid value %q in %s (the default of -%s): %v", v, ef.env, ef.flag, err)
+		}
+	}
+	// Errors are reported by the caller, once; -h prints the usage.
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
+			return config{}, err
+		}
+		return config{}, usagef("%v (run sample -h for the flags)", err)
+	}
+	if fs.NArg() > 0 {
+		return config{}, usagef("unexpected argument %q: the sample takes flags only", fs.Arg(0))
+	}
+	if err := c.check(); err != nil {
+		return config{}, err
+	}
+	if c.dsn == "" {
+		c.dsn = dbopen.SQLiteDSN(c.driver, defaultSQLiteFile)
+	}
+	return c, nil
+}
+
+// check validates the values the flag package cannot.
+func (c config) check() error {
+	if !slices.Contains(dbopen.Drivers(), c.driver) {
+		return usagef("invalid value %q for flag -driver: want one of %s", c.driver, strings.Join(dbopen.Drivers(), ", "))
+	}
+	if c.logFormat != "console" && c.logFormat != "json" {
+		return usagef("invalid value %q for flag -log-format: want console or json", c.logFormat)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"ttl", c.ttl}, {"renew", c.renew}, {"retry", c.retry}, {"work-delay", c.workDelay}} {
+		if d.v < 0 {
+			return usagef("invalid value %v for flag -%s: must not be negative", d.v, d.name)
+		}
+	}
+	if c.orders < 0 {
+		return usagef("invalid value %d for flag -orders: must not be negative", c.orders)
+	}
+	if c.dsn == "" && c.driver != dbopen.SQLite && c.driver != dbopen.SQLitePure {
+		return usagef("flag -dsn (or LEASEHOLD_DSN) is required with -driver %s; only the SQLite drivers have a default", c.driver)
+	}
+	return nil
+}

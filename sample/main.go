@@ -1,0 +1,225 @@
+// Command sample is a runnable service built on leasehold's workers
+// package. One workers.Host runs three workers on a shared SQL database:
+//
+//   - "cluster-report", a cluster singleton that logs a report every
+//     second and writes it to sample_timeline;
+//   - "ledger", a global singleton that appends a row to sample_ledger
+//     every 200 ms in a fenced transaction;
+//   - "orders", a partitioned worker whose members process the rows of
+//     sample_orders with id % Count = Index, in fenced batches, logging
+//     each order processed to sample_processing.
+//
+// The host's events (started-leading, stopped-leading,
+// assignment-changed) go to sample_timeline. Start three copies, kill the
+// leader, and watch the others take over: see README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/workers"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1 // the database or the host failed
+	exitUsage = 2 // bad flags or environment
+)
+
+// Waits between attempts when the database fails.
+const (
+	openRetry  = 500 * time.Millisecond // opening it…
+	setupRetry = 2 * time.Second        // creating the sample's tables
+)
+
+// openAttempts bounds the attempts to open the database: a DSN that
+// cannot work should fail the process rather than loop.
+const openAttempts = 20
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole program: it returns the exit status. It stops when ctx
+// ends, after the workers returned and their leases were released. Logs
+// and errors go to stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sample: %v\n", err)
+		return exitUsage
+	}
+	id, err := identity.FromLookup(func(k string) (string, bool) {
+		v := getenv(k)
+		return v, v != ""
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "sample: %v\n", err)
+		return exitUsage
+	}
+	log := newLogger(cfg.logFormat, stderr).With(zap.String("node", id.Node), zap.String("cluster", id.Cluster))
+	defer func() { _ = log.Sync() }()
+
+	dsn := redactDSN(cfg.driver, cfg.dsn)
+	db, err := openDB(ctx, cfg.driver, cfg.dsn, dsn, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped before the database could be opened")
+			return exitOK
+		}
+		log.Error("cannot open the database", zap.String("driver", cfg.driver), zap.String("dsn", dsn), zap.Error(err))
+		return exitError
+	}
+	defer closeDB(db, log)
+
+	s := &service{db: db, id: id, holder: id.Holder(), log: log, workDelay: cfg.workDelay}
+	host, err := workers.NewHost(db, id, workers.Config{
+		Coordination: coordination.Config{
+			TTL: cfg.ttl, RenewInterval: cfg.renew, RetryInterval: cfg.retry, Logger: log,
+		},
+	},
+		workers.ClusterSingleton("cluster-report", s.clusterReport),
+		workers.GlobalSingleton("ledger", s.ledger),
+		workers.Partitioned("orders", s.orders, workers.PartitionConfig{}),
+	)
+	if errors.Is(err, workers.ErrInvalidConfig) {
+		fmt.Fprintf(stderr, "sample: invalid timing -ttl=%v -renew=%v -retry=%v (0 = library default): %v\n",
+			cfg.ttl, cfg.renew, cfg.retry, err)
+		return exitUsage
+	}
+	if err != nil {
+		log.Error("cannot create the workers host", zap.Error(err))
+		return exitError
+	}
+	timing := host.Coordinator().Config()
+	log.Info("starting",
+		zap.String("driver", cfg.driver), zap.String("dsn", dsn), zap.String("holder", s.holder),
+		zap.Duration("ttl", timing.TTL), zap.Duration("renew", timing.RenewInterval),
+		zap.Duration("retry", timing.RetryInterval), zap.Int("orders", cfg.orders),
+		zap.Duration("work_delay", cfg.workDelay), zap.Bool("seed_only", cfg.seedOnly))
+
+	if err := setupTables(ctx, db, cfg.orders, setupRetry, log); err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped before the tables were ready")
+			return exitOK
+		}
+		log.Error("cannot set up the sample tables", zap.Error(err))
+		return exitError
+	}
+	if cfg.seedOnly {
+		log.Info("tables ready; -seed-only given, exiting")
+		return exitOK
+	}
+	return serve(ctx, s, host)
+}
+
+// serve runs the host until ctx ends, with the timeline writer beside it.
+func serve(ctx context.Context, s *service, host *workers.Host) int {
+	events, unsubscribe := host.Subscribe(timelineBuffer)
+	defer unsubscribe()
+	writeCtx, stopWriting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriting()
+	tl := followTimeline(writeCtx, s, events)
+
+	start := s.row(kindProcessStart, "", "started")
+	if err := s.write(ctx, start); err != nil && ctx.Err() == nil {
+		s.log.Warn("writing the timeline failed", zap.Error(err))
+	}
+	err := host.Run(ctx)
+
+	// The events channel is closed now; let the writer finish what is
+	// buffered, for at most timelineDrain.
+	drain := time.AfterFunc(timelineDrain, stopWriting)
+	<-tl.done
+	drain.Stop()
+
+	code, detail := exitOK, "stopped cleanly"
+	if err != nil {
+		code, detail = exitError, "stopped with an error: "+err.Error()
+		s.log.Error("host stopped with an error", zap.Error(err))
+	}
+	if werr := s.write(writeCtx, s.row(kindProcessStop, "", detail)); werr != nil {
+		s.log.Warn("writing the timeline failed", zap.Error(werr))
+	}
+	s.log.Info("stopped", zap.Int("exit", code))
+	return code
+}
+
+// newLogger returns a zap logger at Info level writing to w: a
+// human-readable development-style console encoder, or JSON.
+func newLogger(format string, w io.Writer) *zap.Logger {
+	var enc zapcore.Encoder
+	if format == "json" {
+		ec := zap.NewProductionEncoderConfig()
+		ec.EncodeTime = zapcore.ISO8601TimeEncoder
+		ec.EncodeDuration = zapcore.StringDurationEncoder
+		enc = zapcore.NewJSONEncoder(ec)
+	} else {
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+		enc = zapcore.NewConsoleEncoder(ec)
+	}
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), zap.InfoLevel)
+	return zap.New(core, zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w))))
+}
+
+// openDB opens the database, trying openAttempts times, openRetry apart. It
+// does not ping: a server that is down at start is waited for by the table
+// setup and ridden out by the coordinator. Opening can still fail at once,
+// as the SQLite drivers read the library version: with SQLITE_BUSY while
+// another process puts a new file into WAL mode, for example.
+func openDB(ctx context.Context, driver, dsn, redactedDSN string, log *zap.Logger) (*gorm.DB, error) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard, DisableAutomaticPing: true})
+		if err == nil {
+			return db, nil
+		}
+		if attempt == openAttempts {
+			return nil, fmt.Errorf("%d attempts failed, the last: %w", attempt, err)
+		}
+		log.Warn("opening the database failed; retrying", zap.String("driver", driver), zap.String("dsn", redactedDSN),
+			zap.Int("attempt", attempt), zap.Duration("retry_in", openRetry), zap.Error(err))
+		t.Reset(openRetry)
+	}
+}
+
+// closeDB closes the database's connection pool.
+func closeDB(db *gorm.DB, log *zap.Logger) {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return
+	}
+	if err := sqlDB.Close(); err != nil {
+		log.Warn("closing the database failed", zap.Error(err))
+	}
+}

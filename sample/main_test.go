@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/internal/dbopen"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// env returns a getenv function reading vars only.
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func TestBadFlagsExitTwo(t *testing.T) {
+	dsn := dbopen.SQLiteDSN(dbopen.SQLitePure, filepath.Join(t.TempDir(), "flags.db"))
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string // substrings of the error output
+	}{
+		{"bad duration", []string{"-ttl", "soon"}, nil, []string{"-ttl", `"soon"`}},
+		{"bad duration in env", nil, map[string]string{"LEASEHOLD_RETRY": "fast"}, []string{"LEASEHOLD_RETRY", "-retry", `"fast"`}},
+		{"negative work delay", []string{"-work-delay", "-1ms"}, nil, []string{"-work-delay", "-1ms"}},
+		{"negative orders", []string{"-orders", "-5"}, nil, []string{"-orders", "-5"}},
+		{"unknown driver", []string{"-driver", "oracle"}, nil, []string{"-driver", `"oracle"`}},
+		{"unknown driver in env", nil, map[string]string{"LEASEHOLD_DRIVER": "db2"}, []string{"-driver", `"db2"`}},
+		{"bad log format", []string{"-log-format", "xml"}, nil, []string{"-log-format", `"xml"`}},
+		{"postgres needs a dsn", []string{"-driver", "postgres"}, nil, []string{"-dsn", "postgres"}},
+		{"unknown flag", []string{"-bogus"}, nil, []string{"-bogus"}},
+		{"stray argument", []string{"-dsn", dsn, "extra"}, nil, []string{`"extra"`}},
+		{"bad node name", []string{"-dsn", dsn}, map[string]string{"HOSTNAME": "a b"}, []string{"HOSTNAME", `"a b"`}},
+		{"renew too long for the ttl", []string{"-dsn", dsn, "-ttl", "1s", "-renew", "2s"}, nil, []string{"-ttl=1s", "-renew=2s", "RenewInterval"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{"HOSTNAME": "test-node"}
+			for k, v := range tc.env {
+				vars[k] = v
+			}
+			var out syncBuffer
+			if code := run(context.Background(), tc.args, env(vars), &out); code != exitUsage {
+				t.Fatalf("run(%q) = %d, want %d; output:\n%s", tc.args, code, exitUsage, out.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output does not mention %s:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	var out syncBuffer
+	if code := run(context.Background(), []string{"-h"}, env(nil), &out); code != exitOK {
+		t.Fatalf("run(-h) = %d, want 0", code)
+	}
+	if !strings.Contains(out.String(), "-work-delay") {
+		t.Errorf("usage does not list -work-delay:\n%s", out.String())
+	}
+}
+
+// TestProcessesEveryOrderOnce runs the sample in-process on a SQLite file
+// until it has processed every order, stops it as SIGTERM would, and
+// checks the database.
+func TestProcessesEveryOrderOnce(t *testing.T) {
+	const orders = 300
+	dsn := dbopen.SQLiteDSN(dbopen.SQLitePure, filepath.Join(t.TempDir(), "sample.db"))
+	args := []string{"-dsn", dsn, "-orders", "300", "-work-delay", "50us", "-ttl", "3s", "-renew", "1s", "-retry", "300ms"}
+	vars := map[string]string{"HOSTNAME": "test-node", "CLUSTER_NAME": "test"}
+
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, args, env(vars), &logs) }()
+	defer func() {
+		if t.Failed() {
+			t.Logf("sample logs:\n%s", logs.String())
+		}
+	}()
+
+	var db *gorm.DB
+	defer func() {
+		if db == nil {
+			return
+		}
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	}()
+
+	// Wait, polling the database, until every order is processed.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	var processed int64
+	var err error
+	for processed < orders {
+		select {
+		case code := <-exited:
+			t.Fatalf("sample exited early with status %d", code)
+		case <-deadline.C:
+			t.Fatalf("only %d of %d orders processed after 60s", processed, orders)
+		case <-tick.C:
+		}
+		// Errors (a file being created, tables not there yet) count as
+		// not done.
+		if db == nil {
+			if db, err = dbopen.Open(dbopen.SQLitePure, dsn, &gorm.Config{Logger: logger.Discard}); err != nil {
+				continue
+			}
+		}
+		db.Raw("SELECT COUNT(*) FROM sample_orders WHERE processed_by IS NOT NULL").Scan(&processed)
+	}
+
+	cancel() // what SIGTERM does through signal.NotifyContext
+	stopped := time.NewTimer(30 * time.Second)
+	defer stopped.Stop()
+	select {
+	case code := <-exited:
+		if code != exitOK {
+			t.Fatalf("sample exited with status %d, want 0", code)
+		}
+	case <-stopped.C:
+		t.Fatal("sample did not stop within 30s of cancellation")
+	}
+
+	var total, audited, distinct, notOnce int64
+	mustScan(t, db, &total, "SELECT COUNT(*) FROM sample_orders")
+	mustScan(t, db, &audited, "SELECT COUNT(*) FROM sample_processing")
+	mustScan(t, db, &distinct, "SELECT COUNT(DISTINCT order_id) FROM sample_processing")
+	mustScan(t, db, &notOnce, "SELECT COUNT(*) FROM (SELECT order_id FROM sample_processing GROUP BY order_id HAVING COUNT(*) <> 1) d")
+	if total != orders || audited != orders || distinct != orders || notOnce != 0 {
+		t.Errorf("orders %d, audit rows %d, distinct audited orders %d, orders not processed exactly once %d; want %d, %d, %d, 0",
+			total, audited, distinct, notOnce, orders, orders, orders)
+	}
+	var mismatched int64
+	mustScan(t, db, &mismatched, "SELECT COUNT(*) FROM sample_orders o JOIN sample_processing p ON p.order_id = o.id "+
+		"WHERE o.processed_by <> p.member OR o.processed_generation <> p.generation")
+	if mismatched != 0 {
+		t.Errorf("%d orders disagree with their audit row", mismatched)
+	}
+
+	var ledgerRows, holdersPerEpoch int64
+	mustScan(t, db, &ledgerRows, "SELECT COUNT(*) FROM sample_ledger")
+	mustScan(t, db, &holdersPerEpoch, "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(DISTINCT holder) AS n FROM sample_ledger GROUP BY epoch) e")
+	if ledgerRows == 0 || holdersPerEpoch != 1 {
+		t.Errorf("ledger: %d rows, at most %d holders per epoch; want rows and exactly 1 holder per epoch", ledgerRows, holdersPerEpoch)
+	}
+
+	var kinds []string
+	if err := db.Raw("SELECT DISTINCT kind || ':' || worker FROM sample_timeline").Scan(&kinds).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"process-start:", "started-leading:ledger", "started-leading:cluster-report",
+		"assignment-changed:orders", "report:cluster-report",
+		"stopped-leading:ledger", "stopped-leading:cluster-report", "process-stop:",
+	} {
+		if !strings.Contains(strings.Join(kinds, " "), want) {
+			t.Errorf("timeline has no %q row; it has %q", want, kinds)
+		}
+	}
+	var stop string
+	mustScan(t, db, &stop, "SELECT detail FROM sample_timeline WHERE kind = 'process-stop'")
+	if stop != "stopped cleanly" {
+		t.Errorf("process-stop detail = %q, want %q", stop, "stopped cleanly")
+	}
+}
+
+func mustScan(t *testing.T, db *gorm.DB, dest any, query string) {
+	t.Helper()
+	if err := db.Raw(query).Scan(dest).Error; err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
