@@ -270,6 +270,15 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc) error {
 		c.mu.Unlock()
 	}()
 
+	// The pool's rows live in the coordinator's tables: wait until it has
+	// migrated them.
+	select {
+	case <-c.ready:
+	case <-c.closing:
+		return ErrClosed
+	case <-ctx.Done():
+		return nil
+	}
 	log := c.log.With(zap.String("pool", p.key))
 	m := &poolMember{p: p, fn: fn, log: log}
 	defer m.leave(ctx)

@@ -105,11 +105,15 @@ func Open(driver, dsn string, cfg *gorm.Config) (*gorm.DB, error) {
 //
 // For SQLite (cgo) it returns
 //
-//	file:PATH?_journal_mode=WAL&_busy_timeout=5000&_txlock=immediate
+//	file:PATH?_busy_timeout=5000&_journal_mode=WAL&_txlock=immediate
 //
 // and for SQLitePure
 //
-//	file:PATH?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate
+//	file:PATH?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate
+//
+// The busy timeout comes first: switching a new file to WAL takes a lock,
+// and two processes opening it at once must wait for each other rather
+// than fail with SQLITE_BUSY.
 //
 // (the pure driver defaults to synchronous=FULL, which is about ten times
 // slower; the cgo driver already defaults to NORMAL). The characters '%',
@@ -121,9 +125,9 @@ func SQLiteDSN(driver, path string) string {
 	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	switch driver {
 	case SQLite:
-		return "file:" + p + "?_journal_mode=WAL&_busy_timeout=5000&_txlock=immediate"
+		return "file:" + p + "?_busy_timeout=5000&_journal_mode=WAL&_txlock=immediate"
 	case SQLitePure:
-		return "file:" + p + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)" +
+		return "file:" + p + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)" +
 			"&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	default:
 		panic(fmt.Sprintf("dbopen.SQLiteDSN: driver %q is not a SQLite driver (want %q or %q)",

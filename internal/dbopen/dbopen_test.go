@@ -54,9 +54,9 @@ func TestSQLiteDSN(t *testing.T) {
 	tests := []struct {
 		driver, path, want string
 	}{
-		{SQLite, "/tmp/a.db", "file:/tmp/a.db?_journal_mode=WAL&_busy_timeout=5000&_txlock=immediate"},
-		{SQLitePure, "/tmp/a.db", "file:/tmp/a.db?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate"},
-		{SQLite, "/tmp/a?b#c%d.db", "file:/tmp/a%3fb%23c%25d.db?_journal_mode=WAL&_busy_timeout=5000&_txlock=immediate"},
+		{SQLite, "/tmp/a.db", "file:/tmp/a.db?_busy_timeout=5000&_journal_mode=WAL&_txlock=immediate"},
+		{SQLitePure, "/tmp/a.db", "file:/tmp/a.db?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"},
+		{SQLite, "/tmp/a?b#c%d.db", "file:/tmp/a%3fb%23c%25d.db?_busy_timeout=5000&_journal_mode=WAL&_txlock=immediate"},
 	}
 	for _, tt := range tests {
 		if got := SQLiteDSN(tt.driver, tt.path); got != tt.want {
