@@ -1,6 +1,8 @@
 package coordination
 
 import (
+	"github.com/leasehold/leasehold/internal/ctxtime"
+
 	"context"
 	"errors"
 	"fmt"
@@ -263,16 +265,8 @@ func (c *Coordinator) backoff(n int) time.Duration {
 	return max(d/2+rand.N(d/2+1), time.Millisecond)
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// sleepCtx waits d or until ctx is done; it reports whether d passed.
+var sleepCtx = ctxtime.Sleep
 
 // heldTerms returns the terms to renew, sorted by name.
 func (c *Coordinator) heldTerms() ([]store.Term, time.Time) {

@@ -94,7 +94,8 @@ func start(t testing.TB, db *gorm.DB, node string, cfg Config) *running {
 	return startCoordinator(t, c)
 }
 
-func startCoordinator(t testing.TB, c *Coordinator) *running {
+// launch runs c until the test ends, without waiting for it to be ready.
+func launch(t testing.TB, c *Coordinator) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{Coordinator: c, cancel: cancel, runErr: make(chan error, 1)}
@@ -107,6 +108,13 @@ func startCoordinator(t testing.TB, c *Coordinator) *running {
 			t.Errorf("coordinator %s did not stop within %v", c.Holder(), wait)
 		}
 	})
+	return r
+}
+
+// startCoordinator runs c until the test ends and waits until it is ready.
+func startCoordinator(t testing.TB, c *Coordinator) *running {
+	t.Helper()
+	r := launch(t, c)
 	select {
 	case <-c.Ready():
 	case err := <-r.runErr:

@@ -174,18 +174,7 @@ func caseDatabaseDownAtStart(t *testing.T, o *outageEnv) {
 	}
 	events, unsub := c.Subscribe(256)
 	defer unsub()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	r := &running{Coordinator: c, cancel: cancel, runErr: make(chan error, 1)}
-	go func() { r.runErr <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-c.Done():
-		case <-time.After(wait):
-			t.Errorf("Run did not return within %v of cancellation", wait)
-		}
-	})
+	r := launch(t, c)
 	e := election(t, c, GlobalScope, "down-at-start")
 	campCtx, campCancel := context.WithTimeout(context.Background(), 2*wait)
 	defer campCancel()
@@ -230,7 +219,7 @@ func caseDatabaseDownAtStart(t *testing.T, o *outageEnv) {
 	}
 	stillRunning(t, r)
 	release(t, l)
-	cancel()
+	r.cancel()
 	select {
 	case err := <-r.runErr:
 		if err != nil {

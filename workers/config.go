@@ -1,8 +1,9 @@
 package workers
 
 import (
+	"github.com/leasehold/leasehold/internal/ctxtime"
+
 	"cmp"
-	"context"
 	"fmt"
 	"time"
 
@@ -93,13 +94,4 @@ func (b *restartBackoff) failed(ran time.Duration) time.Duration {
 func (b *restartBackoff) succeeded() { b.failures = 0 }
 
 // sleepCtx waits d or until ctx is done; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+var sleepCtx = ctxtime.Sleep

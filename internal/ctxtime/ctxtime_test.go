@@ -1,0 +1,22 @@
+package ctxtime
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestSleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		if !Sleep(context.Background(), time.Second) || time.Since(start) != time.Second {
+			t.Fatalf("Sleep did not wait exactly 1s")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if Sleep(ctx, time.Hour) || time.Since(start) != time.Second {
+			t.Fatalf("Sleep on a cancelled context waited")
+		}
+	})
+}
