@@ -55,6 +55,7 @@ type workerState struct {
 	mu   sync.Mutex
 	term *coordination.Lease // the term the worker runs under, until released
 	pool *PoolStatus         // the partitioned worker's current assignment
+	ref  *coordination.Pool  // the partitioned worker's pool, once it runs
 }
 
 // setTerm records the term the worker runs under; nil when none.

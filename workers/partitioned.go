@@ -78,6 +78,9 @@ func (p *partitioned) run(ctx context.Context, h *Host) error {
 	if err != nil {
 		return err
 	}
+	st.mu.Lock()
+	st.ref = pool
+	st.mu.Unlock()
 	return pool.Run(ctx, func(ctx context.Context, a coordination.Assignment) error {
 		p.work(ctx, h, st, a)
 		return nil

@@ -207,6 +207,26 @@ func casePartitionedFive(t *testing.T, b *bundle) {
 	waitMembers(4)
 	add("node-e")
 	join := waitMembers(5)
+	// Status shows this process's assignment and the pool as the database
+	// sees it.
+	st, err := nodes[0].host.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Pools) != 1 {
+		t.Fatalf("Status.Pools = %+v, want one pool", st.Pools)
+	}
+	ps := st.Pools[0]
+	live := 0
+	for _, m := range ps.Pool.Members {
+		if m.Live {
+			live++
+		}
+	}
+	if ps.Worker != "items" || ps.Assignment.Count != 5 || live != 5 || ps.Pool.Generation != ps.Assignment.Generation ||
+		len(ps.Pool.List) != 5 {
+		t.Fatalf("pool status = %+v (live members %d), want count 5 and 5 live members at the assignment's generation", ps, live)
+	}
 	nodes[1].stop() // graceful leave
 	if err := <-nodes[1].done; err != nil {
 		t.Fatalf("leaving host: %v", err)

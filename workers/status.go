@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/leasehold/leasehold/coordination"
@@ -37,11 +38,16 @@ type Leading struct {
 // PoolStatus is a partitioned worker's view of its pool.
 type PoolStatus struct {
 	Worker string
-	// Assignment is this process's share of the work.
+	// Assignment is this process's share of the work; the zero value
+	// while it has none (during a rebalance).
 	Assignment Assignment
 	// Members are the ids of the pool's members, in index order, for the
 	// generation of Assignment: Members[Assignment.Index] is this process.
 	Members []string
+	// Pool is the pool as the database sees it now: its generation and
+	// every member row with its holder, whether it is live by the database
+	// clock, and the generation it acknowledged. Status reads it.
+	Pool coordination.PoolState
 }
 
 // Assignment is one process's share of a partitioned worker's work: index
@@ -49,10 +55,11 @@ type PoolStatus struct {
 // Epoch. It is coordination.Assignment, with Valid and Fence.
 type Assignment = coordination.Assignment
 
-// Status reports the terms this process leads and the assignments of its
-// partitioned workers. It reads this process's memory; a term counts as
-// held only while Lease.Valid reports true. It fails only when ctx is
-// done.
+// Status reports the terms this process leads, the assignments of its
+// partitioned workers, and each pool as the database sees it. Leading and
+// assignments come from this process's memory (a term counts only while
+// Lease.Valid reports true); the pools are read from the database, one
+// query per partitioned worker.
 func (h *Host) Status(ctx context.Context) (Status, error) {
 	if err := ctx.Err(); err != nil {
 		return Status{}, err
@@ -60,16 +67,25 @@ func (h *Host) Status(ctx context.Context) (Status, error) {
 	s := Status{Holder: h.coord.Holder(), Identity: h.coord.Identity()}
 	for _, st := range h.states {
 		st.mu.Lock()
-		term, pool := st.term, st.pool
+		term, pool, ref := st.term, st.pool, st.ref
 		st.mu.Unlock()
 		if term != nil && term.Valid() {
 			s.Leading = append(s.Leading, Leading{Worker: st.w.Name(), Kind: st.w.Kind(), Lease: term.Name(), Epoch: term.Epoch()})
 		}
-		if pool != nil {
-			p := *pool
-			p.Members = slices.Clone(p.Members)
-			s.Pools = append(s.Pools, p)
+		if ref == nil {
+			continue
 		}
+		p := PoolStatus{Worker: st.w.Name()}
+		if pool != nil {
+			p = *pool
+			p.Members = slices.Clone(p.Members)
+		}
+		state, err := ref.State(ctx)
+		if err != nil {
+			return s, fmt.Errorf("workers: status of partitioned worker %q: %w", st.w.Name(), err)
+		}
+		p.Pool = state
+		s.Pools = append(s.Pools, p)
 	}
 	return s, nil
 }
