@@ -32,6 +32,7 @@ type leaseStore interface {
 	Fence(tx *gorm.DB, name string) (store.Row, bool, error)
 	SetData(ctx context.Context, holder string, t store.Term, data string) (bool, error)
 	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
+	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
 	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
 	CheckSchema(ctx context.Context) error
 }

@@ -210,7 +210,8 @@ func kindIs(k EventKind, lease string) func(Event) bool {
 }
 
 // faultStore wraps the real store and fails chosen operations while a
-// switch is on.
+// switch is on; failAll fails every database operation, as for a process
+// cut off from the database.
 type faultStore struct {
 	leaseStore
 	failRenew   atomic.Bool
@@ -248,6 +249,41 @@ func (f *faultStore) Release(ctx context.Context, holder string, terms []store.T
 		return 0, errInjected
 	}
 	return f.leaseStore.Release(ctx, holder, terms)
+}
+
+func (f *faultStore) EnsureRow(ctx context.Context, name string) error {
+	if f.failAll.Load() {
+		return errInjected
+	}
+	return f.leaseStore.EnsureRow(ctx, name)
+}
+
+func (f *faultStore) List(ctx context.Context, prefix string) ([]store.Row, error) {
+	if f.failAll.Load() {
+		return nil, errInjected
+	}
+	return f.leaseStore.List(ctx, prefix)
+}
+
+func (f *faultStore) SetData(ctx context.Context, holder string, t store.Term, data string) (bool, error) {
+	if f.failAll.Load() {
+		return false, errInjected
+	}
+	return f.leaseStore.SetData(ctx, holder, t, data)
+}
+
+func (f *faultStore) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
+	if f.failAll.Load() {
+		return false, errInjected
+	}
+	return f.leaseStore.Publish(ctx, name, from, data)
+}
+
+func (f *faultStore) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
+	if f.failAll.Load() {
+		return 0, errInjected
+	}
+	return f.leaseStore.PruneDead(ctx, prefix, grace)
 }
 
 // startFaulty runs a coordinator whose store can be made to fail.

@@ -165,6 +165,20 @@ func (m *memStore) Publish(ctx context.Context, name string, from int64, data st
 	return true, nil
 }
 
+func (m *memStore) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := nowUS()
+	var n int64
+	for name, r := range m.rows {
+		if strings.HasPrefix(name, prefix) && r.ExpiresAtUS < now && (r.Holder == "" || r.ExpiresAtUS < now-grace.Microseconds()) {
+			delete(m.rows, name)
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (m *memStore) Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error) {
 	return nil, nil
 }

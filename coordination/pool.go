@@ -382,6 +382,7 @@ func (m *poolMember) step(ctx context.Context) bool {
 			m.fail("publish", err)
 		} else if ok {
 			m.log.Info("published generation", zap.Int64("generation", st.Generation+1), zap.Strings("members", next))
+			m.pruneDead(opCtx)
 		}
 		return false // read again soon, as everyone else will
 	}
@@ -507,4 +508,24 @@ func (m *poolMember) leave(ctx context.Context) {
 		}
 	}
 	_ = m.mem.Release(opCtx)
+}
+
+// deadMemberGrace is how long, in TTLs, an expired member row is kept
+// before it is pruned; released rows go at once. A row is only a record of
+// a process start that has ended: its instance id never returns.
+const deadMemberGrace = 10
+
+// pruneDead deletes member rows of processes that left or died, so the
+// pool's reads stay small however often processes restart. It runs after
+// a publish, that is, only when membership changed.
+func (m *poolMember) pruneDead(ctx context.Context) {
+	c := m.p.c
+	n, err := c.store.PruneDead(ctx, m.p.memberPrefix, deadMemberGrace*c.cfg.TTL)
+	if err != nil {
+		m.fail("prune dead members", err)
+		return
+	}
+	if n > 0 {
+		m.log.Info("pruned dead member rows", zap.Int64("rows", n))
+	}
 }

@@ -239,6 +239,27 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 		if took > cfg.TTL+2*poll {
 			t.Errorf("rebalance after a crash took %v, want within TTL + one poll interval (%v)", took, cfg.TTL+poll)
 		}
+
+		// Dead member rows are pruned when membership changes: the leaver's
+		// released row at once, the crashed member's after ten TTLs.
+		memberRow := func(n *poolNode) string { return "pool/global/orders/member/" + n.c.id.Instance }
+		hasRow := func(name string) bool {
+			ms.mu.Lock()
+			defer ms.mu.Unlock()
+			return ms.rows[name] != nil
+		}
+		if hasRow(memberRow(nodes[1])) {
+			t.Errorf("the leaver's released member row was not pruned")
+		}
+		if !hasRow(memberRow(nodes[2])) {
+			t.Errorf("the crashed member's row was pruned before its grace period")
+		}
+		time.Sleep(deadMemberGrace * cfg.TTL) // fake time
+		add(5)
+		rec.waitSettled(t, 4, time.Minute)
+		if hasRow(memberRow(nodes[2])) {
+			t.Errorf("the crashed member's row was not pruned after %d TTLs", deadMemberGrace)
+		}
 		rec.check(t)
 	})
 }

@@ -298,3 +298,11 @@ func (d *dialect) sqlPublish(table string, from int64) string {
 	return "UPDATE " + table + " SET epoch = epoch + 1, data = ?, renewed_at_us = " + d.now +
 		" WHERE name = ? AND holder = '' AND epoch = " + strconv.FormatInt(from, 10)
 }
+
+// sqlPruneDead deletes the rows under a name prefix that are released, or
+// expired for longer than graceMicros, by the database clock. Arguments:
+// the LIKE pattern.
+func (d *dialect) sqlPruneDead(table string, graceMicros int64) string {
+	return "DELETE FROM " + table + " WHERE name LIKE ? ESCAPE '!' AND expires_at_us < " + d.now +
+		" AND (holder = '' OR expires_at_us < " + d.now + " - " + strconv.FormatInt(graceMicros, 10) + ")"
+}

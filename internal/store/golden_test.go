@@ -92,6 +92,7 @@ func TestGoldenSQL(t *testing.T) {
 			q, args = d.sqlSetData(leases, holder, one[0], "42")
 			section("set a term's data (a member's acknowledged generation)", render(db, q, args...))
 			section("publish a pool's next generation (compare-and-set)", render(db, d.sqlPublish(leases, 41), "a1b2,c3d4", "pool/global/orders/generation"))
+			section("prune dead pool members", render(db, d.sqlPruneDead(leases, ttl*10), likeEscape("pool/global/orders/member/")+"%"))
 			section("read leases", render(db, d.sqlSelect(leases, 2), "global/billing", "global/outbox"))
 			section("list all leases", render(db, d.sqlList(leases, false)))
 			section("list leases by prefix", render(db, d.sqlList(leases, true), likeEscape("cluster/eu_1/")+"%"))

@@ -420,3 +420,12 @@ func (s *Store) Publish(ctx context.Context, name string, from int64, data strin
 	res := s.db.WithContext(ctx).Exec(s.d.sqlPublish(s.leases, from), data, name)
 	return res.RowsAffected == 1, res.Error
 }
+
+// PruneDead deletes the rows whose name starts with prefix that were
+// released, or have been expired for longer than grace, and returns how
+// many it deleted. Pools use it for the member rows of processes that left
+// or died, whose names (by instance id) are never used again.
+func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(s.d.sqlPruneDead(s.leases, micros(grace)), likeEscape(prefix)+"%")
+	return res.RowsAffected, res.Error
+}

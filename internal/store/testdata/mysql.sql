@@ -30,6 +30,10 @@ UPDATE `leasehold_leases` SET data = ? WHERE holder = ? AND name = ? AND epoch =
 UPDATE `leasehold_leases` SET epoch = epoch + 1, data = ?, renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE name = ? AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool/global/orders/generation";
 
+-- prune dead pool members
+DELETE FROM `leasehold_leases` WHERE name LIKE ? ESCAPE '!' AND expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AND (holder = '' OR expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000)
+-- args: "pool/global/orders/member/%";
+
 -- read leases
 SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` WHERE name IN (?, ?)
 -- args: "global/billing", "global/outbox";

@@ -30,6 +30,10 @@ UPDATE "leasehold_leases" SET data = $1 WHERE holder = $2 AND name = $3 AND epoc
 UPDATE "leasehold_leases" SET epoch = epoch + 1, data = $1, renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE name = $2 AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool/global/orders/generation";
 
+-- prune dead pool members
+DELETE FROM "leasehold_leases" WHERE name LIKE $1 ESCAPE '!' AND expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AND (holder = '' OR expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000)
+-- args: "pool/global/orders/member/%";
+
 -- read leases
 SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name IN ($1, $2)
 -- args: "global/billing", "global/outbox";

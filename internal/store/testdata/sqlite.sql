@@ -30,6 +30,10 @@ UPDATE "leasehold_leases" SET data = ? WHERE holder = ? AND name = ? AND epoch =
 UPDATE "leasehold_leases" SET epoch = epoch + 1, data = ?, renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE name = ? AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool/global/orders/generation";
 
+-- prune dead pool members
+DELETE FROM "leasehold_leases" WHERE name LIKE ? ESCAPE '!' AND expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AND (holder = '' OR expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000)
+-- args: "pool/global/orders/member/%";
+
 -- read leases
 SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name IN (?, ?)
 -- args: "global/billing", "global/outbox";

@@ -30,6 +30,10 @@ UPDATE [leasehold_leases] SET data = @p1 WHERE holder = @p2 AND name = @p3 AND e
 UPDATE [leasehold_leases] SET epoch = epoch + 1, data = @p1, renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE name = @p2 AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool/global/orders/generation";
 
+-- prune dead pool members
+DELETE FROM [leasehold_leases] WHERE name LIKE @p1 ESCAPE '!' AND expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AND (holder = '' OR expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000)
+-- args: "pool/global/orders/member/%";
+
 -- read leases
 SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WHERE name IN (@p1, @p2)
 -- args: "global/billing", "global/outbox";
