@@ -39,6 +39,17 @@
 // it still runs, so the next holder's function starts after this one's
 // returned.
 //
+// A partitioned worker's function gets an Assignment: Index of Count in a
+// pool generation. Within a generation the indexes are distinct and cover
+// 0..Count-1, and Count is the number of members in it. A new generation
+// starts only after every member has stopped the previous one (see
+// coordination.Pool), so no index is worked on by two processes at
+// overlapping times; members that stay keep their relative order.
+// a.Fence(tx) makes a transaction commit only while its generation is
+// current and this process holds its membership. Host.Status reports each
+// pool as the database sees it. All memberships and leases of a host are
+// renewed by one statement per tick, however many workers it runs.
+//
 // # Restarts, backoff and panics
 //
 // The host never dies of a worker: a panic in a worker function is
