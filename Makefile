@@ -8,7 +8,7 @@ GOLANGCI_VER  := v2.15.0
 TEST_TIMEOUT  ?= 9m
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint fmt vet tidy ddl demo
+.PHONY: help test lint fmt vet tidy ddl demo chaos
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,3 +37,6 @@ ddl: ## print the schema DDL: make ddl DIALECT=postgres|mysql|sqlite|sqlserver
 
 demo: ## run the failover demo: three copies of ./sample on SQLite, the leader killed (under 2 min)
 	GO="$(GO)" $(GO) run ./sample/demo
+
+chaos: ## fault injection: 4 worker processes per dialect, SIGKILL/SIGSTOP/db restarts, histories checked (CHAOS_FAULTS=30, CHAOS_SEED)
+	GO="$(GO)" CHAOS_FAULTS="$(or $(CHAOS_FAULTS),30)" $(GO) run ./internal/chaos/cmd/chaos

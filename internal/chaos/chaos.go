@@ -1,0 +1,676 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/history"
+	"github.com/leasehold/leasehold/internal/testdb"
+)
+
+// Fault timing.
+const (
+	// Procs is the number of worker processes per dialect.
+	Procs = 4
+	// PauseFor is how long a paused leader stays stopped: longer than TTL.
+	PauseFor = TTL + 500*time.Millisecond
+	// DBDownFor is how long a restarted database server stays down: as
+	// long as TTL, so that every holder passes its trust deadline.
+	DBDownFor = TTL
+	// RestartAllowance is the time allowed for the database server to
+	// come back after a restart began.
+	RestartAllowance = 4 * time.Second
+	// safety covers, after a kill, the renewal phase of the killed holder,
+	// the acquire retry's jitter and the pool's rebalance round.
+	safety = 1500 * time.Millisecond
+	// gap is added to a bound before the next fault, so that faults are
+	// spaced by more than their bound.
+	gap = 300 * time.Millisecond
+	// readyTimeout bounds every wait for a leader and a full assignment.
+	readyTimeout = 45 * time.Second
+	// itemsTimeout bounds the wait for every item to be processed.
+	itemsTimeout = 3 * time.Minute
+	// termTimeout bounds the graceful stop of the workers.
+	termTimeout = 10 * time.Second
+	// pollEvery is how often the runner reads the histories.
+	pollEvery = 100 * time.Millisecond
+)
+
+// Bounds returns the recovery bound of each fault kind.
+func Bounds() map[history.FaultKind]time.Duration {
+	return map[history.FaultKind]time.Duration{
+		history.FaultKill:      TTL + 2*RetryInterval + safety,
+		history.FaultPause:     PauseFor + TTL,
+		history.FaultDBRestart: RestartAllowance + TTL,
+	}
+}
+
+// Dialects are the dialects the suite runs on, in order.
+var Dialects = []string{"sqlite", "postgres", "mysql"}
+
+// Options configure Run.
+type Options struct {
+	// Faults is the total number of faults across the dialects. Zero or
+	// less means each applicable fault kind exactly once per dialect.
+	Faults int
+	// Seed seeds the pseudo-random choices.
+	Seed uint64
+	// Items is the number of seeded items per dialect (default 3000).
+	Items int
+	// Dialects defaults to Dialects.
+	Dialects []string
+	// Out receives the progress and the report (default os.Stdout).
+	Out io.Writer
+	// Required reports whether a dialect whose server binaries are
+	// missing is a failure rather than a skip (default testdb.Required).
+	Required func(dialect string) bool
+}
+
+// Run runs the suite and reports whether every dialect passed. The report
+// (history.Report) is written to Out. Temporary files are removed when it
+// passes and kept (and named) when it fails.
+func Run(ctx context.Context, o Options) (ok bool, err error) {
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if o.Items <= 0 {
+		o.Items = 3000
+	}
+	if len(o.Dialects) == 0 {
+		o.Dialects = Dialects
+	}
+	if o.Required == nil {
+		o.Required = testdb.Required
+	}
+	fmt.Fprintf(o.Out, "chaos: seed=%d (CHAOS_SEED=%d replays it) faults=%d items=%d dialects=%s\n",
+		o.Seed, o.Seed, o.Faults, o.Items, strings.Join(o.Dialects, ","))
+	root, err := os.MkdirTemp("", "leasehold-chaos-")
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if ok && err == nil {
+			_ = os.RemoveAll(root)
+		} else {
+			fmt.Fprintf(o.Out, "chaos: FAIL: temporary files kept in %s\n", root)
+		}
+	}()
+	bin, err := buildWorker(ctx, root)
+	if err != nil {
+		return false, err
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	plans := plan(o, rng)
+	var results []history.DialectResult
+	var problems []string
+	for _, d := range o.Dialects {
+		r := &dialectRun{name: d, dir: filepath.Join(root, d), bin: bin, out: o.Out, rng: rng, items: o.Items}
+		res, probs, skipped, err := r.run(ctx, plans[d], o.Required(d))
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", d, err)
+		}
+		if skipped {
+			continue
+		}
+		results = append(results, history.DialectResult{Dialect: d, Result: res})
+		for _, p := range probs {
+			problems = append(problems, d+": "+p)
+		}
+	}
+	ok = history.Report(o.Out, results...)
+	for _, p := range problems {
+		fmt.Fprintf(o.Out, "chaos: FAIL: %s\n", p)
+	}
+	return ok && len(problems) == 0, nil
+}
+
+// plan chooses the faults of each dialect: every applicable kind once
+// (in random order), then random kinds up to the dialect's share of
+// o.Faults. On SQLite a database restart is replaced by a kill.
+func plan(o Options, rng *rand.Rand) map[string][]history.FaultKind {
+	out := map[string][]history.FaultKind{}
+	for i, d := range o.Dialects {
+		kinds := []history.FaultKind{history.FaultKill, history.FaultPause, history.FaultDBRestart}
+		if d == "sqlite" {
+			kinds = kinds[:2]
+		}
+		n := len(kinds)
+		if o.Faults > 0 {
+			n = o.Faults / len(o.Dialects)
+			if i < o.Faults%len(o.Dialects) {
+				n++
+			}
+		}
+		var ks []history.FaultKind
+		for _, j := range rng.Perm(len(kinds)) {
+			ks = append(ks, kinds[j])
+		}
+		for len(ks) < n {
+			k := []history.FaultKind{history.FaultKill, history.FaultPause, history.FaultDBRestart}[rng.IntN(3)]
+			if d == "sqlite" && k == history.FaultDBRestart {
+				k = history.FaultKill
+			}
+			ks = append(ks, k)
+		}
+		out[d] = ks[:n]
+	}
+	return out
+}
+
+// dialectRun is the run on one dialect.
+type dialectRun struct {
+	name, dir, bin string
+	out            io.Writer
+	rng            *rand.Rand
+	items          int
+
+	driver, dsn string
+	srv         *testdb.Server
+	db          *gorm.DB
+	histDir     string
+	rec         *history.Recorder
+	tail        *tailer
+	procs       []*proc
+	nodes       int
+	problems    []string
+	recoveries  map[history.FaultKind][]time.Duration
+}
+
+func (r *dialectRun) logf(format string, args ...any) {
+	fmt.Fprintf(r.out, "chaos: %s: %s\n", r.name, fmt.Sprintf(format, args...))
+}
+
+func (r *dialectRun) problem(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.logf("PROBLEM: %s", msg)
+	r.problems = append(r.problems, msg)
+}
+
+// run runs the dialect's faults and checks its history.
+func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, required bool) (res history.Result, problems []string, skipped bool, err error) {
+	r.histDir = filepath.Join(r.dir, "history")
+	if err := os.MkdirAll(r.histDir, 0o755); err != nil {
+		return res, nil, false, err
+	}
+	defer r.killAll()
+	if err := r.openDB(ctx); err != nil {
+		if errors.Is(err, testdb.ErrBinariesMissing) {
+			if required {
+				return res, nil, false, fmt.Errorf("%s=%s requires it, but: %w", testdb.RequireEnv, r.name, err)
+			}
+			r.logf("SKIPPING %s: %v (set %s=%s to make this a failure)", strings.ToUpper(r.name), err, testdb.RequireEnv, r.name)
+			return res, nil, true, nil
+		}
+		return res, nil, false, err
+	}
+	defer r.closeDB()
+	if err := r.seed(ctx); err != nil {
+		return res, nil, false, err
+	}
+	r.rec, err = history.Create(filepath.Join(r.histDir, "runner.jsonl"), "runner/"+Cluster+"/"+r.name)
+	if err != nil {
+		return res, nil, false, err
+	}
+	defer func() { _ = r.rec.Close() }()
+	r.tail = newTailer(r.histDir)
+	r.recoveries = map[history.FaultKind][]time.Duration{}
+	for range Procs {
+		if _, err := r.start(); err != nil {
+			return res, nil, false, err
+		}
+	}
+	t0 := time.Now()
+	if err := r.waitReady(ctx, readyTimeout); err != nil {
+		return res, nil, false, fmt.Errorf("before the first fault: %w", err)
+	}
+	r.logf("leader and full %d-member assignment after %v; faults: %v", Procs, time.Since(t0).Round(time.Millisecond), faults)
+	bounds := Bounds()
+	for i, k := range faults {
+		if err := ctx.Err(); err != nil {
+			return res, nil, false, err
+		}
+		healed, err := r.inject(k)
+		if err != nil {
+			return res, nil, false, err
+		}
+		// Wait until recovered, and in any case past the bound, so the
+		// next fault does not fall inside this one's window.
+		rec, err := r.waitRecovered(ctx, healed, bounds[k])
+		if err != nil {
+			return res, nil, false, err
+		}
+		if rec < 0 {
+			r.problem("fault %d (%s): not recovered within %v", i+1, k, readyTimeout)
+		} else {
+			r.recoveries[k] = append(r.recoveries[k], rec)
+			r.logf("fault %d/%d %s: leader and full assignment again %v after the fault", i+1, len(faults), k, rec.Round(time.Millisecond))
+		}
+	}
+	if err := r.waitItems(ctx); err != nil {
+		r.problem("%v", err)
+	}
+	stopAt := history.Now()
+	_ = r.rec.Notef("stopping all workers")
+	r.stopAll()
+	for _, p := range r.procs {
+		if !p.killed && !p.stopped && p.exited() {
+			r.problem("worker %s (pid %d) exited on its own: %v; log %s", p.node, p.pid, p.waitErr, p.logPath)
+		}
+	}
+	if err := r.verifyTable(ctx); err != nil {
+		r.problem("%v", err)
+	}
+	_ = r.rec.Close()
+	h, err := history.ReadDir(r.histDir)
+	if err != nil {
+		return res, nil, false, err
+	}
+	res = history.Check(h, history.Config{
+		Leases:       []string{LedgerLease},
+		Pools:        []history.PoolRequirement{{Pool: ItemsPool, Members: 0}},
+		Items:        int64(r.items),
+		Bound:        bounds,
+		ObserveUntil: stopAt,
+	})
+	r.summarize(res)
+	return res, r.problems, false, nil
+}
+
+// summarize prints the failovers per fault kind as the checker measured
+// them, and the runner's own recovery figures.
+func (r *dialectRun) summarize(res history.Result) {
+	type agg struct {
+		n, superseded int
+		max, sum      time.Duration
+	}
+	by := map[string]*agg{}
+	for _, f := range res.Stats.Failovers {
+		key := string(f.Fault) + " " + f.Lease + f.Pool
+		a := by[key]
+		if a == nil {
+			a = &agg{}
+			by[key] = a
+		}
+		a.n++
+		if f.Superseded {
+			a.superseded++
+			continue
+		}
+		a.max = max(a.max, f.Duration)
+		a.sum += f.Duration
+	}
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		a := by[k]
+		mean := time.Duration(0)
+		if a.n > a.superseded {
+			mean = a.sum / time.Duration(a.n-a.superseded)
+		}
+		r.logf("failovers %s: n=%d superseded=%d max=%v mean=%v", k, a.n, a.superseded, a.max.Round(time.Millisecond), mean.Round(time.Millisecond))
+	}
+	st := res.Stats
+	r.logf("events=%d lease_terms=%d partition_terms=%d exempt_overlaps=%d accepted_writes=%d rejected_writes=%d items=%d truncated=%d",
+		st.Events, st.LeaseTerms, st.PartitionTerms, st.ExemptOverlaps, st.AcceptedWrites, st.RejectedWrites, st.ItemsProcessed, len(st.Truncated))
+}
+
+// openDB starts the dialect's database and opens the runner's handle.
+func (r *dialectRun) openDB(ctx context.Context) error {
+	var err error
+	switch r.name {
+	case "sqlite":
+		r.driver = dbopen.SQLitePure
+		r.dsn = dbopen.SQLiteDSN(dbopen.SQLitePure, filepath.Join(r.dir, "chaos.db"))
+	case "postgres", "mysql":
+		start := testdb.StartPostgres
+		if r.name == "mysql" {
+			start = testdb.StartMariaDB
+		}
+		r.srv, err = start(ctx)
+		if err != nil {
+			return err
+		}
+		if err := r.srv.CreateDatabase(ctx, "chaos"); err != nil {
+			return err
+		}
+		if r.name == "postgres" {
+			r.driver, r.dsn = dbopen.Postgres, r.srv.DSN("chaos")+" connect_timeout=2"
+		} else {
+			r.driver, r.dsn = dbopen.MySQL, r.srv.DSN("chaos")+"?parseTime=true&loc=UTC&timeout=2s"
+		}
+	default:
+		return fmt.Errorf("unknown dialect %q", r.name)
+	}
+	r.db, err = dbopen.Open(r.driver, r.dsn, &gorm.Config{Logger: logger.Discard})
+	return err
+}
+
+func (r *dialectRun) closeDB() {
+	if r.db != nil {
+		if s, err := r.db.DB(); err == nil {
+			_ = s.Close()
+		}
+	}
+	if r.srv != nil {
+		if err := r.srv.Close(); err != nil {
+			r.problem("closing the %s server: %v", r.name, err)
+		}
+	}
+}
+
+// seed creates the tables and the items.
+func (r *dialectRun) seed(ctx context.Context) error {
+	db := r.db.WithContext(ctx)
+	if err := db.AutoMigrate(&Item{}, &LedgerRow{}); err != nil {
+		return fmt.Errorf("create the chaos tables: %w", err)
+	}
+	items := make([]Item, r.items)
+	for i := range items {
+		items[i].ID = int64(i + 1)
+	}
+	if err := db.CreateInBatches(items, 500).Error; err != nil {
+		return fmt.Errorf("seed %d items: %w", r.items, err)
+	}
+	return nil
+}
+
+// start starts one more worker process.
+func (r *dialectRun) start() (*proc, error) {
+	r.nodes++
+	node := fmt.Sprintf("w%d", r.nodes)
+	p, err := startProc(r.bin, node, filepath.Join(r.dir, node+".log"),
+		"-driver", r.driver, "-dsn", r.dsn, "-dir", r.histDir)
+	if err != nil {
+		return nil, err
+	}
+	r.procs = append(r.procs, p)
+	return p, nil
+}
+
+// running returns the processes neither killed nor exited (paused ones
+// included), and live the pids of those not paused.
+func (r *dialectRun) running() (ps []*proc, live map[int]bool) {
+	live = map[int]bool{}
+	for _, p := range r.procs {
+		if p.killed || p.stopped || p.exited() {
+			continue
+		}
+		ps = append(ps, p)
+		if !p.paused {
+			live[p.pid] = true
+		}
+	}
+	return ps, live
+}
+
+// ready reports whether a live process leads and the live processes hold
+// a full assignment of one generation with one index each.
+func (r *dialectRun) ready() (bool, error) {
+	if err := r.tail.poll(); err != nil {
+		return false, err
+	}
+	for _, p := range r.procs {
+		if !p.killed && !p.stopped && p.exited() {
+			return false, fmt.Errorf("worker %s (pid %d) exited on its own: %w; log %s",
+				p.node, p.pid, cmpErr(p.waitErr, errors.New("exit status 0")), p.logPath)
+		}
+	}
+	_, live := r.running()
+	return r.tail.leaderOf(live) != 0 && r.tail.fullyAssigned(live, len(live)), nil
+}
+
+// waitReady waits at most d until ready.
+func (r *dialectRun) waitReady(ctx context.Context, d time.Duration) error {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		ok, err := r.ready()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("no leader and full %d-member assignment within %v", Procs, d)
+		case <-t.C:
+		}
+	}
+}
+
+// waitRecovered waits until ready and until bound+gap has passed since
+// from. It returns how long after from the runner first saw the system
+// ready again (after from+1 poll), or -1 if it did not within
+// readyTimeout.
+func (r *dialectRun) waitRecovered(ctx context.Context, from time.Time, bound time.Duration) (time.Duration, error) {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	recovered := time.Duration(-1)
+	// Let the fault take effect before looking: a killed or paused
+	// leader's terms look open until its successor starts.
+	settle := from.Add(TTL / 2)
+	for {
+		now := time.Now()
+		if recovered < 0 && now.After(settle) {
+			ok, err := r.ready()
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				recovered = now.Sub(from)
+			}
+		}
+		if now.After(from.Add(bound+gap)) && (recovered >= 0 || now.After(from.Add(readyTimeout))) {
+			return recovered, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// inject injects one fault and returns the time recovery is measured
+// from: the kill for a kill, the heal otherwise.
+func (r *dialectRun) inject(k history.FaultKind) (time.Time, error) {
+	ps, live := r.running()
+	leader := r.tail.leaderOf(live)
+	byPID := func(pid int) *proc {
+		for _, p := range ps {
+			if p.pid == pid {
+				return p
+			}
+		}
+		return nil
+	}
+	if k == history.FaultDBRestart && r.srv == nil {
+		k = history.FaultKill
+	}
+	switch k {
+	case history.FaultKill:
+		target := ps[r.rng.IntN(len(ps))]
+		role := "random"
+		if r.rng.IntN(2) == 0 && byPID(leader) != nil {
+			target, role = byPID(leader), "leader"
+		}
+		r.logf("fault kill: SIGKILL %s (pid %d, %s)", target.node, target.pid, role)
+		r.fault(history.Event{FaultKind: k, TargetPID: target.pid, Phase: history.PhaseStart})
+		at := time.Now()
+		target.killed = true
+		if err := target.signal(syscall.SIGKILL); err != nil {
+			return at, err
+		}
+		if !target.waitExit(10 * time.Second) {
+			return at, fmt.Errorf("worker %s (pid %d) did not exit within 10s of SIGKILL", target.node, target.pid)
+		}
+		r.fault(history.Event{FaultKind: k, TargetPID: target.pid, Phase: history.PhaseHeal, Text: "replacement started"})
+		p, err := r.start()
+		if err != nil {
+			return at, err
+		}
+		r.logf("started replacement %s (pid %d)", p.node, p.pid)
+		return at, nil
+	case history.FaultPause:
+		target := byPID(leader)
+		if target == nil {
+			target = ps[r.rng.IntN(len(ps))]
+		}
+		r.logf("fault pause: SIGSTOP %s (pid %d) for %v", target.node, target.pid, PauseFor)
+		r.fault(history.Event{FaultKind: k, TargetPID: target.pid, Phase: history.PhaseStart})
+		target.paused = true
+		if err := target.signal(syscall.SIGSTOP); err != nil {
+			return time.Now(), err
+		}
+		timer := time.NewTimer(PauseFor)
+		<-timer.C
+		r.fault(history.Event{FaultKind: k, TargetPID: target.pid, Phase: history.PhaseHeal})
+		at := time.Now()
+		target.paused = false
+		return at, target.signal(syscall.SIGCONT)
+	case history.FaultDBRestart:
+		r.logf("fault db-restart: stopping the %s server for %v", r.name, DBDownFor)
+		r.fault(history.Event{FaultKind: k, Target: r.name, Phase: history.PhaseStart})
+		began := time.Now()
+		if err := r.srv.Stop(); err != nil {
+			return began, fmt.Errorf("stop the %s server: %w", r.name, err)
+		}
+		stopped := time.Now()
+		timer := time.NewTimer(DBDownFor)
+		<-timer.C
+		r.fault(history.Event{FaultKind: k, Target: r.name, Phase: history.PhaseHeal})
+		at := time.Now()
+		if err := r.srv.Start(); err != nil {
+			return at, fmt.Errorf("start the %s server again: %w", r.name, err)
+		}
+		r.logf("server stopped in %v, down for %v, started again in %v",
+			stopped.Sub(began).Round(time.Millisecond), DBDownFor, time.Since(at).Round(time.Millisecond))
+		if d := time.Since(at); d > RestartAllowance {
+			r.problem("the %s server took %v to start, more than the allowance %v", r.name, d, RestartAllowance)
+		}
+		return at, nil
+	}
+	return time.Time{}, fmt.Errorf("unknown fault kind %q", k)
+}
+
+// fault records a Fault event in the runner's history.
+func (r *dialectRun) fault(e history.Event) {
+	e.Kind = history.Fault
+	if err := r.rec.Record(e); err != nil {
+		r.problem("record fault: %v", err)
+	}
+}
+
+// waitItems waits until every item is processed.
+func (r *dialectRun) waitItems(ctx context.Context) error {
+	deadline := time.NewTimer(itemsTimeout)
+	defer deadline.Stop()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	var left int64 = -1
+	for {
+		err := r.db.WithContext(ctx).Model(&Item{}).Where("processed_by = ?", "").Count(&left).Error
+		if err == nil && left == 0 {
+			return nil
+		}
+		if _, err := r.ready(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("%d of %d items still unprocessed after %v", left, r.items, itemsTimeout)
+		case <-t.C:
+		}
+	}
+}
+
+// verifyTable checks from the database that every item was processed and
+// that the ledger's epochs never went back.
+func (r *dialectRun) verifyTable(ctx context.Context) error {
+	var left int64
+	if err := r.db.WithContext(ctx).Model(&Item{}).Where("processed_by = ?", "").Count(&left).Error; err != nil {
+		return fmt.Errorf("count unprocessed items: %w", err)
+	}
+	if left != 0 {
+		return fmt.Errorf("%d items unprocessed in the table", left)
+	}
+	var rows []LedgerRow
+	if err := r.db.WithContext(ctx).Order("id").Find(&rows).Error; err != nil {
+		return fmt.Errorf("read the ledger: %w", err)
+	}
+	var epoch int64
+	for _, row := range rows {
+		if row.Epoch < epoch {
+			return fmt.Errorf("ledger row %d has epoch %d after epoch %d (holder %s)", row.ID, row.Epoch, epoch, row.Holder)
+		}
+		epoch = row.Epoch
+	}
+	r.logf("table: %d items processed, %d ledger rows, last epoch %d", r.items, len(rows), epoch)
+	return nil
+}
+
+// stopAll stops every running worker gracefully: SIGCONT (none should be
+// paused), SIGTERM, then SIGKILL of the process group after termTimeout.
+func (r *dialectRun) stopAll() {
+	ps, _ := r.running()
+	for _, p := range ps {
+		p.stopped = true
+		if p.paused {
+			_ = p.signal(syscall.SIGCONT)
+			p.paused = false
+		}
+		if err := p.signal(syscall.SIGTERM); err != nil {
+			r.problem("%v", err)
+		}
+	}
+	deadline := time.Now().Add(termTimeout)
+	for _, p := range ps {
+		if !p.waitExit(time.Until(deadline)) {
+			r.problem("worker %s (pid %d) did not stop within %v of SIGTERM; killed", p.node, p.pid, termTimeout)
+			_ = p.signal(syscall.SIGKILL)
+			p.waitExit(5 * time.Second)
+		} else if p.waitErr != nil {
+			r.problem("worker %s (pid %d) stopped with %v; log %s", p.node, p.pid, p.waitErr, p.logPath)
+		}
+	}
+}
+
+// killAll kills the process group of every worker still running. It is
+// the last resort, deferred by run.
+func (r *dialectRun) killAll() {
+	for _, p := range r.procs {
+		if !p.exited() {
+			_ = p.signal(syscall.SIGCONT)
+			_ = p.signal(syscall.SIGKILL)
+			p.waitExit(5 * time.Second)
+		}
+	}
+}
+
+// cmpErr returns err, or def when err is nil.
+func cmpErr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
+}

@@ -1,0 +1,59 @@
+package chaos
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testWriter passes complete lines to t.Log.
+type testWriter struct {
+	t   *testing.T
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := strings.IndexByte(string(w.buf), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.t.Log(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// TestChaosShort runs a short round of the suite: each applicable fault
+// kind once per dialect (kill and pause on SQLite; kill, pause and a
+// database restart on PostgreSQL and MariaDB). A dialect whose server is
+// not installed is skipped loudly, or fails when REQUIRE_DIALECTS names it.
+func TestChaosShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos round takes about a minute")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("CHAOS_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("CHAOS_SEED=%q: %v", s, err)
+		}
+		seed = n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ok, err := Run(ctx, Options{Faults: 0, Seed: seed, Items: 600, Out: &testWriter{t: t}})
+	if err != nil {
+		t.Fatalf("chaos (seed %d): %v", seed, err)
+	}
+	if !ok {
+		t.Fatalf("chaos (seed %d): violations; see the report above", seed)
+	}
+}

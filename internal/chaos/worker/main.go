@@ -1,0 +1,241 @@
+// Command worker is one process of the chaos suite: a workers.Host with a
+// global singleton "ledger" that appends to chaos_ledger every 50 ms in a
+// fenced transaction, and a partitioned worker "items" that processes the
+// seeded rows of chaos_items, one per fenced transaction. Every term, write
+// and processed item is recorded to DIR/<pid>.jsonl with history.Recorder.
+//
+//	worker -driver postgres -dsn DSN -dir DIR -node w1
+//
+// It stops gracefully on SIGTERM or SIGINT.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/internal/chaos"
+	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/history"
+	"github.com/leasehold/leasehold/workers"
+)
+
+// txTimeout bounds one fenced transaction.
+const txTimeout = 5 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chaos worker: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	driver := flag.String("driver", "", "database driver (dbopen names)")
+	dsn := flag.String("dsn", "", "database DSN")
+	dir := flag.String("dir", "", "directory of the history files")
+	node := flag.String("node", "w", "node name of this process")
+	flag.Parse()
+	if *driver == "" || *dsn == "" || *dir == "" {
+		return errors.New("-driver, -dsn and -dir are required")
+	}
+	id, err := identity.New(*node, chaos.Cluster)
+	if err != nil {
+		return err
+	}
+	rec, err := history.Create(filepath.Join(*dir, fmt.Sprintf("%d.jsonl", os.Getpid())), id.Holder())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rec.Close() }()
+	db, err := dbopen.Open(*driver, *dsn, &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		return err
+	}
+	if sqlDB, err := db.DB(); err == nil {
+		defer func() { _ = sqlDB.Close() }()
+	}
+	log, err := zap.NewDevelopment()
+	if err != nil {
+		return err
+	}
+	w := &worker{db: db, rec: rec, holder: id.Holder(), log: log}
+	host, err := workers.NewHost(db, id, workers.Config{
+		Coordination:      withLogger(chaos.CoordinationConfig(), log),
+		RestartBackoff:    100 * time.Millisecond,
+		MaxRestartBackoff: time.Second,
+	},
+		workers.GlobalSingleton(chaos.LedgerWorker, w.ledger),
+		workers.Partitioned(chaos.ItemsWorker, w.items, workers.PartitionConfig{}),
+	)
+	if err != nil {
+		return err
+	}
+	_ = rec.Notef("started: holder %s pid %d", id.Holder(), os.Getpid())
+	err = host.Run(ctx)
+	_ = rec.Notef("stopped: %v", err)
+	return err
+}
+
+func withLogger(c coordination.Config, log *zap.Logger) coordination.Config {
+	c.Logger = log
+	return c
+}
+
+type worker struct {
+	db     *gorm.DB
+	rec    *history.Recorder
+	holder string
+	log    *zap.Logger
+}
+
+// record appends e to the history; a failed write is logged once by the
+// Recorder's sticky error and otherwise ignored (the process carries on).
+func (w *worker) record(e history.Event) {
+	if err := w.rec.Record(e); err != nil {
+		w.log.Error("history record failed", zap.Error(err))
+	}
+}
+
+// fenced runs one transaction: fence, then do; it returns whether the
+// commit succeeded, the error otherwise, and the time taken just before
+// the commit (the write's Time in the history: it precedes the commit, so
+// accepted writes of different processes keep their commit order).
+func (w *worker) fenced(ctx context.Context, fence func(*gorm.DB) error, do func(*gorm.DB) (bool, error)) (attempted, accepted bool, at int64, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), txTimeout)
+	defer cancel()
+	tx := w.db.WithContext(ctx).Begin()
+	if tx.Error != nil {
+		return true, false, 0, tx.Error
+	}
+	if err := fence(tx); err != nil {
+		tx.Rollback()
+		return true, false, 0, err
+	}
+	ok, err := do(tx)
+	if err != nil || !ok {
+		tx.Rollback()
+		return err != nil, false, 0, err
+	}
+	at = history.Now()
+	if err := tx.Commit().Error; err != nil {
+		return true, false, at, err
+	}
+	return true, true, at, nil
+}
+
+// ledger is the global singleton: while it leads it appends a row every
+// LedgerEvery in a fenced transaction. It records its term's start and
+// stop and every write attempt. It does not check Valid before writing, so
+// a process resumed after a pause tries once more and the fence refuses.
+func (w *worker) ledger(ctx context.Context, l *coordination.Lease) error {
+	w.record(history.Event{Kind: history.LeaderStart, Lease: l.Name(), Epoch: l.Epoch()})
+	defer w.record(history.Event{Kind: history.LeaderStop, Lease: l.Name(), Epoch: l.Epoch()})
+	t := time.NewTicker(chaos.LedgerEvery)
+	defer t.Stop()
+	for {
+		_, ok, at, err := w.fenced(ctx, l.Fence, func(tx *gorm.DB) (bool, error) {
+			return true, tx.Create(&chaos.LedgerRow{Epoch: l.Epoch(), Holder: w.holder}).Error
+		})
+		e := history.Event{Kind: history.Write, Resource: chaos.LedgerWorker, Lease: l.Name(), Epoch: l.Epoch(), Accepted: ok, Time: at}
+		if err != nil {
+			e.Err = err.Error()
+		}
+		w.record(e)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// items is the partitioned worker: it processes the unprocessed items of
+// its index, one per fenced transaction, until its assignment ends. It
+// never returns early, so its term lasts as long as the assignment.
+func (w *worker) items(ctx context.Context, a coordination.Assignment) error {
+	w.record(history.Event{Kind: history.PartitionStart, Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch})
+	defer w.record(history.Event{Kind: history.PartitionStop, Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch})
+	t := time.NewTicker(chaos.ItemEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		var ids []int64
+		err := w.db.WithContext(ctx).Model(&chaos.Item{}).
+			Where("processed_by = ? AND id % ? = ?", "", a.Count, a.Index).
+			Order("id").Limit(1).Pluck("id", &ids).Error
+		if err != nil || len(ids) == 0 {
+			continue
+		}
+		w.process(ctx, a, ids[0])
+	}
+}
+
+// process processes one item in a fenced transaction and records the
+// write and, once it is known to be committed, the item.
+func (w *worker) process(ctx context.Context, a coordination.Assignment, id int64) {
+	attempted, ok, at, err := w.fenced(ctx, a.Fence, func(tx *gorm.DB) (bool, error) {
+		res := tx.Model(&chaos.Item{}).Where("id = ? AND processed_by = ?", id, "").
+			Updates(map[string]any{"processed_by": w.holder, "generation": a.Generation})
+		return res.RowsAffected == 1, res.Error
+	})
+	if !attempted {
+		w.log.Info("item already processed", zap.Int64("item", id))
+		return
+	}
+	if err != nil && at != 0 {
+		// The commit failed: it may still have happened (a connection
+		// lost during the commit). Look, so the history matches the table.
+		ok = w.committed(ctx, id, a.Generation)
+	}
+	e := history.Event{Kind: history.Write, Resource: chaos.ItemsWorker, Pool: a.Pool, Generation: a.Generation, Accepted: ok, Time: at}
+	if err != nil {
+		e.Err = err.Error()
+	}
+	w.record(e)
+	if ok {
+		w.record(history.Event{Kind: history.ItemProcessed, Item: id, Generation: a.Generation})
+	}
+}
+
+// committed reports whether item id is recorded as processed by this
+// process in generation gen, trying for a few seconds while the database
+// fails.
+func (w *worker) committed(ctx context.Context, id, gen int64) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var it chaos.Item
+		err := w.db.WithContext(ctx).Where("id = ?", id).Take(&it).Error
+		if err == nil {
+			return it.ProcessedBy == w.holder && it.Generation == gen
+		}
+		select {
+		case <-ctx.Done():
+			w.log.Error("could not tell whether a failed commit happened", zap.Int64("item", id), zap.Error(err))
+			return false
+		case <-t.C:
+		}
+	}
+}
