@@ -292,6 +292,42 @@ func caseOneStatementPerRenewTick(t *testing.T, b *bundle) {
 	if one != 1 || hundred != 1 {
 		t.Fatalf("statements per renew tick: 1 lease -> %d, 100 leases -> %d; want 1 and 1", one, hundred)
 	}
+
+	// Pool memberships ride the same statement. Pools also read their
+	// rows every poll, so count only renewals here.
+	ctx, cancel := context.WithCancel(context.Background())
+	var pools sync.WaitGroup
+	joined := make(chan struct{}, 3)
+	for _, n := range []string{"p1", "p2", "p3"} {
+		p, err := r.Pool(GlobalScope, n, PoolConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pools.Go(func() {
+			_ = p.Run(ctx, func(ctx context.Context, a Assignment) error {
+				joined <- struct{}{}
+				<-ctx.Done()
+				return nil
+			})
+		})
+	}
+	for range 3 {
+		select {
+		case <-joined:
+		case <-time.After(wait):
+			t.Fatalf("pools did not assign")
+		}
+	}
+	for recvInt(t, renewed) != 103 {
+	}
+	before := cl.renewals()
+	recvInt(t, renewed)
+	if got := cl.renewals() - before; got != 1 {
+		t.Fatalf("renew statements per tick with 100 leases and 3 pool memberships = %d, want 1", got)
+	}
+	t.Logf("LOUD: %s: renew statements per tick: 100 leases + 3 pool memberships -> 1", b.target.Name)
+	cancel()
+	pools.Wait()
 	for _, l := range leases {
 		release(t, l)
 	}

@@ -304,9 +304,10 @@ func startFaulty(t testing.TB, db *gorm.DB, node string, cfg Config) (*running, 
 // countingLogger counts the statements gorm sends and keeps the last ones.
 type countingLogger struct {
 	logger.Interface
-	mu    sync.Mutex
-	count int
-	stmts []string
+	mu     sync.Mutex
+	count  int
+	renews int
+	stmts  []string
 }
 
 func (l *countingLogger) LogMode(logger.LogLevel) logger.Interface { return l }
@@ -316,10 +317,20 @@ func (l *countingLogger) Trace(ctx context.Context, begin time.Time, fc func() (
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.count++
+	if strings.Contains(sql, "SET renewed_at_us") {
+		l.renews++
+	}
 	l.stmts = append(l.stmts, sql)
 	if len(l.stmts) > 50 {
 		l.stmts = l.stmts[1:]
 	}
+}
+
+// renewals counts the renewal statements sent so far.
+func (l *countingLogger) renewals() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renews
 }
 
 func (l *countingLogger) snapshot() (int, string) {
