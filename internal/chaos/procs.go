@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	procs "github.com/leasehold/leasehold/internal/proc"
+
 	"bytes"
 	"context"
 	"errors"
@@ -95,13 +97,18 @@ func startProc(bin, node, logPath string, args ...string) (*proc, error) {
 	cmd := exec.Command(bin, append(args, "-node", node)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// Started from a thread that lives as long as the child: a child forked
+	// from an arbitrary thread gets its Pdeathsig whenever the runtime ends
+	// that thread (this killed workers during database restarts).
+	child, err := procs.Start(cmd)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start worker %s: %w", node, err)
 	}
-	p := &proc{node: node, cmd: cmd, pid: cmd.Process.Pid, logPath: logPath, done: make(chan struct{})}
+	p := &proc{node: node, cmd: cmd, pid: child.Pid, logPath: logPath, done: make(chan struct{})}
 	go func() {
-		p.waitErr = cmd.Wait()
+		<-child.Done()
+		p.waitErr = child.Err()
 		f.Close()
 		close(p.done)
 	}()

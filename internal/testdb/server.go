@@ -1,6 +1,8 @@
 package testdb
 
 import (
+	"github.com/leasehold/leasehold/internal/proc"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -12,7 +14,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -384,31 +385,19 @@ func (s *Server) startLocked(ctx context.Context) error {
 	return nil
 }
 
-// launch starts cmd and reaps it in a goroutine of its own.
-//
-// Linux sends Pdeathsig when the OS thread that forked the child exits, not
-// when the process does, and the Go runtime may end threads. So the child
-// is started from a goroutine locked to its thread that then waits for the
-// child: the thread lives exactly as long as the child does.
+// launch starts cmd and reaps it in a goroutine of its own, so that its
+// Pdeathsig fires only when this process dies (see internal/proc).
 func launch(cmd *exec.Cmd) (*process, error) {
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// Never unlocked on purpose: when this goroutine returns, its
-		// thread ends with it, after the child has been reaped.
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		p.pid = cmd.Process.Pid
-		started <- nil
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
+	pp, err := proc.Start(cmd)
+	if err != nil {
 		return nil, err
 	}
+	p := &process{cmd: cmd, pid: pp.Pid, done: make(chan struct{})}
+	go func() {
+		<-pp.Done()
+		p.err = pp.Err()
+		close(p.done)
+	}()
 	return p, nil
 }
 
