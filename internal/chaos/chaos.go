@@ -266,8 +266,8 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 	_ = r.rec.Notef("stopping all workers")
 	r.stopAll()
 	for _, p := range r.procs {
-		if !p.killed && !p.stopped && p.exited() {
-			r.problem("worker %s (pid %d) exited on its own: %v; log %s", p.node, p.pid, p.waitErr, p.logPath)
+		if !p.killed && !p.stopped && p.Exited() {
+			r.problem("worker %s (pid %d) exited on its own: %v; log %s", p.node, p.Pid, p.Err(), p.logPath)
 		}
 	}
 	if err := r.verifyTable(ctx); err != nil {
@@ -408,12 +408,12 @@ func (r *dialectRun) start() (*proc, error) {
 func (r *dialectRun) running() (ps []*proc, live map[int]bool) {
 	live = map[int]bool{}
 	for _, p := range r.procs {
-		if p.killed || p.stopped || p.exited() {
+		if p.killed || p.stopped || p.Exited() {
 			continue
 		}
 		ps = append(ps, p)
 		if !p.paused {
-			live[p.pid] = true
+			live[p.Pid] = true
 		}
 	}
 	return ps, live
@@ -426,9 +426,9 @@ func (r *dialectRun) ready() (bool, error) {
 		return false, err
 	}
 	for _, p := range r.procs {
-		if !p.killed && !p.stopped && p.exited() {
+		if !p.killed && !p.stopped && p.Exited() {
 			return false, fmt.Errorf("worker %s (pid %d) exited on its own: %w; log %s",
-				p.node, p.pid, cmpErr(p.waitErr, errors.New("exit status 0")), p.logPath)
+				p.node, p.Pid, cmpErr(p.Err(), errors.New("exit status 0")), p.logPath)
 		}
 	}
 	_, live := r.running()
@@ -496,7 +496,7 @@ func (r *dialectRun) inject(k history.FaultKind) (time.Time, error) {
 	leader := r.tail.leaderOf(live)
 	byPID := func(pid int) *proc {
 		for _, p := range ps {
-			if p.pid == pid {
+			if p.Pid == pid {
 				return p
 			}
 		}
@@ -512,40 +512,40 @@ func (r *dialectRun) inject(k history.FaultKind) (time.Time, error) {
 		if r.rng.IntN(2) == 0 && byPID(leader) != nil {
 			target, role = byPID(leader), "leader"
 		}
-		r.logf("fault kill: SIGKILL %s (pid %d, %s)", target.node, target.pid, role)
-		r.fault(history.Event{FaultKind: k, TargetPID: target.pid, Phase: history.PhaseStart})
+		r.logf("fault kill: SIGKILL %s (pid %d, %s)", target.node, target.Pid, role)
+		r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseStart})
 		at := time.Now()
 		target.killed = true
-		if err := target.signal(syscall.SIGKILL); err != nil {
+		if err := target.Signal(syscall.SIGKILL); err != nil {
 			return at, err
 		}
-		if !target.waitExit(10 * time.Second) {
-			return at, fmt.Errorf("worker %s (pid %d) did not exit within 10s of SIGKILL", target.node, target.pid)
+		if !target.WaitExit(context.Background(), 10*time.Second) {
+			return at, fmt.Errorf("worker %s (pid %d) did not exit within 10s of SIGKILL", target.node, target.Pid)
 		}
-		r.fault(history.Event{FaultKind: k, TargetPID: target.pid, Phase: history.PhaseHeal, Text: "replacement started"})
+		r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseHeal, Text: "replacement started"})
 		p, err := r.start()
 		if err != nil {
 			return at, err
 		}
-		r.logf("started replacement %s (pid %d)", p.node, p.pid)
+		r.logf("started replacement %s (pid %d)", p.node, p.Pid)
 		return at, nil
 	case history.FaultPause:
 		target := byPID(leader)
 		if target == nil {
 			target = ps[r.rng.IntN(len(ps))]
 		}
-		r.logf("fault pause: SIGSTOP %s (pid %d) for %v", target.node, target.pid, PauseFor)
-		r.fault(history.Event{FaultKind: k, TargetPID: target.pid, Phase: history.PhaseStart})
+		r.logf("fault pause: SIGSTOP %s (pid %d) for %v", target.node, target.Pid, PauseFor)
+		r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseStart})
 		target.paused = true
-		if err := target.signal(syscall.SIGSTOP); err != nil {
+		if err := target.Signal(syscall.SIGSTOP); err != nil {
 			return time.Now(), err
 		}
 		timer := time.NewTimer(PauseFor)
 		<-timer.C
-		r.fault(history.Event{FaultKind: k, TargetPID: target.pid, Phase: history.PhaseHeal})
+		r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseHeal})
 		at := time.Now()
 		target.paused = false
-		return at, target.signal(syscall.SIGCONT)
+		return at, target.Signal(syscall.SIGCONT)
 	case history.FaultDBRestart:
 		r.logf("fault db-restart: stopping the %s server for %v", r.name, DBDownFor)
 		r.fault(history.Event{FaultKind: k, Target: r.name, Phase: history.PhaseStart})
@@ -636,21 +636,21 @@ func (r *dialectRun) stopAll() {
 	for _, p := range ps {
 		p.stopped = true
 		if p.paused {
-			_ = p.signal(syscall.SIGCONT)
+			_ = p.Signal(syscall.SIGCONT)
 			p.paused = false
 		}
-		if err := p.signal(syscall.SIGTERM); err != nil {
+		if err := p.Signal(syscall.SIGTERM); err != nil {
 			r.problem("%v", err)
 		}
 	}
 	deadline := time.Now().Add(termTimeout)
 	for _, p := range ps {
-		if !p.waitExit(time.Until(deadline)) {
-			r.problem("worker %s (pid %d) did not stop within %v of SIGTERM; killed", p.node, p.pid, termTimeout)
-			_ = p.signal(syscall.SIGKILL)
-			p.waitExit(5 * time.Second)
-		} else if p.waitErr != nil {
-			r.problem("worker %s (pid %d) stopped with %v; log %s", p.node, p.pid, p.waitErr, p.logPath)
+		if !p.WaitExit(context.Background(), time.Until(deadline)) {
+			r.problem("worker %s (pid %d) did not stop within %v of SIGTERM; killed", p.node, p.Pid, termTimeout)
+			_ = p.Signal(syscall.SIGKILL)
+			p.WaitExit(context.Background(), 5*time.Second)
+		} else if p.Err() != nil {
+			r.problem("worker %s (pid %d) stopped with %v; log %s", p.node, p.Pid, p.Err(), p.logPath)
 		}
 	}
 }
@@ -659,10 +659,10 @@ func (r *dialectRun) stopAll() {
 // the last resort, deferred by run.
 func (r *dialectRun) killAll() {
 	for _, p := range r.procs {
-		if !p.exited() {
-			_ = p.signal(syscall.SIGCONT)
-			_ = p.signal(syscall.SIGKILL)
-			p.waitExit(5 * time.Second)
+		if !p.Exited() {
+			_ = p.Signal(syscall.SIGCONT)
+			_ = p.Signal(syscall.SIGKILL)
+			p.WaitExit(context.Background(), 5*time.Second)
 		}
 	}
 }

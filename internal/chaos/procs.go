@@ -1,94 +1,37 @@
 package chaos
 
 import (
-	procs "github.com/leasehold/leasehold/internal/proc"
-
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/leasehold/leasehold/internal/history"
+	procs "github.com/leasehold/leasehold/internal/proc"
 )
 
 // proc is one running worker process.
 type proc struct {
+	*procs.Process
 	node    string
-	cmd     *exec.Cmd
-	pid     int
 	logPath string
-	done    chan struct{} // closed once the process has exited and been reaped
-	waitErr error         // set before done is closed
-	killed  bool          // SIGKILLed on purpose
-	paused  bool          // SIGSTOPped and not yet resumed
-	stopped bool          // sent SIGTERM at the end
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// signal sends sig to p's process group (p is its leader).
-func (p *proc) signal(sig syscall.Signal) error {
-	if err := syscall.Kill(-p.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("send %v to %s (pid %d): %w", sig, p.node, p.pid, err)
-	}
-	return nil
-}
-
-// waitExit waits at most d for p to exit and reports whether it did.
-func (p *proc) waitExit(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.done:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// goTool is $GO or "go".
-func goTool() string {
-	if g := os.Getenv("GO"); g != "" {
-		return g
-	}
-	return "go"
+	killed  bool // SIGKILLed on purpose
+	paused  bool // SIGSTOPped and not yet resumed
+	stopped bool // sent SIGTERM at the end
 }
 
 // buildWorker compiles ./internal/chaos/worker into dir.
 func buildWorker(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, goTool(), "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("%s env GOMOD: %w", goTool(), err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside the leasehold module")
-	}
-	bin := filepath.Join(dir, "chaos-worker")
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", bin, "./internal/chaos/worker")
-	cmd.Dir = filepath.Dir(mod)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%s build ./internal/chaos/worker: %w\n%s", goTool(), err, b)
-	}
-	return bin, nil
+	return procs.Build(ctx, "./internal/chaos/worker", dir, "chaos-worker")
 }
 
 // startProc starts one worker process with its own process group, which
-// dies with this process (Pdeathsig).
+// dies with this process (Pdeathsig; see internal/proc for why it must be
+// started through procs.Start).
 func startProc(bin, node, logPath string, args ...string) (*proc, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -97,22 +40,16 @@ func startProc(bin, node, logPath string, args ...string) (*proc, error) {
 	cmd := exec.Command(bin, append(args, "-node", node)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	// Started from a thread that lives as long as the child: a child forked
-	// from an arbitrary thread gets its Pdeathsig whenever the runtime ends
-	// that thread (this killed workers during database restarts).
 	child, err := procs.Start(cmd)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start worker %s: %w", node, err)
 	}
-	p := &proc{node: node, cmd: cmd, pid: child.Pid, logPath: logPath, done: make(chan struct{})}
 	go func() {
 		<-child.Done()
-		p.waitErr = child.Err()
 		f.Close()
-		close(p.done)
 	}()
-	return p, nil
+	return &proc{Process: child, node: node, logPath: logPath}, nil
 }
 
 // tailer follows the history files of a directory as they grow and keeps

@@ -10,8 +10,16 @@
 package proc
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strings"
+	"syscall"
+	"time"
 )
 
 // Process is a started child.
@@ -51,3 +59,71 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Err is cmd.Wait's result; valid once Done is closed.
 func (p *Process) Err() error { return p.err }
+
+// Exited reports whether the child has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Signal sends sig to the child, or to its whole process group when the
+// child leads one (SysProcAttr.Setpgid). A child that has already exited
+// is not an error.
+func (p *Process) Signal(sig syscall.Signal) error {
+	target := p.Pid
+	if a := p.Cmd.SysProcAttr; a != nil && a.Setpgid {
+		target = -p.Pid
+	}
+	if err := syscall.Kill(target, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("send %v to pid %d: %w", sig, p.Pid, err)
+	}
+	return nil
+}
+
+// WaitExit waits at most d (or until ctx is done) for the child to exit,
+// and reports whether it did.
+func (p *Process) WaitExit(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// GoTool returns the go command to build with: $GO, or "go".
+func GoTool() string {
+	if g := os.Getenv("GO"); g != "" {
+		return g
+	}
+	return "go"
+}
+
+// Build compiles the main package pkg (a path relative to the module
+// root, such as "./sample") of the module the working directory is in,
+// into dir/name, and returns the binary's path.
+func Build(ctx context.Context, pkg, dir, name string) (string, error) {
+	out, err := exec.CommandContext(ctx, GoTool(), "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s env GOMOD: %w", GoTool(), err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("build %s: not inside the leasehold module; run it from the repository", pkg)
+	}
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, GoTool(), "build", "-o", bin, pkg)
+	cmd.Dir = filepath.Dir(mod)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%s build %s: %w\n%s", GoTool(), pkg, err, b)
+	}
+	return bin, nil
+}

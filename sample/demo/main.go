@@ -31,6 +31,7 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/dbopen"
+	procs "github.com/leasehold/leasehold/internal/proc"
 )
 
 const (
@@ -161,7 +162,7 @@ func (d *demo) run(ctx context.Context) error {
 	d.dir = dir
 
 	// 1. Build the sample, create and seed the database.
-	d.printf("building ./sample with %s", goTool())
+	d.printf("building ./sample with %s", procs.GoTool())
 	if d.bin, err = build(ctx, dir); err != nil {
 		return err
 	}
@@ -451,7 +452,7 @@ func (d *demo) killLeader(ctx context.Context) error {
 	d.killed, d.killedEpoch = victim, l.Epoch
 	victim.killed = true
 	d.killAt = time.Now()
-	if err := victim.signal(syscall.SIGKILL); err != nil {
+	if err := victim.Signal(syscall.SIGKILL); err != nil {
 		return err
 	}
 	d.printf("after %s: %d/%d orders processed; killed %s, the ledger leader (epoch %d), with SIGKILL",
@@ -462,7 +463,7 @@ func (d *demo) killLeader(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if !victim.waitExit(ctx, 10*time.Second) {
+	if !victim.WaitExit(ctx, 10*time.Second) {
 		return fmt.Errorf("%s still running 10 s after SIGKILL", name)
 	}
 	return nil
@@ -544,7 +545,7 @@ func (d *demo) stopSurvivors(ctx context.Context) error {
 			continue
 		}
 		p.stopped = true
-		if err := p.signal(syscall.SIGTERM); err != nil {
+		if err := p.Signal(syscall.SIGTERM); err != nil {
 			return err
 		}
 		names = append(names, p.name)
@@ -558,14 +559,14 @@ func (d *demo) stopSurvivors(ctx context.Context) error {
 		if !p.stopped {
 			continue
 		}
-		if !p.waitExit(ctx, stopTimeout-time.Since(now)) {
-			_ = p.signal(syscall.SIGKILL)
-			p.waitExit(context.Background(), 5*time.Second)
+		if !p.WaitExit(ctx, stopTimeout-time.Since(now)) {
+			_ = p.Signal(syscall.SIGKILL)
+			p.WaitExit(context.Background(), 5*time.Second)
 			errs = append(errs, fmt.Errorf("%s did not exit within %v of SIGTERM and was killed; see %s", p.name, stopTimeout, p.logPath))
 			continue
 		}
-		if p.waitErr != nil {
-			errs = append(errs, fmt.Errorf("%s exited with %w after SIGTERM; see %s", p.name, p.waitErr, p.logPath))
+		if p.Err() != nil {
+			errs = append(errs, fmt.Errorf("%s exited with %w after SIGTERM; see %s", p.name, p.Err(), p.logPath))
 		}
 	}
 	if len(errs) > 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	procs "github.com/leasehold/leasehold/internal/proc"
 )
 
 // node is one copy of the sample the demo runs.
@@ -22,23 +23,11 @@ var nodes = []node{{"alpha", "eu"}, {"beta", "eu"}, {"gamma", "us"}}
 
 // proc is a running copy of the sample.
 type proc struct {
+	*procs.Process
 	node
-	cmd     *exec.Cmd
 	logPath string
-	done    chan struct{} // closed when the process has exited
-	waitErr error         // set before done is closed
-	killed  bool          // the demo sent SIGKILL on purpose
-	stopped bool          // the demo sent SIGTERM
-}
-
-// exited reports whether the process has exited.
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+	killed  bool // the demo sent SIGKILL on purpose
+	stopped bool // the demo sent SIGTERM
 }
 
 // sampleEnv is the environment of a sample process: the demo's own,
@@ -57,40 +46,9 @@ func sampleEnv(n node) []string {
 	return append(env, "HOSTNAME="+n.name, "CLUSTER_NAME="+n.cluster, "LOG_FORMAT=console")
 }
 
-// goTool returns the go command that runs the demo: $GO, or "go".
-func goTool() string {
-	if g := os.Getenv("GO"); g != "" {
-		return g
-	}
-	return "go"
-}
-
-// moduleRoot returns the directory of the main module's go.mod.
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, goTool(), "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("%s env GOMOD: %w", goTool(), err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside the leasehold module: run the demo from the repository (make demo)")
-	}
-	return filepath.Dir(mod), nil
-}
-
 // build compiles ./sample into dir and returns the binary's path.
 func build(ctx context.Context, dir string) (string, error) {
-	root, err := moduleRoot(ctx)
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "sample")
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", bin, "./sample")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%s build ./sample: %w\n%s", goTool(), err, out)
-	}
-	return bin, nil
+	return procs.Build(ctx, "./sample", dir, "sample")
 }
 
 // seed runs the sample once with -seed-only and waits for it.
@@ -129,58 +87,37 @@ func (d *demo) start(n node) (*proc, error) {
 	cmd := exec.Command(d.bin, args...)
 	cmd.Env = sampleEnv(n)
 	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
+	// The copies die with the demo, even if it is killed itself.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	child, err := procs.Start(cmd)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", n.name, err)
 	}
-	p := &proc{node: n, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
-		p.waitErr = cmd.Wait()
+		<-child.Done()
 		f.Close()
-		close(p.done)
 	}()
-	return p, nil
+	return &proc{Process: child, node: n, logPath: logPath}, nil
 }
 
 // checkAlive fails when a process the demo did not stop has exited.
 func (d *demo) checkAlive() error {
 	for _, p := range d.procs {
-		if !p.killed && !p.stopped && p.exited() {
-			return fmt.Errorf("%s exited unexpectedly (%w); see %s", p.name, p.waitErr, p.logPath)
+		if !p.killed && !p.stopped && p.Exited() {
+			return fmt.Errorf("%s exited unexpectedly (%w); see %s", p.name, p.Err(), p.logPath)
 		}
 	}
 	return nil
-}
-
-// signal sends sig to p.
-func (p *proc) signal(sig syscall.Signal) error {
-	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("send %v to %s: %w", sig, p.name, err)
-	}
-	return nil
-}
-
-// waitExit waits for p to exit, at most timeout; it reports whether it did.
-func (p *proc) waitExit(ctx context.Context, timeout time.Duration) bool {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-p.done:
-		return true
-	case <-t.C:
-		return false
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // killAll kills every process still running and waits for it (bounded).
 // It is the demo's last resort on failure.
 func (d *demo) killAll() {
 	for _, p := range d.procs {
-		if !p.exited() {
-			_ = p.signal(syscall.SIGKILL)
-			p.waitExit(context.Background(), 5*time.Second)
+		if !p.Exited() {
+			_ = p.Signal(syscall.SIGKILL)
+			p.WaitExit(context.Background(), 5*time.Second)
 		}
 	}
 }
