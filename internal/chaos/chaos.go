@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/leasehold/leasehold/internal/chaos/faultproxy"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/history"
 	"github.com/leasehold/leasehold/internal/testdb"
@@ -49,13 +50,49 @@ const (
 	pollEvery = 100 * time.Millisecond
 )
 
+// Timing of the extended fault kinds (Options.Extended).
+const (
+	// CutFor is how long a cut process stays cut off from the database:
+	// longer than its trust window TTL - Margin.
+	CutFor = TTL - Margin + 700*time.Millisecond
+	// Latency is the delay added to each forwarded chunk in the latency
+	// fault: more than RenewInterval.
+	Latency = 700 * time.Millisecond
+	// LatencyFor is how long the latency stays.
+	LatencyFor = 3 * time.Second
+	// ExhaustConns is the MaxOpenConns of a worker in the extended run,
+	// and the number of transactions it holds on SIGUSR1.
+	ExhaustConns = 4
+	// ExhaustFor is how long a worker holds its connections.
+	ExhaustFor = 2 * TTL
+)
+
 // Bounds returns the recovery bound of each fault kind.
 func Bounds() map[history.FaultKind]time.Duration {
 	return map[history.FaultKind]time.Duration{
 		history.FaultKill:      TTL + 2*RetryInterval + safety,
 		history.FaultPause:     PauseFor + TTL,
 		history.FaultDBRestart: RestartAllowance + TTL,
+		// The extended kinds (Options.Extended). Recovery is measured
+		// from the heal: the cut process rejoins then, and the pool
+		// rebalances.
+		history.FaultCut:            CutFor + TTL,
+		history.FaultLatency:        Latency + TTL + 2*RetryInterval + safety,
+		history.FaultPoolExhaustion: TTL + 2*RetryInterval + safety + time.Second,
 	}
+}
+
+// extendedKinds are the fault kinds Options.Extended adds on a dialect.
+// SQLite has no network, so no cut or latency; and its transactions
+// begin immediately (the DSN's _txlock=immediate takes the database's one
+// write lock), so transactions held by one process would block the
+// writes of every process for the whole hold: that is not one process
+// exhausting its own pool, so SQLite has no pool-exhaustion either.
+func extendedKinds(dialect string) []history.FaultKind {
+	if dialect == "sqlite" {
+		return nil
+	}
+	return []history.FaultKind{history.FaultCut, history.FaultLatency, history.FaultPoolExhaustion}
 }
 
 // Dialects are the dialects the suite runs on, in order.
@@ -77,6 +114,11 @@ type Options struct {
 	// Required reports whether a dialect whose server binaries are
 	// missing is a failure rather than a skip (default testdb.Required).
 	Required func(dialect string) bool
+	// Extended adds the fault kinds cut, latency and pool-exhaustion on
+	// PostgreSQL and MariaDB: every worker then reaches the database
+	// through its own fault proxy, bounds its pool to ExhaustConns
+	// connections and holds them all on SIGUSR1 for ExhaustFor.
+	Extended bool
 }
 
 // Run runs the suite and reports whether every dialect passed. The report
@@ -117,7 +159,7 @@ func Run(ctx context.Context, o Options) (ok bool, err error) {
 	var results []history.DialectResult
 	var problems []string
 	for _, d := range o.Dialects {
-		r := &dialectRun{name: d, dir: filepath.Join(root, d), bin: bin, out: o.Out, rng: rng, items: o.Items}
+		r := &dialectRun{name: d, dir: filepath.Join(root, d), bin: bin, out: o.Out, rng: rng, items: o.Items, extended: o.Extended}
 		res, probs, skipped, err := r.run(ctx, plans[d], o.Required(d))
 		if err != nil {
 			return false, fmt.Errorf("%s: %w", d, err)
@@ -147,6 +189,9 @@ func plan(o Options, rng *rand.Rand) map[string][]history.FaultKind {
 		if d == "sqlite" {
 			kinds = kinds[:2]
 		}
+		if o.Extended {
+			kinds = append(kinds, extendedKinds(d)...)
+		}
 		n := len(kinds)
 		if o.Faults > 0 {
 			n = o.Faults / len(o.Dialects)
@@ -160,6 +205,10 @@ func plan(o Options, rng *rand.Rand) map[string][]history.FaultKind {
 		}
 		for len(ks) < n {
 			k := []history.FaultKind{history.FaultKill, history.FaultPause, history.FaultDBRestart}[rng.IntN(3)]
+			if ext := extendedKinds(d); o.Extended && len(ext) > 0 {
+				all := append([]history.FaultKind{history.FaultKill, history.FaultPause, history.FaultDBRestart}, ext...)
+				k = all[rng.IntN(len(all))]
+			}
 			if d == "sqlite" && k == history.FaultDBRestart {
 				k = history.FaultKill
 			}
@@ -187,6 +236,10 @@ type dialectRun struct {
 	nodes       int
 	problems    []string
 	recoveries  map[history.FaultKind][]time.Duration
+	// extended: see Options.Extended. dsnVia builds a worker's DSN for
+	// its proxy's address (nil on SQLite).
+	extended bool
+	dsnVia   func(addr string) string
 }
 
 func (r *dialectRun) logf(format string, args ...any) {
@@ -205,6 +258,7 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 	if err := os.MkdirAll(r.histDir, 0o755); err != nil {
 		return res, nil, false, err
 	}
+	defer r.closeProxies()
 	defer r.killAll()
 	if err := r.openDB(ctx); err != nil {
 		if errors.Is(err, testdb.ErrBinariesMissing) {
@@ -351,8 +405,15 @@ func (r *dialectRun) openDB(ctx context.Context) error {
 		}
 		if r.name == "postgres" {
 			r.driver, r.dsn = dbopen.Postgres, r.srv.DSN("chaos")+" connect_timeout=2"
+			r.dsnVia = func(addr string) string {
+				host, port, _ := strings.Cut(addr, ":")
+				return fmt.Sprintf("host=%s port=%s user=postgres dbname=chaos sslmode=disable connect_timeout=2", host, port)
+			}
 		} else {
 			r.driver, r.dsn = dbopen.MySQL, r.srv.DSN("chaos")+"?parseTime=true&loc=UTC&timeout=2s"
+			r.dsnVia = func(addr string) string {
+				return "root@tcp(" + addr + ")/chaos?parseTime=true&loc=UTC&timeout=2s"
+			}
 		}
 	default:
 		return fmt.Errorf("unknown dialect %q", r.name)
@@ -394,6 +455,9 @@ func (r *dialectRun) seed(ctx context.Context) error {
 func (r *dialectRun) start() (*proc, error) {
 	r.nodes++
 	node := fmt.Sprintf("w%d", r.nodes)
+	if r.extended {
+		return r.startExtended(node)
+	}
 	p, err := startProc(r.bin, node, filepath.Join(r.dir, node+".log"),
 		"-driver", r.driver, "-dsn", r.dsn, "-dir", r.histDir)
 	if err != nil {
@@ -401,6 +465,43 @@ func (r *dialectRun) start() (*proc, error) {
 	}
 	r.procs = append(r.procs, p)
 	return p, nil
+}
+
+// startExtended starts a worker of the extended run: with its own fault
+// proxy (not on SQLite) and its pool bounded to ExhaustConns connections,
+// held on SIGUSR1.
+func (r *dialectRun) startExtended(node string) (*proc, error) {
+	dsn := r.dsn
+	var px *faultproxy.Proxy
+	if r.srv != nil {
+		var err error
+		px, err = faultproxy.New(fmt.Sprintf("127.0.0.1:%d", r.srv.Port()))
+		if err != nil {
+			return nil, err
+		}
+		dsn = r.dsnVia(px.Addr())
+	}
+	p, err := startProc(r.bin, node, filepath.Join(r.dir, node+".log"),
+		"-driver", r.driver, "-dsn", dsn, "-dir", r.histDir,
+		"-max-open-conns", fmt.Sprint(ExhaustConns), "-exhaust-for", ExhaustFor.String())
+	if err != nil {
+		if px != nil {
+			_ = px.Close()
+		}
+		return nil, err
+	}
+	p.proxy = px
+	r.procs = append(r.procs, p)
+	return p, nil
+}
+
+// closeProxies closes the fault proxies of every worker.
+func (r *dialectRun) closeProxies() {
+	for _, p := range r.procs {
+		if p.proxy != nil {
+			_ = p.proxy.Close()
+		}
+	}
 }
 
 // running returns the processes neither killed nor exited (paused ones
@@ -567,6 +668,59 @@ func (r *dialectRun) inject(k history.FaultKind) (time.Time, error) {
 			r.problem("the %s server took %v to start, more than the allowance %v", r.name, d, RestartAllowance)
 		}
 		return at, nil
+	}
+	return r.injectExtended(k, ps, byPID(leader))
+}
+
+// injectExtended injects one fault of the kinds Options.Extended adds, on
+// the leader (or a random process when none leads), and returns the time
+// of the heal.
+func (r *dialectRun) injectExtended(k history.FaultKind, ps []*proc, target *proc) (time.Time, error) {
+	role := "leader"
+	if target == nil {
+		target, role = ps[r.rng.IntN(len(ps))], "random"
+	}
+	wait := func(d time.Duration) {
+		timer := time.NewTimer(d)
+		<-timer.C
+	}
+	switch k {
+	case history.FaultCut, history.FaultLatency:
+		if !r.extended || target.proxy == nil {
+			return time.Time{}, fmt.Errorf("fault %s needs a fault proxy (extended run, not SQLite)", k)
+		}
+		if k == history.FaultCut {
+			r.logf("fault cut: cutting %s (pid %d, %s) off the database for %v", target.node, target.Pid, role, CutFor)
+			r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseStart})
+			target.proxy.Cut()
+			wait(CutFor)
+			r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseHeal})
+			at := time.Now()
+			target.proxy.Heal()
+			return at, nil
+		}
+		r.logf("fault latency: %v on %s (pid %d, %s) for %v", Latency, target.node, target.Pid, role, LatencyFor)
+		r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseStart})
+		target.proxy.SetLatency(Latency)
+		wait(LatencyFor)
+		r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseHeal})
+		at := time.Now()
+		target.proxy.SetLatency(0)
+		return at, nil
+	case history.FaultPoolExhaustion:
+		if !r.extended {
+			return time.Time{}, fmt.Errorf("fault %s needs the extended run", k)
+		}
+		r.logf("fault pool-exhaustion: SIGUSR1 %s (pid %d, %s): holds its %d connections for %v", target.node, target.Pid, role, ExhaustConns, ExhaustFor)
+		r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseStart})
+		if err := target.Signal(syscall.SIGUSR1); err != nil {
+			return time.Now(), err
+		}
+		wait(ExhaustFor)
+		// The worker releases its transactions ExhaustFor after the
+		// signal, by itself.
+		r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseHeal})
+		return time.Now(), nil
 	}
 	return time.Time{}, fmt.Errorf("unknown fault kind %q", k)
 }

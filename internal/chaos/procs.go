@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/leasehold/leasehold/internal/chaos/faultproxy"
 	"github.com/leasehold/leasehold/internal/history"
 	procs "github.com/leasehold/leasehold/internal/proc"
 )
@@ -22,6 +23,9 @@ type proc struct {
 	killed  bool // SIGKILLed on purpose
 	paused  bool // SIGSTOPped and not yet resumed
 	stopped bool // sent SIGTERM at the end
+	// proxy is the worker's own fault proxy to the database (extended
+	// run, not SQLite), or nil.
+	proxy *faultproxy.Proxy
 }
 
 // buildWorker compiles ./internal/chaos/worker into dir.

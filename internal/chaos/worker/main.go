@@ -4,9 +4,13 @@
 // seeded rows of chaos_items, one per fenced transaction. Every term, write
 // and processed item is recorded to DIR/<pid>.jsonl with history.Recorder.
 //
-//	worker -driver postgres -dsn DSN -dir DIR -node w1
+//	worker -driver postgres -dsn DSN -dir DIR -node w1 [-max-open-conns N -exhaust-for D]
 //
-// It stops gracefully on SIGTERM or SIGINT.
+// It stops gracefully on SIGTERM or SIGINT. With -max-open-conns N its
+// pool has at most N connections, and a fenced transaction stops waiting
+// for one when the term ends. With -exhaust-for D, each SIGUSR1 makes it
+// begin N transactions of its own and hold them for D (the pool-exhaustion
+// fault: its own code leaking its pool).
 package main
 
 import (
@@ -17,6 +21,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +56,8 @@ func run(ctx context.Context) error {
 	dsn := flag.String("dsn", "", "database DSN")
 	dir := flag.String("dir", "", "directory of the history files")
 	node := flag.String("node", "w", "node name of this process")
+	maxOpen := flag.Int("max-open-conns", 0, "bound the pool to this many connections (0: unbounded)")
+	exhaustFor := flag.Duration("exhaust-for", 0, "on SIGUSR1, hold -max-open-conns transactions for this long (0: ignore SIGUSR1)")
 	flag.Parse()
 	if *driver == "" || *dsn == "" || *dir == "" {
 		return errors.New("-driver, -dsn and -dir are required")
@@ -69,12 +77,21 @@ func run(ctx context.Context) error {
 	}
 	if sqlDB, err := db.DB(); err == nil {
 		defer func() { _ = sqlDB.Close() }()
+		if *maxOpen > 0 {
+			sqlDB.SetMaxOpenConns(*maxOpen)
+		}
 	}
 	log, err := zap.NewDevelopment()
 	if err != nil {
 		return err
 	}
-	w := &worker{db: db, rec: rec, holder: id.Holder(), log: log}
+	w := &worker{db: db, rec: rec, holder: id.Holder(), log: log, bounded: *maxOpen > 0}
+	if *maxOpen > 0 && *exhaustFor > 0 {
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		defer signal.Stop(usr1)
+		go w.exhaustOnSignal(ctx, usr1, *maxOpen, *exhaustFor)
+	}
 	host, err := workers.NewHost(db, id, workers.Config{
 		Coordination:      withLogger(chaos.CoordinationConfig(), log),
 		RestartBackoff:    100 * time.Millisecond,
@@ -102,6 +119,42 @@ type worker struct {
 	rec    *history.Recorder
 	holder string
 	log    *zap.Logger
+	// bounded: the pool has a MaxOpenConns, so Begin may wait for a
+	// connection; the wait then stops when the term ends.
+	bounded bool
+}
+
+// exhaustOnSignal, on each signal, begins n transactions and holds them
+// for d: the process's own code exhausting its pool. A transaction that
+// did not get a connection within d gives up.
+func (w *worker) exhaustOnSignal(ctx context.Context, sig <-chan os.Signal, n int, d time.Duration) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sig:
+		}
+		_ = w.rec.Notef("SIGUSR1: holding %d transactions for %v", n, d)
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+		var held atomic.Int64
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				tx := w.db.WithContext(hctx).Begin()
+				if tx.Error != nil {
+					return
+				}
+				if err := tx.Exec("SELECT 1").Error; err == nil {
+					held.Add(1)
+				}
+				<-hctx.Done()
+				tx.Rollback()
+			})
+		}
+		wg.Wait()
+		cancel()
+		_ = w.rec.Notef("released the held transactions (%d of %d held)", held.Load(), n)
+	}
 }
 
 // record appends e to the history; a failed write is logged once by the
@@ -117,9 +170,21 @@ func (w *worker) record(e history.Event) {
 // the commit (the write's Time in the history: it precedes the commit, so
 // accepted writes of different processes keep their commit order).
 func (w *worker) fenced(ctx context.Context, fence func(*gorm.DB) error, do func(*gorm.DB) (bool, error)) (attempted, accepted bool, at int64, err error) {
+	term := ctx
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), txTimeout)
 	defer cancel()
+	stop := func() bool { return true }
+	if w.bounded {
+		// Waiting for a pool connection ends with the term.
+		stop = context.AfterFunc(term, cancel)
+	}
 	tx := w.db.WithContext(ctx).Begin()
+	if !stop() {
+		if tx.Error == nil {
+			tx.Rollback()
+		}
+		return true, false, 0, fmt.Errorf("term ended while waiting for a connection: %w", context.Cause(term))
+	}
 	if tx.Error != nil {
 		return true, false, 0, tx.Error
 	}

@@ -1,7 +1,9 @@
 // Command chaos runs the fault-injection suite (make chaos): on SQLite,
 // PostgreSQL and MariaDB it runs four worker processes, injects faults one
 // at a time, and checks the recorded histories. It exits 1 on any
-// violation.
+// violation. It runs the extended fault kinds too (chaos.Options.Extended:
+// cut, latency and pool-exhaustion on PostgreSQL and MariaDB), which the
+// short test (TestChaosShort) does not.
 //
 // CHAOS_FAULTS sets the total number of faults (default 30), CHAOS_SEED
 // the seed (default: from the clock; printed), CHAOS_ITEMS the items per
@@ -30,7 +32,7 @@ func main() {
 }
 
 func run(ctx context.Context) int {
-	o := chaos.Options{Faults: 30, Seed: uint64(time.Now().UnixNano())}
+	o := chaos.Options{Faults: 30, Seed: uint64(time.Now().UnixNano()), Extended: true}
 	for _, v := range []struct {
 		env string
 		set func(uint64)
