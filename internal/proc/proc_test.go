@@ -8,32 +8,54 @@ import (
 	"time"
 )
 
-// TestSurvivesThreadExit starts a child with Pdeathsig, then makes the Go
-// runtime end OS threads (locked goroutines that return). The child must
-// still be alive: it dies only with this process.
+// TestSurvivesThreadExit calls Start from goroutines locked to their own
+// threads, which then exit: exactly the exit that kills a child forked
+// from such a thread (TestThreadExitKillsNaiveChild). Children started by
+// Start were forked from Start's own threads, so they must survive. Three
+// children, because the runtime parks rather than ends a locked main
+// thread, which would hide a naive Start about one time in five.
 func TestSurvivesThreadExit(t *testing.T) {
-	cmd := exec.Command("sleep", "30")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p, err := Start(cmd)
-	if err != nil {
-		t.Fatal(err)
+	var ps []*Process
+	for range 3 {
+		cmd := exec.Command("sleep", "30")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		started := make(chan *Process, 1)
+		errs := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the caller's thread ends here
+			p, err := Start(cmd)
+			if err != nil {
+				errs <- err
+				return
+			}
+			started <- p
+		}()
+		select {
+		case p := <-started:
+			ps = append(ps, p)
+		case err := <-errs:
+			t.Fatal(err)
+		}
 	}
 	defer func() {
-		_ = cmd.Process.Kill()
-		<-p.Done()
+		for _, p := range ps {
+			_ = p.Cmd.Process.Kill()
+			<-p.Done()
+		}
 	}()
-	for range 50 {
-		done := make(chan struct{})
+	// A naive Start loses its child within milliseconds of the caller's
+	// thread ending; a bounded look shows these are still running.
+	died := make(chan *Process, len(ps))
+	for _, p := range ps {
 		go func() {
-			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-			close(done)
+			<-p.Done()
+			died <- p
 		}()
-		<-done
 	}
 	select {
-	case <-p.Done():
-		t.Fatalf("child died when unrelated threads exited: %v", p.Err())
-	case <-time.After(200 * time.Millisecond): // a bounded look: the child must still be running
+	case p := <-died:
+		t.Fatalf("child %d died when the caller's thread exited: %v", p.Pid, p.Err())
+	case <-time.After(500 * time.Millisecond):
 	}
 }
 
