@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -37,13 +36,19 @@ const (
 	// safety covers, after a kill, the renewal phase of the killed holder,
 	// the acquire retry's jitter and the pool's rebalance round.
 	safety = 1500 * time.Millisecond
-	// gap is added to a bound before the next fault, so that faults are
-	// spaced by more than their bound.
+	// gap is how long the runner waits after it saw a recovery before it
+	// injects the next fault.
 	gap = 300 * time.Millisecond
 	// readyTimeout bounds every wait for a leader and a full assignment.
 	readyTimeout = 45 * time.Second
-	// itemsTimeout bounds the wait for every item to be processed.
-	itemsTimeout = 3 * time.Minute
+	// minItemsTimeout bounds the wait for every item to be processed, and
+	// itemsPerSecond is the slowest rate that wait allows for more items.
+	minItemsTimeout = 3 * time.Minute
+	itemsPerSecond  = 25
+	// ItemsPerFault is how many items Run seeds per fault of a dialect
+	// by default, so that items are still being processed when the last
+	// fault is injected (four workers process about 100 a second).
+	ItemsPerFault = 400
 	// termTimeout bounds the graceful stop of the workers.
 	termTimeout = 10 * time.Second
 	// pollEvery is how often the runner reads the histories.
@@ -67,6 +72,19 @@ const (
 	ExhaustFor = 2 * TTL
 )
 
+// Timing of the clock-skew fault.
+const (
+	// SkewFor is how long a worker's wall clock stays off: several
+	// renewals and, on the leader, many fenced writes.
+	SkewFor = 2 * TTL
+	// MinSkew and MaxSkew bound how far off a worker's wall clock is set,
+	// ahead or behind.
+	MinSkew = time.Hour
+	MaxSkew = 12 * time.Hour
+	// clockNote starts the worker's note of the wall clock it observed.
+	clockNote = "clock-skew: "
+)
+
 // Bounds returns the recovery bound of each fault kind.
 func Bounds() map[history.FaultKind]time.Duration {
 	return map[history.FaultKind]time.Duration{
@@ -79,20 +97,36 @@ func Bounds() map[history.FaultKind]time.Duration {
 		history.FaultCut:            CutFor + TTL,
 		history.FaultLatency:        Latency + TTL + 2*RetryInterval + safety,
 		history.FaultPoolExhaustion: TTL + 2*RetryInterval + safety + time.Second,
+		// Nothing should fail while a wall clock is off; measured from
+		// the heal, like a kill.
+		history.FaultClockSkew: TTL + 2*RetryInterval + safety,
 	}
 }
 
-// extendedKinds are the fault kinds Options.Extended adds on a dialect.
-// SQLite has no network, so no cut or latency; and its transactions
-// begin immediately (the DSN's _txlock=immediate takes the database's one
-// write lock), so transactions held by one process would block the
-// writes of every process for the whole hold: that is not one process
-// exhausting its own pool, so SQLite has no pool-exhaustion either.
-func extendedKinds(dialect string) []history.FaultKind {
-	if dialect == "sqlite" {
-		return nil
+// Kinds returns the fault kinds injected on dialect: kill, pause and
+// clock-skew everywhere (clock-skew when clock is true: the runtime
+// overlay could be built), a database restart where there is a server,
+// and with extended the network and pool faults.
+//
+// SQLite has no server to restart and no network, so no cut or latency;
+// and its transactions begin immediately (the DSN's _txlock=immediate
+// takes the database's one write lock), so transactions held by one
+// process would block the writes of every process for the whole hold:
+// that is not one process exhausting its own pool, so SQLite has no
+// pool-exhaustion either.
+func Kinds(dialect string, extended, clock bool) []history.FaultKind {
+	ks := []history.FaultKind{history.FaultKill, history.FaultPause}
+	if clock {
+		ks = append(ks, history.FaultClockSkew)
 	}
-	return []history.FaultKind{history.FaultCut, history.FaultLatency, history.FaultPoolExhaustion}
+	if dialect == "sqlite" {
+		return ks
+	}
+	ks = append(ks, history.FaultDBRestart)
+	if extended {
+		ks = append(ks, history.FaultCut, history.FaultLatency, history.FaultPoolExhaustion)
+	}
+	return ks
 }
 
 // Dialects are the dialects the suite runs on, in order.
@@ -105,7 +139,8 @@ type Options struct {
 	Faults int
 	// Seed seeds the pseudo-random choices.
 	Seed uint64
-	// Items is the number of seeded items per dialect (default 3000).
+	// Items is the number of seeded items per dialect (default
+	// ItemsPerFault per fault of a dialect, and at least 3000).
 	Items int
 	// Dialects defaults to Dialects.
 	Dialects []string
@@ -128,11 +163,11 @@ func Run(ctx context.Context, o Options) (ok bool, err error) {
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}
-	if o.Items <= 0 {
-		o.Items = 3000
-	}
 	if len(o.Dialects) == 0 {
 		o.Dialects = Dialects
+	}
+	if o.Items <= 0 {
+		o.Items = max(3000, ItemsPerFault*(o.Faults/len(o.Dialects)))
 	}
 	if o.Required == nil {
 		o.Required = testdb.Required
@@ -150,12 +185,15 @@ func Run(ctx context.Context, o Options) (ok bool, err error) {
 			fmt.Fprintf(o.Out, "chaos: FAIL: temporary files kept in %s\n", root)
 		}
 	}()
-	bin, err := buildWorker(ctx, root)
+	bin, clock, unsupported, err := buildWorker(ctx, root)
 	if err != nil {
 		return false, err
 	}
+	if !clock {
+		fmt.Fprintf(o.Out, "chaos: NOT INJECTING clock-skew: %v\n", unsupported)
+	}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
-	plans := plan(o, rng)
+	plans := plan(o, clock, rng)
 	var results []history.DialectResult
 	var problems []string
 	for _, d := range o.Dialects {
@@ -172,6 +210,7 @@ func Run(ctx context.Context, o Options) (ok bool, err error) {
 			problems = append(problems, d+": "+p)
 		}
 	}
+	history.FailoverTable(o.Out, results...)
 	ok = history.Report(o.Out, results...)
 	for _, p := range problems {
 		fmt.Fprintf(o.Out, "chaos: FAIL: %s\n", p)
@@ -181,17 +220,11 @@ func Run(ctx context.Context, o Options) (ok bool, err error) {
 
 // plan chooses the faults of each dialect: every applicable kind once
 // (in random order), then random kinds up to the dialect's share of
-// o.Faults. On SQLite a database restart is replaced by a kill.
-func plan(o Options, rng *rand.Rand) map[string][]history.FaultKind {
+// o.Faults.
+func plan(o Options, clock bool, rng *rand.Rand) map[string][]history.FaultKind {
 	out := map[string][]history.FaultKind{}
 	for i, d := range o.Dialects {
-		kinds := []history.FaultKind{history.FaultKill, history.FaultPause, history.FaultDBRestart}
-		if d == "sqlite" {
-			kinds = kinds[:2]
-		}
-		if o.Extended {
-			kinds = append(kinds, extendedKinds(d)...)
-		}
+		kinds := Kinds(d, o.Extended, clock)
 		n := len(kinds)
 		if o.Faults > 0 {
 			n = o.Faults / len(o.Dialects)
@@ -204,15 +237,7 @@ func plan(o Options, rng *rand.Rand) map[string][]history.FaultKind {
 			ks = append(ks, kinds[j])
 		}
 		for len(ks) < n {
-			k := []history.FaultKind{history.FaultKill, history.FaultPause, history.FaultDBRestart}[rng.IntN(3)]
-			if ext := extendedKinds(d); o.Extended && len(ext) > 0 {
-				all := append([]history.FaultKind{history.FaultKill, history.FaultPause, history.FaultDBRestart}, ext...)
-				k = all[rng.IntN(len(all))]
-			}
-			if d == "sqlite" && k == history.FaultDBRestart {
-				k = history.FaultKill
-			}
-			ks = append(ks, k)
+			ks = append(ks, kinds[rng.IntN(len(kinds))])
 		}
 		out[d] = ks[:n]
 	}
@@ -300,9 +325,7 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 		if err != nil {
 			return res, nil, false, err
 		}
-		// Wait until recovered, and in any case past the bound, so the
-		// next fault does not fall inside this one's window.
-		rec, err := r.waitRecovered(ctx, healed, bounds[k])
+		rec, err := r.waitRecovered(ctx, healed)
 		if err != nil {
 			return res, nil, false, err
 		}
@@ -327,6 +350,7 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 	if err := r.verifyTable(ctx); err != nil {
 		r.problem("%v", err)
 	}
+	r.verifyClock()
 	_ = r.rec.Close()
 	h, err := history.ReadDir(r.histDir)
 	if err != nil {
@@ -343,42 +367,8 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 	return res, r.problems, false, nil
 }
 
-// summarize prints the failovers per fault kind as the checker measured
-// them, and the runner's own recovery figures.
+// summarize prints the checker's statistics of the dialect.
 func (r *dialectRun) summarize(res history.Result) {
-	type agg struct {
-		n, superseded int
-		max, sum      time.Duration
-	}
-	by := map[string]*agg{}
-	for _, f := range res.Stats.Failovers {
-		key := string(f.Fault) + " " + f.Lease + f.Pool
-		a := by[key]
-		if a == nil {
-			a = &agg{}
-			by[key] = a
-		}
-		a.n++
-		if f.Superseded {
-			a.superseded++
-			continue
-		}
-		a.max = max(a.max, f.Duration)
-		a.sum += f.Duration
-	}
-	keys := make([]string, 0, len(by))
-	for k := range by {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		a := by[k]
-		mean := time.Duration(0)
-		if a.n > a.superseded {
-			mean = a.sum / time.Duration(a.n-a.superseded)
-		}
-		r.logf("failovers %s: n=%d superseded=%d max=%v mean=%v", k, a.n, a.superseded, a.max.Round(time.Millisecond), mean.Round(time.Millisecond))
-	}
 	st := res.Stats
 	r.logf("events=%d lease_terms=%d partition_terms=%d exempt_overlaps=%d accepted_writes=%d rejected_writes=%d items=%d truncated=%d",
 		st.Events, st.LeaseTerms, st.PartitionTerms, st.ExemptOverlaps, st.AcceptedWrites, st.RejectedWrites, st.ItemsProcessed, len(st.Truncated))
@@ -455,14 +445,19 @@ func (r *dialectRun) seed(ctx context.Context) error {
 func (r *dialectRun) start() (*proc, error) {
 	r.nodes++
 	node := fmt.Sprintf("w%d", r.nodes)
+	skew := MinSkew + time.Duration(r.rng.Int64N(int64(MaxSkew-MinSkew)/int64(time.Minute)))*time.Minute
+	if r.rng.IntN(2) == 0 {
+		skew = -skew
+	}
 	if r.extended {
-		return r.startExtended(node)
+		return r.startExtended(node, skew)
 	}
 	p, err := startProc(r.bin, node, filepath.Join(r.dir, node+".log"),
-		"-driver", r.driver, "-dsn", r.dsn, "-dir", r.histDir)
+		"-driver", r.driver, "-dsn", r.dsn, "-dir", r.histDir, "-clock-skew", skew.String())
 	if err != nil {
 		return nil, err
 	}
+	p.skew = skew
 	r.procs = append(r.procs, p)
 	return p, nil
 }
@@ -470,7 +465,7 @@ func (r *dialectRun) start() (*proc, error) {
 // startExtended starts a worker of the extended run: with its own fault
 // proxy (not on SQLite) and its pool bounded to ExhaustConns connections,
 // held on SIGUSR1.
-func (r *dialectRun) startExtended(node string) (*proc, error) {
+func (r *dialectRun) startExtended(node string, skew time.Duration) (*proc, error) {
 	dsn := r.dsn
 	var px *faultproxy.Proxy
 	if r.srv != nil {
@@ -483,14 +478,14 @@ func (r *dialectRun) startExtended(node string) (*proc, error) {
 	}
 	p, err := startProc(r.bin, node, filepath.Join(r.dir, node+".log"),
 		"-driver", r.driver, "-dsn", dsn, "-dir", r.histDir,
-		"-max-open-conns", fmt.Sprint(ExhaustConns), "-exhaust-for", ExhaustFor.String())
+		"-max-open-conns", fmt.Sprint(ExhaustConns), "-exhaust-for", ExhaustFor.String(), "-clock-skew", skew.String())
 	if err != nil {
 		if px != nil {
 			_ = px.Close()
 		}
 		return nil, err
 	}
-	p.proxy = px
+	p.proxy, p.skew = px, skew
 	r.procs = append(r.procs, p)
 	return p, nil
 }
@@ -557,16 +552,17 @@ func (r *dialectRun) waitReady(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// waitRecovered waits until ready and until bound+gap has passed since
-// from. It returns how long after from the runner first saw the system
-// ready again (after from+1 poll), or -1 if it did not within
-// readyTimeout.
-func (r *dialectRun) waitRecovered(ctx context.Context, from time.Time, bound time.Duration) (time.Duration, error) {
+// waitRecovered waits until ready, and then gap longer so that the next
+// fault starts from a settled system. It returns how long after from the
+// runner first saw the system ready again (after from+TTL/2: a paused or
+// cut process's terms look open until it notices its fault), or -1 if it
+// did not within readyTimeout. The checker measures the failover itself,
+// from the histories; the next fault does not cut its window short, since
+// it starts after the recovery.
+func (r *dialectRun) waitRecovered(ctx context.Context, from time.Time) (time.Duration, error) {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	recovered := time.Duration(-1)
-	// Let the fault take effect before looking: a killed or paused
-	// leader's terms look open until its successor starts.
 	settle := from.Add(TTL / 2)
 	for {
 		now := time.Now()
@@ -579,7 +575,10 @@ func (r *dialectRun) waitRecovered(ctx context.Context, from time.Time, bound ti
 				recovered = now.Sub(from)
 			}
 		}
-		if now.After(from.Add(bound+gap)) && (recovered >= 0 || now.After(from.Add(readyTimeout))) {
+		if recovered >= 0 && now.After(from.Add(recovered+gap)) {
+			return recovered, nil
+		}
+		if recovered < 0 && now.After(from.Add(readyTimeout)) {
 			return recovered, nil
 		}
 		select {
@@ -668,8 +667,73 @@ func (r *dialectRun) inject(k history.FaultKind) (time.Time, error) {
 			r.problem("the %s server took %v to start, more than the allowance %v", r.name, d, RestartAllowance)
 		}
 		return at, nil
+	case history.FaultClockSkew:
+		target, role := byPID(leader), "leader"
+		if target == nil || r.rng.IntN(3) == 0 {
+			target, role = ps[r.rng.IntN(len(ps))], "random"
+		}
+		r.logf("fault clock-skew: wall clock of %s (pid %d, %s) %v off for %v", target.node, target.Pid, role, target.skew, SkewFor)
+		r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseStart, Text: "wall clock " + target.skew.String() + " off"})
+		target.skews++
+		if err := target.Signal(syscall.SIGUSR2); err != nil {
+			return time.Now(), err
+		}
+		timer := time.NewTimer(SkewFor)
+		<-timer.C
+		r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseHeal})
+		return time.Now(), target.Signal(syscall.SIGUSR2)
 	}
 	return r.injectExtended(k, ps, byPID(leader))
+}
+
+// verifyClock checks that every clock-skew fault took: each worker that
+// received n of them recorded n settings of its wall clock that it
+// observed off by its skew, and n settings back.
+func (r *dialectRun) verifyClock() {
+	if err := r.tail.poll(); err != nil {
+		r.problem("read the histories: %v", err)
+		return
+	}
+	for _, p := range r.procs {
+		if p.skews == 0 {
+			continue
+		}
+		var off, back int
+		for _, text := range r.tail.clock[p.Pid] {
+			var offset, observed time.Duration
+			o, obs, ok := strings.Cut(text, " ")
+			var err error
+			if oo, ok2 := strings.CutPrefix(o, "offset="); ok && ok2 {
+				if offset, err = time.ParseDuration(oo); err == nil {
+					if ob, ok3 := strings.CutPrefix(obs, "observed="); ok3 {
+						observed, err = time.ParseDuration(ob)
+					} else {
+						err = errors.New("no observed=")
+					}
+				}
+			} else {
+				err = errors.New("no offset=")
+			}
+			if err != nil {
+				r.problem("worker %s (pid %d): clock-skew note %q: %v", p.node, p.Pid, text, err)
+				continue
+			}
+			if d := observed - offset; d < -5*time.Second || d > 5*time.Second {
+				r.problem("worker %s (pid %d): wall clock set %v off but observed %v off", p.node, p.Pid, offset, observed)
+			}
+			if offset == 0 {
+				back++
+			} else {
+				off++
+			}
+		}
+		// A worker killed right after a heal may not have recorded the
+		// setting back.
+		if off != p.skews || (back != p.skews && !(p.killed && back == p.skews-1)) {
+			r.problem("worker %s (pid %d) received %d clock-skew faults but recorded %d settings off and %d back: the fault did not take",
+				p.node, p.Pid, p.skews, off, back)
+		}
+	}
 }
 
 // injectExtended injects one fault of the kinds Options.Extended adds, on
@@ -735,7 +799,8 @@ func (r *dialectRun) fault(e history.Event) {
 
 // waitItems waits until every item is processed.
 func (r *dialectRun) waitItems(ctx context.Context) error {
-	deadline := time.NewTimer(itemsTimeout)
+	timeout := max(minItemsTimeout, time.Duration(r.items/itemsPerSecond)*time.Second)
+	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -752,7 +817,7 @@ func (r *dialectRun) waitItems(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			return fmt.Errorf("%d of %d items still unprocessed after %v", left, r.items, itemsTimeout)
+			return fmt.Errorf("%d of %d items still unprocessed after %v", left, r.items, timeout)
 		case <-t.C:
 		}
 	}

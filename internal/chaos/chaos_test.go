@@ -32,12 +32,13 @@ func (w *testWriter) Write(p []byte) (int, error) {
 }
 
 // TestChaosShort runs a short round of the suite: each applicable fault
-// kind once per dialect (kill and pause on SQLite; kill, pause and a
-// database restart on PostgreSQL and MariaDB). A dialect whose server is
-// not installed is skipped loudly, or fails when REQUIRE_DIALECTS names it.
+// kind once per dialect (see Kinds: kill, pause and clock-skew on SQLite;
+// those, a database restart, a network cut, latency and pool exhaustion on
+// PostgreSQL and MariaDB). A dialect whose server is not installed is
+// skipped loudly, or fails when REQUIRE_DIALECTS names it.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the chaos round takes about a minute")
+		t.Skip("the chaos round takes about two minutes")
 	}
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("CHAOS_SEED"); s != "" {
@@ -49,7 +50,11 @@ func TestChaosShort(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	ok, err := Run(ctx, Options{Faults: 0, Seed: seed, Items: 600, Out: &testWriter{t: t}})
+	o := Options{Faults: 0, Seed: seed, Items: 600, Out: &testWriter{t: t}, Extended: true}
+	if d := os.Getenv("CHAOS_DIALECTS"); d != "" {
+		o.Dialects = strings.Split(d, ",")
+	}
+	ok, err := Run(ctx, o)
 	if err != nil {
 		t.Fatalf("chaos (seed %d): %v", seed, err)
 	}

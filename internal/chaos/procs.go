@@ -3,12 +3,15 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/leasehold/leasehold/internal/chaos/faultproxy"
 	"github.com/leasehold/leasehold/internal/history"
@@ -26,11 +29,25 @@ type proc struct {
 	// proxy is the worker's own fault proxy to the database (extended
 	// run, not SQLite), or nil.
 	proxy *faultproxy.Proxy
+	// skew is how far off SIGUSR2 sets the worker's wall clock, and
+	// skews how many clock-skew faults it received.
+	skew  time.Duration
+	skews int
 }
 
-// buildWorker compiles ./internal/chaos/worker into dir.
-func buildWorker(ctx context.Context, dir string) (string, error) {
-	return procs.Build(ctx, "./internal/chaos/worker", dir, "chaos-worker")
+// buildWorker compiles ./internal/chaos/worker into dir, with the runtime
+// overlay of the clock-skew fault where the platform has one. clock
+// reports whether it has; when not, unsupported says why.
+func buildWorker(ctx context.Context, dir string) (bin string, clock bool, unsupported error, err error) {
+	flags, err := clockOverlay(ctx, dir)
+	switch {
+	case errors.Is(err, errClockUnsupported):
+		unsupported, flags = err, nil
+	case err != nil:
+		return "", false, nil, fmt.Errorf("the clock-skew overlay: %w", err)
+	}
+	bin, err = procs.Build(ctx, "./internal/chaos/worker", dir, "chaos-worker", flags...)
+	return bin, flags != nil, unsupported, err
 }
 
 // startProc starts one worker process with its own process group, which
@@ -63,10 +80,11 @@ type tailer struct {
 	offsets map[string]int64
 	leader  map[int]history.Event // pid -> open LeaderStart
 	parts   map[int]history.Event // pid -> open PartitionStart
+	clock   map[int][]string      // pid -> texts of its clock-skew notes
 }
 
 func newTailer(dir string) *tailer {
-	return &tailer{dir: dir, offsets: map[string]int64{}, leader: map[int]history.Event{}, parts: map[int]history.Event{}}
+	return &tailer{dir: dir, offsets: map[string]int64{}, leader: map[int]history.Event{}, parts: map[int]history.Event{}, clock: map[int][]string{}}
 }
 
 // poll reads the complete lines added since the last poll.
@@ -126,6 +144,10 @@ func (t *tailer) apply(e history.Event) {
 	case history.PartitionStop:
 		if s, ok := t.parts[e.PID]; ok && s.Generation == e.Generation {
 			delete(t.parts, e.PID)
+		}
+	case history.Note:
+		if text, ok := strings.CutPrefix(e.Text, clockNote); ok {
+			t.clock[e.PID] = append(t.clock[e.PID], text)
 		}
 	}
 }

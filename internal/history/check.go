@@ -237,6 +237,7 @@ func Check(h History, cfg Config) Result {
 	c.checkOverlaps()
 	c.checkGenerations()
 	c.checkFencing()
+	c.checkSupersededWrites()
 	c.checkItems()
 	c.checkRecovery()
 	return c.res
@@ -633,6 +634,78 @@ func (c *checker) checkFencing() {
 		}
 		c.violate(StaleWrite, evs, "resource %q: %d accepted writes went back in %s; first: holder %q wrote with %s %d at %s after holder %q wrote with %s %d at %s",
 			r, len(s.stale), name, w.holder(), name, tok, c.at(w.Time), nw.holder(), name, ntok, c.at(nw.Time))
+	}
+}
+
+// checkSupersededWrites applies rule C's second part: no write is accepted
+// with a token older than that of a term of its lease or pool that had
+// already started.
+func (c *checker) checkSupersededWrites() {
+	type newer struct {
+		token    int64
+		minStart int64 // earliest start among terms with this token or a newer one
+		t        *term
+	}
+	idx := map[string][]newer{}
+	for name, ts := range c.leaseTerms {
+		for _, t := range ts {
+			idx["lease\x00"+name] = append(idx["lease\x00"+name], newer{token: t.epoch, minStart: t.start, t: t})
+		}
+	}
+	for name, ts := range c.poolTerms {
+		for _, t := range ts {
+			idx["pool\x00"+name] = append(idx["pool\x00"+name], newer{token: t.gen, minStart: t.start, t: t})
+		}
+	}
+	for _, list := range idx {
+		slices.SortStableFunc(list, func(a, b newer) int { return cmp.Compare(a.token, b.token) })
+		for i := len(list) - 2; i >= 0; i-- {
+			if list[i+1].minStart < list[i].minStart {
+				list[i].minStart, list[i].t = list[i+1].minStart, list[i+1].t
+			}
+		}
+	}
+	type found struct {
+		first, by *Event
+		n         int
+	}
+	byRes := map[string]*found{}
+	for _, w := range c.writes {
+		if !w.Accepted {
+			continue
+		}
+		var key string
+		switch {
+		case w.Pool != "":
+			key = "pool\x00" + w.Pool
+		case w.Lease != "":
+			key = "lease\x00" + w.Lease
+		default:
+			continue // not tied to one lease
+		}
+		_, tok := w.token()
+		list := idx[key]
+		i, _ := slices.BinarySearchFunc(list, tok+1, func(n newer, tok int64) int { return cmp.Compare(n.token, tok) })
+		if i == len(list) || list[i].minStart >= w.Time {
+			continue
+		}
+		f := byRes[w.Resource]
+		if f == nil {
+			f = &found{first: w, by: list[i].t.startEv}
+			byRes[w.Resource] = f
+		}
+		f.n++
+	}
+	for _, r := range sortedKeys(byRes) {
+		f := byRes[r]
+		name, tok := f.first.token()
+		by := f.by
+		ntok := by.Epoch
+		if by.Kind == PartitionStart {
+			ntok = by.Generation
+		}
+		c.violate(StaleWrite, []*Event{by, f.first}, "resource %q: %d accepted writes were superseded when made; first: holder %q wrote with %s %d at %s, after holder %q started a term with %s %d at %s",
+			r, f.n, f.first.holder(), name, tok, c.at(f.first.Time), by.holder(), name, ntok, c.at(by.Time))
 	}
 }
 

@@ -7,6 +7,11 @@ import (
 	"time"
 )
 
+func withLease(e Event, lease string) Event {
+	e.Lease = lease
+	return e
+}
+
 func kinds(vs []Violation) []ViolationKind {
 	var ks []ViolationKind
 	for _, v := range vs {
@@ -126,6 +131,30 @@ func TestCheckCatches(t *testing.T) {
 			},
 			want: []ViolationKind{StaleWrite},
 			msg:  []string{`holder "b" wrote with generation 3 at +1.000000s after holder "a" wrote with generation 4 at +0.000000s`},
+		},
+		{
+			name: "accepted write superseded by a newer term",
+			events: []Event{
+				lstart(0, "a", "L", 1),
+				lstop(3, "a", "L", 1),
+				lstart(4, "b", "L", 2),
+				withLease(write(4.5, "a", "ledger", 1, true), "L"),
+				lstop(9, "b", "L", 2),
+			},
+			want: []ViolationKind{StaleWrite},
+			msg:  []string{`resource "ledger": 1 accepted writes were superseded when made; first: holder "a" wrote with epoch 1 at +4.500000s, after holder "b" started a term with epoch 2 at +4.000000s`},
+		},
+		{
+			name: "accepted pool write superseded by a newer generation",
+			events: []Event{
+				pstart(0, "a", "P", 1, 0, 1),
+				pstop(3, "a", "P", 1, 0, 1),
+				pstart(4, "b", "P", 2, 0, 1),
+				poolWrite(5, "a", "P", "items", 1, true),
+				pstop(9, "b", "P", 2, 0, 1),
+			},
+			want: []ViolationKind{StaleWrite},
+			msg:  []string{`holder "a" wrote with generation 1 at +5.000000s, after holder "b" started a term with generation 2 at +4.000000s`},
 		},
 		{
 			name: "lost item",
@@ -343,6 +372,18 @@ func TestCheckAccepts(t *testing.T) {
 		// superseded failovers (another fault before recovery)
 		superseded int
 	}{
+		{
+			name: "a write in flight when the term ended is rejected after the successor started",
+			events: []Event{
+				lstart(0, "a", "L", 1),
+				withLease(write(2, "a", "ledger", 1, true), "L"),
+				lstop(3, "a", "L", 1),
+				lstart(4, "b", "L", 2),
+				withLease(write(4.5, "a", "ledger", 1, false), "L"),
+				withLease(write(5, "b", "ledger", 2, true), "L"),
+				lstop(9, "b", "L", 2),
+			},
+		},
 		{
 			name:      "clean history with failovers",
 			events:    cleanHistory(),

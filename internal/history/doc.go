@@ -40,7 +40,10 @@
 // that need one). Fields by kind:
 //
 //   - LeaderStart, LeaderStop: Lease, Holder, Epoch. Recorded when the
-//     leader function starts and when it returns.
+//     leader function starts, and when the library ends the term (its
+//     context is done: the holder's trust deadline passed, the lease was
+//     lost or released) or the function returns, whichever comes first. A
+//     write still in flight after the stop is judged by rule C.
 //   - PartitionStart, PartitionStop: Pool, Index, Count, Generation, Epoch
 //     (of the membership lease), Holder. A term is identified by (Pool,
 //     Holder, Generation).
@@ -121,6 +124,13 @@
 // for a pool write, Epoch otherwise) is lower than that of an earlier
 // accepted write. Equal tokens are fine. Rejected writes are ignored. One
 // violation per resource, counting and showing the stale writes.
+//
+// Second part, also [StaleWrite]: no accepted write was superseded when it
+// was made. An accepted Write with Lease L (or Pool P) and token t is a
+// violation when a term of L (or of P) with a newer token (Epoch, or
+// Generation) started before the write's Time. The fence's database check
+// and its share lock order a successor's takeover after every write it
+// lets commit, so such a write means the fence failed.
 //
 // # Rule D: exactly once
 //

@@ -3,7 +3,9 @@ package history
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"time"
 )
 
 // DialectResult is the verdict on one dialect's run.
@@ -68,4 +70,82 @@ func Report(w io.Writer, runs ...DialectResult) bool {
 		}
 	}
 	return ok
+}
+
+// KindFailovers are the failover figures of one fault kind.
+type KindFailovers struct {
+	Kind   FaultKind
+	Faults int
+	// N counts the measured failovers (each lease and pool, per fault);
+	// Superseded those left out because another fault struck first.
+	N, Superseded        int
+	P50, P99, Max, Bound time.Duration
+}
+
+// ByKind returns the failover figures of each fault kind of results,
+// sorted by kind.
+func ByKind(results ...Result) []KindFailovers {
+	by := map[FaultKind]*KindFailovers{}
+	ds := map[FaultKind][]time.Duration{}
+	get := func(k FaultKind) *KindFailovers {
+		if by[k] == nil {
+			by[k] = &KindFailovers{Kind: k}
+		}
+		return by[k]
+	}
+	for _, r := range results {
+		for k, n := range r.Stats.FaultsByKind {
+			get(k).Faults += n
+		}
+		for _, f := range r.Stats.Failovers {
+			kf := get(f.Fault)
+			kf.Bound = max(kf.Bound, f.Bound)
+			if f.Superseded || !f.Recovered {
+				kf.Superseded += btoi(f.Superseded)
+				continue
+			}
+			kf.N++
+			ds[f.Fault] = append(ds[f.Fault], f.Duration)
+		}
+	}
+	out := make([]KindFailovers, 0, len(by))
+	for _, k := range sortedKeys(by) {
+		kf := by[k]
+		d := ds[k]
+		slices.Sort(d)
+		kf.P50, kf.P99 = percentile(d, 50), percentile(d, 99)
+		if len(d) > 0 {
+			kf.Max = d[len(d)-1]
+		}
+		out = append(out, *kf)
+	}
+	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// FailoverTable writes the failover figures of each fault kind, one line
+// per kind and dialect, then one per kind over every dialect:
+//
+//	chaos: failovers kind=kill dialect=postgres faults=F n=N p50_ms=A p99_ms=B max_ms=C bound_ms=D superseded=S
+func FailoverTable(w io.Writer, runs ...DialectResult) {
+	line := func(dialect string, kf KindFailovers) {
+		fmt.Fprintf(w, "chaos: failovers kind=%s dialect=%s faults=%d n=%d p50_ms=%d p99_ms=%d max_ms=%d bound_ms=%d superseded=%d\n",
+			kf.Kind, dialect, kf.Faults, kf.N, kf.P50.Milliseconds(), kf.P99.Milliseconds(), kf.Max.Milliseconds(), kf.Bound.Milliseconds(), kf.Superseded)
+	}
+	all := make([]Result, 0, len(runs))
+	for _, r := range runs {
+		for _, kf := range ByKind(r.Result) {
+			line(r.Dialect, kf)
+		}
+		all = append(all, r.Result)
+	}
+	for _, kf := range ByKind(all...) {
+		line("all", kf)
+	}
 }

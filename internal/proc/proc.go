@@ -109,8 +109,9 @@ func GoTool() string {
 
 // Build compiles the main package pkg (a path relative to the module
 // root, such as "./sample") of the module the working directory is in,
-// into dir/name, and returns the binary's path.
-func Build(ctx context.Context, pkg, dir, name string) (string, error) {
+// into dir/name, and returns the binary's path. flags are passed to go
+// build before the package, such as "-tags", "x".
+func Build(ctx context.Context, pkg, dir, name string, flags ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, GoTool(), "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("%s env GOMOD: %w", GoTool(), err)
@@ -120,7 +121,8 @@ func Build(ctx context.Context, pkg, dir, name string) (string, error) {
 		return "", fmt.Errorf("build %s: not inside the leasehold module; run it from the repository", pkg)
 	}
 	bin := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, GoTool(), "build", "-o", bin, pkg)
+	args := append(append([]string{"build", "-o", bin}, flags...), pkg)
+	cmd := exec.CommandContext(ctx, GoTool(), args...)
 	cmd.Dir = filepath.Dir(mod)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%s build %s: %w\n%s", GoTool(), pkg, err, b)

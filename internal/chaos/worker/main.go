@@ -4,13 +4,17 @@
 // seeded rows of chaos_items, one per fenced transaction. Every term, write
 // and processed item is recorded to DIR/<pid>.jsonl with history.Recorder.
 //
-//	worker -driver postgres -dsn DSN -dir DIR -node w1 [-max-open-conns N -exhaust-for D]
+//	worker -driver postgres -dsn DSN -dir DIR -node w1 [-max-open-conns N -exhaust-for D] [-clock-skew D]
 //
 // It stops gracefully on SIGTERM or SIGINT. With -max-open-conns N its
 // pool has at most N connections, and a fenced transaction stops waiting
 // for one when the term ends. With -exhaust-for D, each SIGUSR1 makes it
 // begin N transactions of its own and hold them for D (the pool-exhaustion
-// fault: its own code leaking its pool).
+// fault: its own code leaking its pool). With -clock-skew D, each SIGUSR2
+// sets its wall clock D off, or back (the clock-skew fault; it needs the
+// build overlay of internal/chaos/clock.go), and records a note
+// "clock-skew: offset=... observed=..." with the wall clock it then
+// observes against CLOCK_REALTIME.
 package main
 
 import (
@@ -27,6 +31,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -58,7 +63,21 @@ func run(ctx context.Context) error {
 	node := flag.String("node", "w", "node name of this process")
 	maxOpen := flag.Int("max-open-conns", 0, "bound the pool to this many connections (0: unbounded)")
 	exhaustFor := flag.Duration("exhaust-for", 0, "on SIGUSR1, hold -max-open-conns transactions for this long (0: ignore SIGUSR1)")
+	clockSkew := flag.Duration("clock-skew", 0, "on SIGUSR2, set the wall clock this far off, or back (0: ignore SIGUSR2)")
+	clockCheck := flag.Duration("clock-check", 0, "set the wall clock this far off, print \"observed=D\" with how far off it then reads, and exit")
 	flag.Parse()
+	if *clockCheck != 0 {
+		if !clockInjectable {
+			return fmt.Errorf("-clock-check: built without the %s tag and runtime overlay", chaos.ClockTag)
+		}
+		setWallOffset(int64(*clockCheck / time.Second))
+		observed, err := wallSkew()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("observed=%s\n", observed.Round(time.Second))
+		return nil
+	}
 	if *driver == "" || *dsn == "" || *dir == "" {
 		return errors.New("-driver, -dsn and -dir are required")
 	}
@@ -91,6 +110,12 @@ func run(ctx context.Context) error {
 		signal.Notify(usr1, syscall.SIGUSR1)
 		defer signal.Stop(usr1)
 		go w.exhaustOnSignal(ctx, usr1, *maxOpen, *exhaustFor)
+	}
+	if *clockSkew != 0 {
+		usr2 := make(chan os.Signal, 1)
+		signal.Notify(usr2, syscall.SIGUSR2)
+		defer signal.Stop(usr2)
+		go w.skewOnSignal(ctx, usr2, *clockSkew)
 	}
 	host, err := workers.NewHost(db, id, workers.Config{
 		Coordination:      withLogger(chaos.CoordinationConfig(), log),
@@ -157,6 +182,62 @@ func (w *worker) exhaustOnSignal(ctx context.Context, sig <-chan os.Signal, n in
 	}
 }
 
+// skewOnSignal, on each signal, sets the wall clock skew off, or back, and
+// records what the wall clock then reads against CLOCK_REALTIME.
+func (w *worker) skewOnSignal(ctx context.Context, sig <-chan os.Signal, skew time.Duration) {
+	on := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sig:
+		}
+		if !clockInjectable {
+			_ = w.rec.Notef("clock-skew: not injectable: built without the %s tag and runtime overlay", chaos.ClockTag)
+			continue
+		}
+		on = !on
+		offset := time.Duration(0)
+		if on {
+			offset = skew
+		}
+		setWallOffset(int64(offset / time.Second))
+		observed, err := wallSkew()
+		if err != nil {
+			_ = w.rec.Notef("clock-skew: %v", err)
+			continue
+		}
+		_ = w.rec.Notef("clock-skew: offset=%s observed=%s", offset, observed.Round(time.Second))
+	}
+}
+
+// wallSkew returns how far time.Now's wall clock is from CLOCK_REALTIME,
+// read by the clock_gettime system call (which the overlay does not move).
+func wallSkew() (time.Duration, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_REALTIME, &ts); err != nil {
+		return 0, fmt.Errorf("clock_gettime(CLOCK_REALTIME): %w", err)
+	}
+	return time.Now().Round(0).Sub(time.Unix(ts.Unix())), nil
+}
+
+// term records start, and returns the function to defer that records stop.
+// stop is recorded once, when ctx is done (the library ended the term: its
+// trust deadline passed, or it was lost, revoked or released) or when the
+// function returns, whichever comes first: a fenced write still in flight
+// after that is no longer the term's, and the fence must refuse it if a
+// successor has started.
+func (w *worker) term(ctx context.Context, start, stop history.Event) (end func()) {
+	w.record(start)
+	var once sync.Once
+	record := func() { once.Do(func() { w.record(stop) }) }
+	unregister := context.AfterFunc(ctx, record)
+	return func() {
+		unregister()
+		record()
+	}
+}
+
 // record appends e to the history; a failed write is logged once by the
 // Recorder's sticky error and otherwise ignored (the process carries on).
 func (w *worker) record(e history.Event) {
@@ -206,11 +287,12 @@ func (w *worker) fenced(ctx context.Context, fence func(*gorm.DB) error, do func
 
 // ledger is the global singleton: while it leads it appends a row every
 // LedgerEvery in a fenced transaction. It records its term's start and
-// stop and every write attempt. It does not check Valid before writing, so
+// stop (see term) and every write attempt. It does not check Valid before writing, so
 // a process resumed after a pause tries once more and the fence refuses.
 func (w *worker) ledger(ctx context.Context, l *coordination.Lease) error {
-	w.record(history.Event{Kind: history.LeaderStart, Lease: l.Name(), Epoch: l.Epoch()})
-	defer w.record(history.Event{Kind: history.LeaderStop, Lease: l.Name(), Epoch: l.Epoch()})
+	defer w.term(ctx,
+		history.Event{Kind: history.LeaderStart, Lease: l.Name(), Epoch: l.Epoch()},
+		history.Event{Kind: history.LeaderStop, Lease: l.Name(), Epoch: l.Epoch()})()
 	t := time.NewTicker(chaos.LedgerEvery)
 	defer t.Stop()
 	for {
@@ -234,8 +316,9 @@ func (w *worker) ledger(ctx context.Context, l *coordination.Lease) error {
 // its index, one per fenced transaction, until its assignment ends. It
 // never returns early, so its term lasts as long as the assignment.
 func (w *worker) items(ctx context.Context, a coordination.Assignment) error {
-	w.record(history.Event{Kind: history.PartitionStart, Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch})
-	defer w.record(history.Event{Kind: history.PartitionStop, Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch})
+	defer w.term(ctx,
+		history.Event{Kind: history.PartitionStart, Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch},
+		history.Event{Kind: history.PartitionStop, Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch})()
 	t := time.NewTicker(chaos.ItemEvery)
 	defer t.Stop()
 	for {
