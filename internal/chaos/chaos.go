@@ -106,25 +106,23 @@ func Bounds() map[history.FaultKind]time.Duration {
 // Kinds returns the fault kinds injected on dialect: kill, pause and
 // clock-skew everywhere (clock-skew when clock is true: the runtime
 // overlay could be built), a database restart where there is a server,
-// and with extended the network and pool faults.
-//
-// SQLite has no server to restart and no network, so no cut or latency;
-// and its transactions begin immediately (the DSN's _txlock=immediate
-// takes the database's one write lock), so transactions held by one
-// process would block the writes of every process for the whole hold:
-// that is not one process exhausting its own pool, so SQLite has no
-// pool-exhaustion either.
+// and with extended a worker exhausting its own pool and, where there is
+// a network, a cut and latency. SQLite has neither a server to restart
+// nor a network.
 func Kinds(dialect string, extended, clock bool) []history.FaultKind {
 	ks := []history.FaultKind{history.FaultKill, history.FaultPause}
 	if clock {
 		ks = append(ks, history.FaultClockSkew)
+	}
+	if extended {
+		ks = append(ks, history.FaultPoolExhaustion)
 	}
 	if dialect == "sqlite" {
 		return ks
 	}
 	ks = append(ks, history.FaultDBRestart)
 	if extended {
-		ks = append(ks, history.FaultCut, history.FaultLatency, history.FaultPoolExhaustion)
+		ks = append(ks, history.FaultCut, history.FaultLatency)
 	}
 	return ks
 }
@@ -149,10 +147,11 @@ type Options struct {
 	// Required reports whether a dialect whose server binaries are
 	// missing is a failure rather than a skip (default testdb.Required).
 	Required func(dialect string) bool
-	// Extended adds the fault kinds cut, latency and pool-exhaustion on
-	// PostgreSQL and MariaDB: every worker then reaches the database
-	// through its own fault proxy, bounds its pool to ExhaustConns
-	// connections and holds them all on SIGUSR1 for ExhaustFor.
+	// Extended adds the fault kinds pool-exhaustion, and cut and latency
+	// on PostgreSQL and MariaDB: every worker then bounds its pool to
+	// ExhaustConns connections and holds them all on SIGUSR1 for
+	// ExhaustFor, and reaches a database server through its own fault
+	// proxy.
 	Extended bool
 }
 

@@ -1,8 +1,10 @@
 // Package chaos is the fault-injection suite: it runs copies of a small
 // worker binary (./internal/chaos/worker) as separate OS processes against
 // a real database, injects faults (SIGKILL, SIGSTOP/SIGCONT, a database
-// restart), and checks the histories the processes recorded with package
-// internal/history.
+// restart, a network cut or latency through each worker's own TCP proxy,
+// a worker exhausting its own connection pool, a worker's wall clock set
+// hours off; see Kinds), and checks the histories the processes recorded
+// with package internal/history.
 package chaos
 
 import (

@@ -104,7 +104,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w := &worker{db: db, rec: rec, holder: id.Holder(), log: log, bounded: *maxOpen > 0}
+	w := &worker{db: db, rec: rec, holder: id.Holder(), log: log, bounded: *maxOpen > 0, sqlite: db.Dialector.Name() == "sqlite"}
 	if *maxOpen > 0 && *exhaustFor > 0 {
 		usr1 := make(chan os.Signal, 1)
 		signal.Notify(usr1, syscall.SIGUSR1)
@@ -147,11 +147,17 @@ type worker struct {
 	// bounded: the pool has a MaxOpenConns, so Begin may wait for a
 	// connection; the wait then stops when the term ends.
 	bounded bool
+	// sqlite: the database is an SQLite file.
+	sqlite bool
 }
 
-// exhaustOnSignal, on each signal, begins n transactions and holds them
-// for d: the process's own code exhausting its pool. A transaction that
-// did not get a connection within d gives up.
+// exhaustOnSignal, on each signal, takes n connections of its own pool
+// and holds them for d: the process's own code exhausting its pool. On a
+// database server each holds an open transaction (a leaked transaction).
+// On SQLite each holds a bare connection instead: its transactions take
+// the file's one write lock when they begin, so held transactions would
+// block every process, not exhaust this one's pool. A connection not
+// obtained within d is given up.
 func (w *worker) exhaustOnSignal(ctx context.Context, sig <-chan os.Signal, n int, d time.Duration) {
 	for {
 		select {
@@ -159,12 +165,32 @@ func (w *worker) exhaustOnSignal(ctx context.Context, sig <-chan os.Signal, n in
 			return
 		case <-sig:
 		}
-		_ = w.rec.Notef("SIGUSR1: holding %d transactions for %v", n, d)
+		what := "transactions"
+		if w.sqlite {
+			what = "connections"
+		}
+		_ = w.rec.Notef("SIGUSR1: holding %d %s for %v", n, what, d)
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
 		var held atomic.Int64
 		var wg sync.WaitGroup
 		for range n {
 			wg.Go(func() {
+				if w.sqlite {
+					sqlDB, err := w.db.DB()
+					if err != nil {
+						return
+					}
+					conn, err := sqlDB.Conn(hctx)
+					if err != nil {
+						return
+					}
+					if err := conn.PingContext(hctx); err == nil {
+						held.Add(1)
+					}
+					<-hctx.Done()
+					_ = conn.Close()
+					return
+				}
 				tx := w.db.WithContext(hctx).Begin()
 				if tx.Error != nil {
 					return
@@ -178,7 +204,7 @@ func (w *worker) exhaustOnSignal(ctx context.Context, sig <-chan os.Signal, n in
 		}
 		wg.Wait()
 		cancel()
-		_ = w.rec.Notef("released the held transactions (%d of %d held)", held.Load(), n)
+		_ = w.rec.Notef("released the held %s (%d of %d held)", what, held.Load(), n)
 	}
 }
 
