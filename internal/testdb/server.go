@@ -3,6 +3,7 @@ package testdb
 import (
 	"github.com/leasehold/leasehold/internal/proc"
 
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -312,11 +313,72 @@ func (s *Server) stopLocked() error {
 	timer.Reset(killTimeout)
 	select {
 	case <-p.done:
-		return nil
 	case <-timer.C:
 		return fmt.Errorf("testdb: stop %s server (pid %d): still running %s after SIGKILL to its process group",
 			s.kind, p.pid, killTimeout)
 	}
+	// The leader is reaped, but its backends may still be exiting, and a
+	// PostgreSQL started before they have refuses the data directory
+	// ("pre-existing shared memory block is still in use").
+	if live := waitGroupExited(p.pid, killTimeout); len(live) > 0 {
+		return fmt.Errorf("testdb: stop %s server (pid %d): processes %v of its group still running %s after SIGKILL",
+			s.kind, p.pid, live, killTimeout)
+	}
+	return nil
+}
+
+// waitGroupExited waits at most d until no process of process group pgid
+// is running (zombies, which hold no resources, do not count), and returns
+// the pids still running then.
+func waitGroupExited(pgid int, d time.Duration) []int {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		live := groupRunning(pgid)
+		if len(live) == 0 {
+			return nil
+		}
+		select {
+		case <-deadline.C:
+			return live
+		case <-poll.C:
+		}
+	}
+}
+
+// groupRunning lists the processes of group pgid that are not zombies, from
+// /proc/<pid>/stat.
+func groupRunning(pgid int) []int {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var live []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			live = append(live, pid)
+		}
+	}
+	return live
 }
 
 // errPortInUse marks a start that failed because another process took the

@@ -438,3 +438,62 @@ func TestStopKillsAStuckServer(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitGroupExited: the wait sees every running process of a group, the
+// leader's children included, and ends when the group is killed.
+func TestWaitGroupExited(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 60 & sleep 60 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	pgid := cmd.Process.Pid
+	defer func() {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	}()
+	// The shell and its two sleeps, once the shell has started them.
+	live := waitGroupSize(t, pgid, 3)
+	if got := waitGroupExited(pgid, 50*time.Millisecond); len(got) != 3 {
+		t.Fatalf("waitGroupExited of a running group = %v, want its 3 processes %v", got, live)
+	}
+	// Kill the leader alone: its children live on in the group.
+	if err := syscall.Kill(pgid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if got := waitGroupExited(pgid, 50*time.Millisecond); len(got) != 2 {
+		t.Fatalf("after the leader was killed, waitGroupExited = %v, want its 2 children", got)
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitGroupExited(pgid, 10*time.Second); len(got) != 0 {
+		t.Fatalf("after the group was killed, waitGroupExited = %v, want none", got)
+	}
+}
+
+// waitGroupSize waits until group pgid has n running processes.
+func waitGroupSize(t *testing.T, pgid, n int) []int {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		live := groupRunning(pgid)
+		if len(live) == n {
+			return live
+		}
+		select {
+		case <-deadline.C:
+			t.Fatalf("group %d has processes %v, want %d", pgid, live, n)
+		case <-poll.C:
+		}
+	}
+}
