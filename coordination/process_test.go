@@ -106,6 +106,7 @@ func contenderSay(format string, args ...any) {
 //	holder H              a coordinator of this process, before it campaigns
 //	nostart E REASON      the term of epoch E ended before its start was recorded
 //	noend E REASON        the term of epoch E ended before its end was recorded
+//	ambiguous TEXT        an acquire failed without telling whether it committed
 //	error TEXT            something that must fail the test
 //
 // If the parent dies (stdin reaches EOF), it exits at once with code 3.
@@ -150,6 +151,18 @@ func contenderMain() int {
 			return 1
 		}
 		coords = append(coords, c)
+		// An acquire that times out may still have committed: the epoch
+		// it took then has no term, and the parent must be told.
+		evs, unsubscribe := c.Subscribe(64)
+		defer unsubscribe()
+		go func() {
+			for ev := range evs {
+				if ev.Kind == EventError && strings.HasSuffix(ev.Lease, "/"+contentionElection) &&
+					ev.Err != nil && strings.HasPrefix(ev.Err.Error(), "acquire: ") {
+					contenderSay("ambiguous %v", ev.Err)
+				}
+			}
+		}()
 		contenderSay("holder %s", c.Holder())
 	}
 
@@ -292,7 +305,10 @@ type contention struct {
 	holders map[string]*contenderProc
 	nostart map[int64]string // epoch -> reason
 	noend   map[int64]string
-	errs    []string
+	// ambiguous lists the acquires that failed without telling whether
+	// they committed; each may have taken an epoch that has no term.
+	ambiguous []string
+	errs      []string
 }
 
 func runContentionProcesses(t *testing.T, tg testdb.Target) {
@@ -494,6 +510,8 @@ func (ct *contention) line(p *contenderProc, line string) {
 		} else {
 			ct.noend[epoch] = reason
 		}
+	case "ambiguous":
+		ct.ambiguous = append(ct.ambiguous, fmt.Sprintf("proc%02d: %s", p.n, rest))
 	case "error":
 		ct.errs = append(ct.errs, fmt.Sprintf("proc%02d: %s", p.n, rest))
 	default:
@@ -624,11 +642,14 @@ func (ct *contention) check(hist []historyRow, killed map[int64]int64) {
 		t.Fatalf("%d terms recorded, want more than %d", len(hist), contentionTerms)
 	}
 	// Every term and every acquired epoch is accounted for: epochs start
-	// at 1, and an epoch without a row is one whose leader said why.
+	// at 1, and an epoch without a row is one whose leader said why, or
+	// one taken by an acquire that failed without telling whether it
+	// committed (at most one epoch each).
+	var unexplained []int64
 	explained := func(from, to int64) {
 		for e := from; e < to; e++ {
 			if _, ok := ct.nostart[e]; !ok {
-				t.Errorf("epoch %d has no history row and no leader reported why", e)
+				unexplained = append(unexplained, e)
 			}
 		}
 	}
@@ -658,9 +679,6 @@ func (ct *contention) check(hist []historyRow, killed map[int64]int64) {
 				h.Epoch, h.Holder, time.Duration(prev.EndUS.Int64-h.StartUS)*time.Microsecond, prev.Epoch, prev.Holder)
 		}
 		if expiry, ok := killed[prev.Epoch]; ok {
-			if h.Epoch != prev.Epoch+1 {
-				t.Errorf("epoch %d follows killed epoch %d, want %d", h.Epoch, prev.Epoch, prev.Epoch+1)
-			}
 			// The killed term's lease was live until at least expiry: the
 			// successor must have waited for it to expire.
 			if h.StartUS <= expiry {
@@ -675,6 +693,12 @@ func (ct *contention) check(hist []historyRow, killed map[int64]int64) {
 				}
 			}
 		}
+	}
+	if len(unexplained) > len(ct.ambiguous) {
+		t.Errorf("epochs %v have no history row and no leader reported why; %d acquires were ambiguous: %q",
+			unexplained, len(ct.ambiguous), ct.ambiguous)
+	} else if len(unexplained) > 0 {
+		t.Logf("epochs %v have no history row: taken by ambiguous acquires %q", unexplained, ct.ambiguous)
 	}
 	if len(killed) < 3 {
 		t.Errorf("%d leaders killed, want at least 3", len(killed))
