@@ -43,9 +43,11 @@ import (
 // sticky. On seeing a newer generation, a member cancels its work, waits
 // for it to return, and acknowledges. It starts work in the new generation
 // only when every live member row acknowledges it. A member whose row has
-// expired has passed its own trust deadline, so it has stopped. Hence no
-// index is ever worked on by two members at overlapping times, and Count
-// always matches the list the indexes came from.
+// expired has passed its own trust deadline, so the context of its work
+// was cancelled by then. Hence no index is ever assigned to two members at
+// overlapping times, and Count always matches the list the indexes came
+// from. Work that ignores its cancelled context and goes on writing is no
+// longer assigned: Assignment.Fence refuses its transactions.
 //
 // A rebalance costs one barrier: after a graceful leave or a join about
 // one PollInterval, after a crash TTL plus about one PollInterval. While a

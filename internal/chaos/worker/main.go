@@ -247,23 +247,6 @@ func wallSkew() (time.Duration, error) {
 	return time.Now().Round(0).Sub(time.Unix(ts.Unix())), nil
 }
 
-// term records start, and returns the function to defer that records stop.
-// stop is recorded once, when ctx is done (the library ended the term: its
-// trust deadline passed, or it was lost, revoked or released) or when the
-// function returns, whichever comes first: a fenced write still in flight
-// after that is no longer the term's, and the fence must refuse it if a
-// successor has started.
-func (w *worker) term(ctx context.Context, start, stop history.Event) (end func()) {
-	w.record(start)
-	var once sync.Once
-	record := func() { once.Do(func() { w.record(stop) }) }
-	unregister := context.AfterFunc(ctx, record)
-	return func() {
-		unregister()
-		record()
-	}
-}
-
 // record appends e to the history; a failed write is logged once by the
 // Recorder's sticky error and otherwise ignored (the process carries on).
 func (w *worker) record(e history.Event) {
@@ -313,10 +296,10 @@ func (w *worker) fenced(ctx context.Context, fence func(*gorm.DB) error, do func
 
 // ledger is the global singleton: while it leads it appends a row every
 // LedgerEvery in a fenced transaction. It records its term's start and
-// stop (see term) and every write attempt. It does not check Valid before writing, so
+// stop (see history.Term) and every write attempt. It does not check Valid before writing, so
 // a process resumed after a pause tries once more and the fence refuses.
 func (w *worker) ledger(ctx context.Context, l *coordination.Lease) error {
-	defer w.term(ctx,
+	defer history.Term(ctx, w.record,
 		history.Event{Kind: history.LeaderStart, Lease: l.Name(), Epoch: l.Epoch()},
 		history.Event{Kind: history.LeaderStop, Lease: l.Name(), Epoch: l.Epoch()})()
 	t := time.NewTicker(chaos.LedgerEvery)
@@ -342,7 +325,7 @@ func (w *worker) ledger(ctx context.Context, l *coordination.Lease) error {
 // its index, one per fenced transaction, until its assignment ends. It
 // never returns early, so its term lasts as long as the assignment.
 func (w *worker) items(ctx context.Context, a coordination.Assignment) error {
-	defer w.term(ctx,
+	defer history.Term(ctx, w.record,
 		history.Event{Kind: history.PartitionStart, Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch},
 		history.Event{Kind: history.PartitionStop, Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch})()
 	t := time.NewTicker(chaos.ItemEvery)
