@@ -72,45 +72,67 @@ func Report(w io.Writer, runs ...DialectResult) bool {
 	return ok
 }
 
-// KindFailovers are the failover figures of one fault kind.
+// KindFailovers are the failover figures of one fault kind, for the
+// leases (Of "leader") or the pools (Of "assignment").
 type KindFailovers struct {
-	Kind   FaultKind
+	Kind FaultKind
+	Of   string
+	// Faults counts the faults of the kind.
 	Faults int
-	// N counts the measured failovers (each lease and pool, per fault);
+	// N counts the measured failovers (one per lease or pool and fault);
 	// Superseded those left out because another fault struck first.
 	N, Superseded        int
 	P50, P99, Max, Bound time.Duration
 }
 
-// ByKind returns the failover figures of each fault kind of results,
-// sorted by kind.
+// ByKind returns the failover figures of each fault kind of results, for
+// leaders and for assignments, sorted by kind, leaders first.
 func ByKind(results ...Result) []KindFailovers {
-	by := map[FaultKind]*KindFailovers{}
-	ds := map[FaultKind][]time.Duration{}
-	get := func(k FaultKind) *KindFailovers {
-		if by[k] == nil {
-			by[k] = &KindFailovers{Kind: k}
-		}
-		return by[k]
+	type key struct {
+		kind FaultKind
+		of   string
 	}
+	by := map[key]*KindFailovers{}
+	ds := map[key][]time.Duration{}
+	faults := map[FaultKind]int{}
 	for _, r := range results {
 		for k, n := range r.Stats.FaultsByKind {
-			get(k).Faults += n
+			faults[k] += n
 		}
 		for _, f := range r.Stats.Failovers {
-			kf := get(f.Fault)
-			kf.Bound = max(kf.Bound, f.Bound)
-			if f.Superseded || !f.Recovered {
-				kf.Superseded += btoi(f.Superseded)
-				continue
+			k := key{f.Fault, "leader"}
+			if f.Pool != "" {
+				k.of = "assignment"
 			}
-			kf.N++
-			ds[f.Fault] = append(ds[f.Fault], f.Duration)
+			kf := by[k]
+			if kf == nil {
+				kf = &KindFailovers{Kind: k.kind, Of: k.of}
+				by[k] = kf
+			}
+			kf.Bound = max(kf.Bound, f.Bound)
+			switch {
+			case f.Superseded:
+				kf.Superseded++
+			case f.Recovered:
+				kf.N++
+				ds[k] = append(ds[k], f.Duration)
+			}
 		}
 	}
-	out := make([]KindFailovers, 0, len(by))
-	for _, k := range sortedKeys(by) {
+	keys := make([]key, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := strings.Compare(string(a.kind), string(b.kind)); c != 0 {
+			return c
+		}
+		return -strings.Compare(a.of, b.of) // leader before assignment
+	})
+	out := make([]KindFailovers, 0, len(keys))
+	for _, k := range keys {
 		kf := by[k]
+		kf.Faults = faults[k.kind]
 		d := ds[k]
 		slices.Sort(d)
 		kf.P50, kf.P99 = percentile(d, 50), percentile(d, 99)
@@ -122,21 +144,15 @@ func ByKind(results ...Result) []KindFailovers {
 	return out
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// FailoverTable writes the failover figures of each fault kind, one line
-// per kind and dialect, then one per kind over every dialect:
+// FailoverTable writes the failover figures of each fault kind, for
+// leaders and for assignments, one line each per dialect, then over every
+// dialect:
 //
-//	chaos: failovers kind=kill dialect=postgres faults=F n=N p50_ms=A p99_ms=B max_ms=C bound_ms=D superseded=S
+//	chaos: failovers kind=kill of=leader dialect=postgres faults=F n=N p50_ms=A p99_ms=B max_ms=C bound_ms=D superseded=S
 func FailoverTable(w io.Writer, runs ...DialectResult) {
 	line := func(dialect string, kf KindFailovers) {
-		fmt.Fprintf(w, "chaos: failovers kind=%s dialect=%s faults=%d n=%d p50_ms=%d p99_ms=%d max_ms=%d bound_ms=%d superseded=%d\n",
-			kf.Kind, dialect, kf.Faults, kf.N, kf.P50.Milliseconds(), kf.P99.Milliseconds(), kf.Max.Milliseconds(), kf.Bound.Milliseconds(), kf.Superseded)
+		fmt.Fprintf(w, "chaos: failovers kind=%s of=%s dialect=%s faults=%d n=%d p50_ms=%d p99_ms=%d max_ms=%d bound_ms=%d superseded=%d\n",
+			kf.Kind, kf.Of, dialect, kf.Faults, kf.N, kf.P50.Milliseconds(), kf.P99.Milliseconds(), kf.Max.Milliseconds(), kf.Bound.Milliseconds(), kf.Superseded)
 	}
 	all := make([]Result, 0, len(runs))
 	for _, r := range runs {

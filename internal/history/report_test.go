@@ -65,25 +65,27 @@ func TestFailoverTable(t *testing.T) {
 	FailoverTable(&b, DialectResult{"postgres", res}, DialectResult{"sqlite", res})
 	t.Log("\n" + b.String())
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	if len(lines) != 6 {
-		t.Fatalf("FailoverTable wrote %d lines, want 2 kinds x (2 dialects + all):\n%s", len(lines), b.String())
+	if len(lines) != 12 {
+		t.Fatalf("FailoverTable wrote %d lines, want 2 kinds x 2 (leader, assignment) x (2 dialects + all):\n%s", len(lines), b.String())
 	}
 	for _, want := range []string{
-		"chaos: failovers kind=cut dialect=postgres faults=1 n=2 ",
-		"chaos: failovers kind=kill dialect=sqlite faults=1 n=2 ",
-		"chaos: failovers kind=kill dialect=all faults=2 n=4 ",
+		"chaos: failovers kind=cut of=leader dialect=postgres faults=1 n=1 ",
+		"chaos: failovers kind=kill of=assignment dialect=sqlite faults=1 n=1 ",
+		"chaos: failovers kind=kill of=leader dialect=all faults=2 n=2 ",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("FailoverTable output lacks %q:\n%s", want, b.String())
 		}
 	}
 	kinds := ByKind(res)
-	if len(kinds) != 2 || kinds[0].Kind != FaultCut || kinds[1].Kind != FaultKill {
-		t.Fatalf("ByKind = %+v, want cut then kill", kinds)
-	}
+	var got []string
 	for _, kf := range kinds {
-		if kf.Max < kf.P99 || kf.P99 < kf.P50 || kf.Max > kf.Bound || kf.N != 2 {
-			t.Errorf("ByKind %s = %+v: want n=2 and p50 <= p99 <= max <= bound", kf.Kind, kf)
+		got = append(got, string(kf.Kind)+"/"+kf.Of)
+		if kf.Max < kf.P99 || kf.P99 < kf.P50 || kf.Max > kf.Bound || kf.N != 1 || kf.Faults != 1 {
+			t.Errorf("ByKind %s/%s = %+v: want n=1, faults=1 and p50 <= p99 <= max <= bound", kf.Kind, kf.Of, kf)
 		}
+	}
+	if want := "cut/leader cut/assignment kill/leader kill/assignment"; strings.Join(got, " ") != want {
+		t.Errorf("ByKind order = %q, want %q", strings.Join(got, " "), want)
 	}
 }

@@ -5,10 +5,10 @@
 // every option on; the short test (TestChaosShort) injects each once.
 //
 // CHAOS_FAULTS sets the total number of faults (default 300), CHAOS_SEED
-// the seed (default: from the clock; printed), CHAOS_ITEMS the items per
-// dialect (default chaos.ItemsPerFault per fault of a dialect, at least
-// 3000), CHAOS_DIALECTS a comma-separated subset of
-// sqlite,postgres,mysql.
+// the seed (default: from the clock; printed), CHAOS_ITEMS the items
+// seeded per dialect before the first fault (default 3000; chaos.FeedRate
+// more a second are added while faults are injected), CHAOS_DIALECTS a
+// comma-separated subset of sqlite,postgres,mysql.
 package main
 
 import (
