@@ -804,7 +804,8 @@ func (r *dialectRun) verifyClock() {
 		}
 		// A worker killed right after a heal may not have recorded the
 		// setting back.
-		if off != p.skews || (back != p.skews && !(p.killed && back == p.skews-1)) {
+		setBack := back == p.skews || (p.killed && back == p.skews-1)
+		if off != p.skews || !setBack {
 			r.problem("worker %s (pid %d) received %d clock-skew faults but recorded %d settings off and %d back: the fault did not take",
 				p.node, p.Pid, p.skews, off, back)
 		}

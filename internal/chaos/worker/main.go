@@ -104,7 +104,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w := &worker{db: db, rec: rec, holder: id.Holder(), log: log, bounded: *maxOpen > 0, sqlite: db.Dialector.Name() == "sqlite"}
+	w := &worker{db: db, rec: rec, holder: id.Holder(), log: log, bounded: *maxOpen > 0, sqlite: db.Name() == "sqlite"}
 	if *maxOpen > 0 && *exhaustFor > 0 {
 		usr1 := make(chan os.Signal, 1)
 		signal.Notify(usr1, syscall.SIGUSR1)
