@@ -283,7 +283,6 @@ type dialectRun struct {
 	procs       []*proc
 	nodes       int
 	problems    []string
-	recoveries  map[history.FaultKind][]time.Duration
 	// extended: see Options.Extended. dsnVia builds a worker's DSN for
 	// its proxy's address (nil on SQLite).
 	extended bool
@@ -328,7 +327,6 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 	}
 	defer func() { _ = r.rec.Close() }()
 	r.tail = newTailer(r.histDir)
-	r.recoveries = map[history.FaultKind][]time.Duration{}
 	for range Procs {
 		if _, err := r.start(); err != nil {
 			return res, nil, false, err
@@ -364,7 +362,6 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 		if rec < 0 {
 			r.problem("fault %d (%s): not recovered within %v", i+1, k, readyTimeout)
 		} else {
-			r.recoveries[k] = append(r.recoveries[k], rec)
 			r.logf("fault %d/%d %s: leader and full assignment again %v after the fault", i+1, len(faults), k, rec.Round(time.Millisecond))
 		}
 	}
