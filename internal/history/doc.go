@@ -82,8 +82,8 @@
 //     after the term's start (a paused process can act again when resumed).
 //
 // So a process that stays alive must record its stops (the worker does so
-// when its function returns, including at shutdown), and the harness must
-// record every kill. A live holder that records nothing cannot be seen.
+// through [Term]: when the term's context is done or its function returns,
+// including at shutdown), and the harness must record every kill. A live holder that records nothing cannot be seen.
 //
 // # Rule A: one leader per lease
 //
