@@ -666,8 +666,9 @@ func (c *checker) checkSupersededWrites() {
 		}
 	}
 	type found struct {
-		first, by *Event
-		n         int
+		first *Event
+		by    newer // the earliest-started newer term
+		n     int
 	}
 	byRes := map[string]*found{}
 	for _, w := range c.writes {
@@ -691,7 +692,7 @@ func (c *checker) checkSupersededWrites() {
 		}
 		f := byRes[w.Resource]
 		if f == nil {
-			f = &found{first: w, by: list[i].t.startEv}
+			f = &found{first: w, by: list[i]}
 			byRes[w.Resource] = f
 		}
 		f.n++
@@ -699,13 +700,9 @@ func (c *checker) checkSupersededWrites() {
 	for _, r := range sortedKeys(byRes) {
 		f := byRes[r]
 		name, tok := f.first.token()
-		by := f.by
-		ntok := by.Epoch
-		if by.Kind == PartitionStart {
-			ntok = by.Generation
-		}
+		by := f.by.t.startEv
 		c.violate(StaleWrite, []*Event{by, f.first}, "resource %q: %d accepted writes were superseded when made; first: holder %q wrote with %s %d at %s, after holder %q started a term with %s %d at %s",
-			r, f.n, f.first.holder(), name, tok, c.at(f.first.Time), by.holder(), name, ntok, c.at(by.Time))
+			r, f.n, f.first.holder(), name, tok, c.at(f.first.Time), by.holder(), name, f.by.token, c.at(by.Time))
 	}
 }
 

@@ -296,8 +296,9 @@ func (w *worker) fenced(ctx context.Context, fence func(*gorm.DB) error, do func
 
 // ledger is the global singleton: while it leads it appends a row every
 // LedgerEvery in a fenced transaction. It records its term's start and
-// stop (see history.Term) and every write attempt. It does not check Valid before writing, so
-// a process resumed after a pause tries once more and the fence refuses.
+// stop (see history.Term) and every write attempt. It does not check Valid
+// before writing, so a process resumed after a pause tries once more and
+// the fence refuses.
 func (w *worker) ledger(ctx context.Context, l *coordination.Lease) error {
 	defer history.Term(ctx, w.record,
 		history.Event{Kind: history.LeaderStart, Lease: l.Name(), Epoch: l.Epoch()},
