@@ -1,0 +1,88 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/leasehold/leasehold/internal/history"
+	procs "github.com/leasehold/leasehold/internal/proc"
+)
+
+// TestRecordKilledItems: an item a killed worker committed but did not
+// record is taken from the table; one a live worker did not record is not,
+// so the checker still reports it lost.
+func TestRecordKilledItems(t *testing.T) {
+	dir := t.TempDir()
+	r := &dialectRun{name: "sqlite", dir: dir, histDir: filepath.Join(dir, "history"), out: &bytes.Buffer{}, items: 3}
+	if err := os.MkdirAll(r.histDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := r.openDB(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.closeDB()
+	if err := r.seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Item 1 recorded by the live worker, item 2 committed by the killed
+	// one unrecorded, item 3 committed by the live one unrecorded.
+	for id, holder := range map[int64]string{1: "live/chaos/a", 2: "killed/chaos/b", 3: "live/chaos/a"} {
+		if err := r.db.Model(&Item{}).Where("id = ?", id).Updates(map[string]any{"processed_by": holder, "generation": 1}).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeHistory := func(name, process string, pid int, evs ...history.Event) {
+		rec, err := history.Create(filepath.Join(r.histDir, name), process)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if err := rec.Record(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rec.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// The Recorder stamps this process's pid; give each file its own.
+		b, err := os.ReadFile(filepath.Join(r.histDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.ReplaceAll(b, []byte(fmt.Sprintf(`"pid":%d`, os.Getpid())), []byte(fmt.Sprintf(`"pid":%d`, pid)))
+		if err := os.WriteFile(filepath.Join(r.histDir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeHistory("live.jsonl", "live/chaos/a", 1001, history.Event{Kind: history.ItemProcessed, Item: 1, Generation: 1})
+	writeHistory("killed.jsonl", "killed/chaos/b", 1002, history.Event{Kind: history.Note, Text: "started"})
+	r.procs = []*proc{
+		{Process: &procs.Process{Pid: 1001}, node: "live"},
+		{Process: &procs.Process{Pid: 1002}, node: "killed", killed: true},
+	}
+	var err error
+	r.rec, err = history.Create(filepath.Join(r.histDir, "runner.jsonl"), "runner/chaos/sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.recordKilledItems(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.ReadDir(r.histDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := history.Check(h, history.Config{Items: 3})
+	if len(res.Violations) != 1 || res.Violations[0].Kind != history.LostItems || !strings.Contains(res.Violations[0].Message, ": 3") {
+		t.Fatalf("violations = %+v, want only item 3 lost", res.Violations)
+	}
+}
