@@ -13,8 +13,13 @@ TEST_TIMEOUT  ?= 9m
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-test: ## run every test with -race on every dialect (starts private PostgreSQL and MariaDB)
-	@set -o pipefail; $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json ./... \
+# The short fault-injection round measures failovers of separate worker
+# processes; it runs after the other tests, not beside them on two cores.
+CHAOS_ROUND   := ^TestChaosShort$$
+
+test: ## run every test with -race on every dialect (starts private PostgreSQL and MariaDB), then the short chaos round
+	@set -o pipefail; { $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json -skip '$(CHAOS_ROUND)' ./...; \
+		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json -run '$(CHAOS_ROUND)' ./internal/chaos/; } \
 		| $(GO) run ./internal/cmd/testreport
 
 vet: ## go vet

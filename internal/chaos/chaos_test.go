@@ -37,6 +37,9 @@ func (w *testWriter) Write(p []byte) (int, error) {
 	}
 }
 
+// shortRoundSlack loosens the recovery bounds of the short round.
+const shortRoundSlack = 10 * time.Second
+
 // TestChaosShort runs a short round of the suite: each applicable fault
 // kind once per dialect (see Kinds: kill, pause and clock-skew on SQLite;
 // those, a database restart, a network cut, latency and pool exhaustion on
@@ -56,7 +59,10 @@ func TestChaosShort(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	o := Options{Faults: 0, Seed: seed, Items: 600, Out: &testWriter{t: t}, Extended: true}
+	// make test runs this beside every other package's tests on two
+	// cores: the safety rules hold strictly, recovery only within its
+	// bound plus shortRoundSlack (make chaos holds the tight bounds).
+	o := Options{Faults: 0, Seed: seed, Items: 600, Out: &testWriter{t: t}, Extended: true, Slack: shortRoundSlack}
 	if d := os.Getenv("CHAOS_DIALECTS"); d != "" {
 		o.Dialects = strings.Split(d, ",")
 	}

@@ -25,6 +25,10 @@
 //   - last, "N passed, N failed, N skipped", counting leaf tests (tests with
 //     no subtests) of every package.
 //
+// A package may run more than once in the stream (make test runs the chaos
+// round as a second go test): its times add up, and it fails if any run
+// failed.
+//
 // A test that started but never finished (a timeout, a crash, a truncated
 // stream) counts as failed, as does a package that started but never reported
 // a result. The exit status is 1 if any test (leaf or not) or package failed,
@@ -115,8 +119,11 @@ type testState struct {
 }
 
 type pkgState struct {
-	result      string // "pass", "fail", "skip", or "" while running
-	elapsed     float64
+	result string // "pass", "fail", "skip", or "" while running
+	// failedBefore: an earlier run of the package in the same stream
+	// failed (make test runs the chaos round as a second go test).
+	failedBefore bool
+	elapsed      float64
 	cached      bool
 	failedBuild string
 	output      strings.Builder
@@ -189,7 +196,11 @@ func (rp *reporter) line(line string) {
 		rp.sum.BuildFailures = append(rp.sum.BuildFailures, ev.ImportPath)
 		rp.echoBuild(ev.ImportPath)
 	case "start":
-		rp.pkg(ev.Package)
+		p := rp.pkg(ev.Package)
+		// A package may run again later in the stream: it is running
+		// again, and a failure of its earlier run stays a failure.
+		p.failedBefore = p.failedBefore || p.result == "fail"
+		p.result = ""
 	case "run":
 		rp.test(ev.Package, ev.Test)
 	case "output":
@@ -213,7 +224,7 @@ func (rp *reporter) line(line string) {
 			return
 		}
 		p := rp.pkg(ev.Package)
-		p.result, p.elapsed, p.failedBuild = result, ev.Elapsed, ev.FailedBuild
+		p.result, p.elapsed, p.failedBuild = result, p.elapsed+ev.Elapsed, ev.FailedBuild
 		if result == "fail" {
 			rp.failPackage(ev.Package, p)
 		}
@@ -360,10 +371,10 @@ func (rp *reporter) finish() int {
 	for _, name := range sortedKeys(rp.pkgs) {
 		p := rp.pkgs[name]
 		r := packageResult{Name: name, Status: "ok", Elapsed: p.elapsed, Cached: p.cached}
-		switch p.result {
-		case "fail":
+		switch {
+		case p.result == "fail" || p.failedBefore:
 			r.Status, code = "FAIL", 1
-		case "skip":
+		case p.result == "skip":
 			r.Status = "?"
 		}
 		sum.Packages = append(sum.Packages, r)

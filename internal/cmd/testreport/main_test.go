@@ -197,6 +197,51 @@ func TestReportOutcomes(t *testing.T) {
 			wantLast: "0 passed, 0 failed, 0 skipped",
 		},
 		{
+			name: "PackageRunTwiceFailsFirst",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"fail","Package":"p","Elapsed":1}
+{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestB"}
+{"Action":"pass","Package":"p","Test":"TestB","Elapsed":0}
+{"Action":"pass","Package":"p","Elapsed":2}
+`,
+			wantCode: 1,
+			want:     counts{Passed: 1},
+			wantOut:  []string{"FAIL p\n"},
+			wantNot:  []string{"ok   p"},
+			wantLast: "1 passed, 0 failed, 0 skipped",
+		},
+		{
+			name: "PackageRunTwiceSecondCutShort",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"pass","Package":"p","Elapsed":1}
+{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestB"}
+`,
+			wantCode: 1,
+			want:     counts{Passed: 1, Failed: 1},
+			wantOut:  []string{">>> FAIL p TestB\n", "FAIL p\n"},
+			wantLast: "1 passed, 1 failed, 0 skipped",
+		},
+		{
+			name: "PackageRunTwicePasses",
+			input: `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"pass","Package":"p","Elapsed":1.5}
+{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestB"}
+{"Action":"pass","Package":"p","Test":"TestB","Elapsed":0}
+{"Action":"pass","Package":"p","Elapsed":2}
+`,
+			wantCode: 0,
+			want:     counts{Passed: 2},
+			wantOut:  []string{"ok   p  (3.5s)\n"},
+			wantLast: "2 passed, 0 failed, 0 skipped",
+		},
+		{
 			name: "UnfinishedTestInPassingPackage",
 			input: `{"Action":"start","Package":"p"}
 {"Action":"run","Package":"p","Test":"TestA"}
