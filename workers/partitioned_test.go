@@ -82,6 +82,10 @@ func casePartitionedFive(t *testing.T, b *bundle) {
 			t.Fatal(err)
 		}
 		sqlDB, _ := db.DB()
+		// Keep connections open: with database/sql's default of 2 idle
+		// connections, renewals open new ones, and on a loaded machine a
+		// PostgreSQL connect can outlast the 200ms renewal budget.
+		sqlDB.SetMaxIdleConns(8)
 		return db, func() { _ = sqlDB.Close() }
 	}
 	main, closeMain := open()
