@@ -43,6 +43,7 @@ func StartMariaDB(ctx context.Context) (*Server, error) {
 	err = s.runSetup(ctx, installDB,
 		"--no-defaults",
 		"--datadir="+s.dataDir,
+		"--tmpdir="+s.tmpDir,
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 		"--skip-name-resolve",
@@ -64,6 +65,7 @@ func (s *Server) mariadbArgs() []string {
 	return []string{
 		"--no-defaults", // must come first
 		"--datadir=" + s.dataDir,
+		"--tmpdir=" + s.tmpDir,
 		"--socket=" + filepath.Join(s.root, "mysqld.sock"),
 		"--pid-file=" + filepath.Join(s.root, "mysqld.pid"),
 		"--port=" + strconv.Itoa(s.port),

@@ -69,6 +69,7 @@ type Server struct {
 	bin     string              // the server binary: postgres or mariadbd
 	root    string              // temporary directory holding everything
 	dataDir string              // the data directory, inside root
+	tmpDir  string              // the server's own temporary directory, inside root
 	logPath string              // the server's stdout and stderr, inside root
 	cred    *syscall.Credential // the OS user to run as; nil: the current user
 	port    int
@@ -400,7 +401,7 @@ func (s *Server) startLocked(ctx context.Context) error {
 	}
 	cmd := exec.Command(s.bin, s.serverArgs()...)
 	cmd.Dir = s.root
-	cmd.Env = childEnv()
+	cmd.Env = s.childEnv()
 	cmd.Stdout = logFile // an *os.File is handed to the child as is: no copying goroutine
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -544,19 +545,22 @@ func fileTail(path string, from int64) string {
 
 // childEnv is the environment for the server processes: this process's,
 // without variables that would point the tools elsewhere (PGDATA, PGPORT,
-// MYSQL_HOME and so on) and with the C locale.
-func childEnv() []string {
+// MYSQL_HOME, TMPDIR and so on), with the C locale and with TMPDIR set to
+// the server's own temporary directory. A server that shared the machine's
+// temporary directory would share its files' names too: mariadb-install-db
+// has failed on another server's leftover "#sql-temptable-..." file.
+func (s *Server) childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case strings.HasPrefix(name, "PG"), strings.HasPrefix(name, "MYSQL"), strings.HasPrefix(name, "MARIADB"),
-			strings.HasPrefix(name, "LC_"), name == "LANG", name == "LANGUAGE":
+			strings.HasPrefix(name, "LC_"), name == "LANG", name == "LANGUAGE", name == "TMPDIR":
 			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env, "LC_ALL=C", "LANG=C")
+	return append(env, "LC_ALL=C", "LANG=C", "TMPDIR="+s.tmpDir)
 }
 
 // serviceUser returns the credential to run a server as. PostgreSQL and
@@ -597,10 +601,17 @@ func newServer(kind, bin string, cred *syscall.Credential) (*Server, error) {
 		_ = os.RemoveAll(root)
 		return nil, fmt.Errorf("testdb: make %s server directory: %w", kind, err)
 	}
+	tmpDir := filepath.Join(root, "tmp")
+	if err := os.Mkdir(tmpDir, 0o700); err != nil {
+		_ = os.RemoveAll(root)
+		return nil, fmt.Errorf("testdb: make %s server directory: %w", kind, err)
+	}
 	if cred != nil {
-		if err := os.Chown(root, int(cred.Uid), int(cred.Gid)); err != nil {
-			_ = os.RemoveAll(root)
-			return nil, fmt.Errorf("testdb: hand %s server directory %s to uid %d: %w", kind, root, cred.Uid, err)
+		for _, dir := range []string{root, tmpDir} {
+			if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+				_ = os.RemoveAll(root)
+				return nil, fmt.Errorf("testdb: hand %s server directory %s to uid %d: %w", kind, dir, cred.Uid, err)
+			}
 		}
 	}
 	s := &Server{
@@ -608,6 +619,7 @@ func newServer(kind, bin string, cred *syscall.Credential) (*Server, error) {
 		bin:     bin,
 		root:    root,
 		dataDir: filepath.Join(root, "data"),
+		tmpDir:  tmpDir,
 		logPath: filepath.Join(root, "server.log"),
 		cred:    cred,
 	}
@@ -660,7 +672,7 @@ func (s *Server) runSetup(ctx context.Context, bin string, args ...string) error
 	defer f.Close()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = s.root
-	cmd.Env = childEnv()
+	cmd.Env = s.childEnv()
 	cmd.Stdout = f
 	cmd.Stderr = f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cred}

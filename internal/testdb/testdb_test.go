@@ -120,6 +120,19 @@ func TestServerLifecycle(t *testing.T) {
 			if err := db.Exec("INSERT INTO kept (id) VALUES (7)").Error; err != nil {
 				t.Fatal(err)
 			}
+			// The server's temporary files go to a directory of its own.
+			if !strings.HasPrefix(srv.tmpDir, srv.root+string(os.PathSeparator)) {
+				t.Errorf("temporary directory %s is not inside the server directory %s", srv.tmpDir, srv.root)
+			}
+			if k.kind == KindMySQL {
+				var tmp string
+				if err := db.Raw("SELECT @@tmpdir").Row().Scan(&tmp); err != nil {
+					t.Fatal(err)
+				}
+				if filepath.Clean(tmp) != srv.tmpDir {
+					t.Errorf("@@tmpdir = %q, want the server's own %q", tmp, srv.tmpDir)
+				}
+			}
 			closeGorm(t, db)
 
 			port := srv.Port()
