@@ -124,9 +124,9 @@ type pkgState struct {
 	// failed (make test runs the chaos round as a second go test).
 	failedBefore bool
 	elapsed      float64
-	cached      bool
-	failedBuild string
-	output      strings.Builder
+	cached       bool
+	failedBuild  string
+	output       strings.Builder
 }
 
 // reporter holds the state of one report while events stream in.
