@@ -579,15 +579,18 @@ func (c *Coordinator) acquireDirect(ctx context.Context, name string) (*Lease, e
 		return nil, fmt.Errorf("%w: %q is held by another process with this instance id", ErrNotAcquired, name)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	select {
 	case <-c.closing:
-		go func() {
-			_, _ = c.store.Release(context.WithoutCancel(ctx), c.holder, []store.Term{{Name: name, Epoch: epoch}})
-		}()
+		c.mu.Unlock()
+		// Given back at once, as grant does, so that no statement outlives
+		// the call that started it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ShutdownTimeout)
+		defer cancel()
+		_, _ = c.store.Release(rctx, c.holder, []store.Term{{Name: name, Epoch: epoch}})
 		return nil, ErrClosed
 	default:
 	}
+	defer c.mu.Unlock()
 	return c.holdLocked(name, epoch, start, nil), nil
 }
 
