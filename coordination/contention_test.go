@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// term is one leader term as the leader itself saw it.
-type term struct {
+// seenTerm is one leader term as the leader itself saw it.
+type seenTerm struct {
 	holder     string
 	epoch      int64
 	start, end time.Time // this process's monotonic clock
@@ -18,7 +18,7 @@ type term struct {
 
 // checkTerms asserts that terms never overlap and epochs strictly grow in
 // the order the terms started.
-func checkTerms(t testing.TB, terms []term) {
+func checkTerms(t testing.TB, terms []seenTerm) {
 	t.Helper()
 	sort.Slice(terms, func(i, j int) bool { return terms[i].start.Before(terms[j].start) })
 	for i := 1; i < len(terms); i++ {
@@ -41,7 +41,7 @@ func caseContention(t *testing.T, b *bundle) {
 	cfg := fastConfig()
 	var (
 		mu    sync.Mutex
-		terms []term
+		terms []seenTerm
 		done  = make(chan struct{})
 	)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -52,7 +52,7 @@ func caseContention(t *testing.T, b *bundle) {
 		e := election(t, r.Coordinator, GlobalScope, "contended")
 		wg.Go(func() {
 			_ = e.Run(ctx, func(ctx context.Context, l *Lease) error {
-				tm := term{holder: r.Holder(), epoch: l.Epoch(), start: time.Now()}
+				tm := seenTerm{holder: r.Holder(), epoch: l.Epoch(), start: time.Now()}
 				// The database agrees this process holds this term, as
 				// long as it trusts it: a term still valid after the read
 				// returned was valid when the database answered. (Under

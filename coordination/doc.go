@@ -100,6 +100,12 @@
 //     becomes ready when the database returns. It never panics.
 //   - Confirmed loss (the database shows another holder or epoch, or the
 //     lease expired): the term ends at once.
+//   - Leader or pool work that returns an error or panics while its term
+//     is valid ([Election.Run], [Pool.Run]): the panic is recovered into a
+//     [*PanicError] with its stack, the failure is logged and emitted as
+//     [EventError], and the work is called again under the same term after
+//     RetryInterval, doubling up to 30s. The workers package follows the
+//     same policy.
 //   - Shutdown (Run's context cancelled): every lease context is cancelled
 //     with cause [ErrClosed]; Run keeps renewing until the work under each
 //     lease has returned and called [Lease.Release], for at most

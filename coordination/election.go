@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"go.uber.org/zap"
+	"github.com/leasehold/leasehold/internal/term"
 )
 
 // Election is one named election of a coordinator: a lease that at most
@@ -135,12 +135,18 @@ type LeaderFunc func(ctx context.Context, lease *Lease) error
 
 // Run campaigns for the election and calls fn each time this process
 // becomes leader, until ctx is cancelled (then it returns nil) or the
-// coordinator stops (ErrClosed). After fn returns, and only then, the lease
-// is released, so a follower can take over on its next attempt. When fn
-// returns while the term is still valid, Run waits one RetryInterval (with
-// jitter) before campaigning again, giving other processes a fair chance.
-// An error from fn is logged and reported as an EventError; a panic in fn
-// releases the lease and propagates.
+// coordinator stops (ErrClosed). After fn returns for the last time in a
+// term, and only then, the lease is released, so a follower can take over
+// on its next attempt.
+//
+// If fn returns an error or panics while the term is still valid, the
+// error (a *PanicError for a panic, with its stack) is logged and reported
+// as an EventError, and fn is called again under the same term after
+// RetryInterval, doubling with each consecutive failure up to 30s. When fn
+// returns nil while the term is valid, its work for the term is done: the
+// lease is released and Run waits one RetryInterval (with jitter) before
+// campaigning again, giving other processes a fair chance. The workers
+// package follows the same policy.
 func (e *Election) Run(ctx context.Context, fn LeaderFunc) error {
 	for {
 		l, err := e.Campaign(ctx)
@@ -150,19 +156,20 @@ func (e *Election) Run(ctx context.Context, fn LeaderFunc) error {
 			}
 			return err
 		}
-		voluntary := e.runTerm(ctx, l, fn)
+		finished := e.runTerm(ctx, l, fn)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if voluntary && !sleepCtx(ctx, jitter(e.c.cfg.RetryInterval)) {
+		if finished && !sleepCtx(ctx, jitter(e.c.cfg.RetryInterval)) {
 			return nil
 		}
 	}
 }
 
-// runTerm runs fn for one term and releases the lease after it returns. It
-// reports whether fn returned while the term was still valid.
-func (e *Election) runTerm(ctx context.Context, l *Lease, fn LeaderFunc) (voluntary bool) {
+// runTerm runs fn for one term and releases the lease after it has
+// returned for the last time. It reports whether fn finished its work for
+// the term.
+func (e *Election) runTerm(ctx context.Context, l *Lease, fn LeaderFunc) bool {
 	work, cancel := context.WithCancelCause(l.Context())
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	defer func() {
@@ -170,12 +177,6 @@ func (e *Election) runTerm(ctx context.Context, l *Lease, fn LeaderFunc) (volunt
 		cancel(nil)
 		_ = l.Release(ctx)
 	}()
-	err := fn(work, l)
-	voluntary = l.Valid()
-	if err != nil {
-		err = fmt.Errorf("leader work for %q epoch %d: %w", l.name, l.epoch, err)
-		e.c.log.Error("leader work returned an error", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(err))
-		e.c.events.emit(Event{Kind: EventError, Lease: l.name, Epoch: l.epoch, Err: err})
-	}
-	return voluntary
+	return term.Run(work, l.Valid, func(ctx context.Context) error { return fn(ctx, l) },
+		e.c.workPolicy("leader work", l.name, l.epoch))
 }

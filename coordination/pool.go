@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/term"
 )
 
 // A Pool splits work across every live process that runs it: each member
@@ -247,9 +247,12 @@ var errSuperseded = errors.New("coordination: pool generation superseded")
 
 // Run makes this process a member of the pool until ctx is cancelled, and
 // calls fn with each assignment once its barrier has passed. fn runs in
-// its own goroutine and should run until its ctx ends; if it returns
-// earlier its index stays idle until the next generation (the workers
-// package restarts it instead). A panic in fn is recovered and logged.
+// its own goroutine and should run until its ctx ends. If it returns an
+// error or panics while the assignment is current, the error (a
+// *PanicError for a panic) is logged and reported as an EventError, and fn
+// is called again after RetryInterval, doubling with each consecutive
+// failure up to 30s, as Election.Run does. If it returns nil, its index
+// stays idle until the next generation.
 //
 // On cancellation Run stops the work, waits for it (at most
 // ShutdownTimeout), publishes a generation without this member so the
@@ -415,7 +418,10 @@ func (m *poolMember) fail(op string, err error) {
 	m.p.c.events.emit(Event{Kind: EventError, Lease: m.p.key, Err: err})
 }
 
-// startWork runs fn for one assignment in its own goroutine.
+// startWork runs fn for one assignment in its own goroutine, under the
+// policy Election.Run follows too: fn is called again after an error or a
+// panic while the assignment is current, and a nil return leaves the
+// index idle until the next generation.
 func (m *poolMember) startWork(ctx context.Context, a Assignment) {
 	c := m.p.c
 	wctx, cancel := context.WithCancelCause(a.member.Context())
@@ -429,15 +435,8 @@ func (m *poolMember) startWork(ctx context.Context, a Assignment) {
 	go func() {
 		defer close(w.done)
 		defer stop()
-		defer func() {
-			if r := recover(); r != nil {
-				m.log.Error("pool work panicked", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-			}
-		}()
-		if err := m.fn(wctx, a); err != nil && wctx.Err() == nil {
-			m.log.Error("pool work returned an error; its index is idle until the next generation",
-				zap.Int64("generation", a.Generation), zap.Int("index", a.Index), zap.Error(err))
-		}
+		term.Run(wctx, a.Valid, func(ctx context.Context) error { return m.fn(ctx, a) },
+			c.workPolicy("pool work", a.Pool, a.Epoch))
 	}()
 }
 

@@ -1,13 +1,13 @@
 package workers
 
 import (
-	"github.com/leasehold/leasehold/internal/ctxtime"
-
 	"cmp"
 	"fmt"
 	"time"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/internal/ctxtime"
+	"github.com/leasehold/leasehold/internal/term"
 )
 
 // Defaults of Config.
@@ -64,34 +64,10 @@ func (c Config) validate() error {
 	return nil
 }
 
-// restartBackoff counts consecutive failures of one worker and says how
-// long to wait before the next call.
-type restartBackoff struct {
-	base, max time.Duration
-	failures  int
+// backoff returns a new restart backoff for one worker.
+func (c Config) backoff() *term.Backoff {
+	return term.NewBackoff(c.RestartBackoff, c.MaxRestartBackoff)
 }
-
-func newRestartBackoff(cfg Config) restartBackoff {
-	return restartBackoff{base: cfg.RestartBackoff, max: cfg.MaxRestartBackoff}
-}
-
-// failed records a failure of a run that lasted ran and returns the wait
-// before the next call: base, doubling per consecutive failure up to max.
-// A run longer than max was healthy for a while, so the count starts over.
-func (b *restartBackoff) failed(ran time.Duration) time.Duration {
-	if ran > b.max {
-		b.failures = 0
-	}
-	b.failures++
-	d := b.base
-	for i := 1; i < b.failures && d < b.max; i++ {
-		d *= 2
-	}
-	return min(d, b.max)
-}
-
-// succeeded records a run that finished its work: the count starts over.
-func (b *restartBackoff) succeeded() { b.failures = 0 }
 
 // sleepCtx waits d or until ctx is done; it reports whether d passed.
 var sleepCtx = ctxtime.Sleep

@@ -2,7 +2,8 @@ package workers
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/leasehold/leasehold/coordination"
 )
 
 // Errors returned by this package. Compare with errors.Is: most are wrapped
@@ -22,8 +23,8 @@ var (
 	ErrAlreadyRunning = errors.New("workers: Run was already called on this host")
 
 	// ErrPanicked is wrapped by every *PanicError: a worker function
-	// panicked, and the host recovered.
-	ErrPanicked = errors.New("workers: worker function panicked")
+	// panicked, and the host recovered. It is coordination.ErrPanicked.
+	ErrPanicked = coordination.ErrPanicked
 
 	// ErrShutdownOverrun is returned by Host.Run, and carried by
 	// EventShutdownOverrun, when a worker function was still running
@@ -33,24 +34,7 @@ var (
 )
 
 // PanicError is the error a worker function's panic is turned into. It
-// wraps ErrPanicked, and the panic value too when that is an error.
-type PanicError struct {
-	// Value is what the function passed to panic.
-	Value any
-	// Stack is the panicking goroutine's stack, as runtime/debug.Stack
-	// formats it.
-	Stack []byte
-}
-
-func (e *PanicError) Error() string {
-	return fmt.Sprintf("%s: %v", ErrPanicked.Error(), e.Value)
-}
-
-// Unwrap makes errors.Is(err, ErrPanicked) true, and errors.Is and
-// errors.As see the panic value when it is an error.
-func (e *PanicError) Unwrap() []error {
-	if err, ok := e.Value.(error); ok {
-		return []error{ErrPanicked, err}
-	}
-	return []error{ErrPanicked}
-}
+// wraps ErrPanicked, and the panic value too when that is an error. It is
+// coordination.PanicError: elections, pools and workers share one panic
+// policy.
+type PanicError = coordination.PanicError

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/broadcast"
+	"github.com/leasehold/leasehold/internal/term"
 )
 
 type runState int
@@ -253,10 +253,10 @@ func (h *Host) reportOverrun(st *workerState, timeout time.Duration) {
 // backoff if it returns or panics before that.
 func (h *Host) supervise(ctx context.Context, st *workerState) {
 	defer close(st.done)
-	b := newRestartBackoff(h.cfg)
+	b := h.cfg.backoff()
 	for {
 		started := time.Now()
-		err := protect(func() error { return st.w.run(ctx, h) })
+		err := term.Protect(func() error { return st.w.run(ctx, h) })
 		if ctx.Err() != nil {
 			if err != nil {
 				st.log.Warn("worker returned an error while stopping", zap.Error(err))
@@ -271,7 +271,7 @@ func (h *Host) supervise(ctx context.Context, st *workerState) {
 		if err == nil {
 			err = errors.New("worker returned before the host stopped")
 		}
-		d := b.failed(time.Since(started))
+		d := b.Failed(time.Since(started))
 		h.reportError(st, "", 0, err, d)
 		if !sleepCtx(ctx, d) {
 			return
@@ -311,15 +311,4 @@ func (h *Host) reportError(st *workerState, lease string, epoch int64, err error
 	}
 	st.log.Error(msg, fields...)
 	h.emit(Event{Kind: EventWorkerError, Worker: st.w.Name(), Lease: lease, Epoch: epoch, Err: err})
-}
-
-// protect calls fn and turns a panic into a *PanicError carrying the
-// panicking goroutine's stack.
-func protect(fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &PanicError{Value: r, Stack: debug.Stack()}
-		}
-	}()
-	return fn()
 }

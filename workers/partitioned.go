@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/internal/term"
 )
 
 // PartitionFunc is the work of one member of a partitioned worker's pool
@@ -97,22 +98,14 @@ func (p *partitioned) work(ctx context.Context, h *Host, st *workerState, a coor
 	h.emit(Event{Kind: EventAssignmentChanged, Worker: p.name, Lease: a.Pool, Epoch: a.Epoch, Assignment: &a})
 	defer st.setPool(nil)
 
-	b := newRestartBackoff(h.cfg)
-	for a.Valid() && ctx.Err() == nil {
-		started := time.Now()
-		err := protect(func() error { return p.fn(ctx, a) })
-		ran := time.Since(started)
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			log.Info("partition work finished for this generation", zap.Duration("ran", ran))
-			return
-		}
-		d := b.failed(ran)
-		h.reportError(st, a.Pool, a.Epoch, err, d)
-		if !sleepCtx(ctx, d) {
-			return
-		}
+	finished := term.Run(ctx, a.Valid, func(ctx context.Context) error { return p.fn(ctx, a) }, term.Policy{
+		Backoff: h.cfg.backoff(),
+		Report: func(err error, retryIn time.Duration) {
+			h.reportError(st, a.Pool, a.Epoch, err, retryIn)
+		},
+		EndOfTerm: coordination.EndOfTerm,
+	})
+	if finished {
+		log.Info("partition work finished for this generation")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/internal/term"
 )
 
 // Kind says what sort of worker a Worker is.
@@ -121,7 +122,7 @@ func (s *singleton) run(ctx context.Context, h *Host) error {
 	if err != nil {
 		return err
 	}
-	b := newRestartBackoff(h.cfg)
+	b := h.cfg.backoff()
 	for {
 		l, err := e.Campaign(ctx)
 		switch {
@@ -133,14 +134,14 @@ func (s *singleton) run(ctx context.Context, h *Host) error {
 		default:
 			// ErrBusy: code outside the host campaigns for the same
 			// election in this process.
-			d := b.failed(0)
+			d := b.Failed(0)
 			h.reportError(st, e.Name(), 0, fmt.Errorf("campaign for %q: %w", e.Name(), err), d)
 			if !sleepCtx(ctx, d) {
 				return nil
 			}
 			continue
 		}
-		finished := s.lead(ctx, h, st, l, &b)
+		finished := s.lead(ctx, h, st, l, b)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -154,7 +155,7 @@ func (s *singleton) run(ctx context.Context, h *Host) error {
 // while the term lasts, and releases the lease once fn has returned for
 // the last time, never before. It reports whether fn finished its work
 // (returned nil) while the term was still valid.
-func (s *singleton) lead(ctx context.Context, h *Host, st *workerState, l *coordination.Lease, b *restartBackoff) (finished bool) {
+func (s *singleton) lead(ctx context.Context, h *Host, st *workerState, l *coordination.Lease, b *term.Backoff) (finished bool) {
 	work, cancel := context.WithCancelCause(l.Context())
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	log := st.log.With(zap.String("lease", l.Name()), zap.Int64("epoch", l.Epoch()))
@@ -165,6 +166,10 @@ func (s *singleton) lead(ctx context.Context, h *Host, st *workerState, l *coord
 		stop()
 		cause := termCause(ctx, l, finished)
 		cancel(cause)
+		if finished {
+			log.Info("worker function finished its work for this term; releasing the lease",
+				zap.Duration("campaign_in", h.cfg.RestartBackoff))
+		}
 		// A failed release is logged and emitted by the coordinator; the
 		// lease then expires after TTL.
 		_ = l.Release(context.WithoutCancel(ctx))
@@ -173,36 +178,13 @@ func (s *singleton) lead(ctx context.Context, h *Host, st *workerState, l *coord
 		h.emit(Event{Kind: EventStoppedLeading, Worker: s.name, Lease: l.Name(), Epoch: l.Epoch(), Err: cause})
 	}()
 
-	// Valid before every call: a process resumed after a pause past its
-	// trust deadline does no work under the stale term.
-	for l.Valid() && work.Err() == nil {
-		started := time.Now()
-		err := protect(func() error { return s.fn(work, l) })
-		ran := time.Since(started)
-		valid := l.Valid() && work.Err() == nil
-		switch {
-		case err == nil && valid:
-			b.succeeded()
-			log.Info("worker function finished its work for this term; releasing the lease",
-				zap.Duration("ran", ran), zap.Duration("campaign_in", h.cfg.RestartBackoff))
-			return true
-		case err == nil:
-			return false
-		case !valid:
-			if endOfTerm(err) {
-				log.Info("worker function returned at the end of its term", zap.Error(err))
-			} else {
-				h.reportError(st, l.Name(), l.Epoch(), err, 0)
-			}
-			return false
-		}
-		d := b.failed(ran)
-		h.reportError(st, l.Name(), l.Epoch(), err, d)
-		if !sleepCtx(work, d) {
-			return false
-		}
-	}
-	return false
+	return term.Run(work, l.Valid, func(ctx context.Context) error { return s.fn(ctx, l) }, term.Policy{
+		Backoff: b,
+		Report: func(err error, retryIn time.Duration) {
+			h.reportError(st, l.Name(), l.Epoch(), err, retryIn)
+		},
+		EndOfTerm: coordination.EndOfTerm,
+	})
 }
 
 // termCause says why a term ended, before Release overwrites the lease
@@ -219,22 +201,4 @@ func termCause(ctx context.Context, l *coordination.Lease, finished bool) error 
 	}
 	// Valid turned false before the deadline timer cancelled the context.
 	return fmt.Errorf("%w: trust deadline passed", coordination.ErrLeaseLost)
-}
-
-// endOfTerm reports whether err is what work returns when its term ends,
-// rather than a failure worth reporting. A panic is always reported.
-func endOfTerm(err error) bool {
-	var pe *PanicError
-	if errors.As(err, &pe) {
-		return false
-	}
-	for _, target := range []error{
-		context.Canceled, context.DeadlineExceeded, coordination.ErrLeaseLost,
-		coordination.ErrClosed, coordination.ErrReleased, coordination.ErrFenced,
-	} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
 }
