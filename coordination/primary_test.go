@@ -57,6 +57,18 @@ func (p *recordingPool) QueryRowContext(ctx context.Context, q string, args ...a
 	return p.ConnPool.QueryRowContext(ctx, q, args...)
 }
 
+// BeginTx starts a transaction on the pool; its statements go to the
+// transaction, not through the pool, and are not recorded.
+func (p *recordingPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool, error) {
+	return p.ConnPool.(gorm.TxBeginner).BeginTx(ctx, opts)
+}
+
+// GetDBConn returns the pool's *sql.DB, from which gorm takes pinned
+// connections.
+func (p *recordingPool) GetDBConn() (*sql.DB, error) {
+	return p.ConnPool.(*sql.DB), nil
+}
+
 // poolDialector hands dbresolver an existing pool instead of opening one,
 // so the replica is the test's own handle and is closed with it.
 type poolDialector struct {
@@ -73,7 +85,10 @@ func (d poolDialector) Initialize(db *gorm.DB) error {
 // with a replica that is another, empty database, and shows that the
 // library sends every statement to the primary: migration lands there,
 // campaigns succeed, reads see the holder's term, and nothing of the
-// library's reaches the replica.
+// library's reaches the replica. The primary is registered as the source
+// through a recording pool as well, to show that statements that must share
+// one connection (the migration lock and the steps under it) stay on it
+// instead of being spread over the source's pool.
 func caseReadReplica(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	replica := b.target.Open(t)
@@ -82,7 +97,13 @@ func caseReadReplica(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	rec := &recordingPool{ConnPool: replicaDB}
+	primaryDB, err := b.db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &recordingPool{ConnPool: primaryDB}
 	if err := b.db.Use(dbresolver.Register(dbresolver.Config{
+		Sources:  []gorm.Dialector{poolDialector{Dialector: b.db.Dialector, pool: src}},
 		Replicas: []gorm.Dialector{poolDialector{Dialector: replica.Dialector, pool: rec}},
 	})); err != nil {
 		t.Fatalf("register dbresolver: %v", err)
@@ -135,6 +156,17 @@ func caseReadReplica(t *testing.T, b *bundle) {
 		t.Fatalf("primary's schema version = %d, %v; want %d", v, err, store.LatestVersion)
 	}
 
+	srcStmts := src.taken()
+	if len(srcStmts) == 0 {
+		t.Fatalf("no statement reached the source through the resolver")
+	}
+	for _, q := range srcStmts {
+		for _, pinned := range []string{"GET_LOCK", "BEGIN IMMEDIATE", "ALTER TABLE", "CREATE TABLE"} {
+			if strings.Contains(q, pinned) {
+				t.Fatalf("a statement that must stay on the migration's pinned connection went through the pool: %s", q)
+			}
+		}
+	}
 	if got := rec.taken(); len(got) != 0 {
 		t.Fatalf("%d library statements reached the replica, first: %s", len(got), got[0])
 	}
