@@ -38,6 +38,9 @@ var conformanceCases = []conformanceCase{
 	{"AutoMigrateDisabled", caseAutoMigrateDisabled},
 	{"CustomTablePrefix", caseTablePrefix},
 	{"Contention20", caseContention},
+	{"ReadReplicaNeverUsed", caseReadReplica},
+	{"UserCallbacksSeeAcquire", caseUserCallbacksSeeAcquire},
+	{"AbandonedAcquireTakesNoTerm", caseAbandonedAcquire},
 }
 
 // renewSignal installs a hook that reports every successful renewal.

@@ -68,7 +68,18 @@
 // the epoch in that statement. Epochs of a name therefore only grow, a
 // release keeps the epoch, and every term has its own. Renew and release
 // match (name, holder, epoch) and check the exact row outcome, so a stale
-// process can never extend or release a newer term.
+// process can never extend or release a newer term. On MySQL and MariaDB
+// the acquire runs in a short transaction that reads the new epoch before
+// it commits, so an acquire abandoned while it waits on a locked row never
+// commits a term this process does not know of.
+//
+// # Statements and the primary
+//
+// Every statement goes through gorm, so the caller's callbacks and plugins
+// see it, and to the primary: with read/write splitting
+// (gorm.io/plugin/dbresolver) each carries the resolver's Write marker, so
+// reads such as [Election.Leader] and [Coordinator.Leases] never come from a
+// replica. The fencing check runs in the caller's transaction.
 //
 // # Batching
 //

@@ -13,8 +13,8 @@ import (
 //   - the database clock, read as microseconds since the Unix epoch;
 //   - how an insert-if-absent tolerates a concurrent insert;
 //   - how the acquire statement hands back the new epoch (RETURNING,
-//     OUTPUT, or MySQL's LAST_INSERT_ID(expr), since MariaDB has no
-//     UPDATE ... RETURNING);
+//     OUTPUT, or, since MariaDB has no UPDATE ... RETURNING, a read of the
+//     row in the acquire's own transaction);
 //   - how a fencing read locks the lease row inside the caller's
 //     transaction;
 //   - how concurrent migrations are serialised;
@@ -43,9 +43,10 @@ const (
 	// resultRows: the statement returns a one-column result set (RETURNING
 	// or OUTPUT) with the new epoch, or no row when the acquire lost.
 	resultRows acquireResult = iota
-	// resultLastInsertID: the statement sets LAST_INSERT_ID(epoch + 1) and
-	// the new epoch arrives as the result's LastInsertId (MySQL, MariaDB).
-	resultLastInsertID
+	// resultReadBack: the statement returns nothing; it runs in an explicit
+	// transaction that reads the new epoch back (sqlAcquiredEpoch) under
+	// the row lock the UPDATE took, then commits (MySQL, MariaDB).
+	resultReadBack
 )
 
 // dialect holds the SQL fragments of one database.
@@ -90,7 +91,7 @@ var dialects = map[string]*dialect{
 		// time-zone conversion either.
 		now:           "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))",
 		quote:         quoteBacktick,
-		acquireResult: resultLastInsertID,
+		acquireResult: resultReadBack,
 		// Binary ASCII collation: names and holders compare byte for byte,
 		// as on the other databases (MySQL's default collation ignores case).
 		nameType:          "VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin",
@@ -200,11 +201,7 @@ func (d *dialect) sqlInsertIfAbsent(table string) (string, int) {
 // Arguments: holder, name, holder.
 func (d *dialect) sqlAcquire(table string, ttlMicros int64) string {
 	ttl := strconv.FormatInt(ttlMicros, 10)
-	epoch := "epoch = epoch + 1"
-	if d.acquireResult == resultLastInsertID {
-		epoch = "epoch = LAST_INSERT_ID(epoch + 1)"
-	}
-	set := "holder = ?, " + epoch + ", acquired_at_us = " + d.now + ", renewed_at_us = " + d.now +
+	set := "holder = ?, epoch = epoch + 1, acquired_at_us = " + d.now + ", renewed_at_us = " + d.now +
 		", expires_at_us = " + d.now + " + " + ttl
 	where := " WHERE name = ? AND (holder = '' OR holder = ? OR expires_at_us < " + d.now + ")"
 	switch d.name {
@@ -215,6 +212,14 @@ func (d *dialect) sqlAcquire(table string, ttlMicros int64) string {
 	default:
 		return "UPDATE " + table + " SET " + set + where + " RETURNING epoch"
 	}
+}
+
+// sqlAcquiredEpoch reads the epoch an acquire just set, inside the
+// acquire's transaction, where the UPDATE's row lock keeps it from moving.
+// Used where the acquire statement cannot return it (resultReadBack).
+// Arguments: name.
+func (d *dialect) sqlAcquiredEpoch(table string) string {
+	return "SELECT epoch FROM " + table + " WHERE name = ?"
 }
 
 // sqlRenew extends every given term that this holder still holds and that

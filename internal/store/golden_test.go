@@ -81,6 +81,9 @@ func TestGoldenSQL(t *testing.T) {
 			}
 			section("insert the lease row if absent", render(db, ins, insArgs...))
 			section("acquire (new epoch in the same statement)", render(db, d.sqlAcquire(leases, ttl), holder, "global/billing", holder))
+			if d.acquireResult == resultReadBack {
+				section("read the acquired epoch back (in the acquire's transaction)", render(db, d.sqlAcquiredEpoch(leases), "global/billing"))
+			}
 			q, args := d.sqlRenew(leases, ttl, holder, one)
 			section("renew one lease", render(db, q, args...))
 			q, args = d.sqlRenew(leases, ttl, holder, three)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/plugin/dbresolver"
 )
 
 // Errors returned by the store.
@@ -73,6 +74,50 @@ func New(db *gorm.DB, prefix string) (*Store, error) {
 	return &Store{db: db.Session(&gorm.Session{NewDB: true}), d: d, tables: t, leases: d.quote(t.Leases)}, nil
 }
 
+// session returns the handle every library statement outside the caller's
+// transactions starts from. It is bound to ctx and carries dbresolver's
+// Write marker, so a read/write-splitting resolver registered on the
+// caller's db (gorm.io/plugin/dbresolver) sends reads as well as writes to
+// a source, never to a replica: lease reads must see the latest commit,
+// and a replica may lag or be another database altogether. The marker is
+// applied per call, so a resolver registered after New is honoured too.
+// Statements still run through gorm's callbacks, so the caller's plugins
+// (logging, tracing) see every one of them.
+func (s *Store) session(ctx context.Context) *gorm.DB {
+	return s.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
+}
+
+// pinned runs fn with a handle whose statements all use one connection
+// taken from the primary's pool, for work that holds a session-level lock
+// (MySQL's GET_LOCK, SQLite's BEGIN IMMEDIATE). The connection is presented
+// to gorm as a transaction (pinnedConn): that is how gorm and its routing
+// plugins recognise statements that must stay on their connection, while a
+// plain *sql.Conn would be swapped for a pooled source by dbresolver.
+func (s *Store) pinned(ctx context.Context, fn func(conn *gorm.DB) error) error {
+	return s.session(ctx).Connection(func(conn *gorm.DB) error {
+		c, ok := conn.Statement.ConnPool.(*sql.Conn)
+		if !ok {
+			return fmt.Errorf("leasehold: gorm pinned a %T, not a *sql.Conn", conn.Statement.ConnPool)
+		}
+		conn.Statement.ConnPool = pinnedConn{c}
+		return fn(conn.Session(&gorm.Session{}))
+	})
+}
+
+// pinnedConn is one connection of the pool that a sequence of statements
+// must share. Its Commit and Rollback make it a gorm.TxCommitter so that
+// routing plugins leave it alone; gorm never calls them, since the store
+// neither begins nor ends gorm transactions on it, and they fail if called.
+type pinnedConn struct{ *sql.Conn }
+
+var errPinnedNotTx = errors.New("leasehold: a pinned connection is not a transaction")
+
+// Commit implements gorm.TxCommitter; it is never called.
+func (pinnedConn) Commit() error { return errPinnedNotTx }
+
+// Rollback implements gorm.TxCommitter; it is never called.
+func (pinnedConn) Rollback() error { return errPinnedNotTx }
+
 // Dialect returns the dialect name.
 func (s *Store) Dialect() string { return s.d.name }
 
@@ -88,7 +133,7 @@ func (s *Store) EnsureRow(ctx context.Context, name string) error {
 	if n == 2 {
 		args = append(args, name)
 	}
-	return s.db.WithContext(ctx).Exec(q, args...).Error
+	return s.session(ctx).Exec(q, args...).Error
 }
 
 // Acquire takes the lease for holder when it is free, expired or already
@@ -97,35 +142,50 @@ func (s *Store) EnsureRow(ctx context.Context, name string) error {
 func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (epoch int64, ok bool, err error) {
 	q := s.d.sqlAcquire(s.leases, micros(ttl))
 	args := []any{holder, name, holder}
-	switch s.d.acquireResult {
-	case resultLastInsertID:
-		db := s.db.WithContext(ctx)
-		res, err := db.Statement.ConnPool.ExecContext(ctx, q, args...)
-		if err != nil {
-			return 0, false, err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return 0, false, err
-		}
-		if n == 0 {
-			return 0, false, nil
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return 0, false, err
-		}
-		return id, true, nil
-	default:
-		var epochs []int64
-		if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&epochs).Error; err != nil {
-			return 0, false, err
-		}
-		if len(epochs) == 0 {
-			return 0, false, nil
-		}
-		return epochs[0], true, nil
+	if s.d.acquireResult == resultReadBack {
+		return s.acquireInTx(ctx, q, args, name)
 	}
+	var epochs []int64
+	if err := s.session(ctx).Raw(q, args...).Scan(&epochs).Error; err != nil {
+		return 0, false, err
+	}
+	if len(epochs) == 0 {
+		return 0, false, nil
+	}
+	return epochs[0], true, nil
+}
+
+// acquireInTx runs the acquire as an explicit transaction: the UPDATE that
+// bumps the epoch, a read of the new epoch while the row lock is held, and
+// COMMIT. Only the COMMIT, sent after the epoch is known here, can make the
+// term durable. If ctx ends while the UPDATE waits for a row lock, the
+// driver drops the connection and the server rolls the still-open
+// transaction back whenever the UPDATE gets its lock, instead of committing
+// a term this process never learned of (which an autocommit UPDATE would).
+// The one remaining window is the COMMIT itself: when ctx ends or the
+// connection breaks after the server committed but before its reply
+// arrives, the acquire reports an error for a term the database holds.
+func (s *Store) acquireInTx(ctx context.Context, q string, args []any, name string) (epoch int64, ok bool, err error) {
+	err = s.session(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Exec(q, args...)
+		if res.Error != nil {
+			return res.Error
+		}
+		// The acquire changes the epoch, so a match always counts as one
+		// affected row, with or without clientFoundRows.
+		if res.RowsAffected == 0 {
+			return nil
+		}
+		if err := tx.Raw(s.d.sqlAcquiredEpoch(s.leases), name).Row().Scan(&epoch); err != nil {
+			return fmt.Errorf("read the acquired epoch: %w", err)
+		}
+		ok = true
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return epoch, ok, nil
 }
 
 // Renew extends every given term of holder that the database still shows
@@ -137,7 +197,7 @@ func (s *Store) Renew(ctx context.Context, holder string, terms []Term, ttl time
 		return nil, nil
 	}
 	q, args := s.d.sqlRenew(s.leases, micros(ttl), holder, terms)
-	res := s.db.WithContext(ctx).Exec(q, args...)
+	res := s.session(ctx).Exec(q, args...)
 	if res.Error != nil {
 		return nil, res.Error
 	}
@@ -183,7 +243,7 @@ func (s *Store) Release(ctx context.Context, holder string, terms []Term) (int64
 		return 0, nil
 	}
 	q, args := s.d.sqlRelease(s.leases, holder, terms)
-	res := s.db.WithContext(ctx).Exec(q, args...)
+	res := s.session(ctx).Exec(q, args...)
 	return res.RowsAffected, res.Error
 }
 
@@ -197,22 +257,22 @@ func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
 	for i, n := range names {
 		args[i] = n
 	}
-	return s.query(s.db.WithContext(ctx), s.d.sqlSelect(s.leases, len(names)), args...)
+	return s.query(s.session(ctx), s.d.sqlSelect(s.leases, len(names)), args...)
 }
 
 // List reads every lease whose name starts with prefix ("" for all),
 // ordered by name.
 func (s *Store) List(ctx context.Context, prefix string) ([]Row, error) {
 	if prefix == "" {
-		return s.query(s.db.WithContext(ctx), s.d.sqlList(s.leases, false))
+		return s.query(s.session(ctx), s.d.sqlList(s.leases, false))
 	}
-	return s.query(s.db.WithContext(ctx), s.d.sqlList(s.leases, true), likeEscape(prefix)+"%")
+	return s.query(s.session(ctx), s.d.sqlList(s.leases, true), likeEscape(prefix)+"%")
 }
 
 // Now reads the database clock in microseconds since the Unix epoch.
 func (s *Store) Now(ctx context.Context) (int64, error) {
 	var now int64
-	err := s.db.WithContext(ctx).Raw(s.d.sqlNow()).Row().Scan(&now)
+	err := s.session(ctx).Raw(s.d.sqlNow()).Row().Scan(&now)
 	return now, err
 }
 
@@ -247,7 +307,7 @@ func (s *Store) query(db *gorm.DB, q string, args ...any) ([]Row, error) {
 // SchemaVersion returns the applied schema version, 0 when the version
 // table does not exist.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
-	db := s.db.WithContext(ctx)
+	db := s.session(ctx)
 	if !db.Migrator().HasTable(s.tables.Migrations) {
 		// HasTable swallows errors; tell "absent" from "unreachable".
 		if err := db.Exec("SELECT 1").Error; err != nil {
@@ -279,7 +339,7 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 // run from many processes at once: a dialect-specific lock serialises the
 // runs, and each run applies only the steps not yet recorded.
 func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied []int, err error) {
-	db := s.db.WithContext(ctx)
+	db := s.session(ctx)
 	apply := func(tx *gorm.DB) error {
 		if err := tx.Exec(s.d.createMigrationsTable(s.tables)).Error; err != nil {
 			return fmt.Errorf("create %s: %w", s.tables.Migrations, err)
@@ -346,7 +406,7 @@ func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied
 		// DDL commits implicitly on MySQL, so a transaction cannot hold the
 		// lock: a named lock on one pinned connection does. It is released
 		// explicitly, and by the server if the connection dies.
-		err = db.Connection(func(conn *gorm.DB) error {
+		err = s.pinned(ctx, func(conn *gorm.DB) error {
 			var dbName sql.NullString
 			if err := conn.Raw("SELECT DATABASE()").Row().Scan(&dbName); err != nil {
 				return err
@@ -366,7 +426,7 @@ func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied
 	case SQLite:
 		// BEGIN IMMEDIATE takes the write lock up front (waiting up to the
 		// busy timeout), whatever _txlock the caller's DSN sets.
-		err = db.Connection(func(conn *gorm.DB) error {
+		err = s.pinned(ctx, func(conn *gorm.DB) error {
 			if err := conn.Exec(lock.acquire).Error; err != nil {
 				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
 			}
@@ -397,7 +457,7 @@ func mysqlLockName(database, key string) string {
 // by the database clock. It reports false when the term is over.
 func (s *Store) SetData(ctx context.Context, holder string, t Term, data string) (bool, error) {
 	q, args := s.d.sqlSetData(s.leases, holder, t, data)
-	res := s.db.WithContext(ctx).Exec(q, args...)
+	res := s.session(ctx).Exec(q, args...)
 	if res.Error != nil {
 		return false, res.Error
 	}
@@ -417,7 +477,7 @@ func (s *Store) SetData(ctx context.Context, holder string, t Term, data string)
 // Publish moves an unheld row (a pool's generation row) from epoch from to
 // from+1 with new data, only if it is still at from: a compare-and-set.
 func (s *Store) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
-	res := s.db.WithContext(ctx).Exec(s.d.sqlPublish(s.leases, from), data, name)
+	res := s.session(ctx).Exec(s.d.sqlPublish(s.leases, from), data, name)
 	return res.RowsAffected == 1, res.Error
 }
 
@@ -426,6 +486,6 @@ func (s *Store) Publish(ctx context.Context, name string, from int64, data strin
 // many it deleted. Pools use it for the member rows of processes that left
 // or died, whose names (by instance id) are never used again.
 func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(s.d.sqlPruneDead(s.leases, micros(grace)), likeEscape(prefix)+"%")
+	res := s.session(ctx).Exec(s.d.sqlPruneDead(s.leases, micros(grace)), likeEscape(prefix)+"%")
 	return res.RowsAffected, res.Error
 }

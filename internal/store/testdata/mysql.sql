@@ -3,8 +3,12 @@ INSERT INTO `leasehold_leases` (name) VALUES (?) ON DUPLICATE KEY UPDATE name = 
 -- args: "global/billing";
 
 -- acquire (new epoch in the same statement)
-UPDATE `leasehold_leases` SET holder = ?, epoch = LAST_INSERT_ID(epoch + 1), acquired_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000 WHERE name = ? AND (holder = '' OR holder = ? OR expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
+UPDATE `leasehold_leases` SET holder = ?, epoch = epoch + 1, acquired_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000 WHERE name = ? AND (holder = '' OR holder = ? OR expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
 -- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "global/billing", "node-a/eu-1/0123456789abcdef0123456789abcdef";
+
+-- read the acquired epoch back (in the acquire's transaction)
+SELECT epoch FROM `leasehold_leases` WHERE name = ?
+-- args: "global/billing";
 
 -- renew one lease
 UPDATE `leasehold_leases` SET renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000 WHERE holder = ? AND name = ? AND epoch = 7 AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
