@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"sync"
+	"time"
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
@@ -21,7 +24,12 @@ func openExampleDB() (*gorm.DB, func()) {
 	if err != nil {
 		panic(err)
 	}
-	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "coord.db")), &gorm.Config{Logger: logger.Discard})
+	// WAL, a busy timeout and immediate transactions, as the README
+	// recommends for SQLite: coordinators and the application share the
+	// file through several connections.
+	dsn := "file:" + filepath.Join(dir, "coord.db") +
+		"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	db, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		panic(err)
 	}
@@ -130,4 +138,95 @@ func ExampleElection_Leader() {
 	cancel()
 	<-coord.Done()
 	// Output: global/outbox live: true mine: true epoch: 1
+}
+
+// A pool splits work among the processes that run it: each member gets a
+// distinct Index of Count. Here two coordinators, standing for two
+// processes, join the pool "shards". Which one gets which index depends on
+// who joins first, so the example prints the indexes in order.
+func ExamplePool_Run() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+
+	// Coordinators outlive the pools they run: stop the pools first, so
+	// that each member leaves and hands its index over at once.
+	coordCtx, stopCoords := context.WithCancel(context.Background())
+	defer stopCoords()
+	poolCtx, stopPools := context.WithCancel(coordCtx)
+	defer stopPools()
+
+	type assignment struct {
+		node string
+		a    coordination.Assignment
+	}
+	assigned := make(chan assignment)
+	var coords []*coordination.Coordinator
+	var pools sync.WaitGroup
+	for _, node := range []string{"node-a", "node-b"} {
+		id, err := identity.New(node, "eu-1")
+		if err != nil {
+			panic(err)
+		}
+		coord, err := coordination.New(db, id, coordination.Config{})
+		if err != nil {
+			panic(err)
+		}
+		coords = append(coords, coord)
+		go func() { _ = coord.Run(coordCtx) }()
+
+		shards, err := coord.Pool(coordination.GlobalScope, "shards",
+			coordination.PoolConfig{PollInterval: 100 * time.Millisecond})
+		if err != nil {
+			panic(err)
+		}
+		pools.Add(1)
+		go func() {
+			defer pools.Done()
+			_ = shards.Run(poolCtx, func(ctx context.Context, a coordination.Assignment) error {
+				// Work on the items with item % a.Count == a.Index until
+				// ctx ends: a new generation, lost membership, or shutdown.
+				select {
+				case assigned <- assignment{node, a}:
+				case <-ctx.Done():
+				}
+				<-ctx.Done()
+				return nil
+			})
+		}()
+	}
+
+	// The first member to join may work alone for a generation; wait until
+	// both work in the same generation of two.
+	latest := make(map[string]coordination.Assignment)
+	both := func() bool {
+		a, b := latest["node-a"], latest["node-b"]
+		return a.Count == 2 && b.Count == 2 && a.Generation == b.Generation
+	}
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+wait:
+	for !both() {
+		select {
+		case got := <-assigned:
+			latest[got.node] = got.a
+		case <-timeout.C:
+			fmt.Println("timed out waiting for a pool of two")
+			break wait
+		}
+	}
+	indexes := []coordination.Assignment{latest["node-a"], latest["node-b"]}
+	sort.Slice(indexes, func(i, j int) bool { return indexes[i].Index < indexes[j].Index })
+	for _, a := range indexes {
+		fmt.Printf("%s: index %d of %d\n", a.Pool, a.Index, a.Count)
+	}
+
+	stopPools()
+	pools.Wait()
+	stopCoords()
+	for _, c := range coords {
+		<-c.Done()
+	}
+	// Output:
+	// global/shards: index 0 of 2
+	// global/shards: index 1 of 2
 }

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/leasehold/leasehold/internal/dbopen"
 )
 
 // defaultSQLiteFile is the database used when neither -dsn nor
@@ -67,8 +65,8 @@ var envFlags = []envFlag{
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
-	fs.StringVar(&c.driver, "driver", dbopen.SQLitePure,
-		"database driver: "+strings.Join(dbopen.Drivers(), ", ")+" (env LEASEHOLD_DRIVER)")
+	fs.StringVar(&c.driver, "driver", driverSQLitePure,
+		"database driver: "+strings.Join(drivers(), ", ")+" (env LEASEHOLD_DRIVER)")
 	fs.StringVar(&c.dsn, "dsn", "",
 		"data source name (env LEASEHOLD_DSN; default: the SQLite file "+defaultSQLiteFile+" in the working directory)")
 	fs.StringVar(&c.logFormat, "log-format", "console", "log format: console or json (env LOG_FORMAT)")
@@ -112,15 +110,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, err
 	}
 	if c.dsn == "" {
-		c.dsn = dbopen.SQLiteDSN(c.driver, defaultSQLiteFile)
+		c.dsn = sqliteDSN(c.driver, defaultSQLiteFile)
 	}
 	return c, nil
 }
 
 // check validates the values the flag package cannot.
 func (c config) check() error {
-	if !slices.Contains(dbopen.Drivers(), c.driver) {
-		return usagef("invalid value %q for flag -driver: want one of %s", c.driver, strings.Join(dbopen.Drivers(), ", "))
+	if !slices.Contains(drivers(), c.driver) {
+		return usagef("invalid value %q for flag -driver: want one of %s", c.driver, strings.Join(drivers(), ", "))
 	}
 	if c.logFormat != "console" && c.logFormat != "json" {
 		return usagef("invalid value %q for flag -log-format: want console or json", c.logFormat)
@@ -136,7 +134,7 @@ func (c config) check() error {
 	if c.orders < 0 {
 		return usagef("invalid value %d for flag -orders: must not be negative", c.orders)
 	}
-	if c.dsn == "" && c.driver != dbopen.SQLite && c.driver != dbopen.SQLitePure {
+	if c.dsn == "" && !isSQLite(c.driver) {
 		return usagef("flag -dsn (or LEASEHOLD_DSN) is required with -driver %s; only the SQLite drivers have a default", c.driver)
 	}
 	return nil

@@ -28,11 +28,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
-	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/workers"
 )
 
@@ -200,7 +198,7 @@ func openDB(ctx context.Context, driver, dsn, redactedDSN string, log *zap.Logge
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard, DisableAutomaticPing: true})
+		db, err := openGorm(driver, dsn)
 		if err == nil {
 			return db, nil
 		}

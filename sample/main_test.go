@@ -11,9 +11,6 @@ import (
 
 	"go.uber.org/goleak"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
-
-	"github.com/leasehold/leasehold/internal/dbopen"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -42,7 +39,7 @@ func env(vars map[string]string) func(string) string {
 }
 
 func TestBadFlagsExitTwo(t *testing.T) {
-	dsn := dbopen.SQLiteDSN(dbopen.SQLitePure, filepath.Join(t.TempDir(), "flags.db"))
+	dsn := sqliteDSN(driverSQLitePure, filepath.Join(t.TempDir(), "flags.db"))
 	tests := []struct {
 		name string
 		args []string
@@ -96,7 +93,7 @@ func TestHelpExitsZero(t *testing.T) {
 // checks the database.
 func TestProcessesEveryOrderOnce(t *testing.T) {
 	const orders = 300
-	dsn := dbopen.SQLiteDSN(dbopen.SQLitePure, filepath.Join(t.TempDir(), "sample.db"))
+	dsn := sqliteDSN(driverSQLitePure, filepath.Join(t.TempDir(), "sample.db"))
 	args := []string{"-dsn", dsn, "-orders", "300", "-work-delay", "50us", "-ttl", "3s", "-renew", "1s", "-retry", "300ms"}
 	vars := map[string]string{"HOSTNAME": "test-node", "CLUSTER_NAME": "test"}
 
@@ -139,7 +136,7 @@ func TestProcessesEveryOrderOnce(t *testing.T) {
 		// Errors (a file being created, tables not there yet) count as
 		// not done.
 		if db == nil {
-			if db, err = dbopen.Open(dbopen.SQLitePure, dsn, &gorm.Config{Logger: logger.Discard}); err != nil {
+			if db, err = openGorm(driverSQLitePure, dsn); err != nil {
 				continue
 			}
 		}

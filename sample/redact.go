@@ -4,8 +4,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-
-	"github.com/leasehold/leasehold/internal/dbopen"
 )
 
 // redacted replaces every password in a logged DSN.
@@ -29,9 +27,9 @@ var secretPair = regexp.MustCompile(`(?i)(^|[\s;&?])((?:password|passwd|pwd|pass
 // SQLite DSNs carry no secret and are returned unchanged.
 func redactDSN(driver, dsn string) string {
 	switch driver {
-	case dbopen.SQLite, dbopen.SQLitePure:
+	case driverSQLite, driverSQLitePure:
 		return dsn
-	case dbopen.MySQL:
+	case driverMySQL:
 		return redactPairs(redactMySQL(dsn))
 	}
 	if strings.Contains(dsn, "://") {

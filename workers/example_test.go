@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
@@ -22,7 +23,12 @@ func openExampleDB() (*gorm.DB, func()) {
 	if err != nil {
 		panic(err)
 	}
-	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "app.db")), &gorm.Config{Logger: logger.Discard})
+	// WAL, a busy timeout and immediate transactions, as the README
+	// recommends for SQLite: coordinators and the application share the
+	// file through several connections.
+	dsn := "file:" + filepath.Join(dir, "app.db") +
+		"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	db, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		panic(err)
 	}
@@ -156,4 +162,81 @@ func ExampleHost_Subscribe() {
 	// Output:
 	// started-leading billing global/billing 1 <nil>
 	// stopped-leading billing global/billing 1 coordination: coordinator stopped
+}
+
+// A partitioned worker: every process that runs it is a member of one pool
+// and works on its share of the jobs, id % Count == Index. Each job is
+// committed in a transaction fenced by the assignment, so a member whose
+// share was handed on (a new generation, lost membership) cannot commit.
+// This example runs one process, which gets index 0 of 1: all the jobs.
+func ExamplePartitioned() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	type Job struct {
+		ID         int
+		Done       bool
+		Generation int64 // the pool generation that did it
+	}
+	if err := db.AutoMigrate(&Job{}); err != nil {
+		panic(err)
+	}
+	db.Create(&[]Job{{ID: 1}, {ID: 2}, {ID: 3}})
+	id, err := identity.New("node-a", "eu-1")
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var last coordination.Assignment
+	process := func(ctx context.Context, a coordination.Assignment) error {
+		last = a
+		for a.Valid() { // before each unit of work
+			err := db.Transaction(func(tx *gorm.DB) error {
+				if err := a.Fence(tx); err != nil {
+					return err // this share was handed on: roll back
+				}
+				var j Job
+				err := tx.Where("done = ? AND id % ? = ?", false, a.Count, a.Index).Order("id").First(&j).Error
+				if err != nil {
+					return err
+				}
+				fmt.Printf("job %d: index %d of %d, generation %d\n", j.ID, a.Index, a.Count, a.Generation)
+				return tx.Model(&j).Updates(map[string]any{"done": true, "generation": a.Generation}).Error
+			})
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				cancel() // this share is done: end the example; a real member waits for more
+				<-ctx.Done()
+				return nil
+			}
+			if err != nil {
+				return err // logged; called again after Config.RestartBackoff
+			}
+		}
+		return nil
+	}
+	h, err := workers.NewHost(db, id, workers.Config{},
+		workers.Partitioned("jobs", process, workers.PartitionConfig{PollInterval: 100 * time.Millisecond}))
+	if err != nil {
+		panic(err)
+	}
+	if err := h.Run(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("host stopped")
+
+	// The host left the pool when it stopped: its assignment is over.
+	err = db.Transaction(func(tx *gorm.DB) error {
+		if err := last.Fence(tx); err != nil {
+			return err
+		}
+		return tx.Create(&Job{ID: 4, Done: true, Generation: last.Generation}).Error
+	})
+	fmt.Println("write after leaving fenced:", errors.Is(err, coordination.ErrFenced))
+	// Output:
+	// job 1: index 0 of 1, generation 1
+	// job 2: index 0 of 1, generation 1
+	// job 3: index 0 of 1, generation 1
+	// host stopped
+	// write after leaving fenced: true
 }
