@@ -188,17 +188,12 @@ func (p *Pool) State(ctx context.Context) (PoolState, error) {
 	st := PoolState{Pool: p.key}
 	for _, r := range rows {
 		st.DBNow = microsTime(r.NowUS)
-		switch {
-		case r.Name == p.rows.generation:
+		if r.Name == p.rows.generation {
 			st.Generation = r.Epoch
 			if r.Data != "" {
 				st.List = strings.Split(r.Data, ",")
 			}
-		default:
-			id, ok := p.rows.memberID(r.Name)
-			if !ok {
-				continue
-			}
+		} else if id, ok := p.rows.memberID(r.Name); ok {
 			ack, _ := strconv.ParseInt(r.Data, 10, 64)
 			st.Members = append(st.Members, Member{ID: id, Holder: r.Holder, Ack: ack, Live: r.Live()})
 		}
