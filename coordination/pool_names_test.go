@@ -256,3 +256,60 @@ func casePrefixMatchIsExact(t *testing.T, b *bundle) {
 		}
 	}
 }
+
+// TestRowKeysCannotCollide builds the row keys of every election and pool
+// over names made of the characters that matter ('/', 'a', 'member',
+// 'generation' and their combinations) in both scopes and two clusters,
+// and checks that no key equals another and that each pool's prefixes
+// cover exactly its own rows.
+func TestRowKeysCannotCollide(t *testing.T) {
+	parts := []string{"a", "A", "member", "generation", "x", "pool", "global", "cluster", "c1"}
+	names := slices.Clone(parts)
+	for _, p := range parts {
+		for _, q := range parts {
+			names = append(names, p+"/"+q, p+"/"+q+"/x", p+":"+q, p+"_"+q)
+		}
+	}
+	type owner struct{ kind, key string }
+	rows := map[string]owner{}
+	var pools []poolRows
+	add := func(row string, o owner) {
+		if prev, ok := rows[row]; ok && prev != o {
+			t.Fatalf("row key %q is both %v and %v", row, prev, o)
+		}
+		rows[row] = o
+	}
+	for _, cluster := range []string{"c1", "pool"} {
+		for _, scope := range []Scope{ClusterScope, GlobalScope} {
+			for _, name := range names {
+				key, err := leaseName(scope, cluster, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				add(key, owner{"election", key})
+				pr := poolRowsFor(key)
+				pools = append(pools, pr)
+				add(pr.generation, owner{"pool", key})
+				for _, inst := range []string{"generation", "member", "i1"} {
+					add(pr.member(inst), owner{"pool", key})
+				}
+			}
+		}
+	}
+	for _, pr := range pools {
+		key := strings.TrimSuffix(strings.TrimPrefix(pr.prefix, "pool|"), "|")
+		for row, o := range rows {
+			mine := o == owner{"pool", key}
+			if strings.HasPrefix(row, pr.prefix) != mine {
+				t.Fatalf("prefix %q and row %q of %v", pr.prefix, row, o)
+			}
+			_, isMember := pr.memberID(row)
+			if isMember != (mine && row != pr.generation) {
+				t.Fatalf("member prefix %q and row %q of %v", pr.members, row, o)
+			}
+		}
+	}
+	if _, err := leaseName(GlobalScope, "c1", "a|b"); err == nil {
+		t.Fatal(`leaseName accepted a name with '|'`)
+	}
+}
