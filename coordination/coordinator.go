@@ -610,7 +610,7 @@ func (c *Coordinator) Held() []Token {
 
 // LeaseInfo is a lease as the database sees it.
 type LeaseInfo struct {
-	Name   string // full lease name
+	Name   string // full lease name: the row key (see "Names and rows" in the package doc)
 	Holder string // "" when free
 	Epoch  int64
 	// AcquiredAt, RenewedAt and ExpiresAt are database-clock times in UTC;

@@ -22,6 +22,24 @@
 //		})
 //	})
 //
+// # Names and rows
+//
+// Elections and pools are named by [ValidateName]: ASCII letters, digits,
+// '.', '_', '-', ':' and '/'. Each is stored as rows of one lease table,
+// whose keys are what [Lease.Name], [Token.Name], [LeaseInfo.Name] and
+// [Event.Lease] report:
+//
+//	cluster/<cluster>/<name>        election, ClusterScope
+//	global/<name>                   election, GlobalScope
+//	pool|<key>|generation           pool generation (<key> is Pool.Name())
+//	pool|<key>|member|<instance>    pool membership
+//
+// No name contains '|', so no name can produce another election's or
+// pool's key, or a key under another pool's prefix: pools "a" and
+// "a/member/x" never see each other's rows, and neither does an election
+// named like a pool row. Schema version 3 renamed the pool rows of older
+// versions, whose keys could collide.
+//
 // # State model
 //
 // For each election, this process is a follower or the holder of one term:

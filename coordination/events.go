@@ -46,8 +46,10 @@ func (k EventKind) String() string {
 // Event is one notification from a Coordinator.
 type Event struct {
 	Kind EventKind
-	// Lease is the full lease name ("cluster/<cluster>/<name>" or
-	// "global/<name>"); empty for errors not tied to a lease.
+	// Lease is the full lease name ("cluster/<cluster>/<name>",
+	// "global/<name>", or "pool|<key>|member|<instance>" for a pool
+	// membership), or the pool's key for a pool's errors; empty for errors
+	// not tied to a lease.
 	Lease string
 	// Holder is the holder the event is about: this process for Elected,
 	// Lost and Released; the holder seen in the database for

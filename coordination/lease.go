@@ -16,7 +16,7 @@ import (
 // that remembers the highest epoch it accepted can refuse writes from an
 // older term. CheckFence does that against the lease row itself.
 type Token struct {
-	Name  string // full lease name
+	Name  string // full lease name: the row key (see "Names and rows" in the package doc)
 	Epoch int64
 }
 
@@ -55,8 +55,9 @@ type Lease struct {
 	election      *Election
 }
 
-// Name returns the full lease name, such as "cluster/eu-1/reports" or
-// "global/billing".
+// Name returns the full lease name, the key of its row: such as
+// "cluster/eu-1/reports" or "global/billing" for elections, and
+// "pool|global/orders|member|<instance>" for pool membership.
 func (l *Lease) Name() string { return l.name }
 
 // Epoch returns the fencing epoch of this term.

@@ -2,6 +2,7 @@ package coordination
 
 import (
 	"fmt"
+	"strings"
 )
 
 // Scope says who competes for an election.
@@ -30,9 +31,11 @@ func (s Scope) String() string {
 // MaxNameLen is the longest election name accepted.
 const MaxNameLen = 128
 
-// ValidateName checks an election name: 1 to MaxNameLen bytes of ASCII
-// letters, digits, '.', '_', '-', ':' and '/'. The error names the value
-// and the first bad byte.
+// ValidateName checks an election or pool name: 1 to MaxNameLen bytes of
+// ASCII letters, digits, '.', '_', '-', ':' and '/'. The error names the
+// value and the first bad byte. Every other byte, '|' in particular, is
+// reserved: row keys use '|' as a separator, so no name can produce the
+// key of another election or pool.
 func ValidateName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: name is empty", ErrInvalidName)
@@ -52,9 +55,44 @@ func ValidateName(name string) error {
 	return nil
 }
 
+// Row keys. Every row of the lease table is named by the functions below and by no
+// other code. The keys are:
+//
+//	cluster/<cluster>/<name>               election, ClusterScope
+//	global/<name>                          election, GlobalScope
+//	pool|<key>|generation                  a pool's generation row
+//	pool|<key>|member|<instance>           a pool member's lease
+//
+// <key> is the pool's own scoped key, built like an election key. Names
+// (ValidateName) and cluster names (package identity) never contain '|',
+// and cluster names never contain '/'. Hence:
+//
+//   - an election key has no '|' and a pool row key starts with "pool|", so
+//     no election key equals or extends a pool row key, or the reverse;
+//   - in a pool row key the first '|' ends <key>, so the rows that start
+//     with "pool|<key>|" are exactly the rows of that pool, and those that
+//     start with "pool|<key>|member|" are exactly its member rows, whatever
+//     other pools are called (pools "a" and "a/member/x" have the prefixes
+//     "pool|global/a|" and "pool|global/a/member/x|");
+//   - an election key is "global/" followed by the name, or "cluster/", a
+//     cluster name without '/', '/' and the name, so it decodes to exactly
+//     one scope, cluster and name.
+//
+// Listing a pool and pruning its dead members therefore only ever touch
+// that pool's rows. '|' needs no escaping in a LIKE pattern on any
+// supported database, and the store matches prefixes by byte range, not
+// LIKE. Schema version 3 renamed the pool rows of earlier versions
+// ("pool/<key>/generation", "pool/<key>/member/<instance>"), which could
+// collide (see internal/store/schema.go).
+
+// keySep separates the parts of a pool row key. ValidateName and package
+// identity reject it, which is what makes the keys unambiguous.
+const keySep = "|"
+
 // leaseName encodes a scoped election name as the lease row name:
-// "cluster/<cluster>/<name>" or "global/<name>". Cluster names cannot
-// contain '/', so the encoding cannot collide.
+// "cluster/<cluster>/<name>" or "global/<name>". The same string is a
+// pool's key. Cluster names cannot contain '/', so the encoding cannot
+// collide.
 func leaseName(scope Scope, cluster, name string) (string, error) {
 	if err := ValidateName(name); err != nil {
 		return "", err
@@ -66,4 +104,26 @@ func leaseName(scope Scope, cluster, name string) (string, error) {
 		return "global/" + name, nil
 	}
 	return "", fmt.Errorf("%w: scope %d is neither ClusterScope nor GlobalScope", ErrInvalidName, int(scope))
+}
+
+// poolRows names the rows of the pool with the given key (from leaseName).
+type poolRows struct {
+	prefix     string // every row of this pool starts with it, and no other row does
+	generation string // the generation row
+	members    string // every member row starts with it, and no other row does
+}
+
+func poolRowsFor(key string) poolRows {
+	prefix := "pool" + keySep + key + keySep
+	return poolRows{prefix: prefix, generation: prefix + "generation", members: prefix + "member" + keySep}
+}
+
+// member returns the row key of the member with the given instance id.
+func (r poolRows) member(instance string) string { return r.members + instance }
+
+// memberID returns the instance id of a member row key, and false for a key
+// that is not a member row of this pool.
+func (r poolRows) memberID(rowKey string) (string, bool) {
+	id, ok := strings.CutPrefix(rowKey, r.members)
+	return id, ok && id != ""
 }

@@ -25,14 +25,16 @@ import (
 //
 // # Rows
 //
-// A pool is rows of the lease table. Each member holds a lease named
-// "pool/<key>/member/<instance>", so membership is renewed by the same
-// single statement as every other lease of the process and has the same
-// trust deadline. The row "pool/<key>/generation" holds the current
-// generation in its epoch and the member list of that generation in its
-// data, in index order. Each member row's data is the member's
-// acknowledgement: the newest generation for which it has stopped all work
-// of older generations.
+// A pool is rows of the lease table, where <key> is the pool's Name. Each
+// member holds a lease named "pool|<key>|member|<instance>", so membership
+// is renewed by the same single statement as every other lease of the
+// process and has the same trust deadline. The row "pool|<key>|generation"
+// holds the current generation in its epoch and the member list of that
+// generation in its data, in index order. Each member row's data is the
+// member's acknowledgement: the newest generation for which it has stopped
+// all work of older generations. Names never contain '|', so the rows of
+// one pool can never be read, counted or pruned as rows of another pool
+// or of an election, however the names nest ("a", "a/member/x").
 //
 // # Revoke, then assign
 //
@@ -53,14 +55,13 @@ import (
 // one PollInterval, after a crash TTL plus about one PollInterval. While a
 // barrier is pending, members read four times as often.
 type Pool struct {
-	c            *Coordinator
-	scope        Scope
-	name         string
-	key          string // "global/<name>" or "cluster/<cluster>/<name>"
-	genRow       string
-	memberPrefix string
-	me           string // member id: the instance id
-	poll         time.Duration
+	c     *Coordinator
+	scope Scope
+	name  string
+	key   string   // "global/<name>" or "cluster/<cluster>/<name>"
+	rows  poolRows // the names of its rows
+	me    string   // member id: the instance id
+	poll  time.Duration
 
 	// Guarded by c.mu.
 	busy    bool
@@ -86,11 +87,9 @@ func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, err
 		return nil, fmt.Errorf("%w: PollInterval (%v) must not be negative", ErrInvalidConfig, cfg.PollInterval)
 	}
 	return &Pool{
-		c: c, scope: scope, name: name, key: key,
-		genRow:       "pool/" + key + "/generation",
-		memberPrefix: "pool/" + key + "/member/",
-		me:           c.id.Instance,
-		poll:         cmpOr(cfg.PollInterval, c.cfg.RetryInterval),
+		c: c, scope: scope, name: name, key: key, rows: poolRowsFor(key),
+		me:   c.id.Instance,
+		poll: cmpOr(cfg.PollInterval, c.cfg.RetryInterval),
 	}, nil
 }
 
@@ -101,7 +100,9 @@ func cmpOr(d, def time.Duration) time.Duration {
 	return def
 }
 
-// Name returns the pool's key ("global/<name>" or "cluster/<c>/<name>").
+// Name returns the pool's key ("global/<name>" or "cluster/<c>/<name>"),
+// the same string as the key of an election of that scope and name. The
+// pool's rows are named after it but never equal it (see the type's doc).
 func (p *Pool) Name() string { return p.key }
 
 // Assignment is one member's share of one generation of a pool.
@@ -136,7 +137,7 @@ func (a Assignment) Fence(tx *gorm.DB) error {
 		return &FenceError{Name: a.Pool, Epoch: a.Generation, Reason: "this process no longer trusts its membership"}
 	}
 	c := a.p.c
-	row, ok, err := c.store.Fence(tx, a.p.genRow)
+	row, ok, err := c.store.Fence(tx, a.p.rows.generation)
 	if err != nil {
 		return fmt.Errorf("coordination: fencing check of pool %q: %w", a.Pool, err)
 	}
@@ -180,24 +181,21 @@ func (s PoolState) live() map[string]Member {
 
 // State reads the pool.
 func (p *Pool) State(ctx context.Context) (PoolState, error) {
-	rows, err := p.c.store.List(ctx, "pool/"+p.key+"/")
+	rows, err := p.c.store.List(ctx, p.rows.prefix)
 	if err != nil {
 		return PoolState{}, fmt.Errorf("coordination: read pool %q: %w", p.key, err)
 	}
 	st := PoolState{Pool: p.key}
 	for _, r := range rows {
 		st.DBNow = microsTime(r.NowUS)
-		switch {
-		case r.Name == p.genRow:
+		if r.Name == p.rows.generation {
 			st.Generation = r.Epoch
 			if r.Data != "" {
 				st.List = strings.Split(r.Data, ",")
 			}
-		case strings.HasPrefix(r.Name, p.memberPrefix):
+		} else if id, ok := p.rows.memberID(r.Name); ok {
 			ack, _ := strconv.ParseInt(r.Data, 10, 64)
-			st.Members = append(st.Members, Member{
-				ID: strings.TrimPrefix(r.Name, p.memberPrefix), Holder: r.Holder, Ack: ack, Live: r.Live(),
-			})
+			st.Members = append(st.Members, Member{ID: id, Holder: r.Holder, Ack: ack, Live: r.Live()})
 		}
 	}
 	return st, nil
@@ -342,11 +340,11 @@ func (m *poolMember) step(ctx context.Context) bool {
 		m.mem = nil
 	}
 	if m.mem == nil {
-		if err := c.store.EnsureRow(opCtx, p.genRow); err != nil {
+		if err := c.store.EnsureRow(opCtx, p.rows.generation); err != nil {
 			m.fail("create pool row", err)
 			return false
 		}
-		l, err := c.acquireDirect(opCtx, p.memberPrefix+p.me)
+		l, err := c.acquireDirect(opCtx, p.rows.member(p.me))
 		if err != nil {
 			m.fail("join", err)
 			return false
@@ -382,7 +380,7 @@ func (m *poolMember) step(ctx context.Context) bool {
 	live[p.me] = Member{ID: p.me, Holder: c.holder, Ack: m.ack, Live: true}
 	next := nextList(st.List, live)
 	if !slices.Equal(next, st.List) {
-		ok, err := c.store.Publish(opCtx, p.genRow, st.Generation, strings.Join(next, ","))
+		ok, err := c.store.Publish(opCtx, p.rows.generation, st.Generation, strings.Join(next, ","))
 		if err != nil {
 			m.fail("publish", err)
 		} else if ok {
@@ -503,7 +501,7 @@ func (m *poolMember) leave(ctx context.Context) {
 	if st, err := p.State(opCtx); err == nil {
 		if i := slices.Index(st.List, p.me); i >= 0 {
 			next := slices.Delete(slices.Clone(st.List), i, i+1)
-			if ok, err := c.store.Publish(opCtx, p.genRow, st.Generation, strings.Join(next, ",")); err == nil && ok {
+			if ok, err := c.store.Publish(opCtx, p.rows.generation, st.Generation, strings.Join(next, ",")); err == nil && ok {
 				m.log.Info("left pool", zap.Int64("generation", st.Generation+1), zap.Strings("members", next))
 			}
 		}
@@ -521,7 +519,7 @@ const deadMemberGrace = 10
 // a publish, that is, only when membership changed.
 func (m *poolMember) pruneDead(ctx context.Context) {
 	c := m.p.c
-	n, err := c.store.PruneDead(ctx, m.p.memberPrefix, deadMemberGrace*c.cfg.TTL)
+	n, err := c.store.PruneDead(ctx, m.p.rows.members, deadMemberGrace*c.cfg.TTL)
 	if err != nil {
 		m.fail("prune dead members", err)
 		return

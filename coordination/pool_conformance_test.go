@@ -11,7 +11,11 @@ import (
 // interval, and checks that no index was held twice at once and every
 // generation's count matched its member list.
 func TestPoolConformance(t *testing.T) {
-	runCases(t, []conformanceCase{{"FiveMembersJoinLeaveCrash", casePoolFive}})
+	runCases(t, []conformanceCase{
+		{"FiveMembersJoinLeaveCrash", casePoolFive},
+		{"NestedNamesDoNotCollide", casePoolNestedNames},
+		{"PrefixMatchIsExact", casePrefixMatchIsExact},
+	})
 }
 
 func casePoolFive(t *testing.T, b *bundle) {

@@ -242,7 +242,7 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 
 		// Dead member rows are pruned when membership changes: the leaver's
 		// released row at once, the crashed member's after ten TTLs.
-		memberRow := func(n *poolNode) string { return "pool/global/orders/member/" + n.c.id.Instance }
+		memberRow := func(n *poolNode) string { return poolRowsFor("global/orders").member(n.c.id.Instance) }
 		hasRow := func(name string) bool {
 			ms.mu.Lock()
 			defer ms.mu.Unlock()

@@ -39,6 +39,7 @@ func TestMigrations(t *testing.T) {
 		{"ConcurrentProcesses", caseConcurrentProcesses},
 		{"HandAppliedDDL", caseHandAppliedDDL},
 		{"PrefixesAreIndependent", casePrefixes},
+		{"PoolRowsRenamed", casePoolRowsRenamed},
 	}
 	for _, tg := range testdb.Targets() {
 		t.Run(tg.Name, func(t *testing.T) {

@@ -252,10 +252,11 @@ func (d *dialect) sqlSelect(table string, n int) string {
 }
 
 // sqlList reads every lease, or those whose name starts with a prefix.
+// Arguments with a prefix: the bounds from prefixRange.
 func (d *dialect) sqlList(table string, withPrefix bool) string {
 	q := "SELECT " + d.rowColumns() + " FROM " + table
 	if withPrefix {
-		q += " WHERE name LIKE ? ESCAPE '!'"
+		q += " WHERE " + prefixFilter
 	}
 	return q + " ORDER BY name"
 }
@@ -284,10 +285,29 @@ func (d *dialect) sqlFence(table string) string {
 	}
 }
 
-// likeEscape escapes a literal prefix for LIKE ... ESCAPE '!'.
-func likeEscape(s string) string {
-	r := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_", "[", "![")
-	return r.Replace(s)
+// prefixFilter matches the names that start with a prefix, as a range of
+// the primary key: "name >= lo AND name < hi" with the bounds from
+// prefixRange. Every name column compares byte for byte (see the dialects'
+// nameType), so the range is exact on every database. LIKE is not: on
+// SQLite it ignores the case of ASCII letters, so the prefix of pool "a"
+// would also match the rows of pool "A".
+const prefixFilter = "name >= ? AND name < ?"
+
+// prefixRange returns the bounds of prefixFilter for a non-empty prefix:
+// the prefix itself, and the smallest string above every string that
+// starts with it (the prefix with its last byte incremented, after
+// dropping trailing 0xff bytes). Names are ASCII, so a prefix made only of
+// 0xff bytes is refused.
+func prefixRange(prefix string) (lo, hi string, err error) {
+	b := []byte(prefix)
+	for len(b) > 0 && b[len(b)-1] == 0xff {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return "", "", fmt.Errorf("leasehold: name prefix %q has no upper bound", prefix)
+	}
+	b[len(b)-1]++
+	return prefix, string(b), nil
 }
 
 // sqlSetData writes a term's data, only while the term is live.
@@ -306,8 +326,8 @@ func (d *dialect) sqlPublish(table string, from int64) string {
 
 // sqlPruneDead deletes the rows under a name prefix that are released, or
 // expired for longer than graceMicros, by the database clock. Arguments:
-// the LIKE pattern.
+// the bounds from prefixRange.
 func (d *dialect) sqlPruneDead(table string, graceMicros int64) string {
-	return "DELETE FROM " + table + " WHERE name LIKE ? ESCAPE '!' AND expires_at_us < " + d.now +
+	return "DELETE FROM " + table + " WHERE " + prefixFilter + " AND expires_at_us < " + d.now +
 		" AND (holder = '' OR expires_at_us < " + d.now + " - " + strconv.FormatInt(graceMicros, 10) + ")"
 }

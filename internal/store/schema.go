@@ -100,6 +100,11 @@ type Migration struct {
 	// is not transactional either (MySQL): a run that died between the DDL
 	// and recording the version must not fail the next run.
 	applied func(d *dialect, t Tables) string
+	// transactional marks a step of data changes only. Where a migration
+	// run is not one transaction (MySQL, whose DDL commits implicitly), the
+	// step and the record of its version still run in one, so a run that
+	// dies midway leaves the step either done and recorded or not begun.
+	transactional bool
 }
 
 // migrations lists every schema version in order. A released step is never
@@ -126,6 +131,14 @@ var migrations = []Migration{
 			return []string{d.addDataColumn(t.Leases)}
 		},
 		applied: func(d *dialect, t Tables) string { return d.sqlHasDataColumn(t.Leases) },
+	},
+	{
+		Version:     3,
+		Description: "rename pool rows to keys that cannot collide",
+		statements: func(d *dialect, t Tables) []string {
+			return []string{d.renamePoolGenerations(t.Leases), d.renamePoolMembers(t.Leases), d.tombstoneOldPoolRows(t.Leases)}
+		},
+		transactional: true,
 	},
 }
 
@@ -256,4 +269,160 @@ func (d *dialect) sqlHasDataColumn(table string) string {
 	}
 	return "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = '" +
 		table + "' AND column_name = 'data'"
+}
+
+// Schema version 3 renames the rows of pools. Earlier versions named them
+//
+//	pool/<key>/generation
+//	pool/<key>/member/<instance>
+//
+// which collide when one pool's key extends another's: the member prefix
+// "pool/global/a/member/" of pool "a" also covers the generation row of
+// pool "a/member/x". The new keys (coordination/names.go) put '|', which no
+// name contains, around <key>:
+//
+//	pool|<key>|generation
+//	pool|<key>|member|<instance>
+//
+// Old rows are classified by what only one kind of row can look like:
+//
+//   - a generation row ends in "/generation" and was never acquired
+//     (acquired_at_us = 0: generation rows are only ever published, never
+//     acquired);
+//   - a member row ends in "/member/<instance>", where the instance is
+//     the part after the last '/' (instance ids contain no '/'), and the
+//     key is what lies between "pool/" and that "/member/".
+//
+// The renames keep every other column, so epochs, holders, expiry and
+// data carry over: generations go on growing, and a member's row stays
+// live exactly until the expiry its last successful renewal set, which is
+// what the revoke-then-assign barrier of the remaining members relies on.
+// A row whose new key already exists is left alone. Then a tombstone takes
+// each old key: held by "leasehold:renamed" (not a valid holder) until
+// the year 9999. A process of an earlier version that still runs loses
+// its membership at its next renewal, cannot take it or any other old row
+// back, and cannot publish a generation, so it can no longer be assigned
+// work (docs/operations.md).
+
+// renamedHolder holds the tombstones of old pool rows.
+const renamedHolder = "leasehold:renamed"
+
+// tombstoneExpiry is 9999-12-31T23:59:59.999999Z in microseconds.
+const tombstoneExpiry = "253402300799999999"
+
+// Old pool rows are the names from "pool/" up to "pool0" ('0' follows
+// '/'); new ones from "pool|" up to "pool}" ('}' follows '|').
+const (
+	oldPoolRows = "name >= 'pool/' AND name < 'pool0'"
+	newPoolRows = "name >= 'pool|' AND name < 'pool}'"
+)
+
+// concat joins string expressions.
+func (d *dialect) concat(parts ...string) string {
+	switch d.name {
+	case MySQL:
+		return "CONCAT(" + strings.Join(parts, ", ") + ")"
+	case SQLServer:
+		return strings.Join(parts, " + ")
+	default:
+		return strings.Join(parts, " || ")
+	}
+}
+
+// length is the length of a string expression (names are ASCII).
+func (d *dialect) length(s string) string {
+	if d.name == SQLServer {
+		return "LEN(" + s + ")"
+	}
+	return "LENGTH(" + s + ")"
+}
+
+// substr is the substring of s from 1-based position from, n long.
+func (d *dialect) substr(s, from, n string) string {
+	if d.name == SQLServer {
+		return "SUBSTRING(" + s + ", " + from + ", " + n + ")"
+	}
+	return "SUBSTR(" + s + ", " + from + ", " + n + ")"
+}
+
+// lastSlash is the 1-based position of the last '/' in col, which must
+// contain one.
+func (d *dialect) lastSlash(col string) string {
+	switch d.name {
+	case Postgres:
+		return "(LENGTH(" + col + ") - STRPOS(REVERSE(" + col + "), '/') + 1)"
+	case MySQL:
+		return "(LENGTH(" + col + ") - LOCATE('/', REVERSE(" + col + ")) + 1)"
+	case SQLServer:
+		return "(LEN(" + col + ") - CHARINDEX('/', REVERSE(" + col + ")) + 1)"
+	default:
+		// SQLite has no REVERSE: trimming every character but '/' from the
+		// right leaves the name up to its last '/'.
+		return "LENGTH(RTRIM(" + col + ", REPLACE(" + col + ", '/', '')))"
+	}
+}
+
+// renameUnlessTaken renders an UPDATE of the lease table that sets name to
+// newName(col) on the rows matching where, except rows whose new name is
+// taken already. col is how the statement refers to the row's name.
+func (d *dialect) renameUnlessTaken(table string, newName func(col string) string, where func(col string) string) string {
+	q := d.quote(table)
+	if d.name == MySQL {
+		// MySQL cannot read the table it updates in a subquery. IGNORE
+		// skips the rows whose new name is taken; it can hide nothing else
+		// here, since the new name has the old one's length and no other
+		// column changes.
+		return "UPDATE IGNORE " + q + " SET name = " + newName("name") + " WHERE " + where("name")
+	}
+	col := q + ".name"
+	return "UPDATE " + q + " SET name = " + newName(col) + " WHERE " + where(col) +
+		" AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + newName(col) + ")"
+}
+
+// renamePoolGenerations renames "pool/<key>/generation" to
+// "pool|<key>|generation" for rows never acquired.
+func (d *dialect) renamePoolGenerations(table string) string {
+	return d.renameUnlessTaken(table,
+		func(col string) string {
+			return d.concat("'pool|'", d.substr(col, "6", d.length(col)+" - 16"), "'|generation'")
+		},
+		func(col string) string {
+			return strings.ReplaceAll(oldPoolRows, "name", col) + " AND holder <> '" + renamedHolder + "' AND acquired_at_us = 0 AND " +
+				d.length(col) + " > 16 AND " + d.substr(col, d.length(col)+" - 10", "11") + " = '/generation'"
+		})
+}
+
+// renamePoolMembers renames "pool/<key>/member/<instance>" to
+// "pool|<key>|member|<instance>".
+func (d *dialect) renamePoolMembers(table string) string {
+	return d.renameUnlessTaken(table,
+		func(col string) string {
+			p := d.lastSlash(col)
+			return d.concat("'pool|'", d.substr(col, "6", p+" - 13"), "'|member|'", d.substr(col, p+" + 1", d.length(col)+" - "+p))
+		},
+		func(col string) string {
+			p := d.lastSlash(col)
+			return strings.ReplaceAll(oldPoolRows, "name", col) + " AND holder <> '" + renamedHolder + "' AND " +
+				p + " > 13 AND " + p + " < " + d.length(col) + " AND " + d.substr(col, p+" - 7", "8") + " = '/member/'"
+		})
+}
+
+// tombstoneOldPoolRows puts a tombstone under the old name of every renamed
+// pool row: '|' occurs in a new pool row name only as a separator, so
+// replacing it with '/' gives back the old name.
+func (d *dialect) tombstoneOldPoolRows(table string) string {
+	q := d.quote(table)
+	old := "REPLACE(renamed.name, '|', '/')"
+	ins := "INSERT INTO " + q + " (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, data) SELECT " +
+		old + ", '" + renamedHolder + "', renamed.epoch, renamed.acquired_at_us, renamed.renewed_at_us, " + tombstoneExpiry +
+		", renamed.data FROM " + q + " AS renamed WHERE " + strings.ReplaceAll(newPoolRows, "name", "renamed.name")
+	switch d.name {
+	case MySQL:
+		// IGNORE skips old names taken already (see renameUnlessTaken).
+		return strings.Replace(ins, "INSERT INTO", "INSERT IGNORE INTO", 1)
+	case SQLServer:
+		return ins + " AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + old + ")"
+	default:
+		return ins + " ON CONFLICT (name) DO NOTHING"
+	}
 }

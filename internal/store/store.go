@@ -261,12 +261,16 @@ func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
 }
 
 // List reads every lease whose name starts with prefix ("" for all),
-// ordered by name.
+// ordered by name. The match is byte for byte, also on SQLite.
 func (s *Store) List(ctx context.Context, prefix string) ([]Row, error) {
 	if prefix == "" {
 		return s.query(s.session(ctx), s.d.sqlList(s.leases, false))
 	}
-	return s.query(s.session(ctx), s.d.sqlList(s.leases, true), likeEscape(prefix)+"%")
+	lo, hi, err := prefixRange(prefix)
+	if err != nil {
+		return nil, err
+	}
+	return s.query(s.session(ctx), s.d.sqlList(s.leases, true), lo, hi)
 }
 
 // Now reads the database clock in microseconds since the Unix epoch.
@@ -352,25 +356,14 @@ func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied
 			if m.Version <= current {
 				continue
 			}
-			if m.applied != nil {
-				if q := m.applied(s.d, s.tables); q != "" {
-					var n int
-					if err := tx.Raw(q).Row().Scan(&n); err != nil {
-						return fmt.Errorf("migration %d (%s): check: %w", m.Version, m.Description, err)
-					}
-					if n > 0 {
-						goto record
-					}
-				}
+			var err error
+			if m.transactional && s.d.name == MySQL {
+				err = explicitTx(tx, func() error { return s.applyStep(tx, m) })
+			} else {
+				err = s.applyStep(tx, m)
 			}
-			for _, stmt := range m.statements(s.d, s.tables) {
-				if err := tx.Exec(stmt).Error; err != nil {
-					return fmt.Errorf("migration %d (%s): %w", m.Version, m.Description, err)
-				}
-			}
-		record:
-			if err := tx.Exec(s.d.sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
-				return fmt.Errorf("record migration %d: %w", m.Version, err)
+			if err != nil {
+				return err
 			}
 			applied = append(applied, m.Version)
 		}
@@ -443,6 +436,46 @@ func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied
 	return applied, nil
 }
 
+// explicitTx runs fn in a transaction begun and ended by statements on
+// conn, a pinned connection: gorm's Transaction would take the pinned
+// connection for a transaction already and only set a savepoint.
+func explicitTx(conn *gorm.DB, fn func() error) error {
+	if err := conn.Exec("START TRANSACTION").Error; err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		conn.Exec("ROLLBACK")
+		return err
+	}
+	return conn.Exec("COMMIT").Error
+}
+
+// applyStep runs one migration step and records its version, skipping the
+// statements when the step's applied check finds them done already.
+func (s *Store) applyStep(tx *gorm.DB, m Migration) error {
+	done := false
+	if m.applied != nil {
+		if q := m.applied(s.d, s.tables); q != "" {
+			var n int
+			if err := tx.Raw(q).Row().Scan(&n); err != nil {
+				return fmt.Errorf("migration %d (%s): check: %w", m.Version, m.Description, err)
+			}
+			done = n > 0
+		}
+	}
+	if !done {
+		for _, stmt := range m.statements(s.d, s.tables) {
+			if err := tx.Exec(stmt).Error; err != nil {
+				return fmt.Errorf("migration %d (%s): %w", m.Version, m.Description, err)
+			}
+		}
+	}
+	if err := tx.Exec(s.d.sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
+		return fmt.Errorf("record migration %d: %w", m.Version, err)
+	}
+	return nil
+}
+
 // mysqlLockName builds a GET_LOCK name (at most 64 characters) scoped to
 // the database, since MySQL's named locks are server-wide.
 func mysqlLockName(database, key string) string {
@@ -481,11 +514,15 @@ func (s *Store) Publish(ctx context.Context, name string, from int64, data strin
 	return res.RowsAffected == 1, res.Error
 }
 
-// PruneDead deletes the rows whose name starts with prefix that were
-// released, or have been expired for longer than grace, and returns how
-// many it deleted. Pools use it for the member rows of processes that left
+// PruneDead deletes the rows whose name starts with prefix (byte for byte)
+// that were released, or have been expired for longer than grace, and
+// returns how many it deleted. Pools use it for the member rows of processes that left
 // or died, whose names (by instance id) are never used again.
 func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
-	res := s.session(ctx).Exec(s.d.sqlPruneDead(s.leases, micros(grace)), likeEscape(prefix)+"%")
+	lo, hi, err := prefixRange(prefix)
+	if err != nil {
+		return 0, err
+	}
+	res := s.session(ctx).Exec(s.d.sqlPruneDead(s.leases, micros(grace)), lo, hi)
 	return res.RowsAffected, res.Error
 }

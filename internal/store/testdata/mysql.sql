@@ -32,11 +32,11 @@ UPDATE `leasehold_leases` SET data = ? WHERE holder = ? AND name = ? AND epoch =
 
 -- publish a pool's next generation (compare-and-set)
 UPDATE `leasehold_leases` SET epoch = epoch + 1, data = ?, renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE name = ? AND holder = '' AND epoch = 41
--- args: "a1b2,c3d4", "pool/global/orders/generation";
+-- args: "a1b2,c3d4", "pool|global/orders|generation";
 
 -- prune dead pool members
-DELETE FROM `leasehold_leases` WHERE name LIKE ? ESCAPE '!' AND expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AND (holder = '' OR expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000)
--- args: "pool/global/orders/member/%";
+DELETE FROM `leasehold_leases` WHERE name >= ? AND name < ? AND expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AND (holder = '' OR expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000)
+-- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
 -- read leases
 SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` WHERE name IN (?, ?)
@@ -46,8 +46,8 @@ SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALES
 SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` ORDER BY name;
 
 -- list leases by prefix
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` WHERE name LIKE ? ESCAPE '!' ORDER BY name
--- args: "cluster/eu!_1/%";
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` WHERE name >= ? AND name < ? ORDER BY name
+-- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us;
@@ -72,6 +72,19 @@ ALTER TABLE `leasehold_leases` ADD COLUMN data MEDIUMTEXT NULL;
 -- record migration 2
 INSERT INTO `leasehold_schema_migrations` (version, description, applied_at_us) VALUES (2, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
 -- args: "add the data column for pool generations and member acknowledgements";
+
+-- migration 3: rename pool rows to keys that cannot collide
+UPDATE IGNORE `leasehold_leases` SET name = CONCAT('pool|', SUBSTR(name, 6, LENGTH(name) - 16), '|generation') WHERE name >= 'pool/' AND name < 'pool0' AND holder <> 'leasehold:renamed' AND acquired_at_us = 0 AND LENGTH(name) > 16 AND SUBSTR(name, LENGTH(name) - 10, 11) = '/generation';
+
+-- migration 3: rename pool rows to keys that cannot collide
+UPDATE IGNORE `leasehold_leases` SET name = CONCAT('pool|', SUBSTR(name, 6, (LENGTH(name) - LOCATE('/', REVERSE(name)) + 1) - 13), '|member|', SUBSTR(name, (LENGTH(name) - LOCATE('/', REVERSE(name)) + 1) + 1, LENGTH(name) - (LENGTH(name) - LOCATE('/', REVERSE(name)) + 1))) WHERE name >= 'pool/' AND name < 'pool0' AND holder <> 'leasehold:renamed' AND (LENGTH(name) - LOCATE('/', REVERSE(name)) + 1) > 13 AND (LENGTH(name) - LOCATE('/', REVERSE(name)) + 1) < LENGTH(name) AND SUBSTR(name, (LENGTH(name) - LOCATE('/', REVERSE(name)) + 1) - 7, 8) = '/member/';
+
+-- migration 3: rename pool rows to keys that cannot collide
+INSERT IGNORE INTO `leasehold_leases` (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, data) SELECT REPLACE(renamed.name, '|', '/'), 'leasehold:renamed', renamed.epoch, renamed.acquired_at_us, renamed.renewed_at_us, 253402300799999999, renamed.data FROM `leasehold_leases` AS renamed WHERE renamed.name >= 'pool|' AND renamed.name < 'pool}';
+
+-- record migration 3
+INSERT INTO `leasehold_schema_migrations` (version, description, applied_at_us) VALUES (3, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
+-- args: "rename pool rows to keys that cannot collide";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM `leasehold_schema_migrations`;

@@ -28,11 +28,11 @@ UPDATE "leasehold_leases" SET data = $1 WHERE holder = $2 AND name = $3 AND epoc
 
 -- publish a pool's next generation (compare-and-set)
 UPDATE "leasehold_leases" SET epoch = epoch + 1, data = $1, renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE name = $2 AND holder = '' AND epoch = 41
--- args: "a1b2,c3d4", "pool/global/orders/generation";
+-- args: "a1b2,c3d4", "pool|global/orders|generation";
 
 -- prune dead pool members
-DELETE FROM "leasehold_leases" WHERE name LIKE $1 ESCAPE '!' AND expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AND (holder = '' OR expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000)
--- args: "pool/global/orders/member/%";
+DELETE FROM "leasehold_leases" WHERE name >= $1 AND name < $2 AND expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AND (holder = '' OR expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000)
+-- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
 -- read leases
 SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name IN ($1, $2)
@@ -42,8 +42,8 @@ SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALES
 SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" ORDER BY name;
 
 -- list leases by prefix
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name LIKE $1 ESCAPE '!' ORDER BY name
--- args: "cluster/eu!_1/%";
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name >= $1 AND name < $2 ORDER BY name
+-- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us;
@@ -68,6 +68,19 @@ ALTER TABLE "leasehold_leases" ADD COLUMN IF NOT EXISTS data TEXT NOT NULL DEFAU
 -- record migration 2
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (2, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
 -- args: "add the data column for pool generations and member acknowledgements";
+
+-- migration 3: rename pool rows to keys that cannot collide
+UPDATE "leasehold_leases" SET name = 'pool|' || SUBSTR("leasehold_leases".name, 6, LENGTH("leasehold_leases".name) - 16) || '|generation' WHERE "leasehold_leases".name >= 'pool/' AND "leasehold_leases".name < 'pool0' AND holder <> 'leasehold:renamed' AND acquired_at_us = 0 AND LENGTH("leasehold_leases".name) > 16 AND SUBSTR("leasehold_leases".name, LENGTH("leasehold_leases".name) - 10, 11) = '/generation' AND NOT EXISTS (SELECT 1 FROM "leasehold_leases" AS taken WHERE taken.name = 'pool|' || SUBSTR("leasehold_leases".name, 6, LENGTH("leasehold_leases".name) - 16) || '|generation');
+
+-- migration 3: rename pool rows to keys that cannot collide
+UPDATE "leasehold_leases" SET name = 'pool|' || SUBSTR("leasehold_leases".name, 6, (LENGTH("leasehold_leases".name) - STRPOS(REVERSE("leasehold_leases".name), '/') + 1) - 13) || '|member|' || SUBSTR("leasehold_leases".name, (LENGTH("leasehold_leases".name) - STRPOS(REVERSE("leasehold_leases".name), '/') + 1) + 1, LENGTH("leasehold_leases".name) - (LENGTH("leasehold_leases".name) - STRPOS(REVERSE("leasehold_leases".name), '/') + 1)) WHERE "leasehold_leases".name >= 'pool/' AND "leasehold_leases".name < 'pool0' AND holder <> 'leasehold:renamed' AND (LENGTH("leasehold_leases".name) - STRPOS(REVERSE("leasehold_leases".name), '/') + 1) > 13 AND (LENGTH("leasehold_leases".name) - STRPOS(REVERSE("leasehold_leases".name), '/') + 1) < LENGTH("leasehold_leases".name) AND SUBSTR("leasehold_leases".name, (LENGTH("leasehold_leases".name) - STRPOS(REVERSE("leasehold_leases".name), '/') + 1) - 7, 8) = '/member/' AND NOT EXISTS (SELECT 1 FROM "leasehold_leases" AS taken WHERE taken.name = 'pool|' || SUBSTR("leasehold_leases".name, 6, (LENGTH("leasehold_leases".name) - STRPOS(REVERSE("leasehold_leases".name), '/') + 1) - 13) || '|member|' || SUBSTR("leasehold_leases".name, (LENGTH("leasehold_leases".name) - STRPOS(REVERSE("leasehold_leases".name), '/') + 1) + 1, LENGTH("leasehold_leases".name) - (LENGTH("leasehold_leases".name) - STRPOS(REVERSE("leasehold_leases".name), '/') + 1)));
+
+-- migration 3: rename pool rows to keys that cannot collide
+INSERT INTO "leasehold_leases" (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, data) SELECT REPLACE(renamed.name, '|', '/'), 'leasehold:renamed', renamed.epoch, renamed.acquired_at_us, renamed.renewed_at_us, 253402300799999999, renamed.data FROM "leasehold_leases" AS renamed WHERE renamed.name >= 'pool|' AND renamed.name < 'pool}' ON CONFLICT (name) DO NOTHING;
+
+-- record migration 3
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (3, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
+-- args: "rename pool rows to keys that cannot collide";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM "leasehold_schema_migrations";

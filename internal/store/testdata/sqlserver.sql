@@ -28,11 +28,11 @@ UPDATE [leasehold_leases] SET data = @p1 WHERE holder = @p2 AND name = @p3 AND e
 
 -- publish a pool's next generation (compare-and-set)
 UPDATE [leasehold_leases] SET epoch = epoch + 1, data = @p1, renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE name = @p2 AND holder = '' AND epoch = 41
--- args: "a1b2,c3d4", "pool/global/orders/generation";
+-- args: "a1b2,c3d4", "pool|global/orders|generation";
 
 -- prune dead pool members
-DELETE FROM [leasehold_leases] WHERE name LIKE @p1 ESCAPE '!' AND expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AND (holder = '' OR expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000)
--- args: "pool/global/orders/member/%";
+DELETE FROM [leasehold_leases] WHERE name >= @p1 AND name < @p2 AND expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AND (holder = '' OR expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000)
+-- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
 -- read leases
 SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WHERE name IN (@p1, @p2)
@@ -42,8 +42,8 @@ SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALES
 SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] ORDER BY name;
 
 -- list leases by prefix
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WHERE name LIKE @p1 ESCAPE '!' ORDER BY name
--- args: "cluster/eu!_1/%";
+SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WHERE name >= @p1 AND name < @p2 ORDER BY name
+-- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us;
@@ -68,6 +68,19 @@ IF COL_LENGTH(N'leasehold_leases', N'data') IS NULL ALTER TABLE [leasehold_lease
 -- record migration 2
 INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (2, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
 -- args: "add the data column for pool generations and member acknowledgements";
+
+-- migration 3: rename pool rows to keys that cannot collide
+UPDATE [leasehold_leases] SET name = 'pool|' + SUBSTRING([leasehold_leases].name, 6, LEN([leasehold_leases].name) - 16) + '|generation' WHERE [leasehold_leases].name >= 'pool/' AND [leasehold_leases].name < 'pool0' AND holder <> 'leasehold:renamed' AND acquired_at_us = 0 AND LEN([leasehold_leases].name) > 16 AND SUBSTRING([leasehold_leases].name, LEN([leasehold_leases].name) - 10, 11) = '/generation' AND NOT EXISTS (SELECT 1 FROM [leasehold_leases] AS taken WHERE taken.name = 'pool|' + SUBSTRING([leasehold_leases].name, 6, LEN([leasehold_leases].name) - 16) + '|generation');
+
+-- migration 3: rename pool rows to keys that cannot collide
+UPDATE [leasehold_leases] SET name = 'pool|' + SUBSTRING([leasehold_leases].name, 6, (LEN([leasehold_leases].name) - CHARINDEX('/', REVERSE([leasehold_leases].name)) + 1) - 13) + '|member|' + SUBSTRING([leasehold_leases].name, (LEN([leasehold_leases].name) - CHARINDEX('/', REVERSE([leasehold_leases].name)) + 1) + 1, LEN([leasehold_leases].name) - (LEN([leasehold_leases].name) - CHARINDEX('/', REVERSE([leasehold_leases].name)) + 1)) WHERE [leasehold_leases].name >= 'pool/' AND [leasehold_leases].name < 'pool0' AND holder <> 'leasehold:renamed' AND (LEN([leasehold_leases].name) - CHARINDEX('/', REVERSE([leasehold_leases].name)) + 1) > 13 AND (LEN([leasehold_leases].name) - CHARINDEX('/', REVERSE([leasehold_leases].name)) + 1) < LEN([leasehold_leases].name) AND SUBSTRING([leasehold_leases].name, (LEN([leasehold_leases].name) - CHARINDEX('/', REVERSE([leasehold_leases].name)) + 1) - 7, 8) = '/member/' AND NOT EXISTS (SELECT 1 FROM [leasehold_leases] AS taken WHERE taken.name = 'pool|' + SUBSTRING([leasehold_leases].name, 6, (LEN([leasehold_leases].name) - CHARINDEX('/', REVERSE([leasehold_leases].name)) + 1) - 13) + '|member|' + SUBSTRING([leasehold_leases].name, (LEN([leasehold_leases].name) - CHARINDEX('/', REVERSE([leasehold_leases].name)) + 1) + 1, LEN([leasehold_leases].name) - (LEN([leasehold_leases].name) - CHARINDEX('/', REVERSE([leasehold_leases].name)) + 1)));
+
+-- migration 3: rename pool rows to keys that cannot collide
+INSERT INTO [leasehold_leases] (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, data) SELECT REPLACE(renamed.name, '|', '/'), 'leasehold:renamed', renamed.epoch, renamed.acquired_at_us, renamed.renewed_at_us, 253402300799999999, renamed.data FROM [leasehold_leases] AS renamed WHERE renamed.name >= 'pool|' AND renamed.name < 'pool}' AND NOT EXISTS (SELECT 1 FROM [leasehold_leases] AS taken WHERE taken.name = REPLACE(renamed.name, '|', '/'));
+
+-- record migration 3
+INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (3, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "rename pool rows to keys that cannot collide";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM [leasehold_schema_migrations];

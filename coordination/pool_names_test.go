@@ -1,0 +1,315 @@
+package coordination
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// nestedPoolNames are pool names that extend each other through the parts
+// of the pool row keys of schema versions before 3, plus one that differs
+// only in case (SQLite's LIKE ignores case).
+var nestedPoolNames = []string{"a", "a/member/x", "a/generation", "a/member", "A"}
+
+// casePoolNestedNames runs pools whose names nest, and elections named like
+// pool rows, on shared coordinators. Every pool must assign its indexes to
+// its own members only; a member joining, leaving and another joining
+// (which prunes the leaver's row) must leave every generation row in
+// place with an epoch that only grew; and no row may belong to two pools.
+func casePoolNestedNames(t *testing.T, b *bundle) {
+	cfg := fastConfig()
+	ctx := context.Background()
+
+	type member struct {
+		leave context.CancelFunc
+		done  chan struct{}
+	}
+	recs := make(map[string]*recorder, len(nestedPoolNames))
+	for _, name := range nestedPoolNames {
+		recs[name] = newRecorder()
+	}
+	var pools []*Pool // of the first node, to read the rows
+	join := func(r *running) []member {
+		var ms []member
+		for _, name := range nestedPoolNames {
+			p, err := r.Pool(GlobalScope, name, PoolConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pools) < len(nestedPoolNames) {
+				pools = append(pools, p)
+			}
+			pctx, leave := context.WithCancel(ctx)
+			m := member{leave: leave, done: make(chan struct{})}
+			go func() {
+				defer close(m.done)
+				_ = p.Run(pctx, recs[name].fn(r.id.Instance))
+			}()
+			t.Cleanup(func() {
+				leave()
+				select {
+				case <-m.done:
+				case <-time.After(wait):
+					t.Errorf("Pool.Run of %q on %s did not return", name, r.Holder())
+				}
+			})
+			ms = append(ms, m)
+		}
+		return ms
+	}
+	settle := func(n int) {
+		t.Helper()
+		for _, name := range nestedPoolNames {
+			recs[name].waitSettled(t, n, wait)
+		}
+	}
+
+	ra, rb := start(t, b.db, "node-a", cfg), start(t, b.db, "node-b", cfg)
+	// Elections named like pool row keys, old and new, and like a pool.
+	var leases []*Lease
+	for _, name := range []string{"pool/global/a/generation", "pool/global/a/member/" + ra.id.Instance, "a", "a/member"} {
+		leases = append(leases, mustCampaign(t, election(t, ra.Coordinator, GlobalScope, name)))
+	}
+	join(ra)
+	join(rb)
+	settle(2)
+
+	// Watch every generation row from now on: it must never vanish or go
+	// back, also not while another pool prunes its dead members.
+	stop := make(chan struct{})
+	var watchWG sync.WaitGroup
+	var mu sync.Mutex
+	var regressions []string
+	last := map[string]int64{}
+	read := func() {
+		for _, p := range pools {
+			rows, err := rawStore(t, b.db).Get(ctx, []string{p.rows.generation})
+			if err != nil {
+				continue // a busy database; the next read decides
+			}
+			mu.Lock()
+			switch {
+			case len(rows) == 0:
+				regressions = append(regressions, fmt.Sprintf("pool %q: generation row %q is gone", p.Name(), p.rows.generation))
+			case rows[0].Epoch < last[p.Name()]:
+				regressions = append(regressions, fmt.Sprintf("pool %q: generation went from %d back to %d", p.Name(), last[p.Name()], rows[0].Epoch))
+			default:
+				last[p.Name()] = rows[0].Epoch
+			}
+			mu.Unlock()
+		}
+	}
+	read()
+	before := map[string]int64{}
+	for k, v := range last {
+		before[k] = v
+	}
+	watchWG.Add(1)
+	go func() {
+		defer watchWG.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				read()
+			}
+		}
+	}()
+
+	// A third member joins and leaves; a fourth joins, and the publish of
+	// its generation prunes the leaver's released rows.
+	rc := start(t, b.db, "node-c", cfg)
+	left := join(rc)
+	settle(3)
+	for _, m := range left {
+		m.leave()
+		<-m.done
+	}
+	settle(2)
+	rd := start(t, b.db, "node-d", cfg)
+	join(rd)
+	settle(3)
+	close(stop)
+	watchWG.Wait()
+	read()
+
+	mu.Lock()
+	for _, r := range regressions {
+		t.Error(r)
+	}
+	for _, p := range pools {
+		if last[p.Name()] <= before[p.Name()] {
+			t.Errorf("pool %q: generation %d did not grow from %d across a join, a leave and a join", p.Name(), last[p.Name()], before[p.Name()])
+		}
+	}
+	mu.Unlock()
+
+	// Each pool sees its own members only, and the leaver's row is pruned.
+	want := []string{ra.id.Instance, rb.id.Instance, rd.id.Instance}
+	slices.Sort(want)
+	for _, p := range pools {
+		st, err := p.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, m := range st.Members {
+			ids = append(ids, m.ID)
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, want) {
+			t.Errorf("pool %q sees members %v, want %v (the leaver %s pruned)", p.Name(), ids, want, rc.id.Instance)
+		}
+		list := slices.Clone(st.List)
+		slices.Sort(list)
+		if !slices.Equal(list, want) {
+			t.Errorf("pool %q: generation %d lists %v, want %v", p.Name(), st.Generation, st.List, want)
+		}
+	}
+
+	// Every row belongs to exactly one pool or is one of the elections.
+	all, err := rawStore(t, b.db).List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range all {
+		var owners []string
+		for _, p := range pools {
+			if strings.HasPrefix(r.Name, p.rows.prefix) {
+				owners = append(owners, p.Name())
+			}
+		}
+		isElection := slices.ContainsFunc(leases, func(l *Lease) bool { return l.Name() == r.Name })
+		if len(owners) > 1 || (len(owners) == 1) == isElection || (len(owners) == 0 && !isElection) {
+			t.Errorf("row %q belongs to pools %v (election: %v)", r.Name, owners, isElection)
+		}
+	}
+
+	for _, l := range leases {
+		if !l.Valid() {
+			t.Errorf("election %s was lost while the pools ran", l.Token())
+		}
+		release(t, l)
+	}
+	for _, name := range nestedPoolNames {
+		recs[name].check(t)
+	}
+}
+
+// casePrefixMatchIsExact checks that listing and pruning by prefix match
+// bytes exactly: not ignoring case (SQLite's LIKE does) and not treating
+// '_' as a wildcard.
+func casePrefixMatchIsExact(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	s := rawStore(t, b.db)
+	if _, err := s.Migrate(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, name := range []string{"a", "A", "a_b", "aXb", "ab"} {
+		key, err := leaseName(GlobalScope, "", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, key)
+	}
+	for _, key := range keys {
+		rows := poolRowsFor(key)
+		for _, name := range []string{rows.generation, rows.member("m1")} {
+			if err := s.EnsureRow(ctx, name); err != nil { // never acquired: dead
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, key := range keys {
+		rows := poolRowsFor(key)
+		got, err := s.List(ctx, rows.prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range got {
+			names = append(names, r.Name)
+		}
+		if want := []string{rows.generation, rows.member("m1")}; !slices.Equal(names, want) {
+			t.Errorf("List(%q) = %q, want %q", rows.prefix, names, want)
+		}
+	}
+	for i, key := range keys {
+		rows := poolRowsFor(key)
+		n, err := s.PruneDead(ctx, rows.members, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Errorf("PruneDead(%q) deleted %d rows, want 1", rows.members, n)
+		}
+		for _, other := range keys[i+1:] {
+			if got, err := s.Get(ctx, []string{poolRowsFor(other).member("m1")}); err != nil || len(got) != 1 {
+				t.Errorf("PruneDead(%q) deleted a member row of pool %q (%v)", rows.members, other, err)
+			}
+		}
+	}
+}
+
+// TestRowKeysCannotCollide builds the row keys of every election and pool
+// over names made of the characters that matter ('/', 'a', 'member',
+// 'generation' and their combinations) in both scopes and two clusters,
+// and checks that no key equals another and that each pool's prefixes
+// cover exactly its own rows.
+func TestRowKeysCannotCollide(t *testing.T) {
+	parts := []string{"a", "A", "member", "generation", "x", "pool", "global", "cluster", "c1"}
+	names := slices.Clone(parts)
+	for _, p := range parts {
+		for _, q := range parts {
+			names = append(names, p+"/"+q, p+"/"+q+"/x", p+":"+q, p+"_"+q)
+		}
+	}
+	type owner struct{ kind, key string }
+	rows := map[string]owner{}
+	var pools []poolRows
+	add := func(row string, o owner) {
+		if prev, ok := rows[row]; ok && prev != o {
+			t.Fatalf("row key %q is both %v and %v", row, prev, o)
+		}
+		rows[row] = o
+	}
+	for _, cluster := range []string{"c1", "pool"} {
+		for _, scope := range []Scope{ClusterScope, GlobalScope} {
+			for _, name := range names {
+				key, err := leaseName(scope, cluster, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				add(key, owner{"election", key})
+				pr := poolRowsFor(key)
+				pools = append(pools, pr)
+				add(pr.generation, owner{"pool", key})
+				for _, inst := range []string{"generation", "member", "i1"} {
+					add(pr.member(inst), owner{"pool", key})
+				}
+			}
+		}
+	}
+	for _, pr := range pools {
+		key := strings.TrimSuffix(strings.TrimPrefix(pr.prefix, "pool|"), "|")
+		for row, o := range rows {
+			mine := o == owner{"pool", key}
+			if strings.HasPrefix(row, pr.prefix) != mine {
+				t.Fatalf("prefix %q and row %q of %v", pr.prefix, row, o)
+			}
+			_, isMember := pr.memberID(row)
+			if isMember != (mine && row != pr.generation) {
+				t.Fatalf("member prefix %q and row %q of %v", pr.members, row, o)
+			}
+		}
+	}
+	if _, err := leaseName(GlobalScope, "c1", "a|b"); err == nil {
+		t.Fatal(`leaseName accepted a name with '|'`)
+	}
+}
