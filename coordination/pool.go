@@ -127,13 +127,21 @@ func (a Assignment) Valid() bool { return a.member != nil && a.member.Valid() }
 // its membership at this epoch, unexpired by the database clock. It locks
 // both rows until tx ends, so no new generation can be published while a
 // fenced transaction is in flight. On failure it returns an error wrapping
-// ErrFenced and the caller must roll back.
+// ErrFenced and the caller must roll back. Like Lease.Fence, it refuses a
+// tx that is nil or not inside a transaction with an error wrapping
+// ErrNotInTransaction.
 func (a Assignment) Fence(tx *gorm.DB) error {
+	if err := requireTransaction(tx, fmt.Sprintf("pool %q generation %d", a.Pool, a.Generation)); err != nil {
+		return err
+	}
+	fail := func(reason string) error {
+		return &FenceError{Name: a.Pool, Epoch: a.Epoch, Pool: true, Generation: a.Generation, Reason: reason}
+	}
 	if a.p == nil {
-		return &FenceError{Name: a.Pool, Epoch: a.Generation, Reason: "zero Assignment"}
+		return fail("zero Assignment")
 	}
 	if !a.Valid() {
-		return &FenceError{Name: a.Pool, Epoch: a.Generation, Reason: "this process no longer trusts its membership"}
+		return fail("this process no longer trusts its membership")
 	}
 	c := a.p.c
 	row, ok, err := c.store.Fence(tx, a.p.genRow)
@@ -141,7 +149,7 @@ func (a Assignment) Fence(tx *gorm.DB) error {
 		return fmt.Errorf("coordination: fencing check of pool %q: %w", a.Pool, err)
 	}
 	if !ok || row.Epoch != a.Generation {
-		return &FenceError{Name: a.Pool, Epoch: a.Generation, Reason: fmt.Sprintf("the pool is at generation %d", row.Epoch)}
+		return fail(fmt.Sprintf("the pool is at generation %d", row.Epoch))
 	}
 	return c.CheckFence(tx, a.member.Token())
 }
