@@ -14,8 +14,9 @@ var (
 	// names the field and its value.
 	ErrInvalidConfig = errors.New("coordination: invalid config")
 
-	// ErrInvalidName is returned for an election name that is empty, too
-	// long, or has characters outside the allowed set.
+	// ErrInvalidName is returned for an election or pool name that is
+	// empty, too long, has characters outside the allowed set, or has an
+	// empty, "." or ".." segment (see ValidateName).
 	ErrInvalidName = errors.New("coordination: invalid election name")
 
 	// ErrLeaseLost is the cause of a lease's context when this process

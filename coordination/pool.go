@@ -67,38 +67,66 @@ type Pool struct {
 	current *Assignment
 }
 
+// Bounds of PoolConfig.PollInterval.
+const (
+	// MinPollInterval is the shortest PollInterval accepted. Every read
+	// fetches all of the pool's rows, and during a rebalance a member reads
+	// four times per PollInterval.
+	MinPollInterval = 10 * time.Millisecond
+	// MaxPollInterval is the longest PollInterval accepted, MaxTTL: a
+	// rebalance takes about one PollInterval, so a longer one has no use.
+	MaxPollInterval = MaxTTL
+)
+
 // PoolConfig tunes a pool. The zero value is valid.
 type PoolConfig struct {
 	// PollInterval is how often a member reads the pool; four times as
-	// often while a rebalance is pending. Defaults to the coordinator's
-	// RetryInterval.
+	// often while a rebalance is pending. It sets the rebalance bounds
+	// (see RebalanceBound and CrashRebalanceBound). Must be between
+	// MinPollInterval (10ms) and MaxPollInterval (24h). Defaults to the
+	// coordinator's RetryInterval, or MinPollInterval when that is
+	// shorter.
 	PollInterval time.Duration
 }
 
+// Validate checks the config. A zero PollInterval takes its default; any
+// other must lie between MinPollInterval and MaxPollInterval. The error
+// wraps ErrInvalidConfig and names the field and its value.
+func (cfg PoolConfig) Validate() error {
+	switch p := cfg.PollInterval; {
+	case p == 0:
+	case p < 0:
+		return fmt.Errorf("%w: PollInterval (%v) must not be negative", ErrInvalidConfig, p)
+	case p < MinPollInterval:
+		return fmt.Errorf("%w: PollInterval (%v) must be at least %v", ErrInvalidConfig, p, MinPollInterval)
+	case p > MaxPollInterval:
+		return fmt.Errorf("%w: PollInterval (%v) must be at most %v", ErrInvalidConfig, p, MaxPollInterval)
+	}
+	return nil
+}
+
 // Pool returns the pool with the given scope and name (checked by
-// ValidateName). Pools are separate from elections of the same name.
+// ValidateName). Pools are separate from elections of the same name. cfg
+// is checked by PoolConfig.Validate.
 func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, error) {
 	key, err := leaseName(scope, c.id.Cluster, name)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.PollInterval < 0 {
-		return nil, fmt.Errorf("%w: PollInterval (%v) must not be negative", ErrInvalidConfig, cfg.PollInterval)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("pool %q: %w", key, err)
+	}
+	poll := cfg.PollInterval
+	if poll == 0 {
+		poll = max(c.cfg.RetryInterval, MinPollInterval)
 	}
 	return &Pool{
 		c: c, scope: scope, name: name, key: key,
 		genRow:       "pool/" + key + "/generation",
 		memberPrefix: "pool/" + key + "/member/",
 		me:           c.id.Instance,
-		poll:         cmpOr(cfg.PollInterval, c.cfg.RetryInterval),
+		poll:         poll,
 	}, nil
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // Name returns the pool's key ("global/<name>" or "cluster/<c>/<name>").
