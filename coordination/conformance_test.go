@@ -491,7 +491,7 @@ func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
 	// A pool check that fails names the generation, not an epoch.
 	stale := a
 	stale.Generation = a.Generation - 1
-	err = b.db.Transaction(func(tx *gorm.DB) error { return stale.Fence(tx) })
+	err = b.db.Transaction(stale.Fence)
 	var fe *FenceError
 	if !errors.As(err, &fe) || !errors.Is(err, ErrFenced) || !fe.Pool || fe.Generation != stale.Generation ||
 		!strings.Contains(err.Error(), fmt.Sprintf("pool %q generation %d: the pool is at generation %d", a.Pool, stale.Generation, a.Generation)) {

@@ -34,7 +34,9 @@ type PartitionConfig struct {
 	// across every cluster that shares the database.
 	PerCluster bool
 	// PollInterval is how often each member reads the pool; four times as
-	// often during a rebalance. Must be between
+	// often during a rebalance. It sets the rebalance bounds
+	// (coordination.RebalanceBound, coordination.CrashRebalanceBound).
+	// Must be between
 	// coordination.MinPollInterval (10ms) and MaxPollInterval (24h).
 	// Defaults to the coordinator's RetryInterval, or MinPollInterval when
 	// that is shorter.
