@@ -23,6 +23,16 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	// MinTTL is the smallest TTL accepted.
 	MinTTL = 10 * time.Millisecond
+	// MaxTTL is the largest TTL accepted. A crashed holder keeps its lease
+	// for up to TTL, so a longer TTL has no use, and the cap keeps every
+	// duration derived from TTL (the trust deadline, the retention of dead
+	// pool members, ten TTLs, and the recovery bounds) far from the limit
+	// of time.Duration, about 292 years.
+	MaxTTL = 24 * time.Hour
+	// MinInterval is the smallest RenewInterval and RetryInterval
+	// accepted: shorter ones would make the renewal or campaign loop send
+	// statements back to back.
+	MinInterval = time.Millisecond
 )
 
 // Config tunes a Coordinator. The zero value is valid and gives the
@@ -39,19 +49,22 @@ type Config struct {
 	// TTL is how long a lease stays live in the database after an acquire
 	// or renewal, measured by the database clock. A crashed holder is
 	// replaced at most TTL plus one RetryInterval (with jitter) later.
-	// Must be at least 10ms. Defaults to 15s.
+	// Must be at least MinTTL (10ms) and at most MaxTTL (24h). Defaults to
+	// 15s.
 	TTL time.Duration
 
 	// RenewInterval is the time between renewals of the leases this
 	// process holds. All held leases are renewed by one statement.
 	// Must be at most (TTL - Margin) / 2, so that a failed renewal can be
-	// retried before the trust deadline. Defaults to TTL/3 (5s).
+	// retried before the trust deadline, and at least MinInterval (1ms).
+	// Defaults to TTL/3 (5s).
 	RenewInterval time.Duration
 
 	// RetryInterval is the time between a follower's attempts to acquire;
 	// each wait adds a random 0-50% so that followers do not act in step.
 	// It is also the ceiling of the backoff between failed renewals.
-	// Must be at most TTL. Defaults to 2s, or TTL/4 when that is shorter.
+	// Must be at least MinInterval (1ms) and at most TTL. Defaults to 2s,
+	// or TTL/4 when that is shorter.
 	RetryInterval time.Duration
 
 	// Margin is subtracted from TTL to get the trust deadline: the leader's
@@ -119,15 +132,21 @@ func (c Config) validate() error {
 	switch {
 	case c.TTL < MinTTL:
 		return bad("TTL (%v) must be at least %v", c.TTL, MinTTL)
+	case c.TTL > MaxTTL:
+		return bad("TTL (%v) must be at most %v", c.TTL, MaxTTL)
 	case c.Margin >= c.TTL:
 		return bad("Margin (%v) must be less than TTL (%v)", c.Margin, c.TTL)
-	case 2*c.RenewInterval > c.TTL-c.Margin:
+	case c.RenewInterval > (c.TTL-c.Margin)/2:
 		return bad("RenewInterval (%v) must be at most half of TTL - Margin (%v - %v = %v), so a failed renewal can be retried before the trust deadline",
 			c.RenewInterval, c.TTL, c.Margin, c.TTL-c.Margin)
 	case c.RetryInterval > c.TTL:
 		return bad("RetryInterval (%v) must be at most TTL (%v)", c.RetryInterval, c.TTL)
 	case c.RenewInterval == 0 || c.RetryInterval == 0 || c.Margin == 0:
 		return bad("TTL (%v) is too short to derive RenewInterval, RetryInterval and Margin; set them explicitly", c.TTL)
+	case c.RenewInterval < MinInterval:
+		return bad("RenewInterval (%v) must be at least %v", c.RenewInterval, MinInterval)
+	case c.RetryInterval < MinInterval:
+		return bad("RetryInterval (%v) must be at least %v", c.RetryInterval, MinInterval)
 	}
 	if err := store.ValidateTablePrefix(c.TablePrefix); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -2,6 +2,8 @@ package coordination
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +45,13 @@ func TestConfigValidation(t *testing.T) {
 		{"RenewEqualsTTL", Config{TTL: 5 * time.Second, RenewInterval: 5 * time.Second}, []string{"RenewInterval (5s)"}},
 		{"RetryAboveTTL", Config{TTL: 4 * time.Second, RetryInterval: 5 * time.Second}, []string{"RetryInterval (5s)", "TTL (4s)"}},
 		{"BadPrefix", Config{TablePrefix: "x; DROP TABLE y"}, []string{`"x; DROP TABLE y"`, "TablePrefix"}},
+		{"MaxInt64TTL", Config{TTL: math.MaxInt64}, []string{"TTL (2562047h47m16.854775807s)", "at most 24h0m0s"}},
+		{"TTLAboveMax", Config{TTL: MaxTTL + time.Nanosecond}, []string{"TTL (24h0m0.000000001s)", "at most 24h0m0s"}},
+		{"MaxInt64Renew", Config{RenewInterval: math.MaxInt64}, []string{"RenewInterval (2562047h47m16.854775807s)", "half of TTL - Margin"}},
+		{"MaxInt64Retry", Config{RetryInterval: math.MaxInt64}, []string{"RetryInterval (2562047h47m16.854775807s)", "TTL (15s)"}},
+		{"MaxInt64Margin", Config{Margin: math.MaxInt64}, []string{"Margin (2562047h47m16.854775807s)", "TTL (15s)"}},
+		{"NanosecondRenew", Config{RenewInterval: time.Nanosecond}, []string{"RenewInterval (1ns)", "at least 1ms"}},
+		{"NanosecondRetry", Config{RetryInterval: time.Nanosecond}, []string{"RetryInterval (1ns)", "at least 1ms"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,6 +68,19 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
+func TestConfigBoundsAccepted(t *testing.T) {
+	for _, c := range []Config{
+		{TTL: MinTTL},
+		{TTL: MaxTTL},
+		{TTL: MaxTTL, RetryInterval: MaxTTL},
+		{RenewInterval: MinInterval, RetryInterval: MinInterval},
+	} {
+		if err := c.withDefaults().validate(); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}
+
 func TestNewRejectsBadInput(t *testing.T) {
 	if _, err := New(nil, identity.Identity{Node: "a", Cluster: "b", Instance: "c"}, Config{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("nil db: %v", err)
@@ -72,7 +94,8 @@ func TestNewRejectsBadInput(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	good := []string{"reports", "outbox.publisher", "a/b:c-d_e", strings.Repeat("n", MaxNameLen)}
+	good := []string{"reports", "outbox.publisher", "a/b:c-d_e", strings.Repeat("n", MaxNameLen),
+		".hidden", "a/...", "v1..2/x.y", "a/b/c"}
 	for _, n := range good {
 		if err := ValidateName(n); err != nil {
 			t.Errorf("ValidateName(%q) = %v", n, err)
@@ -84,6 +107,15 @@ func TestNames(t *testing.T) {
 		"has space":                       `' ' at byte 3`,
 		"quote'":                          `'\'' at byte 5`,
 		"naïve":                           "at byte 2",
+		"../..":                           `"../.." has the segment ".." at byte 0`,
+		"..":                              `".." has the segment ".." at byte 0`,
+		".":                               `"." has the segment "." at byte 0`,
+		"a/./b":                           `"a/./b" has the segment "." at byte 2`,
+		"jobs/..":                         `"jobs/.." has the segment ".." at byte 5`,
+		"/jobs":                           `"/jobs" has an empty segment at byte 0`,
+		"jobs/":                           `"jobs/" has an empty segment at byte 5`,
+		"a//b":                            `"a//b" has an empty segment at byte 2`,
+		"/":                               `"/" has an empty segment at byte 0`,
 	}
 	for n, want := range bad {
 		err := ValidateName(n)
@@ -102,5 +134,53 @@ func TestNames(t *testing.T) {
 	}
 	if _, err := leaseName(Scope(7), "eu-1", "jobs"); !errors.Is(err, ErrInvalidName) {
 		t.Errorf("bad scope: %v", err)
+	}
+}
+
+func TestPoolConfigValidation(t *testing.T) {
+	for _, tc := range []struct {
+		poll time.Duration
+		want string // "" when valid; else what the error must contain
+	}{
+		{0, ""},
+		{MinPollInterval, ""},
+		{time.Second, ""},
+		{MaxPollInterval, ""},
+		{-time.Second, "PollInterval (-1s) must not be negative"},
+		{time.Nanosecond, "PollInterval (1ns) must be at least 10ms"},
+		{MinPollInterval - 1, "PollInterval (9.999999ms) must be at least 10ms"},
+		{MaxPollInterval + time.Second, "PollInterval (24h0m1s) must be at most 24h0m0s"},
+		{math.MaxInt64, "PollInterval (2562047h47m16.854775807s) must be at most 24h0m0s"},
+	} {
+		err := PoolConfig{PollInterval: tc.poll}.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("PollInterval %v: %v", tc.poll, err)
+		case tc.want != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), tc.want)):
+			t.Errorf("PollInterval %v: err = %v, want ErrInvalidConfig containing %q", tc.poll, err, tc.want)
+		}
+	}
+}
+
+func TestPoolRejectsBadInput(t *testing.T) {
+	c := newCoordinator(newMemStore(), testIdentity(t, "node-a"), Config{TTL: MinTTL}.withDefaults())
+	if _, err := c.Pool(GlobalScope, "../..", PoolConfig{}); !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), `"../.."`) {
+		t.Errorf("Pool named ../..: %v, want ErrInvalidName naming it", err)
+	}
+	_, err := c.Pool(GlobalScope, "orders", PoolConfig{PollInterval: time.Nanosecond})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "PollInterval (1ns)") || !strings.Contains(err.Error(), `"global/orders"`) {
+		t.Errorf("Pool with a 1ns poll: %v, want ErrInvalidConfig naming the pool, the field and the value", err)
+	}
+	// The default poll is the RetryInterval (2.5ms for a 10ms TTL), raised
+	// to MinPollInterval.
+	p, err := c.Pool(GlobalScope, "orders", PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.poll != MinPollInterval {
+		t.Errorf("default poll for RetryInterval %v = %v, want %v", c.cfg.RetryInterval, p.poll, MinPollInterval)
+	}
+	if _, err := c.Election(GlobalScope, "a//b"); !errors.Is(err, ErrInvalidName) {
+		t.Errorf("Election named a//b: %v, want ErrInvalidName", err)
 	}
 }

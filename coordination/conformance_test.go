@@ -3,6 +3,7 @@ package coordination
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ var conformanceCases = []conformanceCase{
 	{"StaleHolderCannotRenewOrRelease", caseStaleHolder},
 	{"OneStatementPerRenewTick", caseOneStatementPerRenewTick},
 	{"FenceInUserTransaction", caseFence},
+	{"FenceNeedsTransaction", caseFenceNeedsTransaction},
 	{"ScopesDoNotCollide", caseScopes},
 	{"LeaderAndList", caseLeaderAndList},
 	{"CutOffHolderStopsBeforeTakeover", caseCutOff},
@@ -450,6 +452,99 @@ func caseFence(t *testing.T, b *bundle) {
 	}
 	release(t, l)
 	release(t, l2)
+}
+
+// caseFenceNeedsTransaction checks that every fencing check refuses a
+// handle outside a transaction, where its row lock would end with its own
+// statement, and accepts the same handle's transactions.
+func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
+	r := start(t, b.db, "node-a", fastConfig())
+	l := mustCampaign(t, election(t, r.Coordinator, GlobalScope, "fence-tx"))
+	defer release(t, l)
+
+	// The pool: one member, so its first assignment comes at once.
+	p, err := r.Pool(GlobalScope, "fence-tx", PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assigned := make(chan Assignment, 1)
+	pctx, leave := context.WithCancel(context.Background())
+	poolDone := make(chan struct{})
+	go func() {
+		defer close(poolDone)
+		_ = p.Run(pctx, func(ctx context.Context, a Assignment) error {
+			assigned <- a
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	defer func() {
+		leave()
+		<-poolDone
+	}()
+	var a Assignment
+	select {
+	case a = <-assigned:
+	case <-time.After(wait):
+		t.Fatalf("no pool assignment within %v", wait)
+	}
+
+	checks := []struct {
+		name  string
+		fence func(tx *gorm.DB) error
+		names string // what the refusal must name
+	}{
+		{"Lease.Fence", l.Fence, fmt.Sprintf("lease %q epoch %d", l.Name(), l.Epoch())},
+		{"Coordinator.CheckFence", func(tx *gorm.DB) error { return r.CheckFence(tx, l.Token()) },
+			fmt.Sprintf("lease %q epoch %d", l.Name(), l.Epoch())},
+		{"Assignment.Fence", a.Fence, fmt.Sprintf("pool %q generation %d", a.Pool, a.Generation)},
+	}
+	for _, c := range checks {
+		refused := map[string]*gorm.DB{
+			"nil":              nil,
+			"the plain handle": b.db,
+			"a context handle": b.db.WithContext(context.Background()),
+			"a session handle": b.db.Session(&gorm.Session{}),
+			"a zero gorm.DB":   {},
+		}
+		for what, tx := range refused {
+			err := c.fence(tx)
+			if !errors.Is(err, ErrNotInTransaction) || errors.Is(err, ErrFenced) {
+				t.Errorf("%s with %s = %v, want ErrNotInTransaction", c.name, what, err)
+				continue
+			}
+			if !strings.Contains(err.Error(), c.names) {
+				t.Errorf("%s with %s: error %q does not name %s", c.name, what, err, c.names)
+			}
+		}
+		if err := b.db.Connection(func(conn *gorm.DB) error { return c.fence(conn) }); !errors.Is(err, ErrNotInTransaction) {
+			t.Errorf("%s on a dedicated connection outside a transaction = %v, want ErrNotInTransaction", c.name, err)
+		}
+		// Inside a transaction, however it was begun, the check passes.
+		if err := b.db.Transaction(func(tx *gorm.DB) error { return c.fence(tx) }); err != nil {
+			t.Errorf("%s inside db.Transaction: %v", c.name, err)
+		}
+		tx := b.db.Begin()
+		if tx.Error != nil {
+			t.Fatal(tx.Error)
+		}
+		if err := c.fence(tx.WithContext(context.Background())); err != nil {
+			t.Errorf("%s inside db.Begin: %v", c.name, err)
+		}
+		if err := tx.Rollback().Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A pool check that fails names the generation, not an epoch.
+	stale := a
+	stale.Generation = a.Generation - 1
+	err = b.db.Transaction(stale.Fence)
+	var fe *FenceError
+	if !errors.As(err, &fe) || !errors.Is(err, ErrFenced) || !fe.Pool || fe.Generation != stale.Generation ||
+		!strings.Contains(err.Error(), fmt.Sprintf("pool %q generation %d: the pool is at generation %d", a.Pool, stale.Generation, a.Generation)) {
+		t.Errorf("fence of a superseded generation = %v, want a pool FenceError naming generation %d", err, stale.Generation)
+	}
 }
 
 func caseScopes(t *testing.T, b *bundle) {

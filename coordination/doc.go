@@ -117,7 +117,11 @@
 // (FOR SHARE on PostgreSQL, LOCK IN SHARE MODE on MySQL, HOLDLOCK on SQL
 // Server; SQLite serialises writers anyway). A takeover therefore waits for
 // a fenced transaction in flight, and a paused process that wakes after
-// losing its lease cannot commit: its check fails with [ErrFenced].
+// losing its lease cannot commit: its check fails with [ErrFenced]. The
+// handle passed must be inside a transaction (the one db.Transaction gives
+// its function, or one from db.Begin): outside one the lock would end with
+// the check's own statement, so a nil or plain handle is refused with
+// [ErrNotInTransaction]. [Assignment.Fence] works the same way for a pool.
 //
 // # Failure handling
 //

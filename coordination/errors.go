@@ -14,8 +14,9 @@ var (
 	// names the field and its value.
 	ErrInvalidConfig = errors.New("coordination: invalid config")
 
-	// ErrInvalidName is returned for an election name that is empty, too
-	// long, or has characters outside the allowed set.
+	// ErrInvalidName is returned for an election or pool name that is
+	// empty, too long, has characters outside the allowed set, or has an
+	// empty, "." or ".." segment (see ValidateName).
 	ErrInvalidName = errors.New("coordination: invalid election name")
 
 	// ErrLeaseLost is the cause of a lease's context when this process
@@ -30,6 +31,15 @@ var (
 	// holds the lease at the given epoch, or the lease has expired by the
 	// database clock. The caller's transaction must be rolled back.
 	ErrFenced = errors.New("coordination: fenced: lease no longer held at this epoch")
+
+	// ErrNotInTransaction is returned by Lease.Fence, Coordinator.CheckFence
+	// and Assignment.Fence when the handle they are given is nil or is not
+	// inside a transaction (such as the *gorm.DB the application opened,
+	// rather than the one db.Transaction passes to its function). The
+	// fencing check locks the lease row until the transaction ends; outside
+	// one the lock ends with the check's own statement and protects
+	// nothing, so the check is refused rather than passed.
+	ErrNotInTransaction = errors.New("coordination: fencing check needs a handle inside a transaction")
 
 	// ErrClosed is returned by operations on a coordinator that has
 	// stopped, and is the cause of lease contexts cancelled by shutdown.
@@ -57,13 +67,24 @@ var (
 )
 
 // FenceError describes a failed fencing check. It wraps ErrFenced.
+//
+// A check of a lease (Lease.Fence, Coordinator.CheckFence, and the
+// membership part of Assignment.Fence) sets Name and Epoch. Assignment.Fence's
+// check of the pool's generation sets Pool, with Name the pool's key and
+// Generation the generation the assignment claimed; Epoch is then the
+// epoch of the membership lease.
 type FenceError struct {
-	Name   string // full lease name
-	Epoch  int64  // the epoch the caller claimed
-	Reason string // what the check found
+	Name       string // full lease name, or the pool's key when Pool is set
+	Epoch      int64  // the epoch the caller claimed
+	Pool       bool   // the pool's generation was checked, not a lease
+	Generation int64  // with Pool: the generation the caller claimed
+	Reason     string // what the check found
 }
 
 func (e *FenceError) Error() string {
+	if e.Pool {
+		return fmt.Sprintf("%s: pool %q generation %d: %s", ErrFenced.Error(), e.Name, e.Generation, e.Reason)
+	}
 	return fmt.Sprintf("%s: lease %q epoch %d: %s", ErrFenced.Error(), e.Name, e.Epoch, e.Reason)
 }
 

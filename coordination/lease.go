@@ -115,7 +115,14 @@ func (l *Lease) Check() error {
 // keep fenced transactions short (well under RenewInterval), since the
 // lock also delays renewals of that lease. When the check fails it returns
 // an error wrapping ErrFenced and the caller must roll back.
+//
+// tx must be the handle of a transaction (the one db.Transaction passes to
+// its function, or one from db.Begin); any other handle, and nil, is
+// refused with an error wrapping ErrNotInTransaction.
 func (l *Lease) Fence(tx *gorm.DB) error {
+	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", l.name, l.epoch)); err != nil {
+		return err
+	}
 	if !l.Valid() {
 		return &FenceError{Name: l.name, Epoch: l.epoch, Reason: "this process no longer trusts the term (" + l.Check().Error() + ")"}
 	}
@@ -213,8 +220,13 @@ func (c *Coordinator) loseLocked(l *Lease, cause error) {
 // holds the lease t.Name at epoch t.Epoch and that it is unexpired by the
 // database clock, locking the lease row until tx ends. It returns an error
 // wrapping ErrFenced when not, and the caller must roll back. tx must be a
-// transaction on the same database as the coordinator.
+// transaction on the same database as the coordinator; a handle that is
+// nil or not inside a transaction is refused with an error wrapping
+// ErrNotInTransaction.
 func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
+	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", t.Name, t.Epoch)); err != nil {
+		return err
+	}
 	row, ok, err := c.store.Fence(tx, t.Name)
 	if err != nil {
 		return fmt.Errorf("coordination: fencing check of lease %q: %w", t.Name, err)
@@ -236,4 +248,25 @@ func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
 		return fail("expired %v ago by the database clock", time.Duration(row.NowUS-row.ExpiresAtUS)*time.Microsecond)
 	}
 	return nil
+}
+
+// requireTransaction returns an error wrapping ErrNotInTransaction unless
+// tx is inside a transaction, that is, its statements run on a connection
+// gorm can commit (*sql.Tx, or gorm's prepared-statement transaction). A
+// fencing check outside a transaction would hold its row lock only for its
+// own statement. what names the lease or pool in the message.
+func requireTransaction(tx *gorm.DB, what string) error {
+	var pool gorm.ConnPool
+	if tx != nil && tx.Statement != nil {
+		pool = tx.Statement.ConnPool
+	}
+	switch pool.(type) {
+	case gorm.TxCommitter:
+		return nil
+	case nil:
+		return fmt.Errorf("%w: %s: tx is nil or has no connection; pass the handle db.Transaction gives its function",
+			ErrNotInTransaction, what)
+	}
+	return fmt.Errorf("%w: %s: tx runs on a %T, not a transaction; pass the handle db.Transaction gives its function, or one from db.Begin",
+		ErrNotInTransaction, what, pool)
 }

@@ -31,11 +31,14 @@ func (s Scope) String() string {
 // MaxNameLen is the longest election name accepted.
 const MaxNameLen = 128
 
-// ValidateName checks an election or pool name: 1 to MaxNameLen bytes of
-// ASCII letters, digits, '.', '_', '-', ':' and '/'. The error names the
-// value and the first bad byte. Every other byte, '|' in particular, is
-// reserved: row keys use '|' as a separator, so no name can produce the
-// key of another election or pool.
+// ValidateName checks an election, pool or worker name: 1 to MaxNameLen
+// bytes of ASCII letters, digits, '.', '_', '-', ':' and '/'. The '/'
+// separates segments, like a path: every segment must be non-empty (no
+// leading, trailing or doubled '/') and neither "." nor "..", so that a
+// name reads the same everywhere it is shown or used as a key. Every other
+// byte, '|' in particular, is reserved: row keys use '|' as a separator, so
+// no name can produce the key of another election or pool. The error names
+// the value and the first bad byte or segment.
 func ValidateName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: name is empty", ErrInvalidName)
@@ -51,6 +54,21 @@ func ValidateName(name string) error {
 		}
 		return fmt.Errorf("%w: name %q has %q at byte %d; allowed are ASCII letters, digits, '.', '_', '-', ':' and '/'",
 			ErrInvalidName, name, rune(b), i)
+	}
+	start := 0
+	for i := 0; i <= len(name); i++ {
+		if i < len(name) && name[i] != '/' {
+			continue
+		}
+		switch seg := name[start:i]; seg {
+		case "":
+			return fmt.Errorf("%w: name %q has an empty segment at byte %d; '/' must not start or end a name or follow another '/'",
+				ErrInvalidName, name, start)
+		case ".", "..":
+			return fmt.Errorf("%w: name %q has the segment %q at byte %d; '.' and '..' are not allowed as segments",
+				ErrInvalidName, name, seg, start)
+		}
+		start = i + 1
 	}
 	return nil
 }

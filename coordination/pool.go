@@ -51,9 +51,13 @@ import (
 // from. Work that ignores its cancelled context and goes on writing is no
 // longer assigned: Assignment.Fence refuses its transactions.
 //
-// A rebalance costs one barrier: after a graceful leave or a join about
-// one PollInterval, after a crash TTL plus about one PollInterval. While a
-// barrier is pending, members read four times as often.
+// A rebalance costs one barrier. While a barrier is pending, members read
+// four times as often, and every member also reads just after another
+// member's row would expire unless renewed. Every member works in the new
+// generation within RebalanceBound (1.25 PollInterval) of a join or a
+// graceful leave, and within CrashRebalanceBound (TTL + PollInterval/4 +
+// 2ms) of a crash, plus the time of a few statements and of the work
+// returning once cancelled.
 type Pool struct {
 	c     *Coordinator
 	scope Scope
@@ -68,36 +72,92 @@ type Pool struct {
 	current *Assignment
 }
 
+// Bounds of PoolConfig.PollInterval.
+const (
+	// MinPollInterval is the shortest PollInterval accepted. Every read
+	// fetches all of the pool's rows, and during a rebalance a member reads
+	// four times per PollInterval.
+	MinPollInterval = 10 * time.Millisecond
+	// MaxPollInterval is the longest PollInterval accepted, MaxTTL: a
+	// rebalance takes about one PollInterval, so a longer one has no use.
+	MaxPollInterval = MaxTTL
+)
+
+// RebalanceBound returns how long after a member joins or leaves
+// gracefully every member of a settled pool polling every poll works in
+// the new generation, at most: poll + poll/4. The other members notice the
+// new generation on their next read, at most one poll later, and
+// acknowledge it; each then sees every acknowledgement on its next read,
+// which comes a quarter poll later while a rebalance is pending. The
+// bound leaves out the time the members' statements take and the time
+// their work takes to return once cancelled.
+func RebalanceBound(poll time.Duration) time.Duration { return poll + poll/4 }
+
+// CrashRebalanceBound returns how long after a member of a settled pool
+// crashes every other member works in a generation without it, at most:
+// ttl + poll/4 + 2ms, for the coordinator's TTL and the pool's poll
+// interval. The crashed member's row expires by the database clock at most
+// ttl after its last renewal, hence after the crash. Every member has read
+// that expiry time and reads the pool again just after it (2ms later, for
+// SQLite's millisecond clock), however far its next poll is. The first of
+// them publishes the next generation and acknowledges it, the others
+// acknowledge it on the same read (reading again at once when they lose
+// the race to publish), and each sees every acknowledgement on its next
+// read, a quarter poll later. The bound leaves out, as RebalanceBound
+// does, the time of the statements and of the work returning.
+func CrashRebalanceBound(ttl, poll time.Duration) time.Duration {
+	return ttl + poll/4 + expiryMargin
+}
+
 // PoolConfig tunes a pool. The zero value is valid.
 type PoolConfig struct {
 	// PollInterval is how often a member reads the pool; four times as
-	// often while a rebalance is pending. Defaults to the coordinator's
-	// RetryInterval.
+	// often while a rebalance is pending, and also just after another
+	// member's row would expire, when that comes first. It sets the
+	// rebalance bounds (see RebalanceBound and CrashRebalanceBound).
+	// Must be between
+	// MinPollInterval (10ms) and MaxPollInterval (24h). Defaults to the
+	// coordinator's RetryInterval, or MinPollInterval when that is
+	// shorter.
 	PollInterval time.Duration
 }
 
+// Validate checks the config. A zero PollInterval takes its default; any
+// other must lie between MinPollInterval and MaxPollInterval. The error
+// wraps ErrInvalidConfig and names the field and its value.
+func (cfg PoolConfig) Validate() error {
+	switch p := cfg.PollInterval; {
+	case p == 0:
+	case p < 0:
+		return fmt.Errorf("%w: PollInterval (%v) must not be negative", ErrInvalidConfig, p)
+	case p < MinPollInterval:
+		return fmt.Errorf("%w: PollInterval (%v) must be at least %v", ErrInvalidConfig, p, MinPollInterval)
+	case p > MaxPollInterval:
+		return fmt.Errorf("%w: PollInterval (%v) must be at most %v", ErrInvalidConfig, p, MaxPollInterval)
+	}
+	return nil
+}
+
 // Pool returns the pool with the given scope and name (checked by
-// ValidateName). Pools are separate from elections of the same name.
+// ValidateName). Pools are separate from elections of the same name. cfg
+// is checked by PoolConfig.Validate.
 func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, error) {
 	key, err := leaseName(scope, c.id.Cluster, name)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.PollInterval < 0 {
-		return nil, fmt.Errorf("%w: PollInterval (%v) must not be negative", ErrInvalidConfig, cfg.PollInterval)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("pool %q: %w", key, err)
+	}
+	poll := cfg.PollInterval
+	if poll == 0 {
+		poll = max(c.cfg.RetryInterval, MinPollInterval)
 	}
 	return &Pool{
 		c: c, scope: scope, name: name, key: key, rows: poolRowsFor(key),
 		me:   c.id.Instance,
-		poll: cmpOr(cfg.PollInterval, c.cfg.RetryInterval),
+		poll: poll,
 	}, nil
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // Name returns the pool's key ("global/<name>" or "cluster/<c>/<name>"),
@@ -128,13 +188,21 @@ func (a Assignment) Valid() bool { return a.member != nil && a.member.Valid() }
 // its membership at this epoch, unexpired by the database clock. It locks
 // both rows until tx ends, so no new generation can be published while a
 // fenced transaction is in flight. On failure it returns an error wrapping
-// ErrFenced and the caller must roll back.
+// ErrFenced and the caller must roll back. Like Lease.Fence, it refuses a
+// tx that is nil or not inside a transaction with an error wrapping
+// ErrNotInTransaction.
 func (a Assignment) Fence(tx *gorm.DB) error {
+	if err := requireTransaction(tx, fmt.Sprintf("pool %q generation %d", a.Pool, a.Generation)); err != nil {
+		return err
+	}
+	fail := func(reason string) error {
+		return &FenceError{Name: a.Pool, Epoch: a.Epoch, Pool: true, Generation: a.Generation, Reason: reason}
+	}
 	if a.p == nil {
-		return &FenceError{Name: a.Pool, Epoch: a.Generation, Reason: "zero Assignment"}
+		return fail("zero Assignment")
 	}
 	if !a.Valid() {
-		return &FenceError{Name: a.Pool, Epoch: a.Generation, Reason: "this process no longer trusts its membership"}
+		return fail("this process no longer trusts its membership")
 	}
 	c := a.p.c
 	row, ok, err := c.store.Fence(tx, a.p.rows.generation)
@@ -142,7 +210,7 @@ func (a Assignment) Fence(tx *gorm.DB) error {
 		return fmt.Errorf("coordination: fencing check of pool %q: %w", a.Pool, err)
 	}
 	if !ok || row.Epoch != a.Generation {
-		return &FenceError{Name: a.Pool, Epoch: a.Generation, Reason: fmt.Sprintf("the pool is at generation %d", row.Epoch)}
+		return fail(fmt.Sprintf("the pool is at generation %d", row.Epoch))
 	}
 	return c.CheckFence(tx, a.member.Token())
 }
@@ -157,6 +225,9 @@ type Member struct {
 	Holder string // node/cluster/instance
 	Ack    int64  // the newest generation it acknowledged
 	Live   bool   // held and unexpired by the database clock
+	// ExpiresAt is when the membership expires unless renewed, by the
+	// database clock, in UTC; zero for a row never held.
+	ExpiresAt time.Time
 }
 
 // PoolState is a pool as the database sees it.
@@ -195,7 +266,9 @@ func (p *Pool) State(ctx context.Context) (PoolState, error) {
 			}
 		} else if id, ok := p.rows.memberID(r.Name); ok {
 			ack, _ := strconv.ParseInt(r.Data, 10, 64)
-			st.Members = append(st.Members, Member{ID: id, Holder: r.Holder, Ack: ack, Live: r.Live()})
+			st.Members = append(st.Members, Member{
+				ID: id, Holder: r.Holder, Ack: ack, Live: r.Live(), ExpiresAt: microsTime(r.ExpiresAtUS),
+			})
 		}
 	}
 	return st, nil
@@ -296,17 +369,38 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc) error {
 		case <-m.lost():
 		case <-timer.C:
 		}
+		began := time.Now()
 		settled := m.step(ctx)
-		wait := p.poll
-		if !settled {
-			wait = p.poll / 4
-		}
-		timer.Reset(jitterSmall(wait))
+		timer.Reset(time.Until(p.nextRead(began, settled, m.expiry)))
 	}
 }
 
-// jitterSmall returns d plus a random 0-10% of d.
-func jitterSmall(d time.Duration) time.Duration { return d + rand.N(d/10+1) }
+// nextRead returns when the read after the one whose step began at began
+// starts: one PollInterval later when settled, a quarter of it while a
+// rebalance is pending, each shortened by a random 0-10% so that members
+// do not act in step yet never wait longer than the interval. When
+// another member's row would expire before then (expiry, if not zero),
+// the read comes at that expiry instead, so a crashed member is noticed
+// at once rather than up to a poll later.
+func (p *Pool) nextRead(began time.Time, settled bool, expiry time.Time) time.Time {
+	wait := p.poll
+	if !settled {
+		wait = p.poll / 4
+	}
+	next := began.Add(jitterBelow(wait))
+	if !expiry.IsZero() && expiry.Before(next) {
+		next = expiry
+	}
+	return next
+}
+
+// jitterBelow returns d less a random 0-10% of d: within [0.9d, d].
+func jitterBelow(d time.Duration) time.Duration { return d - rand.N(d/10+1) }
+
+// expiryMargin is added to a member row's expiry, converted from the
+// database clock to this process's clock, before the read that is to see
+// it expired. It covers SQLite's clock, which has millisecond resolution.
+const expiryMargin = 2 * time.Millisecond
 
 // poolMember is the state of one Run: owned by its goroutine.
 type poolMember struct {
@@ -316,6 +410,10 @@ type poolMember struct {
 	mem  *Lease // membership; nil until joined
 	ack  int64
 	work *poolWork
+	// expiry is the moment, on this process's clock, just after the first
+	// other live member row seen by the last read expires unless it is
+	// renewed; zero when there is none.
+	expiry time.Time
 }
 
 // lost returns a channel closed when the membership's term ends.
@@ -326,12 +424,18 @@ func (m *poolMember) lost() <-chan struct{} {
 	return m.mem.Done()
 }
 
+// maxReadsPerStep bounds the reads of one step: a member that loses the
+// race to publish reads again at once, since the winner's generation is
+// already there to acknowledge.
+const maxReadsPerStep = 3
+
 // step runs one round of the member protocol. It reports whether the
 // member is settled (working in the current generation, or correctly idle).
 func (m *poolMember) step(ctx context.Context) bool {
 	p, c := m.p, m.p.c
 	opCtx, cancel := context.WithTimeout(ctx, c.cfg.RenewInterval)
 	defer cancel()
+	m.expiry = time.Time{}
 
 	// Membership: (re)join after a loss, once the old work has returned.
 	if m.mem != nil && !m.mem.Valid() {
@@ -352,27 +456,30 @@ func (m *poolMember) step(ctx context.Context) bool {
 		m.mem, m.ack = l, -1
 		m.log.Info("joined pool", zap.Int64("epoch", l.Epoch()))
 	}
+	for range maxReadsPerStep - 1 {
+		if settled, again := m.round(ctx, opCtx); !again {
+			return settled
+		}
+	}
+	settled, _ := m.round(ctx, opCtx)
+	return settled
+}
 
+// round reads the pool and acts on it once: revoke, publish, assign. It
+// reports whether the member is settled, and whether it lost a race to
+// publish and should read again at once.
+func (m *poolMember) round(ctx, opCtx context.Context) (settled, again bool) {
+	p, c := m.p, m.p.c
 	st, err := p.State(opCtx)
 	if err != nil {
 		m.fail("read", err)
-		return false
+		return false, false
 	}
+	m.noteExpiry(st, time.Now())
 
 	// Revoke: stop work of older generations, then acknowledge.
-	if m.work != nil && m.work.gen < st.Generation {
-		m.stopWork(errSuperseded)
-	}
-	if m.ack < st.Generation {
-		ok, err := c.store.SetData(opCtx, c.holder, store.Term{Name: m.mem.name, Epoch: m.mem.epoch}, strconv.FormatInt(st.Generation, 10))
-		if err != nil {
-			m.fail("acknowledge", err)
-			return false
-		}
-		if !ok {
-			return false // membership is over; the next step rejoins
-		}
-		m.ack = st.Generation
+	if !m.acknowledge(opCtx, st.Generation) {
+		return false, false
 	}
 
 	// Publish a new generation when the live members differ from the list.
@@ -381,30 +488,75 @@ func (m *poolMember) step(ctx context.Context) bool {
 	next := nextList(st.List, live)
 	if !slices.Equal(next, st.List) {
 		ok, err := c.store.Publish(opCtx, p.rows.generation, st.Generation, strings.Join(next, ","))
-		if err != nil {
+		switch {
+		case err != nil:
 			m.fail("publish", err)
-		} else if ok {
-			m.log.Info("published generation", zap.Int64("generation", st.Generation+1), zap.Strings("members", next))
-			m.pruneDead(opCtx)
+			return false, false
+		case !ok:
+			return false, true // another member published first
 		}
-		return false // read again soon, as everyone else will
+		m.log.Info("published generation", zap.Int64("generation", st.Generation+1), zap.Strings("members", next))
+		// The publisher acknowledges its generation at once rather than on
+		// its next read: the others need not wait a read longer for it.
+		m.acknowledge(opCtx, st.Generation+1)
+		m.pruneDead(opCtx)
+		return false, false // read again soon, as everyone else will
 	}
 
 	// Assign: start work once every live member acknowledged this generation.
 	index := slices.Index(st.List, p.me)
 	if m.work != nil || index < 0 {
-		return true
+		return true, false
 	}
 	for _, mb := range live {
 		if mb.Ack < st.Generation {
-			return false
+			return false, false
 		}
 	}
 	m.startWork(ctx, Assignment{
 		Pool: p.key, Index: index, Count: len(st.List), Generation: st.Generation, Epoch: m.mem.epoch,
 		Members: slices.Clone(st.List), p: p, member: m.mem,
 	})
+	return true, false
+}
+
+// acknowledge stops work of generations older than gen and records in the
+// member row that this member has, unless it already did. It reports
+// whether the member row now acknowledges gen.
+func (m *poolMember) acknowledge(ctx context.Context, gen int64) bool {
+	c := m.p.c
+	if m.work != nil && m.work.gen < gen {
+		m.stopWork(errSuperseded)
+	}
+	if m.ack >= gen {
+		return true
+	}
+	ok, err := c.store.SetData(ctx, c.holder, store.Term{Name: m.mem.name, Epoch: m.mem.epoch}, strconv.FormatInt(gen, 10))
+	if err != nil {
+		m.fail("acknowledge", err)
+		return false
+	}
+	if !ok {
+		return false // membership is over; the next step rejoins
+	}
+	m.ack = gen
 	return true
+}
+
+// noteExpiry records when the first other live member row of st expires
+// unless renewed, converted to this process's clock. readEnd is taken
+// after the read returned, so the database clock was read before it and
+// the converted moment is never early.
+func (m *poolMember) noteExpiry(st PoolState, readEnd time.Time) {
+	for _, mb := range st.Members {
+		if !mb.Live || mb.ID == m.p.me || mb.ExpiresAt.IsZero() {
+			continue
+		}
+		at := readEnd.Add(mb.ExpiresAt.Sub(st.DBNow) + expiryMargin)
+		if m.expiry.IsZero() || at.Before(m.expiry) {
+			m.expiry = at
+		}
+	}
 }
 
 func (m *poolMember) fail(op string, err error) {
@@ -479,8 +631,10 @@ func (m *poolMember) waitWork(w *poolWork, limit time.Duration) bool {
 	}
 }
 
-// leave ends membership on Run's return: stop the work (bounded), publish
-// a generation without this member, release the membership.
+// leave ends membership on Run's return: stop the work (bounded), release
+// the membership, publish a generation without this member. Releasing
+// first means no member can read this one as live and not listed, and
+// publish it back into the list.
 func (m *poolMember) leave(ctx context.Context) {
 	c, p := m.p.c, m.p
 	if w := m.work; w != nil {
@@ -498,6 +652,7 @@ func (m *poolMember) leave(ctx context.Context) {
 	}
 	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ShutdownTimeout)
 	defer cancel()
+	_ = m.mem.Release(opCtx)
 	if st, err := p.State(opCtx); err == nil {
 		if i := slices.Index(st.List, p.me); i >= 0 {
 			next := slices.Delete(slices.Clone(st.List), i, i+1)
@@ -506,7 +661,6 @@ func (m *poolMember) leave(ctx context.Context) {
 			}
 		}
 	}
-	_ = m.mem.Release(opCtx)
 }
 
 // deadMemberGrace is how long, in TTLs, an expired member row is kept

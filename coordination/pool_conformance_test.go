@@ -68,7 +68,8 @@ func casePoolFive(t *testing.T, b *bundle) {
 	crash := time.Since(start)
 
 	rec.check(t)
-	t.Logf("LOUD: %s: pool rebalance: join %v, graceful leave %v, crash %v (poll %v, TTL %v)",
-		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond), crash.Round(time.Millisecond),
-		cfg.RetryInterval, cfg.TTL)
+	poll := cfg.RetryInterval
+	t.Logf("LOUD: %s: pool rebalance: join %v, graceful leave %v (RebalanceBound %v), crash %v (CrashRebalanceBound %v); poll %v, TTL %v",
+		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond), RebalanceBound(poll),
+		crash.Round(time.Millisecond), CrashRebalanceBound(cfg.TTL, poll), poll, cfg.TTL)
 }

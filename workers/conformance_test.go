@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -602,6 +603,7 @@ func caseStatus(t *testing.T, b *bundle) {
 
 func caseNewHostValidation(t *testing.T, b *bundle) {
 	noop := func(context.Context, *coordination.Lease) error { return nil }
+	part := func(context.Context, coordination.Assignment) error { return nil }
 	id := testIdentity(t, "node-a", "test")
 	long := strings.Repeat("x", coordination.MaxNameLen+1)
 	for _, tc := range []struct {
@@ -627,8 +629,20 @@ func caseNewHostValidation(t *testing.T, b *bundle) {
 			[]error{ErrInvalidConfig}, []string{"RestartBackoff", "-1s"}},
 		{"MaxBelowRestartBackoff", Config{RestartBackoff: time.Minute}, nil,
 			[]error{ErrInvalidConfig}, []string{"MaxRestartBackoff (30s)", "RestartBackoff (1m0s)"}},
-		{"BadCoordinationConfig", Config{Coordination: coordination.Config{TTL: time.Second, Margin: 2 * time.Second}}, nil,
+		{"BadCoordinationConfig", Config{Coordination: coordination.Config{TTL: time.Second, Margin: 2 * time.Second}}, []Worker{ClusterSingleton("a", noop)},
 			[]error{ErrInvalidConfig, coordination.ErrInvalidConfig}, []string{"Margin (2s)", "TTL (1s)"}},
+		{"MaxInt64TTL", Config{Coordination: coordination.Config{TTL: math.MaxInt64}}, []Worker{ClusterSingleton("a", noop)},
+			[]error{ErrInvalidConfig, coordination.ErrInvalidConfig}, []string{"TTL (2562047h47m16.854775807s)", "at most 24h0m0s"}},
+		{"NoWorkers", Config{}, nil,
+			[]error{ErrInvalidWorker}, []string{"no workers", "0 entries"}},
+		{"DotDotName", Config{}, []Worker{GlobalSingleton("../..", noop)},
+			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"../.."`, `segment ".."`}},
+		{"EmptySegmentName", Config{}, []Worker{Partitioned("items/", part, PartitionConfig{})},
+			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"items/"`, "empty segment"}},
+		{"NanosecondPoll", Config{}, []Worker{Partitioned("items", part, PartitionConfig{PollInterval: time.Nanosecond})},
+			[]error{ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (1ns)", "at least 10ms"}},
+		{"NegativePoll", Config{}, []Worker{Partitioned("items", part, PartitionConfig{PollInterval: -time.Second})},
+			[]error{ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (-1s)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, err := NewHost(b.db, id, tc.cfg, tc.ws...)
@@ -647,10 +661,10 @@ func caseNewHostValidation(t *testing.T, b *bundle) {
 			}
 		})
 	}
-	if _, err := NewHost(b.db, identity0(), Config{}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewHost(b.db, identity0(), Config{}, ClusterSingleton("a", noop)); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewHost with a zero identity = %v, want ErrInvalidConfig", err)
 	}
-	if _, err := NewHost(nil, id, Config{}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewHost(nil, id, Config{}, ClusterSingleton("a", noop)); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewHost with a nil db = %v, want ErrInvalidConfig", err)
 	}
 	// The same name in different kinds is two different workers.
@@ -660,7 +674,8 @@ func caseNewHostValidation(t *testing.T, b *bundle) {
 }
 
 func caseRunTwice(t *testing.T, b *bundle) {
-	r := startHost(t, b.db, "node-a", "test", fastConfig())
+	idle := func(ctx context.Context, _ *coordination.Lease) error { <-ctx.Done(); return nil }
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("idle", idle))
 	if err := r.Run(context.Background()); !errors.Is(err, ErrAlreadyRunning) {
 		t.Fatalf("second Run while running = %v, want ErrAlreadyRunning", err)
 	}
@@ -670,7 +685,16 @@ func caseRunTwice(t *testing.T, b *bundle) {
 	if err := r.Run(context.Background()); !errors.Is(err, ErrAlreadyRunning) {
 		t.Fatalf("Run after stop = %v, want ErrAlreadyRunning", err)
 	}
-	if _, ok := <-r.events; ok {
+	// The channel holds the events of the run, then is closed.
+	closed := make(chan struct{})
+	go func() {
+		for range r.events {
+		}
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(wait):
 		t.Fatalf("event channel open after Run returned")
 	}
 	ch, _ := r.Subscribe(1)

@@ -14,9 +14,11 @@ var (
 	// coordination config also wrap coordination.ErrInvalidConfig.
 	ErrInvalidConfig = errors.New("workers: invalid config")
 
-	// ErrInvalidWorker is wrapped by NewHost's errors about a worker: a nil
-	// worker or function, a bad name (also wrapping
-	// coordination.ErrInvalidName), or two workers of the same kind and name.
+	// ErrInvalidWorker is wrapped by NewHost's errors about its workers:
+	// none given, a nil worker or function, a bad name (also wrapping
+	// coordination.ErrInvalidName), a bad PartitionConfig (also wrapping
+	// coordination.ErrInvalidConfig), or two workers of the same kind and
+	// name.
 	ErrInvalidWorker = errors.New("workers: invalid worker")
 
 	// ErrAlreadyRunning is returned by a second call of Host.Run.

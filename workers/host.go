@@ -75,12 +75,15 @@ func (st *workerState) setPool(p *PoolStatus) {
 
 // NewHost returns a host that runs ws on db as the process identity id.
 // It checks cfg and every worker and does no I/O: the database may be down
-// until Run. Errors name the bad field or worker and wrap ErrInvalidConfig
-// or ErrInvalidWorker.
+// until Run. ws must hold at least one worker. Errors name the bad field
+// or worker and wrap ErrInvalidConfig or ErrInvalidWorker.
 func NewHost(db *gorm.DB, id identity.Identity, cfg Config, ws ...Worker) (*Host, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if len(ws) == 0 {
+		return nil, fmt.Errorf("%w: no workers given (ws has 0 entries); a host runs at least one", ErrInvalidWorker)
 	}
 	states := make([]*workerState, 0, len(ws))
 	byKey := make(map[workerKey]*workerState, len(ws))

@@ -35,8 +35,12 @@ type PartitionConfig struct {
 	// across every cluster that shares the database.
 	PerCluster bool
 	// PollInterval is how often each member reads the pool; four times as
-	// often during a rebalance. Defaults to the coordinator's
-	// RetryInterval.
+	// often during a rebalance. It sets the rebalance bounds
+	// (coordination.RebalanceBound, coordination.CrashRebalanceBound).
+	// Must be between
+	// coordination.MinPollInterval (10ms) and MaxPollInterval (24h).
+	// Defaults to the coordinator's RetryInterval, or MinPollInterval when
+	// that is shorter.
 	PollInterval time.Duration
 }
 
@@ -62,8 +66,8 @@ func (p *partitioned) validate() error {
 	if p.fn == nil {
 		return fmt.Errorf("%w: partitioned worker %q has a nil function", ErrInvalidWorker, p.name)
 	}
-	if p.cfg.PollInterval < 0 {
-		return fmt.Errorf("%w: partitioned worker %q: PollInterval (%v) must not be negative", ErrInvalidWorker, p.name, p.cfg.PollInterval)
+	if err := (coordination.PoolConfig{PollInterval: p.cfg.PollInterval}).Validate(); err != nil {
+		return fmt.Errorf("%w: partitioned worker %q: %w", ErrInvalidWorker, p.name, err)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/chaos/faultproxy"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/history"
@@ -96,12 +97,14 @@ const (
 // kill, or after the heal of any other fault, a leader and a full
 // assignment must be back.
 //
-//   - kill: TTL plus one retry. The killed holder's lease expires, by the
-//     database clock, at most TTL after the kill; a follower tries again
-//     within one RetryInterval, jittered by up to half of it; and the
-//     pool's barrier, once the member's row has expired, takes about one
-//     poll (the pool polls every RetryInterval, four times as often while
-//     a barrier is pending).
+//   - kill: the later of the lease's takeover and the pool's crash
+//     rebalance, plus one join rebalance. The killed holder's lease
+//     expires, by the database clock, at most TTL after the kill, and a
+//     follower tries again within RetryInterval × 1.5 (its jitter). The
+//     pool is rebalanced within coordination.CrashRebalanceBound of the
+//     kill. The replacement process then joins the pool, and if its join
+//     comes after that rebalance, the pool rebalances once more, within
+//     coordination.RebalanceBound.
 //   - cut, pause, pool-exhaustion, clock-skew: the trust window TTL -
 //     Margin. Each lasts longer than the trust window (clock-skew changes
 //     nothing), so a successor has taken over before the heal; at the
@@ -113,7 +116,8 @@ const (
 //
 // Each has slack added.
 func Bounds() map[history.FaultKind]time.Duration {
-	takeover := TTL + RetryInterval*3/2 + RetryInterval + slack
+	takeover := max(TTL+RetryInterval*3/2, coordination.CrashRebalanceBound(TTL, PollInterval)) +
+		coordination.RebalanceBound(PollInterval) + slack
 	rejoin := TTL - Margin + slack
 	return map[history.FaultKind]time.Duration{
 		history.FaultKill:           takeover,

@@ -20,6 +20,8 @@ const (
 	RenewInterval = 500 * time.Millisecond
 	RetryInterval = 200 * time.Millisecond
 	Margin        = 400 * time.Millisecond
+	// PollInterval is the partitioned worker's pool poll interval.
+	PollInterval = RetryInterval
 	// ShutdownTimeout bounds a worker's graceful stop.
 	ShutdownTimeout = 3 * time.Second
 	// LedgerEvery is the period of the ledger's fenced appends.

@@ -123,7 +123,7 @@ func run(ctx context.Context) error {
 		MaxRestartBackoff: time.Second,
 	},
 		workers.GlobalSingleton(chaos.LedgerWorker, w.ledger),
-		workers.Partitioned(chaos.ItemsWorker, w.items, workers.PartitionConfig{}),
+		workers.Partitioned(chaos.ItemsWorker, w.items, workers.PartitionConfig{PollInterval: chaos.PollInterval}),
 	)
 	if err != nil {
 		return err
