@@ -47,6 +47,12 @@ const (
 	// transaction that reads the new epoch back (sqlAcquiredEpoch) under
 	// the row lock the UPDATE took, then commits (MySQL, MariaDB).
 	resultReadBack
+	// resultRowsInTx: as resultRows, but the statement runs inside an
+	// explicit transaction that commits only after the epoch has reached
+	// the client (PostgreSQL). A statement that waits on a row lock does
+	// not notice that its client gave up: in autocommit it would run on
+	// and commit once the lock is freed, taking a term nobody runs.
+	resultRowsInTx
 )
 
 // dialect holds the SQL fragments of one database.
@@ -79,7 +85,7 @@ var dialects = map[string]*dialect{
 		// fencing check that runs inside the caller's transaction.
 		now:           "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)",
 		quote:         quoteDouble,
-		acquireResult: resultRows,
+		acquireResult: resultRowsInTx,
 		nameType:      "VARCHAR(255) COLLATE \"C\"",
 		bigintType:    "BIGINT",
 		intType:       "INTEGER",

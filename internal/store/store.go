@@ -146,7 +146,13 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 		return s.acquireInTx(ctx, q, args, name)
 	}
 	var epochs []int64
-	if err := s.session(ctx).Raw(q, args...).Scan(&epochs).Error; err != nil {
+	scan := func(db *gorm.DB) error { return db.Raw(q, args...).Scan(&epochs).Error }
+	if s.d.acquireResult == resultRowsInTx {
+		err = s.session(ctx).Transaction(scan)
+	} else {
+		err = scan(s.session(ctx))
+	}
+	if err != nil {
 		return 0, false, err
 	}
 	if len(epochs) == 0 {
