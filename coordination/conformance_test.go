@@ -28,6 +28,7 @@ var conformanceCases = []conformanceCase{
 	{"StaleHolderCannotRenewOrRelease", caseStaleHolder},
 	{"OneStatementPerRenewTick", caseOneStatementPerRenewTick},
 	{"FenceInUserTransaction", caseFence},
+	{"FencedTransactionsKeepTerm", caseFencedTransactionsKeepTerm},
 	{"ScopesDoNotCollide", caseScopes},
 	{"LeaderAndList", caseLeaderAndList},
 	{"CutOffHolderStopsBeforeTakeover", caseCutOff},
