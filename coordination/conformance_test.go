@@ -29,6 +29,7 @@ var conformanceCases = []conformanceCase{
 	{"OneStatementPerRenewTick", caseOneStatementPerRenewTick},
 	{"FenceInUserTransaction", caseFence},
 	{"FencedTransactionsKeepTerm", caseFencedTransactionsKeepTerm},
+	{"RolledBackFenceExtendsNothing", caseRolledBackFenceExtendsNothing},
 	{"ScopesDoNotCollide", caseScopes},
 	{"LeaderAndList", caseLeaderAndList},
 	{"CutOffHolderStopsBeforeTakeover", caseCutOff},

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/store"
 )
 
 // caseFencedTransactionsKeepTerm runs fenced transactions back to back,
@@ -92,4 +94,93 @@ func caseFencedTransactionsKeepTerm(t *testing.T, b *bundle) {
 	if lostEvents.Load() != 0 {
 		t.Fatalf("%d EventLost", lostEvents.Load())
 	}
+}
+
+// caseRolledBackFenceExtendsNothing holds one fenced transaction open past
+// the holder's trust deadline and then rolls it back. Whatever the fencing
+// check wrote inside that transaction must not keep the term: the holder
+// stops trusting it while the transaction is open, the row expires by the
+// database clock, and a renewal the check wrote inside the transaction
+// (on SQLite) is gone after the rollback, so the row stays expired.
+func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
+	if err := b.db.AutoMigrate(&fencedWrite{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{TTL: 2 * time.Second, RenewInterval: 667 * time.Millisecond, Margin: 400 * time.Millisecond}
+	a := start(t, b.db, "node-a", cfg)
+	c := start(t, b.db, "node-c", cfg)
+	events, unsub := a.Subscribe(64)
+	defer unsub()
+	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "rolled-back"))
+	table := rawStore(t, b.db).Tables().Leases
+
+	tx := b.db.Begin()
+	if tx.Error != nil {
+		t.Fatal(tx.Error)
+	}
+	rolledBack := false
+	defer func() {
+		if !rolledBack {
+			tx.Rollback()
+		}
+	}()
+	if err := l.Fence(tx); err != nil {
+		t.Fatalf("Fence: %v", err)
+	}
+	if err := tx.Create(&fencedWrite{ID: 1, Epoch: l.Epoch()}).Error; err != nil {
+		t.Fatal(err)
+	}
+	var inTx int64 // renewed_at_us as the transaction itself sees it
+	if err := tx.Raw("SELECT renewed_at_us FROM "+table+" WHERE name = ?", l.Name()).Row().Scan(&inTx); err != nil {
+		t.Fatal(err)
+	}
+	// The transaction stays open: the holder's renewals cannot get in (the
+	// write lock on SQLite, the row lock elsewhere), and nothing written
+	// inside it is committed. Once the row reads as expired by the
+	// database clock, the holder must already have stopped trusting it.
+	deadline := time.Now().Add(wait)
+	var outside store.Row
+	for {
+		outside = row(t, b.db, l.Name())
+		if !outside.Live() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the row is still live %v after the fenced transaction began: %+v", wait, outside)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if l.Valid() {
+		t.Fatalf("the row expired by the database clock (%+v) while the holder still trusts the term (deadline in %v)",
+			outside, time.Until(l.Deadline()))
+	}
+	ev := recvEvent(t, events, kindIs(EventLost, l.Name()))
+	if !errors.Is(ev.Err, ErrLeaseLost) {
+		t.Fatalf("lost event %v, want ErrLeaseLost", ev.Err)
+	}
+	rolledBack = true
+	if err := tx.Rollback().Error; err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	if inTx != outside.RenewedAtUS {
+		// The check renewed the term inside the transaction. After the
+		// rollback the row is as it was: expired, not renewed.
+		if got := row(t, b.db, l.Name()); got.Live() || got.RenewedAtUS != outside.RenewedAtUS {
+			t.Fatalf("row after the fenced transaction rolled back: %+v; want it as before, %+v", got, outside)
+		}
+		t.Logf("the fencing check renewed the term inside the transaction; the rollback undid it")
+	}
+	l2 := mustCampaign(t, election(t, c.Coordinator, GlobalScope, "rolled-back"))
+	if l2.Epoch() != l.Epoch()+1 {
+		t.Fatalf("follower epoch %d, want %d", l2.Epoch(), l.Epoch()+1)
+	}
+	var n int64
+	if err := b.db.Model(&fencedWrite{}).Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d rows from the rolled-back transaction", n)
+	}
+	release(t, l)
+	release(t, l2)
 }

@@ -52,6 +52,7 @@ type Lease struct {
 	deadline      time.Time // trust deadline, with a monotonic reading
 	timer         *time.Timer
 	confirmedLost bool // the database showed the term is over
+	fenceRenewals int  // fencing checks that renewed the term since the last read of its row
 	election      *Election
 }
 
@@ -214,6 +215,9 @@ func (c *Coordinator) loseLocked(l *Lease, cause error) {
 // wrapping ErrFenced when not, and the caller must roll back. tx must be a
 // transaction on the same database as the coordinator.
 func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
+	if err := c.renewInFence(tx, t); err != nil {
+		return err
+	}
 	row, ok, err := c.store.Fence(tx, t.Name)
 	if err != nil {
 		return fmt.Errorf("coordination: fencing check of lease %q: %w", t.Name, err)

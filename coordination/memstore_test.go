@@ -143,6 +143,12 @@ func (m *memStore) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
 	return rows[0], true, nil
 }
 
+func (m *memStore) SerializesWriters() bool { return false }
+
+func (m *memStore) RenewIn(tx *gorm.DB, holder string, t store.Term, ttl time.Duration) (bool, error) {
+	return false, nil
+}
+
 func (m *memStore) SetData(ctx context.Context, holder string, t store.Term, data string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
