@@ -31,7 +31,7 @@ type leaseStore interface {
 	List(ctx context.Context, prefix string) ([]store.Row, error)
 	Fence(tx *gorm.DB, name string) (store.Row, bool, error)
 	SerializesWriters() bool
-	RenewIn(tx *gorm.DB, holder string, t store.Term, ttl time.Duration) (bool, error)
+	RenewIn(tx *gorm.DB, holder string, terms []store.Term, ttl time.Duration) (int64, error)
 	SetData(ctx context.Context, holder string, t store.Term, data string) (bool, error)
 	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
 	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)

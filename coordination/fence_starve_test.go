@@ -16,8 +16,9 @@ import (
 // each holding its transaction open for a good part of RenewInterval with
 // only a short gap before the next, for several TTLs. On SQLite every one
 // of them holds the database's single write lock, so the holder's own
-// renewal statement almost never gets in. The term must survive: no
-// EventLost, no ErrLeaseLost, and every fenced write commits.
+// renewal statement almost never gets in. The fenced term must survive, and
+// so must another lease the same process holds without fencing anything
+// with it: no EventLost, no ErrLeaseLost, and every fenced write commits.
 func caseFencedTransactionsKeepTerm(t *testing.T, b *bundle) {
 	if err := b.db.AutoMigrate(&fencedWrite{}); err != nil {
 		t.Fatal(err)
@@ -49,6 +50,7 @@ func caseFencedTransactionsKeepTerm(t *testing.T, b *bundle) {
 		}
 	}()
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "busy-writer"))
+	bystander := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "bystander"))
 	began := time.Now()
 	for i := range txns {
 		err := b.db.Transaction(func(tx *gorm.DB) error {
@@ -68,8 +70,10 @@ func caseFencedTransactionsKeepTerm(t *testing.T, b *bundle) {
 		time.Sleep(gap)
 	}
 	elapsed := time.Since(began)
-	if err := l.Check(); err != nil {
-		t.Fatalf("after %d fenced transactions over %v (TTL %v): %v", txns, elapsed, cfg.TTL, err)
+	for _, l := range []*Lease{l, bystander} {
+		if err := l.Check(); err != nil {
+			t.Fatalf("after %d fenced transactions over %v (TTL %v): %v", txns, elapsed, cfg.TTL, err)
+		}
 	}
 	if errors.Is(context.Cause(l.Context()), ErrLeaseLost) {
 		t.Fatalf("term ended with %v", context.Cause(l.Context()))
@@ -89,8 +93,9 @@ func caseFencedTransactionsKeepTerm(t *testing.T, b *bundle) {
 	if got := row(t, b.db, l.Name()); got.Holder != a.Holder() || got.Epoch != l.Epoch() || !got.Live() {
 		t.Fatalf("row after the fenced transactions: %+v", got)
 	}
-	t.Logf("%d fenced transactions of %v over %v (TTL %v): the term held throughout", txns, hold, elapsed.Round(time.Millisecond), cfg.TTL)
+	t.Logf("%d fenced transactions of %v over %v (TTL %v): both terms held throughout", txns, hold, elapsed.Round(time.Millisecond), cfg.TTL)
 	release(t, l)
+	release(t, bystander)
 	if lostEvents.Load() != 0 {
 		t.Fatalf("%d EventLost", lostEvents.Load())
 	}

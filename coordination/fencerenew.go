@@ -3,6 +3,7 @@ package coordination
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"go.uber.org/zap"
@@ -17,41 +18,54 @@ import (
 // it out for longer than the trust window. Two things keep such a term
 // alive:
 //
-//   - The fencing check renews the term inside the caller's transaction
-//     (renewInFence). Nobody else can write while that transaction is
-//     open, so nobody can take the lease over meanwhile; if it commits, the
-//     lease is live until the database's now at the check plus TTL; if it
-//     rolls back, nothing was renewed.
+//   - The fencing check renews every term the process holds inside the
+//     caller's transaction (renewInFence). Nobody else can write while that
+//     transaction is open, so nobody can take a lease over meanwhile; if it
+//     commits, the leases are live until the database's now at the check
+//     plus TTL; if it rolls back, nothing was renewed.
 //   - While the renewal statement waits for the write lock, the rows are
 //     read (watchRenewal, trustFromRows), which a reader can do while a
-//     writer holds the lock, and the holder trusts each of its terms until the read's start
-//     plus the time the row has left by the database clock, minus Margin.
-//     Readers see only committed rows, so a rolled-back renewal extends
-//     nothing.
+//     writer holds the lock, and the holder trusts each of its terms until
+//     the read's start plus the time the row has left by the database
+//     clock, minus Margin. Readers see only committed rows, so a
+//     rolled-back renewal extends nothing.
 
-// renewInFence renews the term t inside the fenced transaction tx when
-// the store serialises writers and this process still trusts t. It is a
-// no-op otherwise.
+// renewInFence renews, inside the fenced transaction tx, every term this
+// process holds and still trusts, when the store serialises writers and t
+// is one of them. The transaction keeps the renewal statement of all of
+// them out, not only t's, so it renews all of them, with the renewal
+// statement itself. It is a no-op otherwise.
 func (c *Coordinator) renewInFence(tx *gorm.DB, t Token) error {
 	if !c.store.SerializesWriters() {
 		return nil
 	}
 	c.mu.Lock()
-	l := c.held[t.Name]
-	trusted := l != nil && l.epoch == t.Epoch && l.validLocked()
+	var terms []store.Term
+	var leases []*Lease
+	if l := c.held[t.Name]; l != nil && l.epoch == t.Epoch && l.validLocked() {
+		for _, h := range c.held {
+			if h.validLocked() {
+				terms = append(terms, store.Term{Name: h.name, Epoch: h.epoch})
+				leases = append(leases, h)
+			}
+		}
+	}
 	c.mu.Unlock()
-	if !trusted {
+	if len(terms) == 0 {
 		// The check that follows reports why; a term this process no longer
 		// trusts is never extended.
 		return nil
 	}
-	matched, err := c.store.RenewIn(tx, c.holder, store.Term{Name: t.Name, Epoch: t.Epoch}, c.cfg.TTL)
+	sort.Slice(terms, func(i, j int) bool { return terms[i].Name < terms[j].Name })
+	n, err := c.store.RenewIn(tx, c.holder, terms, c.cfg.TTL)
 	if err != nil {
-		return fmt.Errorf("coordination: fencing check of lease %q: renew in the transaction: %w", t.Name, err)
+		return fmt.Errorf("coordination: fencing check of lease %q: renew held leases in the transaction: %w", t.Name, err)
 	}
-	if matched {
+	if n == int64(len(terms)) {
 		c.mu.Lock()
-		l.fenceRenewals++
+		for _, l := range leases {
+			l.fenceRenewals++
+		}
 		c.mu.Unlock()
 	}
 	return nil

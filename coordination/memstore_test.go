@@ -145,8 +145,8 @@ func (m *memStore) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
 
 func (m *memStore) SerializesWriters() bool { return false }
 
-func (m *memStore) RenewIn(tx *gorm.DB, holder string, t store.Term, ttl time.Duration) (bool, error) {
-	return false, nil
+func (m *memStore) RenewIn(tx *gorm.DB, holder string, terms []store.Term, ttl time.Duration) (int64, error) {
+	return 0, nil
 }
 
 func (m *memStore) SetData(ctx context.Context, holder string, t store.Term, data string) (bool, error) {

@@ -224,14 +224,18 @@ func (s *Store) Now(ctx context.Context) (int64, error) {
 // without waiting for the writer.
 func (s *Store) SerializesWriters() bool { return s.d.serialWriters }
 
-// RenewIn renews one term inside the caller's transaction tx, with the same
-// statement as Renew: it matches only this holder and epoch, and only while
-// the lease is unexpired by the database clock. The renewal takes effect
-// only if tx commits. It reports whether the row matched.
-func (s *Store) RenewIn(tx *gorm.DB, holder string, t Term, ttl time.Duration) (bool, error) {
-	q, args := s.d.sqlRenew(s.leases, micros(ttl), holder, []Term{t})
+// RenewIn renews the given terms of holder inside the caller's
+// transaction tx, with the same statement as Renew: it matches only this
+// holder and each term's epoch, and only rows unexpired by the database
+// clock. The renewal takes effect only if tx commits. It returns how many
+// rows matched.
+func (s *Store) RenewIn(tx *gorm.DB, holder string, terms []Term, ttl time.Duration) (int64, error) {
+	if len(terms) == 0 {
+		return 0, nil
+	}
+	q, args := s.d.sqlRenew(s.leases, micros(ttl), holder, terms)
 	res := tx.Exec(q, args...)
-	return res.RowsAffected == 1, res.Error
+	return res.RowsAffected, res.Error
 }
 
 // Fence reads the lease row inside the caller's transaction tx, locking it
