@@ -324,8 +324,10 @@ func (c *Coordinator) renewLoop(ctx context.Context) {
 			failures = 0
 			timer.Reset(c.cfg.RenewInterval)
 		case renewedInFences:
+			// Try the statement again, early enough that its wait and a
+			// read of the rows still fit before the earliest deadline.
 			failures = 0
-			timer.Reset(c.halfTrustLeft())
+			timer.Reset(min(c.cfg.RenewInterval, c.halfTrustLeft()))
 		default:
 			failures++
 			timer.Reset(c.backoff(failures))

@@ -76,8 +76,8 @@ func (c *Coordinator) renewInFence(tx *gorm.DB, t Token) error {
 // the write lock for as long as the driver's busy timeout, whatever its
 // context says: SQLite's busy handler does not notice an interrupt. So
 // whenever half the time left before the earliest trust deadline passes
-// (at most RenewInterval) with the statement still waiting, the rows are
-// read (trustFromRows). The returned stop ends the watch and reports
+// with the statement still waiting, the rows are read (trustFromRows).
+// A renewal that completes in time sends no read. The returned stop ends the watch and reports
 // whether any read found every held term renewed by fenced transactions.
 func (c *Coordinator) watchRenewal(ctx context.Context, terms []store.Term) (stop func() bool) {
 	done := make(chan struct{})
@@ -164,13 +164,12 @@ func (c *Coordinator) trustFromRows(ctx context.Context, terms []store.Term) boo
 }
 
 // halfTrustLeft returns half the time left before the earliest trust
-// deadline of the held terms, at most RenewInterval and at least 10ms:
-// the wait before the next look at the rows, so that it and the read fit
-// before that deadline.
+// deadline of the held terms, at least 10ms, and RenewInterval when
+// nothing is held.
 func (c *Coordinator) halfTrustLeft() time.Duration {
 	_, earliest := c.heldTerms()
 	if earliest.IsZero() {
 		return c.cfg.RenewInterval
 	}
-	return max(min(c.cfg.RenewInterval, time.Until(earliest)/2), 10*time.Millisecond)
+	return max(time.Until(earliest)/2, 10*time.Millisecond)
 }
