@@ -90,6 +90,14 @@
 // a fenced transaction in flight, and a paused process that wakes after
 // losing its lease cannot commit: its check fails with [ErrFenced].
 //
+// A fenced transaction also holds off the holder's renewal until it ends.
+// On SQLite, whose single write lock lets back-to-back transactions keep
+// the renewal out for good, the check therefore renews every lease the
+// process holds inside the caller's transaction, and while the renewal
+// statement waits, the renewal loop reads the rows (WAL readers are not
+// blocked) and trusts a renewal once it sees it committed. See
+// [Lease.Fence] for the budget.
+//
 // # Failure handling
 //
 //   - Transient database errors: renewals are retried with jittered
