@@ -30,6 +30,8 @@ var conformanceCases = []conformanceCase{
 	{"OneStatementPerRenewTick", caseOneStatementPerRenewTick},
 	{"FenceInUserTransaction", caseFence},
 	{"FenceNeedsTransaction", caseFenceNeedsTransaction},
+	{"FencedTransactionsKeepTerm", caseFencedTransactionsKeepTerm},
+	{"RolledBackFenceExtendsNothing", caseRolledBackFenceExtendsNothing},
 	{"ScopesDoNotCollide", caseScopes},
 	{"LeaderAndList", caseLeaderAndList},
 	{"CutOffHolderStopsBeforeTakeover", caseCutOff},

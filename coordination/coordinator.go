@@ -30,6 +30,8 @@ type leaseStore interface {
 	Get(ctx context.Context, names []string) ([]store.Row, error)
 	List(ctx context.Context, prefix string) ([]store.Row, error)
 	Fence(tx *gorm.DB, name string) (store.Row, bool, error)
+	SerializesWriters() bool
+	RenewIn(tx *gorm.DB, holder string, terms []store.Term, ttl time.Duration) (int64, error)
 	SetData(ctx context.Context, holder string, t store.Term, data string) (bool, error)
 	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
 	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
@@ -317,10 +319,16 @@ func (c *Coordinator) renewLoop(ctx context.Context) {
 			continue
 		case <-timer.C:
 		}
-		if c.renewOnce(io) {
+		switch c.renewOnce(io) {
+		case renewed:
 			failures = 0
 			timer.Reset(c.cfg.RenewInterval)
-		} else {
+		case renewedInFences:
+			// Try the statement again, early enough that its wait and a
+			// read of the rows still fit before the earliest deadline.
+			failures = 0
+			timer.Reset(min(c.cfg.RenewInterval, c.halfTrustLeft()))
+		default:
 			failures++
 			timer.Reset(c.backoff(failures))
 		}
@@ -335,34 +343,56 @@ func (c *Coordinator) heldCount() int {
 	return len(c.held) + c.releasing
 }
 
-// renewOnce sends one renewal for every held lease. It reports false when
-// the statement failed and should be retried soon.
-func (c *Coordinator) renewOnce(ctx context.Context) bool {
+// renewOutcome is what one renewal attempt achieved.
+type renewOutcome int
+
+const (
+	renewFailed     renewOutcome = iota // retry after a backoff
+	renewed                             // the statement ran: next tick after RenewInterval
+	renewedInFences                     // the statement could not write, but fenced transactions renewed every term
+)
+
+// renewOnce sends one renewal for every held lease.
+func (c *Coordinator) renewOnce(ctx context.Context) renewOutcome {
 	terms, earliest := c.heldTerms()
 	if len(terms) == 0 {
-		return true
+		return renewed
 	}
 	start := time.Now()
 	timeout := min(c.cfg.RenewInterval, earliest.Sub(start))
 	if timeout <= 0 {
 		// The earliest deadline has passed; its timer ends that term. Try
 		// again shortly for the others.
-		return false
+		return renewFailed
+	}
+	serial := c.store.SerializesWriters()
+	var stopWatch func() bool
+	if serial {
+		stopWatch = c.watchRenewal(ctx, terms)
 	}
 	opCtx, cancel := context.WithTimeout(ctx, timeout)
 	lost, err := c.store.Renew(opCtx, c.holder, terms, c.cfg.TTL)
 	cancel()
+	covered := false
+	if serial {
+		covered = stopWatch()
+	}
 	if c.afterRenew != nil {
 		defer c.afterRenew(len(terms), len(lost), err)
 	}
 	if err != nil {
+		if serial && (c.trustFromRows(ctx, terms) || covered) {
+			c.log.Debug("renewal waited for a writer; fenced transactions renewed every held lease",
+				zap.Error(err), zap.Int("leases", len(terms)))
+			return renewedInFences
+		}
 		c.log.Warn("renewal failed; retrying until the trust deadline", zap.Error(err),
 			zap.Int("leases", len(terms)), zap.Duration("trust_left", time.Until(earliest)))
 		c.events.emit(Event{Kind: EventError, Err: fmt.Errorf("renew %d leases: %w", len(terms), err)})
-		return false
+		return renewFailed
 	}
 	c.applyRenew(terms, lost, start)
-	return true
+	return renewed
 }
 
 // applyRenew moves the trust deadline of every renewed term to start +

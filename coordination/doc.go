@@ -123,6 +123,14 @@
 // the check's own statement, so a nil or plain handle is refused with
 // [ErrNotInTransaction]. [Assignment.Fence] works the same way for a pool.
 //
+// A fenced transaction also holds off the holder's renewal until it ends.
+// On SQLite, whose single write lock lets back-to-back transactions keep
+// the renewal out for good, the check therefore renews every lease the
+// process holds inside the caller's transaction, and while the renewal
+// statement waits, the renewal loop reads the rows (WAL readers are not
+// blocked) and trusts a renewal once it sees it committed. See
+// [Lease.Fence] for the budget.
+//
 // # Failure handling
 //
 //   - Transient database errors: renewals are retried with jittered

@@ -52,6 +52,7 @@ type Lease struct {
 	deadline      time.Time // trust deadline, with a monotonic reading
 	timer         *time.Timer
 	confirmedLost bool // the database showed the term is over
+	fenceRenewals int  // fencing checks that renewed the term since the last read of its row
 	election      *Election
 }
 
@@ -111,10 +112,22 @@ func (l *Lease) Check() error {
 
 // Fence asserts, inside the caller's transaction tx, that this term still
 // holds the lease: same holder and epoch, and unexpired by the database
-// clock. It locks the lease row so the holder cannot change until tx ends;
-// keep fenced transactions short (well under RenewInterval), since the
-// lock also delays renewals of that lease. When the check fails it returns
-// an error wrapping ErrFenced and the caller must roll back.
+// clock. It locks the lease row so the holder cannot change until tx ends.
+// When the check fails it returns an error wrapping ErrFenced and the
+// caller must roll back.
+//
+// The lock also holds off the renewal of this lease until tx ends (on
+// SQLite, of every lease: a writing transaction there excludes all other
+// writers), so keep fenced transactions shorter than RenewInterval. On
+// PostgreSQL, MySQL and SQL Server the waiting renewal gets in as soon as
+// tx ends. On SQLite, where back-to-back transactions could keep it out
+// for good, Fence also renews every lease this process holds inside tx,
+// which makes tx a writing transaction at the check; the holder trusts
+// such a renewal once it sees it committed. Its terms then survive any run
+// of fenced transactions in which less than TTL - Margin passes from one
+// committed check to the commit of the next: back to back, each shorter
+// than (TTL - Margin)/2, which RenewInterval never exceeds. A transaction
+// that rolls back renews nothing.
 //
 // tx must be the handle of a transaction (the one db.Transaction passes to
 // its function, or one from db.Begin); any other handle, and nil, is
@@ -222,9 +235,14 @@ func (c *Coordinator) loseLocked(l *Lease, cause error) {
 // wrapping ErrFenced when not, and the caller must roll back. tx must be a
 // transaction on the same database as the coordinator; a handle that is
 // nil or not inside a transaction is refused with an error wrapping
-// ErrNotInTransaction.
+// ErrNotInTransaction. On SQLite, when this process holds and trusts the
+// term, it also renews every lease the process holds inside tx, as
+// Lease.Fence describes.
 func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
 	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", t.Name, t.Epoch)); err != nil {
+		return err
+	}
+	if err := c.renewInFence(tx, t); err != nil {
 		return err
 	}
 	row, ok, err := c.store.Fence(tx, t.Name)

@@ -27,6 +27,8 @@ type memStore struct {
 	renews   int
 	// releaseGate, when set, blocks Release until it is closed.
 	releaseGate chan struct{}
+	// serialWriters is what SerializesWriters reports, as for SQLite.
+	serialWriters bool
 }
 
 func newMemStore() *memStore { return &memStore{rows: make(map[string]*store.Row)} }
@@ -141,6 +143,16 @@ func (m *memStore) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
 		return store.Row{}, false, nil
 	}
 	return rows[0], true, nil
+}
+
+func (m *memStore) SerializesWriters() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.serialWriters
+}
+
+func (m *memStore) RenewIn(tx *gorm.DB, holder string, terms []store.Term, ttl time.Duration) (int64, error) {
+	return 0, nil
 }
 
 func (m *memStore) SetData(ctx context.Context, holder string, t store.Term, data string) (bool, error) {

@@ -233,3 +233,47 @@ func waitDone(t *testing.T, l *Lease) {
 		t.Fatalf("term %s did not end", l.Token())
 	}
 }
+
+// TestWaitingRenewalTrustsCommittedFencedRenewal: on a store whose writers
+// exclude each other, a renewal statement that waits for the write lock
+// does not keep the holder from seeing a renewal committed meanwhile (as a
+// fenced transaction's check commits one). The read moves the deadline to
+// exactly that renewal's database time + TTL - Margin, and no further: with
+// nothing committed after it, the term ends there.
+func TestWaitingRenewalTrustsCommittedFencedRenewal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := newMemStore()
+		ms.serialWriters = true
+		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
+		defer stop()
+		start := time.Now()
+		l := bubbleCampaign(t, c, "fenced")
+		// From 5s on, every renewal statement waits for a lock it never gets.
+		ms.set(func(m *memStore) { m.renewDelay = time.Hour })
+		time.Sleep(7 * time.Second)
+		// At 7s a fenced transaction commits a renewal of the term.
+		ms.set(func(m *memStore) {
+			r := m.rows[l.Name()]
+			r.RenewedAtUS, r.ExpiresAtUS = nowUS(), nowUS()+(15*time.Second).Microseconds()
+		})
+		// The renewal that began at 5s is still waiting at 8.5s, half the
+		// trust left (7s) after it began; the rows are read then.
+		time.Sleep(1500*time.Millisecond + time.Millisecond)
+		synctest.Wait()
+		if got := l.Deadline().Sub(start); got != 19*time.Second {
+			t.Fatalf("deadline after reading a renewal committed at 7s = %v, want 7s + 15s - 3s = 19s", got)
+		}
+		// Later reads find nothing newer. They read the database clock at
+		// its resolution (a microsecond here, as on the server databases),
+		// so they may move the deadline by less than that; Margin covers
+		// the clock's resolution as it covers its drift.
+		waitDone(t, l)
+		if got := time.Since(start); got < 19*time.Second || got >= 19*time.Second+time.Microsecond {
+			t.Fatalf("term ended at %v, want 19s (to the clock's resolution)", got)
+		}
+		if !errors.Is(context.Cause(l.Context()), ErrLeaseLost) {
+			t.Fatalf("cause = %v", context.Cause(l.Context()))
+		}
+		_ = l.Release(context.Background())
+	})
+}

@@ -18,6 +18,9 @@ import (
 //   - how a fencing read locks the lease row inside the caller's
 //     transaction;
 //   - how concurrent migrations are serialised;
+//   - whether a writing transaction excludes every other writer on the
+//     whole database (SQLite), so that a fenced transaction keeps the
+//     holder's renewal out until it ends;
 //   - the column types of the schema.
 //
 // Integers that come from the library itself (TTLs, epochs read from the
@@ -69,6 +72,13 @@ type dialect struct {
 	// acquireResult says how the new epoch comes back from acquire.
 	acquireResult acquireResult
 
+	// serialWriters is true when a writing transaction excludes every
+	// other writer on the whole database, not only on the rows it touches
+	// (SQLite's single write lock), while readers still see the last
+	// committed state (WAL). A fenced transaction then holds off the
+	// holder's renewal statement for as long as it is open.
+	serialWriters bool
+
 	// Column types.
 	nameType, bigintType, intType string
 
@@ -112,6 +122,7 @@ var dialects = map[string]*dialect{
 		now:           "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)",
 		quote:         quoteDouble,
 		acquireResult: resultRows,
+		serialWriters: true,
 		nameType:      "TEXT",
 		bigintType:    "INTEGER",
 		intType:       "INTEGER",

@@ -286,6 +286,28 @@ func (s *Store) Now(ctx context.Context) (int64, error) {
 	return now, err
 }
 
+// SerializesWriters reports whether a writing transaction on this database
+// excludes every other writer until it ends, whichever rows it touches
+// (SQLite). A fenced transaction then keeps the holder's renewal statement
+// out for as long as it is open; RenewIn lets the fenced transaction renew
+// its term itself, and a plain read (Get) sees the result once it commits,
+// without waiting for the writer.
+func (s *Store) SerializesWriters() bool { return s.d.serialWriters }
+
+// RenewIn renews the given terms of holder inside the caller's
+// transaction tx, with the same statement as Renew: it matches only this
+// holder and each term's epoch, and only rows unexpired by the database
+// clock. The renewal takes effect only if tx commits. It returns how many
+// rows matched.
+func (s *Store) RenewIn(tx *gorm.DB, holder string, terms []Term, ttl time.Duration) (int64, error) {
+	if len(terms) == 0 {
+		return 0, nil
+	}
+	q, args := s.d.sqlRenew(s.leases, micros(ttl), holder, terms)
+	res := tx.Exec(q, args...)
+	return res.RowsAffected, res.Error
+}
+
 // Fence reads the lease row inside the caller's transaction tx, locking it
 // against a change of holder until tx ends, and returns it. The caller
 // compares holder, epoch and expiry.
