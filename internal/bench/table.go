@@ -28,8 +28,8 @@ type Figure struct {
 // Table is the result of one section on one dialect.
 type Table struct {
 	Section, Dialect, Title string
-	Figures             []Figure
-	Notes               []string
+	Figures                 []Figure
+	Notes                   []string
 }
 
 // add appends a figure whose verdict is pass or fail.

@@ -34,10 +34,24 @@ import (
 // return after the signal; the runner's own bound is longer.
 const exitBound = 60 * time.Second
 
+// termAt is when the signal arrived (UnixNano), 0 before: statements
+// that start from then on count as shutdown statements.
+var termAt atomic.Int64
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-sig
+		// Noted before anything is cancelled, so that no shutdown
+		// statement can start before it.
+		termAt.Store(time.Now().UnixNano())
+		cancel()
+	}()
 	err := run(ctx)
-	stop()
+	signal.Stop(sig)
+	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench worker: %v\n", err)
 		os.Exit(1)
@@ -88,7 +102,6 @@ func run(ctx context.Context) error {
 
 	var (
 		stmts, afterTerm atomic.Int64
-		termAt           atomic.Int64 // UnixNano of the signal, 0 before
 		mu               sync.Mutex
 		renewUS          []int64
 	)
@@ -193,8 +206,7 @@ loop:
 			o.send(stats("stats"))
 		}
 	}
-	termAt.Store(time.Now().UnixNano())
-	term := time.Now()
+	term := time.Unix(0, termAt.Load())
 
 	finished := make(chan struct{})
 	go func() {
