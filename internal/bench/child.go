@@ -22,6 +22,7 @@ type child struct {
 	name    string
 	p       *proc.Process
 	spawned time.Time
+	exited  chan struct{} // closed once exitedAt is set
 
 	mu       sync.Mutex
 	ready    time.Time // receipt of "ready"
@@ -60,7 +61,7 @@ func (r *runner) spawn(ctx context.Context, tg *target, name string, args ...str
 	cmd := exec.Command(bin, append([]string{"-driver", tg.driver, "-dsn", tg.childDSN(name), "-node", name}, args...)...)
 	cmd.Stdout, cmd.Stderr = pw, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	c := &child{name: name, spawned: time.Now()}
+	c := &child{name: name, spawned: time.Now(), exited: make(chan struct{})}
 	c.p, err = proc.Start(cmd)
 	pw.Close()
 	if err != nil {
@@ -85,6 +86,7 @@ func (r *runner) spawn(ctx context.Context, tg *target, name string, args ...str
 		c.mu.Lock()
 		c.exitedAt = time.Now()
 		c.mu.Unlock()
+		close(c.exited)
 		logf.Close()
 	}()
 	return c, nil
@@ -136,9 +138,9 @@ func stopAll(children []*child, bound time.Duration) int {
 	deadline := time.Now().Add(bound)
 	killed := 0
 	for _, c := range children {
-		if !c.p.WaitExit(context.Background(), time.Until(deadline)) {
+		if !c.waitExited(time.Until(deadline)) {
 			_ = c.p.Signal(syscall.SIGKILL)
-			c.p.WaitExit(context.Background(), 10*time.Second)
+			c.waitExited(10 * time.Second)
 			killed++
 		}
 	}
@@ -151,7 +153,19 @@ func killAll(children []*child) {
 		_ = c.p.Signal(syscall.SIGKILL)
 	}
 	for _, c := range children {
-		c.p.WaitExit(context.Background(), 10*time.Second)
+		c.waitExited(10 * time.Second)
+	}
+}
+
+// waitExited waits at most d for the child to exit and be recorded.
+func (c *child) waitExited(d time.Duration) bool {
+	t := time.NewTimer(max(d, 0))
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

@@ -63,6 +63,10 @@ func runShutdown(ctx context.Context, r *runner, tg *target) *Table {
 	n := r.o.ShutdownLeases
 	t := &Table{Section: "shutdown", Dialect: tg.dialect,
 		Title: fmt.Sprintf("one process holding %d leases (elections) gets SIGTERM", n)}
+	if _, err := r.workerBin(ctx); err != nil {
+		t.fail("build worker", err.Error(), "")
+		return t
+	}
 	if err := tg.migrate(ctx); err != nil {
 		t.fail("migrate", err.Error(), "")
 		return t
@@ -144,6 +148,10 @@ func runFleet(ctx context.Context, r *runner, tg *target) *Table {
 	procs, per := r.o.Procs, r.o.FleetLeases
 	t := &Table{Section: "fleet", Dialect: tg.dialect,
 		Title: fmt.Sprintf("%d processes x %d leases (elections) start at once, renew, then all get SIGTERM", procs, per)}
+	if _, err := r.workerBin(ctx); err != nil {
+		t.fail("build worker", err.Error(), "")
+		return t
+	}
 	if err := tg.migrate(ctx); err != nil {
 		t.fail("migrate", err.Error(), "")
 		return t
@@ -249,6 +257,10 @@ func runFleet(ctx context.Context, r *runner, tg *target) *Table {
 // runPool is the pool section: pools of PoolSizes members start at once.
 func runPool(ctx context.Context, r *runner, tg *target) *Table {
 	t := &Table{Section: "pool", Dialect: tg.dialect, Title: "pools whose members all start at once"}
+	if _, err := r.workerBin(ctx); err != nil {
+		t.fail("build worker", err.Error(), "")
+		return t
+	}
 	if err := tg.migrate(ctx); err != nil {
 		t.fail("migrate", err.Error(), "")
 		return t
