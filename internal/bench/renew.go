@@ -78,11 +78,12 @@ func (l *stmtLog) countIn(from, to time.Time) int {
 }
 
 // waitCount waits until get reaches want. It gives up after bound, or
-// after stall without any change of get. It returns whether want was
-// reached, the time taken and the last value.
+// after stall without a new highest value of get (a count that only
+// falls and climbs back, as leases lost and taken again, is no progress).
+// It returns whether want was reached, the time taken and the last value.
 func waitCount(ctx context.Context, get func() int, want int, bound, stall time.Duration) (bool, time.Duration, int) {
 	begin := time.Now()
-	last, lastChange := get(), begin
+	best, lastRise := get(), begin
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -91,10 +92,10 @@ func waitCount(ctx context.Context, get func() int, want int, bound, stall time.
 		if v >= want {
 			return true, now.Sub(begin), v
 		}
-		if v != last {
-			last, lastChange = v, now
+		if v > best {
+			best, lastRise = v, now
 		}
-		if now.Sub(begin) >= bound || now.Sub(lastChange) >= stall || ctx.Err() != nil {
+		if now.Sub(begin) >= bound || now.Sub(lastRise) >= stall || ctx.Err() != nil {
 			return false, now.Sub(begin), v
 		}
 		select {

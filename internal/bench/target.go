@@ -85,7 +85,7 @@ func (r *runner) target(ctx context.Context, dialect string) (*target, error) {
 		tg.drop()
 		return nil, err
 	}
-	defer sqlDB.Close()
+	defer func() { _ = sqlDB.Close() }()
 	if _, err := sqlDB.ExecContext(cctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
 		tg.drop()
 		return nil, fmt.Errorf("create extension pg_stat_statements: %w", err)

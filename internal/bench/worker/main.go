@@ -140,10 +140,14 @@ func run(ctx context.Context) error {
 
 	runDone := make(chan error, 1)
 	go func() { runDone <- c.Run(ctx) }()
+	var (
+		runErr   string
+		runErrMu sync.Mutex
+	)
 	select {
 	case <-c.Ready():
 	case err := <-runDone:
-		return fmt.Errorf("coordinator: %v", err)
+		return fmt.Errorf("coordinator: %w", err)
 	}
 	o.send(bench.Report{Type: "ready"})
 
@@ -211,14 +215,19 @@ loop:
 	finished := make(chan struct{})
 	go func() {
 		work.Wait()
-		<-runDone
+		if err := <-runDone; err != nil {
+			runErrMu.Lock()
+			runErr = fmt.Sprintf("coordinator: %v", err)
+			runErrMu.Unlock()
+		}
 		close(finished)
 	}()
-	var runErr string
 	select {
 	case <-finished:
 	case <-time.After(exitBound):
+		runErrMu.Lock()
 		runErr = fmt.Sprintf("the elections and the coordinator had not returned %v after the signal", exitBound)
+		runErrMu.Unlock()
 	}
 	unsubscribe()
 	select {
@@ -228,7 +237,9 @@ loop:
 	rep := stats("exit")
 	rep.StmtsAfterTerm = afterTerm.Load()
 	rep.TermToDoneMS = time.Since(term).Milliseconds()
+	runErrMu.Lock()
 	rep.Err = runErr
+	runErrMu.Unlock()
 	o.send(rep)
 	return nil
 }
