@@ -8,7 +8,7 @@ GOLANGCI_VER  := v2.15.0
 TEST_TIMEOUT  ?= 9m
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint fmt vet tidy ddl demo chaos
+.PHONY: help test lint fmt vet tidy ddl demo chaos bench
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -45,3 +45,6 @@ demo: ## run the failover demo: three copies of ./sample on SQLite, the leader k
 
 chaos: ## fault injection: worker processes on SQLite, PostgreSQL and MariaDB; 7 fault kinds; histories checked (CHAOS_FAULTS=300, CHAOS_SEED)
 	GO="$(GO)" CHAOS_FAULTS="$(or $(CHAOS_FAULTS),300)" $(GO) run ./internal/chaos/cmd/chaos
+
+bench: ## scale benchmark: leases per process, 100 processes, shutdown, pool joins, per dialect vs targets (BENCH_SECTIONS, BENCH_DIALECTS; under 10 min)
+	GO="$(GO)" $(GO) run ./internal/bench/cmd/bench

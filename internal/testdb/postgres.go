@@ -2,6 +2,7 @@ package testdb
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -18,6 +19,21 @@ import (
 // It returns an error wrapping ErrBinariesMissing when PostgreSQL is not
 // installed. The caller must Close the server.
 func StartPostgres(ctx context.Context) (*Server, error) {
+	return StartPostgresWith(ctx)
+}
+
+// StartPostgresWith is StartPostgres with extra server settings, each
+// "name=value" as postgres -c takes it, such as
+// "shared_preload_libraries=pg_stat_statements" or "max_connections=400".
+// They are passed after the defaults, so they override them, and they
+// stay in force across Stop and Start. A setting without '=' or with an
+// empty name is an error that names it.
+func StartPostgresWith(ctx context.Context, settings ...string) (*Server, error) {
+	for _, s := range settings {
+		if name, _, ok := strings.Cut(s, "="); !ok || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("testdb: PostgreSQL setting %q: want name=value", s)
+		}
+	}
 	initdb, postgres, err := findPostgres()
 	if err != nil {
 		return nil, err
@@ -30,6 +46,7 @@ func StartPostgres(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.settings = append([]string(nil), settings...)
 	err = s.runSetup(ctx, initdb,
 		"--pgdata="+s.dataDir,
 		"--username=postgres",
@@ -64,6 +81,9 @@ func (s *Server) postgresArgs() []string {
 		"max_connections=200",
 		"logging_collector=off",
 	} {
+		args = append(args, "-c", setting)
+	}
+	for _, setting := range s.settings {
 		args = append(args, "-c", setting)
 	}
 	return args

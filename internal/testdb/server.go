@@ -73,6 +73,9 @@ type Server struct {
 	logPath string              // the server's stdout and stderr, inside root
 	cred    *syscall.Credential // the OS user to run as; nil: the current user
 	port    int
+	// settings are extra "name=value" server settings (PostgreSQL's -c),
+	// passed after the defaults.
+	settings []string
 
 	mu     sync.Mutex
 	proc   *process // the running server; nil while stopped

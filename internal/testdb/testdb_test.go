@@ -510,3 +510,41 @@ func waitGroupSize(t *testing.T, pgid, n int) []int {
 		}
 	}
 }
+
+// TestStartPostgresWithSettings checks that extra settings reach the
+// server, override the defaults, and that a malformed one is refused.
+func TestStartPostgresWithSettings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, bad := range []string{"max_connections", "=5"} {
+		if _, err := StartPostgresWith(ctx, bad); err == nil || !strings.Contains(err.Error(), strconv.Quote(bad)) {
+			t.Errorf("StartPostgresWith(%q): err = %v, want an error naming the setting", bad, err)
+		}
+	}
+	srv, err := StartPostgresWith(ctx, "max_connections=321", "work_mem=8MB")
+	if errors.Is(err, ErrBinariesMissing) {
+		unavailable(t, "postgres", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	db, err := dbopen.Open(dbopen.Postgres, srv.DSN(""), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeGorm(t, db)
+	for name, want := range map[string]string{"max_connections": "321", "work_mem": "8MB", "fsync": "off"} {
+		var got string
+		if err := db.WithContext(ctx).Raw("SELECT current_setting(?)", name).Scan(&got).Error; err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+}
