@@ -116,10 +116,10 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 	}
 	// The takeover happened by the database clock, not before a's lease
 	// expired there, whatever the application clocks said.
-	if now.AcquiredAtUS < last.ExpiresAtUS {
-		t.Fatalf("b acquired at %d, before a's lease expired at %d (database clock)", now.AcquiredAtUS, last.ExpiresAtUS)
+	if now.AcquiredAt.Before(last.ExpiresAt) {
+		t.Fatalf("b acquired at %v, before a's lease expired at %v (database clock)", now.AcquiredAt, last.ExpiresAt)
 	}
-	t.Logf("b took over %v after a's database expiry", time.Duration(now.AcquiredAtUS-last.ExpiresAtUS)*time.Microsecond)
+	t.Logf("b took over %v after a's database expiry", now.AcquiredAt.Sub(last.ExpiresAt))
 	fa.failAll.Store(false)
 	_ = la.Release(ctx)
 	_ = lb.Release(ctx)

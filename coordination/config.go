@@ -29,6 +29,9 @@ const (
 	// pool members, ten TTLs, and the recovery bounds) far from the limit
 	// of time.Duration, about 292 years.
 	MaxTTL = 24 * time.Hour
+	// DefaultMaxConnections is how many connections the coordinator's own
+	// statements use at most.
+	DefaultMaxConnections = store.DefaultMaxConnections
 	// MinInterval is the smallest RenewInterval and RetryInterval
 	// accepted: shorter ones would make the renewal or campaign loop send
 	// statements back to back.
@@ -39,10 +42,11 @@ const (
 // documented defaults. Invariants are checked by New, and every error names
 // the field and the values involved.
 //
-// Timing in brief: a holder renews every RenewInterval; each successful
-// renewal, attempted at time t on the holder's monotonic clock, makes the
-// lease live in the database until at least t+TTL by the database clock,
-// and the holder trusts it until t+TTL-Margin. Failed renewals are retried
+// Timing in brief: a holder renews its session every RenewInterval; each
+// successful renewal, attempted at time t on the holder's monotonic clock,
+// makes every lease of the session live in the database until at least
+// t+TTL by the database clock, and the holder trusts them until
+// t+TTL-Margin. Failed renewals are retried
 // with jittered backoff until then. Followers retry every RetryInterval
 // plus up to half of it again at random.
 type Config struct {
@@ -54,7 +58,8 @@ type Config struct {
 	TTL time.Duration
 
 	// RenewInterval is the time between renewals of the leases this
-	// process holds. All held leases are renewed by one statement.
+	// process holds. All held leases ride on one session row, renewed by
+	// one single-row statement, however many they are.
 	// Must be at most (TTL - Margin) / 2, so that a failed renewal can be
 	// retried before the trust deadline, and at least MinInterval (1ms).
 	// Defaults to TTL/3 (5s).
@@ -82,6 +87,16 @@ type Config struct {
 	// error. It also bounds each Release. Defaults to 10s.
 	ShutdownTimeout time.Duration
 
+	// MaxConnections bounds how many connections of db the coordinator's
+	// own statements use at once, shutdown and recovery from an outage
+	// included: the library enforces it, whatever the pool allows. With two
+	// or more, one is kept for the session's renewal and the releases, so
+	// that campaigns and reads never delay them. Fencing checks run in the
+	// caller's transaction and use its connection. Must be at least 1 (on
+	// SQLite, 2 or more lets the renewal loop read while a fenced
+	// transaction holds off its statement). Defaults to 2.
+	MaxConnections int
+
 	// TablePrefix is prepended to the names of the coordination tables.
 	// Only ASCII letters, digits and '_' are allowed, starting with a
 	// letter or '_', at most 40 bytes. Defaults to "leasehold_".
@@ -106,6 +121,7 @@ func (c Config) withDefaults() Config {
 	c.RetryInterval = cmp.Or(c.RetryInterval, min(DefaultRetryInterval, c.TTL/4))
 	c.Margin = cmp.Or(c.Margin, c.TTL/5)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.MaxConnections = cmp.Or(c.MaxConnections, DefaultMaxConnections)
 	c.TablePrefix = cmp.Or(c.TablePrefix, store.DefaultTablePrefix)
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -147,6 +163,8 @@ func (c Config) validate() error {
 		return bad("RenewInterval (%v) must be at least %v", c.RenewInterval, MinInterval)
 	case c.RetryInterval < MinInterval:
 		return bad("RetryInterval (%v) must be at least %v", c.RetryInterval, MinInterval)
+	case c.MaxConnections < 1:
+		return bad("MaxConnections (%d) must be at least 1", c.MaxConnections)
 	}
 	if err := store.ValidateTablePrefix(c.TablePrefix); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

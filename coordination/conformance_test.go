@@ -226,47 +226,54 @@ func caseStaleHolder(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	const name = "global/stale"
-	if err := s.EnsureRow(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	e1, ok, err := s.Acquire(ctx, name, "A", time.Minute)
+	sa, sb := newSession(t, s, "A"), newSession(t, s, "B")
+	e1, ok, err := acquireOne(ctx, s, sa, "A", name)
 	if err != nil || !ok || e1 != 1 {
 		t.Fatalf("A acquire = %d, %v, %v", e1, ok, err)
 	}
-	if _, ok, err := s.Acquire(ctx, name, "B", time.Minute); err != nil || ok {
+	if _, ok, err := acquireOne(ctx, s, sb, "B", name); err != nil || ok {
 		t.Fatalf("B took a live lease: ok=%v err=%v", ok, err)
 	}
-	expireNow(t, b.db, name)
-	e2, ok, err := s.Acquire(ctx, name, "B", time.Minute)
+	expireNow(t, b.db, name) // A's session expires
+	e2, ok, err := acquireOne(ctx, s, sb, "B", name)
 	if err != nil || !ok || e2 != 2 {
 		t.Fatalf("B acquire after expiry = %d, %v, %v", e2, ok, err)
 	}
 	before := row(t, b.db, name)
-	// A's stale term can neither extend nor release B's newer one.
-	lost, err := s.Renew(ctx, "A", []store.Term{{Name: name, Epoch: e1}}, time.Hour)
-	if err != nil || len(lost) != 1 {
-		t.Fatalf("stale renew: lost=%v err=%v, want the term reported lost", lost, err)
+	// A's stale session can neither come back to life nor release B's
+	// newer term, nor take anything new.
+	if ok, err := s.RenewSession(ctx, sa, time.Hour); err != nil || ok {
+		t.Fatalf("stale session renewed: ok=%v err=%v, want the session reported gone", ok, err)
 	}
-	if n, err := s.Release(ctx, "A", []store.Term{{Name: name, Epoch: e1}}); err != nil || n != 0 {
+	if n, err := s.Release(ctx, sa, []store.Term{{Name: name, Epoch: e1}}); err != nil || n != 0 {
 		t.Fatalf("stale release touched %d rows (err %v)", n, err)
 	}
+	if terms, err := s.Acquire(ctx, sa, "A", []string{name, "global/fresh"}); err != nil || len(terms) != 0 {
+		t.Fatalf("an expired session acquired %v (err %v)", terms, err)
+	}
 	// Even B with A's old epoch matches nothing.
-	if n, err := s.Release(ctx, "B", []store.Term{{Name: name, Epoch: e1}}); err != nil || n != 0 {
+	if n, err := s.Release(ctx, sb, []store.Term{{Name: name, Epoch: e1}}); err != nil || n != 0 {
 		t.Fatalf("release with an old epoch touched %d rows (err %v)", n, err)
 	}
 	after := row(t, b.db, name)
-	if after.Holder != "B" || after.Epoch != 2 || after.ExpiresAtUS != before.ExpiresAtUS {
+	if after.Holder != "B" || after.Session != sb || after.Epoch != 2 || !after.ExpiresAt.Equal(before.ExpiresAt) {
 		t.Fatalf("B's term changed: before %+v after %+v", before, after)
 	}
-	// B's own renew works and reports nothing lost, also for several terms
-	// at once where one is stale.
-	if err := s.EnsureRow(ctx, "global/other"); err != nil {
-		t.Fatal(err)
+	// B's own session renews, and a release of several terms at once
+	// touches only those that are B's at their epochs.
+	if ok, err := s.RenewSession(ctx, sb, time.Minute); err != nil || !ok {
+		t.Fatalf("B's renewal: ok=%v err=%v", ok, err)
 	}
-	eo, _, _ := s.Acquire(ctx, "global/other", "B", time.Minute)
-	lost, err = s.Renew(ctx, "B", []store.Term{{Name: name, Epoch: e2}, {Name: "global/other", Epoch: eo + 7}}, time.Minute)
-	if err != nil || len(lost) != 1 || lost[0].Name != "global/other" {
-		t.Fatalf("mixed renew: lost=%v err=%v, want only global/other lost", lost, err)
+	eo, ok, err := acquireOne(ctx, s, sb, "B", "global/other")
+	if err != nil || !ok {
+		t.Fatalf("B acquire other = %d, %v, %v", eo, ok, err)
+	}
+	n, err := s.Release(ctx, sb, []store.Term{{Name: name, Epoch: e2}, {Name: "global/other", Epoch: eo + 7}})
+	if err != nil || n != 1 {
+		t.Fatalf("mixed release touched %d rows (err %v), want only %s", n, err, name)
+	}
+	if r := row(t, b.db, "global/other"); r.Holder != "B" || !r.Live() {
+		t.Fatalf("the term released with a wrong epoch changed: %+v", r)
 	}
 }
 

@@ -117,7 +117,11 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 	events, unsub := a.Subscribe(64)
 	defer unsub()
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "rolled-back"))
-	table := rawStore(t, b.db).Tables().Leases
+	tables := rawStore(t, b.db).Tables()
+	if !rawStore(t, b.db).SerializesWriters() {
+		fenceDoesNotHoldOffRenewal(t, b, a, l, events)
+		return
+	}
 
 	tx := b.db.Begin()
 	if tx.Error != nil {
@@ -135,8 +139,9 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 	if err := tx.Create(&fencedWrite{ID: 1, Epoch: l.Epoch()}).Error; err != nil {
 		t.Fatal(err)
 	}
-	var inTx int64 // renewed_at_us as the transaction itself sees it
-	if err := tx.Raw("SELECT renewed_at_us FROM "+table+" WHERE name = ?", l.Name()).Row().Scan(&inTx); err != nil {
+	var inTx int64 // the session's renewed_at_us as the transaction itself sees it
+	if err := tx.Raw("SELECT renewed_at_us FROM "+tables.Sessions+" WHERE id IN (SELECT session_id FROM "+tables.Leases+
+		" WHERE name = ?)", l.Name()).Row().Scan(&inTx); err != nil {
 		t.Fatal(err)
 	}
 	// The transaction stays open: the holder's renewals cannot get in (the
@@ -167,10 +172,10 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 	if err := tx.Rollback().Error; err != nil {
 		t.Fatalf("rollback: %v", err)
 	}
-	if inTx != outside.RenewedAtUS {
-		// The check renewed the term inside the transaction. After the
+	if inTx != outside.RenewedAt.UnixMicro() {
+		// The check renewed the session inside the transaction. After the
 		// rollback the row is as it was: expired, not renewed.
-		if got := row(t, b.db, l.Name()); got.Live() || got.RenewedAtUS != outside.RenewedAtUS {
+		if got := row(t, b.db, l.Name()); got.Live() || !got.RenewedAt.Equal(outside.RenewedAt) {
 			t.Fatalf("row after the fenced transaction rolled back: %+v; want it as before, %+v", got, outside)
 		}
 		t.Logf("the fencing check renewed the term inside the transaction; the rollback undid it")
@@ -188,4 +193,41 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 	}
 	release(t, l)
 	release(t, l2)
+}
+
+// fenceDoesNotHoldOffRenewal is the same case where a fenced transaction
+// locks the lease row only (PostgreSQL, MySQL, SQL Server): the session
+// the term rides on is another row, so its renewals go on while a fenced
+// transaction stays open for two TTLs, and the term never ends.
+func fenceDoesNotHoldOffRenewal(t *testing.T, b *bundle, a *running, l *Lease, events <-chan Event) {
+	renewed := renewSignal(a)
+	tx := b.db.Begin()
+	if tx.Error != nil {
+		t.Fatal(tx.Error)
+	}
+	defer tx.Rollback()
+	if err := l.Fence(tx); err != nil {
+		t.Fatalf("Fence: %v", err)
+	}
+	if err := tx.Create(&fencedWrite{ID: 1, Epoch: l.Epoch()}).Error; err != nil {
+		t.Fatal(err)
+	}
+	ttl := a.Config().TTL
+	for ticks := 0; ticks < int(2*ttl/a.Config().RenewInterval)+1; ticks++ {
+		recvInt(t, renewed) // a renewal completed while the row lock is held
+	}
+	if !l.Valid() {
+		t.Fatalf("the term ended while a fenced transaction held its row: %v", l.Check())
+	}
+	select {
+	case ev := <-events:
+		if ev.Kind == EventLost {
+			t.Fatalf("lost while fenced: %v", ev.Err)
+		}
+	default:
+	}
+	if err := tx.Commit().Error; err != nil {
+		t.Fatalf("commit after two TTLs: %v", err)
+	}
+	release(t, l)
 }

@@ -3,83 +3,70 @@ package coordination
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"go.uber.org/zap"
 	"gorm.io/gorm"
-
-	"github.com/leasehold/leasehold/internal/store"
 )
 
 // On a database whose writing transactions exclude every other writer
-// (SQLite), a fenced transaction keeps the holder's renewal statement out
+// (SQLite), a fenced transaction keeps the session's renewal statement out
 // for as long as it is open, and back-to-back fenced transactions can keep
-// it out for longer than the trust window. Two things keep such a term
+// it out for longer than the trust window. Two things keep the session
 // alive:
 //
-//   - The fencing check renews every term the process holds inside the
-//     caller's transaction (renewInFence). Nobody else can write while that
+//   - The fencing check renews the session inside the caller's
+//     transaction (renewInFence). Nobody else can write while that
 //     transaction is open, so nobody can take a lease over meanwhile; if it
-//     commits, the leases are live until the database's now at the check
+//     commits, the session is live until the database's now at the check
 //     plus TTL; if it rolls back, nothing was renewed.
-//   - While the renewal statement waits for the write lock, the rows are
-//     read (watchRenewal, trustFromRows), which a reader can do while a
-//     writer holds the lock, and the holder trusts each of its terms until
-//     the read's start plus the time the row has left by the database
-//     clock, minus Margin. Readers see only committed rows, so a
+//   - While the renewal statement waits for the write lock, the session
+//     row is read (watchRenewal, trustFromSession), which a reader can do
+//     while a writer holds the lock, and the holder trusts the session
+//     until the read's start plus the time the row has left by the
+//     database clock, minus Margin. Readers see only committed rows, so a
 //     rolled-back renewal extends nothing.
 
-// renewInFence renews, inside the fenced transaction tx, every term this
-// process holds and still trusts, when the store serialises writers and t
-// is one of them. The transaction keeps the renewal statement of all of
-// them out, not only t's, so it renews all of them, with the renewal
-// statement itself. It is a no-op otherwise.
+// renewInFence renews, inside the fenced transaction tx, the session of
+// term t when the store serialises writers and this process holds and
+// trusts t. It is a no-op otherwise.
 func (c *Coordinator) renewInFence(tx *gorm.DB, t Token) error {
 	if !c.store.SerializesWriters() {
 		return nil
 	}
 	c.mu.Lock()
-	var terms []store.Term
-	var leases []*Lease
+	var s *session
 	if l := c.held[t.Name]; l != nil && l.epoch == t.Epoch && l.validLocked() {
-		for _, h := range c.held {
-			if h.validLocked() {
-				terms = append(terms, store.Term{Name: h.name, Epoch: h.epoch})
-				leases = append(leases, h)
-			}
-		}
+		s = l.sess
 	}
 	c.mu.Unlock()
-	if len(terms) == 0 {
+	if s == nil {
 		// The check that follows reports why; a term this process no longer
 		// trusts is never extended.
 		return nil
 	}
-	sort.Slice(terms, func(i, j int) bool { return terms[i].Name < terms[j].Name })
-	n, err := c.store.RenewIn(tx, c.holder, terms, c.cfg.TTL)
+	ok, err := c.store.RenewSessionIn(tx, s.id, c.cfg.TTL)
 	if err != nil {
-		return fmt.Errorf("coordination: fencing check of lease %q: renew held leases in the transaction: %w", t.Name, err)
+		return fmt.Errorf("coordination: fencing check of lease %q: renew the session in the transaction: %w", t.Name, err)
 	}
-	if n == int64(len(terms)) {
+	if ok {
 		c.mu.Lock()
-		for _, l := range leases {
-			l.fenceRenewals++
-		}
+		s.fenceRenewals++
 		c.mu.Unlock()
 	}
 	return nil
 }
 
-// watchRenewal runs while the renewal statement of terms is in flight on a
+// watchRenewal runs while the renewal statement of s is in flight on a
 // database whose writers exclude each other. That statement may wait for
 // the write lock for as long as the driver's busy timeout, whatever its
 // context says: SQLite's busy handler does not notice an interrupt. So
-// whenever half the time left before the earliest trust deadline passes
-// with the statement still waiting, the rows are read (trustFromRows).
-// A renewal that completes in time sends no read. The returned stop ends the watch and reports
-// whether any read found every held term renewed by fenced transactions.
-func (c *Coordinator) watchRenewal(ctx context.Context, terms []store.Term) (stop func() bool) {
+// whenever half the time left before the trust deadline passes with the
+// statement still waiting, the session row is read (trustFromSession). A
+// renewal that completes in time sends no read. The returned stop ends the
+// watch and reports whether any read found the session renewed by fenced
+// transactions.
+func (c *Coordinator) watchRenewal(ctx context.Context, s *session) (stop func() bool) {
 	done := make(chan struct{})
 	result := make(chan bool, 1)
 	go func() {
@@ -93,7 +80,7 @@ func (c *Coordinator) watchRenewal(ctx context.Context, terms []store.Term) (sto
 				return
 			case <-t.C:
 			}
-			if c.trustFromRows(ctx, terms) {
+			if c.trustFromSession(ctx, s) {
 				covered = true
 			}
 		}
@@ -104,72 +91,60 @@ func (c *Coordinator) watchRenewal(ctx context.Context, terms []store.Term) (sto
 	}
 }
 
-// trustFromRows reads the rows of terms while or after the renewal
-// statement could not write, and moves each still-held term's trust
-// deadline to the read's start plus the time the row has left by the
-// database clock (at most TTL), minus Margin, when that is later than the
-// deadline it has. The database computed its now after the read started,
-// and the row stays live until its expiry by that clock, so every other
-// process sees the lease live until at least that moment (given the same
-// clock-rate bound as a renewal). It reports whether every term still held
-// was extended by a renewal committed in a fenced transaction.
-func (c *Coordinator) trustFromRows(ctx context.Context, terms []store.Term) bool {
-	_, earliest := c.heldTerms()
+// trustFromSession reads the session row while or after the renewal
+// statement could not write, and moves the session's trust deadline to the
+// read's start plus the time the row has left by the database clock (at
+// most TTL), minus Margin, when that is later than the deadline it has.
+// The database computed its now after the read started, and the row stays
+// live until its expiry by that clock, so every other process sees the
+// session's leases live until at least that moment (given the same
+// clock-rate bound as a renewal). It reports whether a renewal committed
+// in a fenced transaction extended the deadline.
+func (c *Coordinator) trustFromSession(ctx context.Context, s *session) bool {
+	c.mu.Lock()
+	deadline := s.deadline
+	c.mu.Unlock()
 	start := time.Now()
-	if earliest.IsZero() || !start.Before(earliest) {
+	if !start.Before(deadline) {
 		return false
 	}
-	names := make([]string, len(terms))
-	for i, t := range terms {
-		names[i] = t.Name
-	}
-	opCtx, cancel := context.WithTimeout(ctx, min(c.cfg.RenewInterval, earliest.Sub(start)))
-	rows, err := c.store.Get(opCtx, names)
+	opCtx, cancel := context.WithTimeout(ctx, min(c.cfg.RenewInterval, deadline.Sub(start)))
+	row, ok, err := c.store.ReadSession(opCtx, s.id)
 	cancel()
 	if err != nil {
-		c.log.Debug("reading the held leases while the renewal waits failed", zap.Error(err))
+		c.log.Debug("reading the session while the renewal waits failed", zap.Error(err))
 		return false
 	}
-	byName := make(map[string]store.Row, len(rows))
-	for _, r := range rows {
-		byName[r.Name] = r
+	if !ok || !row.Live() {
+		return false
 	}
+	left := min(row.ExpiresAt.Sub(row.Now), c.cfg.TTL)
+	d := start.Add(left - c.cfg.Margin)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	fenced := s.fenceRenewals > 0
+	s.fenceRenewals = 0
 	now := time.Now()
-	all := true
-	for _, t := range terms {
-		l := c.held[t.Name]
-		if l == nil || l.epoch != t.Epoch || l.state != stateHeld {
-			continue // released or lost while the read ran
-		}
-		fenced := l.fenceRenewals > 0
-		l.fenceRenewals = 0
-		r, ok := byName[t.Name]
-		if !ok || r.Holder != c.holder || r.Epoch != t.Epoch || r.ExpiresAtUS < r.NowUS || !now.Before(l.deadline) {
-			all = false
-			continue
-		}
-		left := min(time.Duration(r.ExpiresAtUS-r.NowUS)*time.Microsecond, c.cfg.TTL)
-		deadline := start.Add(left - c.cfg.Margin)
-		if !deadline.After(l.deadline) {
-			all = false
-			continue
-		}
-		l.deadline = deadline
-		l.timer.Reset(deadline.Sub(now))
-		all = all && fenced
+	if s.dead || !now.Before(s.deadline) || !d.After(s.deadline) {
+		return false
 	}
-	return all
+	s.deadline = d
+	s.timer.Reset(d.Sub(now))
+	return fenced
 }
 
-// halfTrustLeft returns half the time left before the earliest trust
-// deadline of the held terms, at least 10ms, and RenewInterval when
-// nothing is held.
+// halfTrustLeft returns half the time left before the session's trust
+// deadline, at least 10ms, and RenewInterval when there is no session.
 func (c *Coordinator) halfTrustLeft() time.Duration {
-	_, earliest := c.heldTerms()
-	if earliest.IsZero() {
+	c.mu.Lock()
+	s := c.sess
+	var left time.Duration
+	if s != nil {
+		left = time.Until(s.deadline)
+	}
+	c.mu.Unlock()
+	if s == nil {
 		return c.cfg.RenewInterval
 	}
-	return max(time.Until(earliest)/2, 10*time.Millisecond)
+	return max(left/2, 10*time.Millisecond)
 }

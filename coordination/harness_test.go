@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,7 +157,7 @@ func release(t testing.TB, l *Lease) {
 // rawStore opens the store of db for direct checks.
 func rawStore(t testing.TB, db *gorm.DB) *store.Store {
 	t.Helper()
-	s, err := store.New(db, "")
+	s, err := store.New(db, store.Options{})
 	if err != nil {
 		t.Fatalf("store.New: %v", err)
 	}
@@ -177,13 +178,42 @@ func row(t testing.TB, db *gorm.DB, name string) store.Row {
 }
 
 // expireNow makes a lease expired by the database clock, as if its holder
-// had stopped renewing TTL ago. It does not change holder or epoch.
+// had stopped renewing TTL ago: the session holding it expires (and with it
+// every other lease of that session). It does not change holder or epoch.
 func expireNow(t testing.TB, db *gorm.DB, name string) {
 	t.Helper()
-	table := rawStore(t, db).Tables().Leases
-	if err := db.Exec("UPDATE "+table+" SET expires_at_us = 1 WHERE name = ?", name).Error; err != nil {
+	tables := rawStore(t, db).Tables()
+	if err := db.Exec("UPDATE "+tables.Sessions+" SET expires_at_us = 1 WHERE id IN (SELECT session_id FROM "+
+		tables.Leases+" WHERE name = ?)", name).Error; err != nil {
+		t.Fatalf("expire the session of %q: %v", name, err)
+	}
+	if err := db.Exec("UPDATE "+tables.Leases+" SET expires_at_us = 1 WHERE name = ? AND session_id = ''", name).Error; err != nil {
 		t.Fatalf("expire %q: %v", name, err)
 	}
+}
+
+// newSession starts a session of holder directly in the store, live for a
+// minute.
+func newSession(t testing.TB, s *store.Store, holder string) string {
+	t.Helper()
+	id := holder + "-" + uuid.NewString()
+	if err := s.CreateSession(context.Background(), id, holder, time.Minute); err != nil {
+		t.Fatalf("CreateSession(%s): %v", holder, err)
+	}
+	return id
+}
+
+// acquireOne creates the row of name if needed and acquires it for the
+// session, directly in the store.
+func acquireOne(ctx context.Context, s *store.Store, session, holder, name string) (int64, bool, error) {
+	if err := s.EnsureRows(ctx, []string{name}); err != nil {
+		return 0, false, err
+	}
+	terms, err := s.Acquire(ctx, session, holder, []string{name})
+	if err != nil || len(terms) == 0 {
+		return 0, false, err
+	}
+	return terms[0].Epoch, true, nil
 }
 
 // recvEvent waits for the first event matching match.
@@ -222,19 +252,40 @@ type faultStore struct {
 
 var errInjected = errors.New("injected fault")
 
-func (f *faultStore) Renew(ctx context.Context, holder string, terms []store.Term, ttl time.Duration) ([]store.Term, error) {
+func (f *faultStore) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, error) {
 	f.renewCalls.Add(1)
 	if f.failRenew.Load() || f.failAll.Load() {
-		return nil, errInjected
+		return false, errInjected
 	}
-	return f.leaseStore.Renew(ctx, holder, terms, ttl)
+	return f.leaseStore.RenewSession(ctx, id, ttl)
 }
 
-func (f *faultStore) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (int64, bool, error) {
-	if f.failAcquire.Load() || f.failAll.Load() {
-		return 0, false, errInjected
+func (f *faultStore) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
+	if f.failAll.Load() {
+		return errInjected
 	}
-	return f.leaseStore.Acquire(ctx, name, holder, ttl)
+	return f.leaseStore.CreateSession(ctx, id, holder, ttl)
+}
+
+func (f *faultStore) ReadSession(ctx context.Context, id string) (store.Session, bool, error) {
+	if f.failAll.Load() {
+		return store.Session{}, false, errInjected
+	}
+	return f.leaseStore.ReadSession(ctx, id)
+}
+
+func (f *faultStore) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
+	if f.failAll.Load() {
+		return errInjected
+	}
+	return f.leaseStore.EndSession(ctx, id, pruneAfter)
+}
+
+func (f *faultStore) Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error) {
+	if f.failAcquire.Load() || f.failAll.Load() {
+		return nil, errInjected
+	}
+	return f.leaseStore.Acquire(ctx, session, holder, names)
 }
 
 func (f *faultStore) Get(ctx context.Context, names []string) ([]store.Row, error) {
@@ -244,18 +295,18 @@ func (f *faultStore) Get(ctx context.Context, names []string) ([]store.Row, erro
 	return f.leaseStore.Get(ctx, names)
 }
 
-func (f *faultStore) Release(ctx context.Context, holder string, terms []store.Term) (int64, error) {
+func (f *faultStore) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
 	if f.failAll.Load() {
 		return 0, errInjected
 	}
-	return f.leaseStore.Release(ctx, holder, terms)
+	return f.leaseStore.Release(ctx, session, terms)
 }
 
-func (f *faultStore) EnsureRow(ctx context.Context, name string) error {
+func (f *faultStore) EnsureRows(ctx context.Context, names []string) error {
 	if f.failAll.Load() {
 		return errInjected
 	}
-	return f.leaseStore.EnsureRow(ctx, name)
+	return f.leaseStore.EnsureRows(ctx, names)
 }
 
 func (f *faultStore) List(ctx context.Context, prefix string) ([]store.Row, error) {
@@ -265,11 +316,11 @@ func (f *faultStore) List(ctx context.Context, prefix string) ([]store.Row, erro
 	return f.leaseStore.List(ctx, prefix)
 }
 
-func (f *faultStore) SetData(ctx context.Context, holder string, t store.Term, data string) (bool, error) {
+func (f *faultStore) SetData(ctx context.Context, session string, t store.Term, data string) (bool, error) {
 	if f.failAll.Load() {
 		return false, errInjected
 	}
-	return f.leaseStore.SetData(ctx, holder, t, data)
+	return f.leaseStore.SetData(ctx, session, t, data)
 }
 
 func (f *faultStore) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {

@@ -35,9 +35,9 @@ const (
 // concurrent use.
 //
 // The term ends, and Context is cancelled, at the first of: the trust
-// deadline passing without a successful renewal, the database showing that
-// the lease is no longer this term's, Release, or the coordinator shutting
-// down. context.Cause of Context tells which (ErrLeaseLost, ErrReleased,
+// deadline of the process's session passing without a successful renewal,
+// the database showing that session expired, Release, or the coordinator
+// shutting down. context.Cause of Context tells which (ErrLeaseLost, ErrReleased,
 // ErrClosed). Whoever obtained the lease must call Release once the work
 // done under it has returned, including after a loss.
 type Lease struct {
@@ -47,12 +47,11 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
+	sess *session // the session the term rides on; its deadline is the term's
+
 	// Guarded by c.mu.
 	state         leaseState
-	deadline      time.Time // trust deadline, with a monotonic reading
-	timer         *time.Timer
 	confirmedLost bool // the database showed the term is over
-	fenceRenewals int  // fencing checks that renewed the term since the last read of its row
 	election      *Election
 }
 
@@ -80,7 +79,7 @@ func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 func (l *Lease) Deadline() time.Time {
 	l.c.mu.Lock()
 	defer l.c.mu.Unlock()
-	return l.deadline
+	return l.sess.deadline
 }
 
 // Valid reports whether it is safe to act as holder right now. It reads
@@ -94,7 +93,7 @@ func (l *Lease) Valid() bool {
 }
 
 func (l *Lease) validLocked() bool {
-	return l.state == stateHeld && l.ctx.Err() == nil && time.Now().Before(l.deadline)
+	return l.state == stateHeld && l.ctx.Err() == nil && l.sess.trustedLocked()
 }
 
 // Check returns nil when Valid would report true, and otherwise an error
@@ -116,18 +115,17 @@ func (l *Lease) Check() error {
 // When the check fails it returns an error wrapping ErrFenced and the
 // caller must roll back.
 //
-// The lock also holds off the renewal of this lease until tx ends (on
-// SQLite, of every lease: a writing transaction there excludes all other
-// writers), so keep fenced transactions shorter than RenewInterval. On
-// PostgreSQL, MySQL and SQL Server the waiting renewal gets in as soon as
-// tx ends. On SQLite, where back-to-back transactions could keep it out
-// for good, Fence also renews every lease this process holds inside tx,
-// which makes tx a writing transaction at the check; the holder trusts
-// such a renewal once it sees it committed. Its terms then survive any run
-// of fenced transactions in which less than TTL - Margin passes from one
-// committed check to the commit of the next: back to back, each shorter
-// than (TTL - Margin)/2, which RenewInterval never exceeds. A transaction
-// that rolls back renews nothing.
+// On PostgreSQL, MySQL and SQL Server the lock is on the lease row only,
+// and the renewal of the process's session, a row of its own, never waits
+// for it. On SQLite a writing transaction excludes every other writer, so
+// tx holds off the session's renewal until it ends; there Fence also
+// renews the session inside tx, which makes tx a writing transaction at
+// the check, and the holder trusts such a renewal once it sees it
+// committed. Its terms then survive any run of fenced transactions in
+// which less than TTL - Margin passes from one committed check to the
+// commit of the next: back to back, each shorter than (TTL - Margin)/2,
+// which RenewInterval never exceeds. A transaction that rolls back renews
+// nothing.
 //
 // tx must be the handle of a transaction (the one db.Transaction passes to
 // its function, or one from db.Begin); any other handle, and nil, is
@@ -157,10 +155,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	wasHeld := l.state == stateHeld
 	l.state = stateReleased
-	if c.held[l.name] == l {
-		delete(c.held, l.name)
-	}
-	l.timer.Stop()
+	c.dropLocked(l)
 	l.cancel(ErrReleased)
 	if l.election != nil {
 		l.election.busy = false
@@ -184,33 +179,27 @@ func (l *Lease) Release(ctx context.Context) error {
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ShutdownTimeout)
 	defer cancel()
-	n, err := c.store.Release(rctx, c.holder, []store.Term{{Name: l.name, Epoch: l.epoch}})
+	err := c.release(rctx, &releaseReq{session: l.sess.id, term: store.Term{Name: l.name, Epoch: l.epoch}, done: make(chan error, 1)})
 	log := c.log.With(zap.String("lease", l.name), zap.Int64("epoch", l.epoch))
 	if err != nil {
-		err = fmt.Errorf("coordination: release lease %q epoch %d (it will expire by TTL instead): %w", l.name, l.epoch, err)
+		err = fmt.Errorf("coordination: release lease %q epoch %d (it is free once its session expires): %w", l.name, l.epoch, err)
 		log.Warn("release failed", zap.Error(err))
 		c.events.emit(Event{Kind: EventError, Lease: l.name, Epoch: l.epoch, Err: err})
 		return err
 	}
 	if wasHeld {
-		log.Info("released lease", zap.Bool("was_held_in_db", n > 0))
+		log.Info("released lease")
 		c.events.emit(Event{Kind: EventReleased, Lease: l.name, Holder: c.holder, Epoch: l.epoch})
 	}
 	return nil
 }
 
-// expire runs when the trust deadline timer fires.
-func (c *Coordinator) expire(l *Lease) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if l.state != stateHeld {
-		return
+// dropLocked takes l out of the held set. c.mu must be held.
+func (c *Coordinator) dropLocked(l *Lease) {
+	if c.held[l.name] == l {
+		delete(c.held, l.name)
+		l.sess.held--
 	}
-	if d := time.Until(l.deadline); d > 0 {
-		l.timer.Reset(d) // a renewal moved the deadline while the timer fired
-		return
-	}
-	c.loseLocked(l, fmt.Errorf("%w: trust deadline passed without a successful renewal", ErrLeaseLost))
 }
 
 // loseLocked ends a held term. c.mu must be held.
@@ -219,10 +208,7 @@ func (c *Coordinator) loseLocked(l *Lease, cause error) {
 		return
 	}
 	l.state = stateLost
-	if c.held[l.name] == l {
-		delete(c.held, l.name)
-	}
-	l.timer.Stop()
+	c.dropLocked(l)
 	l.cancel(cause)
 	c.log.Warn("lost lease", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(cause))
 	c.events.emit(Event{Kind: EventLost, Lease: l.name, Holder: c.holder, Epoch: l.epoch, Err: cause})
@@ -236,8 +222,8 @@ func (c *Coordinator) loseLocked(l *Lease, cause error) {
 // transaction on the same database as the coordinator; a handle that is
 // nil or not inside a transaction is refused with an error wrapping
 // ErrNotInTransaction. On SQLite, when this process holds and trusts the
-// term, it also renews every lease the process holds inside tx, as
-// Lease.Fence describes.
+// term, it also renews the process's session inside tx, as Lease.Fence
+// describes.
 func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
 	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", t.Name, t.Epoch)); err != nil {
 		return err
@@ -262,8 +248,10 @@ func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
 		return fail("held by %q at epoch %d", row.Holder, row.Epoch)
 	case row.Epoch != t.Epoch:
 		return fail("the epoch is now %d", row.Epoch)
-	case row.ExpiresAtUS < row.NowUS:
-		return fail("expired %v ago by the database clock", time.Duration(row.NowUS-row.ExpiresAtUS)*time.Microsecond)
+	case !row.Live() && row.ExpiresAt.IsZero():
+		return fail("the holder's session is gone")
+	case !row.Live():
+		return fail("expired %v ago by the database clock", row.Now.Sub(row.ExpiresAt))
 	}
 	return nil
 }

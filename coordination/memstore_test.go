@@ -16,13 +16,15 @@ import (
 // so inside a testing/synctest bubble the whole lease protocol runs on fake
 // time. It implements the same conditions as the SQL statements.
 type memStore struct {
-	mu   sync.Mutex
-	rows map[string]*store.Row
+	mu       sync.Mutex
+	rows     map[string]*memRow
+	sessions map[string]*memSession
 
-	// renewDelay, when set, is how long Renew takes before it executes
-	// (the statement runs at the end of the delay, like a slow network).
+	// renewDelay, when set, is how long RenewSession takes before it
+	// executes (the statement runs at the end of the delay, like a slow
+	// network).
 	renewDelay time.Duration
-	// renewErr, when set, makes Renew fail.
+	// renewErr, when set, makes RenewSession fail.
 	renewErr error
 	renews   int
 	// releaseGate, when set, blocks Release until it is closed.
@@ -31,35 +33,66 @@ type memStore struct {
 	serialWriters bool
 }
 
-func newMemStore() *memStore { return &memStore{rows: make(map[string]*store.Row)} }
+// memRow is a lease row; times are microseconds on the fake clock.
+type memRow struct {
+	name, holder, session, data string
+	epoch                       int64
+	acquired, expires           int64 // expires: of unheld rows, when released or created
+}
+
+type memSession struct {
+	holder           string
+	renewed, expires int64
+}
+
+func newMemStore() *memStore {
+	return &memStore{rows: make(map[string]*memRow), sessions: make(map[string]*memSession)}
+}
 
 func nowUS() int64 { return time.Now().UnixMicro() }
 
+// liveLocked is heldExpr of the SQL dialects.
+func (m *memStore) liveLocked(r *memRow, now int64) bool {
+	if r.holder == "" {
+		return false
+	}
+	if r.session == "" {
+		return r.expires >= now
+	}
+	s := m.sessions[r.session]
+	return s != nil && s.expires >= now
+}
+
+func (m *memStore) rowLocked(r *memRow, now int64) store.Row {
+	out := store.Row{Name: r.name, Holder: r.holder, Session: r.session, Epoch: r.epoch, Data: r.data,
+		AcquiredAt: usTime(r.acquired), Now: usTime(now)}
+	switch s := m.sessions[r.session]; {
+	case r.session == "":
+		out.ExpiresAt = usTime(r.expires)
+	case s != nil:
+		out.RenewedAt, out.ExpiresAt = usTime(s.renewed), usTime(s.expires)
+	}
+	return out
+}
+
+func usTime(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
 func (m *memStore) Dialect() string { return "memory" }
 
-func (m *memStore) EnsureRow(ctx context.Context, name string) error {
+func (m *memStore) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.rows[name] == nil {
-		m.rows[name] = &store.Row{Name: name}
-	}
+	now := nowUS()
+	m.sessions[id] = &memSession{holder: holder, renewed: now, expires: now + ttl.Microseconds()}
 	return nil
 }
 
-func (m *memStore) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (int64, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r := m.rows[name]
-	now := nowUS()
-	if r == nil || (r.Holder != "" && r.Holder != holder && r.ExpiresAtUS >= now) {
-		return 0, false, nil
-	}
-	r.Holder, r.Epoch = holder, r.Epoch+1
-	r.AcquiredAtUS, r.RenewedAtUS, r.ExpiresAtUS = now, now, now+ttl.Microseconds()
-	return r.Epoch, true, nil
-}
-
-func (m *memStore) Renew(ctx context.Context, holder string, terms []store.Term, ttl time.Duration) ([]store.Term, error) {
+func (m *memStore) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, error) {
 	m.mu.Lock()
 	delay, fail := m.renewDelay, m.renewErr
 	m.renews++
@@ -70,28 +103,77 @@ func (m *memStore) Renew(ctx context.Context, holder string, terms []store.Term,
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return false, ctx.Err()
 		}
 	}
 	if fail != nil {
-		return nil, fail
+		return false, fail
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := nowUS()
-	var lost []store.Term
-	for _, t := range terms {
-		r := m.rows[t.Name]
-		if r == nil || r.Holder != holder || r.Epoch != t.Epoch || r.ExpiresAtUS < now {
-			lost = append(lost, t)
-			continue
-		}
-		r.RenewedAtUS, r.ExpiresAtUS = now, now+ttl.Microseconds()
+	s := m.sessions[id]
+	if s == nil || s.expires < now {
+		return false, nil
 	}
-	return lost, nil
+	s.renewed, s.expires = now, now+ttl.Microseconds()
+	return true, nil
 }
 
-func (m *memStore) Release(ctx context.Context, holder string, terms []store.Term) (int64, error) {
+func (m *memStore) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (bool, error) {
+	return false, nil
+}
+
+func (m *memStore) ReadSession(ctx context.Context, id string) (store.Session, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	if s == nil {
+		return store.Session{}, false, nil
+	}
+	return store.Session{RenewedAt: usTime(s.renewed), ExpiresAt: usTime(s.expires), Now: usTime(nowUS())}, true, nil
+}
+
+func (m *memStore) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.sessions, id)
+	return nil
+}
+
+func (m *memStore) EnsureRows(ctx context.Context, names []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, name := range names {
+		if r := m.rows[name]; r == nil {
+			m.rows[name] = &memRow{name: name, expires: nowUS()}
+		} else if r.holder == "" {
+			r.expires = nowUS()
+		}
+	}
+	return nil
+}
+
+func (m *memStore) Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := nowUS()
+	if s := m.sessions[session]; s == nil || s.expires < now {
+		return nil, nil
+	}
+	var out []store.Term
+	for _, name := range names {
+		r := m.rows[name]
+		if r == nil || (m.liveLocked(r, now) && r.session != session) {
+			continue
+		}
+		r.holder, r.session, r.epoch, r.acquired = holder, session, r.epoch+1, now
+		out = append(out, store.Term{Name: name, Epoch: r.epoch})
+	}
+	return out, nil
+}
+
+func (m *memStore) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
 	m.mu.Lock()
 	gate := m.releaseGate
 	m.mu.Unlock()
@@ -102,8 +184,8 @@ func (m *memStore) Release(ctx context.Context, holder string, terms []store.Ter
 	defer m.mu.Unlock()
 	var n int64
 	for _, t := range terms {
-		if r := m.rows[t.Name]; r != nil && r.Holder == holder && r.Epoch == t.Epoch {
-			r.Holder, r.ExpiresAtUS = "", nowUS()
+		if r := m.rows[t.Name]; r != nil && r.session == session && r.epoch == t.Epoch {
+			r.holder, r.session, r.expires = "", "", nowUS()
 			n++
 		}
 	}
@@ -113,12 +195,11 @@ func (m *memStore) Release(ctx context.Context, holder string, terms []store.Ter
 func (m *memStore) Get(ctx context.Context, names []string) ([]store.Row, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := nowUS()
 	var out []store.Row
 	for _, n := range names {
 		if r := m.rows[n]; r != nil {
-			c := *r
-			c.NowUS = nowUS()
-			out = append(out, c)
+			out = append(out, m.rowLocked(r, now))
 		}
 	}
 	return out, nil
@@ -151,18 +232,14 @@ func (m *memStore) SerializesWriters() bool {
 	return m.serialWriters
 }
 
-func (m *memStore) RenewIn(tx *gorm.DB, holder string, terms []store.Term, ttl time.Duration) (int64, error) {
-	return 0, nil
-}
-
-func (m *memStore) SetData(ctx context.Context, holder string, t store.Term, data string) (bool, error) {
+func (m *memStore) SetData(ctx context.Context, session string, t store.Term, data string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.rows[t.Name]
-	if r == nil || r.Holder != holder || r.Epoch != t.Epoch || r.ExpiresAtUS < nowUS() {
+	if r == nil || r.session != session || r.epoch != t.Epoch || !m.liveLocked(r, nowUS()) {
 		return false, nil
 	}
-	r.Data = data
+	r.data = data
 	return true, nil
 }
 
@@ -170,20 +247,24 @@ func (m *memStore) Publish(ctx context.Context, name string, from int64, data st
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.rows[name]
-	if r == nil || r.Holder != "" || r.Epoch != from {
+	if r == nil || r.holder != "" || r.epoch != from {
 		return false, nil
 	}
-	r.Epoch, r.Data, r.RenewedAtUS = from+1, data, nowUS()
+	r.epoch, r.data = from+1, data
 	return true, nil
 }
 
 func (m *memStore) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := nowUS()
+	old := nowUS() - grace.Microseconds()
 	var n int64
 	for name, r := range m.rows {
-		if strings.HasPrefix(name, prefix) && r.ExpiresAtUS < now && (r.Holder == "" || r.ExpiresAtUS < now-grace.Microseconds()) {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		s := m.sessions[r.session]
+		if (r.session == "" && r.expires < old) || (r.session != "" && (s == nil || s.expires < old)) {
 			delete(m.rows, name)
 			n++
 		}
@@ -197,11 +278,12 @@ func (m *memStore) Migrate(ctx context.Context, lockTimeout time.Duration) ([]in
 
 func (m *memStore) CheckSchema(ctx context.Context) error { return nil }
 
-// expire makes a row expired now, as if its holder stopped renewing.
-func (m *memStore) expire(name string) {
+// expireSession makes the session holding a row expired now, as if its
+// holder stopped renewing.
+func (m *memStore) expireSession(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.rows[name].ExpiresAtUS = nowUS() - 1
+	m.sessions[m.rows[name].session].expires = nowUS() - 1
 }
 
 func (m *memStore) set(f func(m *memStore)) {
@@ -213,5 +295,5 @@ func (m *memStore) set(f func(m *memStore)) {
 func (m *memStore) row(name string) store.Row {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return *m.rows[name]
+	return m.rowLocked(m.rows[name], nowUS())
 }

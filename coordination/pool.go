@@ -258,7 +258,7 @@ func (p *Pool) State(ctx context.Context) (PoolState, error) {
 	}
 	st := PoolState{Pool: p.key}
 	for _, r := range rows {
-		st.DBNow = microsTime(r.NowUS)
+		st.DBNow = r.Now
 		if r.Name == p.rows.generation {
 			st.Generation = r.Epoch
 			if r.Data != "" {
@@ -267,7 +267,7 @@ func (p *Pool) State(ctx context.Context) (PoolState, error) {
 		} else if id, ok := p.rows.memberID(r.Name); ok {
 			ack, _ := strconv.ParseInt(r.Data, 10, 64)
 			st.Members = append(st.Members, Member{
-				ID: id, Holder: r.Holder, Ack: ack, Live: r.Live(), ExpiresAt: microsTime(r.ExpiresAtUS),
+				ID: id, Holder: r.Holder, Ack: ack, Live: r.Live(), ExpiresAt: r.ExpiresAt,
 			})
 		}
 	}
@@ -444,7 +444,7 @@ func (m *poolMember) step(ctx context.Context) bool {
 		m.mem = nil
 	}
 	if m.mem == nil {
-		if err := c.store.EnsureRow(opCtx, p.rows.generation); err != nil {
+		if err := c.store.EnsureRows(opCtx, []string{p.rows.generation}); err != nil {
 			m.fail("create pool row", err)
 			return false
 		}
@@ -531,7 +531,7 @@ func (m *poolMember) acknowledge(ctx context.Context, gen int64) bool {
 	if m.ack >= gen {
 		return true
 	}
-	ok, err := c.store.SetData(ctx, c.holder, store.Term{Name: m.mem.name, Epoch: m.mem.epoch}, strconv.FormatInt(gen, 10))
+	ok, err := c.store.SetData(ctx, m.mem.sess.id, store.Term{Name: m.mem.name, Epoch: m.mem.epoch}, strconv.FormatInt(gen, 10))
 	if err != nil {
 		m.fail("acknowledge", err)
 		return false

@@ -235,11 +235,13 @@ func casePrefixMatchIsExact(t *testing.T, b *bundle) {
 	}
 	for _, key := range keys {
 		rows := poolRowsFor(key)
-		for _, name := range []string{rows.generation, rows.member("m1")} {
-			if err := s.EnsureRow(ctx, name); err != nil { // never acquired: dead
-				t.Fatal(err)
-			}
+		if err := s.EnsureRows(ctx, []string{rows.generation, rows.member("m1")}); err != nil {
+			t.Fatal(err)
 		}
+	}
+	// Never acquired, and created long ago: dead.
+	if err := b.db.Exec("UPDATE " + s.Tables().Leases + " SET expires_at_us = 1").Error; err != nil {
+		t.Fatal(err)
 	}
 	for _, key := range keys {
 		rows := poolRowsFor(key)

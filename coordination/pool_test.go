@@ -243,16 +243,18 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 			t.Errorf("rebalance after a crash took %v, want within CrashRebalanceBound %v", took, b)
 		}
 
-		// Dead member rows are pruned when membership changes: the leaver's
-		// released row at once, the crashed member's after ten TTLs.
+		// Dead member rows are pruned when membership changes, once they
+		// have been dead for ten TTLs: the leaver's released row and the
+		// crashed member's alike. Never sooner, so that a row a member is
+		// about to acquire is never deleted under it.
 		memberRow := func(n *poolNode) string { return poolRowsFor("global/orders").member(n.c.id.Instance) }
 		hasRow := func(name string) bool {
 			ms.mu.Lock()
 			defer ms.mu.Unlock()
 			return ms.rows[name] != nil
 		}
-		if hasRow(memberRow(nodes[1])) {
-			t.Errorf("the leaver's released member row was not pruned")
+		if !hasRow(memberRow(nodes[1])) {
+			t.Errorf("the leaver's released row was pruned before its grace period")
 		}
 		if !hasRow(memberRow(nodes[2])) {
 			t.Errorf("the crashed member's row was pruned before its grace period")
@@ -260,8 +262,10 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 		time.Sleep(deadMemberGrace * cfg.TTL) // fake time
 		add(5)
 		rec.waitSettled(t, 4, time.Minute)
-		if hasRow(memberRow(nodes[2])) {
-			t.Errorf("the crashed member's row was not pruned after %d TTLs", deadMemberGrace)
+		for _, n := range nodes[1:3] {
+			if hasRow(memberRow(n)) {
+				t.Errorf("the dead member row %s was not pruned after %d TTLs", memberRow(n), deadMemberGrace)
+			}
 		}
 		rec.check(t)
 	})

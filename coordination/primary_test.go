@@ -225,12 +225,10 @@ func caseAbandonedAcquire(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	const name = "global/abandoned"
-	if err := s.EnsureRow(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	if epoch, ok, err := s.Acquire(ctx, name, "holder-a", time.Minute); err != nil || !ok || epoch != 1 {
+	if epoch, ok, err := acquireOne(ctx, s, newSession(t, s, "holder-a"), "holder-a", name); err != nil || !ok || epoch != 1 {
 		t.Fatalf("first acquire = %d, %v, %v; want 1, true, nil", epoch, ok, err)
 	}
+	sb := newSession(t, s, "holder-b")
 	expireNow(t, b.db, name)
 
 	tx := b.db.Begin()
@@ -248,7 +246,7 @@ func caseAbandonedAcquire(t *testing.T, b *bundle) {
 	}
 
 	actx, cancel := context.WithTimeout(ctx, time.Second)
-	epoch, ok, err := s.Acquire(actx, name, "holder-b", time.Minute)
+	epoch, ok, err := acquireOne(actx, s, sb, "holder-b", name)
 	cancel()
 	known := int64(1)
 	if err == nil && ok {

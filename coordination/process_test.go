@@ -271,11 +271,12 @@ func contenderEnded(ctx context.Context, what string, epoch int64, err error) {
 // dbClockIn reads the database clock in microseconds inside tx, with the
 // library's own expression for each dialect.
 func dbClockIn(tx *gorm.DB) (int64, error) {
-	s, err := store.New(tx, "")
+	s, err := store.New(tx, store.Options{})
 	if err != nil {
 		return 0, err
 	}
-	return s.Now(tx.Statement.Context)
+	now, err := s.Now(tx.Statement.Context)
+	return now.UnixMicro(), err
 }
 
 // contenderProc is one contender process seen from the parent.
@@ -378,7 +379,7 @@ func runContentionProcesses(t *testing.T, tg testdb.Target) {
 			}
 			ct.kill(p)
 			handled[h.Epoch] = true
-			killed[h.Epoch] = rows[0].ExpiresAtUS
+			killed[h.Epoch] = rows[0].ExpiresAt.UnixMicro()
 			ct.spawn()
 		}
 	}

@@ -89,8 +89,8 @@ func TestTrustDeadline(t *testing.T) {
 		}
 		// The database still shows the lease live until 15s: the holder
 		// stopped Margin (3s) before anyone else could take over.
-		if r := ms.row(l.Name()); time.UnixMicro(r.ExpiresAtUS).Sub(start) != 15*time.Second {
-			t.Fatalf("database expiry %v after start, want 15s", time.UnixMicro(r.ExpiresAtUS).Sub(start))
+		if r := ms.row(l.Name()); r.ExpiresAt.Sub(start) != 15*time.Second {
+			t.Fatalf("database expiry %v after start, want 15s", r.ExpiresAt.Sub(start))
 		}
 		_ = l.Release(context.Background())
 	})
@@ -170,11 +170,14 @@ func TestConfirmedLossCancelsAtOnce(t *testing.T) {
 		defer stop()
 		start := time.Now()
 		l := bubbleCampaign(t, c, "taken")
-		// Another process takes the lease behind our back (for example
-		// after an operator edit): the next renewal sees it and the term
-		// ends then, long before the trust deadline.
-		ms.expire(l.Name())
-		if _, ok, _ := ms.Acquire(context.Background(), l.Name(), "intruder", time.Minute); !ok {
+		// The session ends behind our back (for example after an operator
+		// edit) and another process takes the lease: the next renewal sees
+		// the session gone, and the term ends then, long before the trust
+		// deadline.
+		ms.expireSession(l.Name())
+		ctx := context.Background()
+		_ = ms.CreateSession(ctx, "intruder-session", "intruder", time.Minute)
+		if terms, _ := ms.Acquire(ctx, "intruder-session", "intruder", []string{l.Name()}); len(terms) != 1 {
 			t.Fatal("intruder could not acquire")
 		}
 		waitDone(t, l)
@@ -253,8 +256,8 @@ func TestWaitingRenewalTrustsCommittedFencedRenewal(t *testing.T) {
 		time.Sleep(7 * time.Second)
 		// At 7s a fenced transaction commits a renewal of the term.
 		ms.set(func(m *memStore) {
-			r := m.rows[l.Name()]
-			r.RenewedAtUS, r.ExpiresAtUS = nowUS(), nowUS()+(15*time.Second).Microseconds()
+			s := m.sessions[m.rows[l.Name()].session]
+			s.renewed, s.expires = nowUS(), nowUS()+(15*time.Second).Microseconds()
 		})
 		// The renewal that began at 5s is still waiting at 8.5s, half the
 		// trust left (7s) after it began; the rows are read then.

@@ -56,7 +56,7 @@ var (
 // PostgreSQL, a named lock (GET_LOCK) on MySQL and MariaDB, an immediate
 // write transaction on SQLite, and sp_getapplock on SQL Server.
 func Migrate(ctx context.Context, db *gorm.DB, opts Options) ([]int, error) {
-	s, err := store.New(db, opts.TablePrefix)
+	s, err := store.New(db, store.Options{TablePrefix: opts.TablePrefix})
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func Migrate(ctx context.Context, db *gorm.DB, opts Options) ([]int, error) {
 // Version returns the schema version applied in db: 0 when the schema has
 // never been migrated.
 func Version(ctx context.Context, db *gorm.DB, opts Options) (int, error) {
-	s, err := store.New(db, opts.TablePrefix)
+	s, err := store.New(db, store.Options{TablePrefix: opts.TablePrefix})
 	if err != nil {
 		return 0, err
 	}

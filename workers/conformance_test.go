@@ -457,7 +457,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(wait)
-	for row := before; row.ExpiresAtUS <= before.ExpiresAtUS; row = leaseRow(t, b.db, l.Name()) {
+	for row := before; !row.ExpiresAt.After(before.ExpiresAt); row = leaseRow(t, b.db, l.Name()) {
 		if row.Holder != r.Coordinator().Holder() || !row.Live() {
 			t.Fatalf("lease not held while the function still ran: %+v", row)
 		}

@@ -220,7 +220,7 @@ func sawLeader(t testing.TB, r *running, lease, holder string) {
 // leaseRow reads one lease row directly from the database.
 func leaseRow(t testing.TB, db *gorm.DB, name string) store.Row {
 	t.Helper()
-	s, err := store.New(db, "")
+	s, err := store.New(db, store.Options{})
 	if err != nil {
 		t.Fatalf("store.New: %v", err)
 	}
@@ -235,15 +235,18 @@ func leaseRow(t testing.TB, db *gorm.DB, name string) store.Row {
 }
 
 // expireNow makes a lease expired by the database clock, as if its holder
-// had stopped renewing TTL ago. Holder and epoch stay.
+// had stopped renewing TTL ago: the session holding it expires (and with
+// it every other lease of that session). Holder and epoch stay.
 func expireNow(t testing.TB, db *gorm.DB, name string) {
 	t.Helper()
-	s, err := store.New(db, "")
+	s, err := store.New(db, store.Options{})
 	if err != nil {
 		t.Fatalf("store.New: %v", err)
 	}
-	if err := db.Exec("UPDATE "+s.Tables().Leases+" SET expires_at_us = 1 WHERE name = ?", name).Error; err != nil {
-		t.Fatalf("expire %q: %v", name, err)
+	tables := s.Tables()
+	if err := db.Exec("UPDATE "+tables.Sessions+" SET expires_at_us = 1 WHERE id IN (SELECT session_id FROM "+
+		tables.Leases+" WHERE name = ?)", name).Error; err != nil {
+		t.Fatalf("expire the session of %q: %v", name, err)
 	}
 }
 

@@ -60,38 +60,30 @@ func Trace(db *gorm.DB, fn func(Stmt)) error {
 	return nil
 }
 
-// IsRenew reports whether sql is leasehold's renewal statement: an UPDATE
-// of the lease table ("<prefix>leases", quoted or not) whose SET clause
-// moves renewed_at_us and touches neither holder nor epoch. That tells it
-// from the acquire (which sets holder and epoch), the release (holder),
-// a pool's publish (epoch) and a member's acknowledgement (data only).
-// It accepts the text leasehold sends and pg_stat_statements' normalised
-// form of it. This is the one place that knows the renewal's shape; adjust
-// it when internal/store changes the statement.
+// IsRenew reports whether sql is leasehold's renewal statement: the one
+// UPDATE of a tick, of the session table ("<prefix>sessions", quoted or
+// not), whose SET clause moves renewed_at_us. Every lease of the process
+// rides on that one row, so it is the only statement a tick sends. It
+// accepts the text leasehold sends and pg_stat_statements' normalised form
+// of it. This is the one place that knows the renewal's shape; adjust it
+// when internal/store changes the statement.
 func IsRenew(sql string) bool {
 	s := strings.TrimSpace(sql)
 	if len(s) < 7 || !strings.EqualFold(s[:7], "UPDATE ") {
 		return false
 	}
-	head := s
-	if len(head) > 2000 {
-		head = head[:2000]
-	}
-	up := strings.ToUpper(head)
+	up := strings.ToUpper(s)
 	set := strings.Index(up, " SET ")
 	if set < 0 {
 		return false
 	}
-	table := strings.Trim(strings.TrimSpace(head[7:set]), "\"`[]")
-	if !strings.HasSuffix(table, "leases") {
+	table := strings.Trim(strings.TrimSpace(s[7:set]), "\"`[]")
+	if !strings.HasSuffix(table, "sessions") {
 		return false
 	}
 	clause := up[set+5:]
-	for _, end := range []string{" WHERE ", " FROM ", " OUTPUT "} {
-		if i := strings.Index(clause, end); i >= 0 {
-			clause = clause[:i]
-		}
+	if i := strings.Index(clause, " WHERE "); i >= 0 {
+		clause = clause[:i]
 	}
-	return strings.Contains(clause, "RENEWED_AT_US") && !strings.Contains(clause, "HOLDER") &&
-		!strings.Contains(clause, "EPOCH =") && !strings.Contains(clause, "EPOCH=")
+	return strings.Contains(clause, "RENEWED_AT_US")
 }

@@ -9,18 +9,18 @@ import (
 
 func TestIsRenew(t *testing.T) {
 	for sql, want := range map[string]bool{
-		// As leasehold sends them (internal/store/dialect.go).
-		`UPDATE "leasehold_leases" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 3000000 WHERE holder = ? AND name = ? AND epoch = 1 AND expires_at_us >= 5`: true,
-		"UPDATE `leasehold_leases` SET renewed_at_us = UTC(), expires_at_us = UTC() + 3 WHERE holder = ? AND name IN (?, ?)":                                                                                                                                                                  true,
+		// As leasehold sends it (internal/store/dialect.go).
+		`UPDATE "leasehold_sessions" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 3000000 WHERE id = ? AND expires_at_us >= 5`: true,
+		"UPDATE `leasehold_sessions` SET renewed_at_us = UTC(), expires_at_us = UTC() + 3 WHERE id = ?": true,
 		// pg_stat_statements' normalised text.
-		`UPDATE "leasehold_leases" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * $1 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * $2 AS BIGINT) + $3 WHERE holder = $4`: true,
+		`UPDATE "leasehold_sessions" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * $1 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * $2 AS BIGINT) + $3 WHERE id = $4`: true,
 		// Acquire, release, publish, acknowledgement, others.
-		`UPDATE "leasehold_leases" SET holder = ?, epoch = epoch + 1, acquired_at_us = 1, renewed_at_us = 1, expires_at_us = 4 WHERE name = ?`: false,
-		`UPDATE "leasehold_leases" SET holder = '', expires_at_us = 1 WHERE holder = ? AND name = ?`:                                           false,
-		`UPDATE "leasehold_leases" SET epoch = epoch + 1, data = ?, renewed_at_us = 1 WHERE name = ? AND holder = ''`:                          false,
-		`UPDATE "leasehold_leases" SET data = ? WHERE holder = ? AND renewed_at_us > 0`:                                                        false,
-		`UPDATE "orders" SET renewed_at_us = 1 WHERE id = 1`:                                                                                   false,
-		`SELECT renewed_at_us FROM "leasehold_leases"`:                                                                                         false,
+		`UPDATE "leasehold_leases" SET holder = ?, session_id = ?, epoch = epoch + 1, acquired_at_us = 1, renewed_at_us = 1, expires_at_us = 4 WHERE name IN (?)`: false,
+		`UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = 1 WHERE session_id = ? AND ((name = ? AND epoch = 1))`:                       false,
+		`UPDATE "leasehold_leases" SET epoch = epoch + 1, data = ?, renewed_at_us = 1 WHERE name = ? AND holder = ''`:                                             false,
+		`UPDATE "leasehold_leases" SET data = ? WHERE name = ? AND renewed_at_us > 0`:                                                                             false,
+		`UPDATE "orders" SET renewed_at_us = 1 WHERE id = 1`:                                                                                                      false,
+		`SELECT renewed_at_us FROM "leasehold_sessions"`:                                                                                                          false,
 		``: false,
 	} {
 		if got := IsRenew(sql); got != want {

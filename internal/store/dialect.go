@@ -1,9 +1,13 @@
 package store
 
 import (
+	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
+
+	"gorm.io/gorm"
 )
 
 // This file is the only place in leasehold that knows how the supported
@@ -12,21 +16,26 @@ import (
 //
 //   - the database clock, read as microseconds since the Unix epoch;
 //   - how an insert-if-absent tolerates a concurrent insert;
-//   - how the acquire statement hands back the new epoch (RETURNING,
-//     OUTPUT, or, since MariaDB has no UPDATE ... RETURNING, a read of the
-//     row in the acquire's own transaction);
+//   - how the acquire statement hands back the new epochs (RETURNING,
+//     OUTPUT, or, since MariaDB has no UPDATE ... RETURNING, a locking read
+//     in the acquire's own transaction), and whether it must run in an
+//     explicit transaction so that an abandoned acquire never commits;
 //   - how a fencing read locks the lease row inside the caller's
 //     transaction;
 //   - how concurrent migrations are serialised;
 //   - whether a writing transaction excludes every other writer on the
 //     whole database (SQLite), so that a fenced transaction keeps the
 //     holder's renewal out until it ends;
-//   - the column types of the schema.
+//   - the column types of the schema, and the string functions the schema
+//     migrations use.
+//
+// store.go sequences the statements built here and never asks which
+// database it talks to; schema.go lists the migration steps.
 //
 // Integers that come from the library itself (TTLs, epochs read from the
-// database) are written into the SQL as literals. Strings (names, holders)
-// are always bound parameters written as '?'; gorm rewrites them to the
-// dialect's placeholder ($1, @p1) on the way out.
+// database) are written into the SQL as literals. Strings (names, holders,
+// session ids) are always bound parameters written as '?'; gorm rewrites
+// them to the dialect's placeholder ($1, @p1) on the way out.
 
 // Dialect names as reported by gorm's Dialector.Name().
 const (
@@ -39,23 +48,27 @@ const (
 // Dialects lists the supported dialect names.
 var Dialects = []string{Postgres, MySQL, SQLite, SQLServer}
 
-// acquireResult says how the acquire statement reports the new epoch.
-type acquireResult int
+// acquireMode says how the acquire statement reports the terms it started.
+type acquireMode int
 
 const (
-	// resultRows: the statement returns a one-column result set (RETURNING
-	// or OUTPUT) with the new epoch, or no row when the acquire lost.
-	resultRows acquireResult = iota
-	// resultReadBack: the statement returns nothing; it runs in an explicit
-	// transaction that reads the new epoch back (sqlAcquiredEpoch) under
-	// the row lock the UPDATE took, then commits (MySQL, MariaDB).
-	resultReadBack
-	// resultRowsInTx: as resultRows, but the statement runs inside an
-	// explicit transaction that commits only after the epoch has reached
-	// the client (PostgreSQL). A statement that waits on a row lock does
-	// not notice that its client gave up: in autocommit it would run on
-	// and commit once the lock is freed, taking a term nobody runs.
-	resultRowsInTx
+	// acquireReturning: one UPDATE returns (name, epoch) of every lease it
+	// took (OUTPUT on SQL Server), run as a single statement: SQL Server
+	// cancels a statement whose client sends an attention.
+	acquireReturning acquireMode = iota
+	// acquireReturningInTx: as acquireReturning, inside an explicit
+	// transaction that commits only after the terms reached the client
+	// (PostgreSQL, SQLite). A statement that waits on a row lock does not
+	// notice that its client gave up: in autocommit it would run on and
+	// commit once the lock is freed, taking terms nobody runs. SQLite makes
+	// an UPDATE ... RETURNING's changes at its first step and commits them
+	// when the statement ends, also when its caller stopped reading.
+	acquireReturningInTx
+	// acquireLockThenUpdate: no UPDATE ... RETURNING (MariaDB, MySQL). In
+	// one transaction a locking read finds the leases that can be taken
+	// and their epochs, an UPDATE takes exactly those, and the transaction
+	// commits only after that.
+	acquireLockThenUpdate
 )
 
 // dialect holds the SQL fragments of one database.
@@ -69,8 +82,8 @@ type dialect struct {
 	// quote quotes one identifier.
 	quote func(string) string
 
-	// acquireResult says how the new epoch comes back from acquire.
-	acquireResult acquireResult
+	// acquire says how an acquire reports its terms.
+	acquire acquireMode
 
 	// serialWriters is true when a writing transaction excludes every
 	// other writer on the whole database, not only on the rows it touches
@@ -93,21 +106,21 @@ var dialects = map[string]*dialect{
 		// statement_timestamp() is constant within one statement and, unlike
 		// now(), advances inside a long transaction, which matters for the
 		// fencing check that runs inside the caller's transaction.
-		now:           "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)",
-		quote:         quoteDouble,
-		acquireResult: resultRowsInTx,
-		nameType:      "VARCHAR(255) COLLATE \"C\"",
-		bigintType:    "BIGINT",
-		intType:       "INTEGER",
+		now:        "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)",
+		quote:      quoteDouble,
+		acquire:    acquireReturningInTx,
+		nameType:   "VARCHAR(255) COLLATE \"C\"",
+		bigintType: "BIGINT",
+		intType:    "INTEGER",
 	},
 	MySQL: {
 		name: MySQL,
 		// UTC_TIMESTAMP(6) is constant within a statement and independent of
 		// the session time zone; TIMESTAMPDIFF between two DATETIMEs does no
 		// time-zone conversion either.
-		now:           "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))",
-		quote:         quoteBacktick,
-		acquireResult: resultReadBack,
+		now:     "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))",
+		quote:   quoteBacktick,
+		acquire: acquireLockThenUpdate,
 		// Binary ASCII collation: names and holders compare byte for byte,
 		// as on the other databases (MySQL's default collation ignores case).
 		nameType:          "VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin",
@@ -121,7 +134,7 @@ var dialects = map[string]*dialect{
 		// one statement. The value is stored in microseconds like the others.
 		now:           "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)",
 		quote:         quoteDouble,
-		acquireResult: resultRows,
+		acquire:       acquireReturningInTx,
 		serialWriters: true,
 		nameType:      "TEXT",
 		bigintType:    "INTEGER",
@@ -130,9 +143,9 @@ var dialects = map[string]*dialect{
 	SQLServer: {
 		name: SQLServer,
 		// DATEDIFF_BIG needs SQL Server 2016 or newer.
-		now:           "DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())",
-		quote:         quoteBracket,
-		acquireResult: resultRows,
+		now:     "DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())",
+		quote:   quoteBracket,
+		acquire: acquireReturning,
 		// NVARCHAR because go-mssqldb binds Go strings as NVARCHAR: a VARCHAR
 		// key compared with an NVARCHAR parameter is converted row by row and
 		// loses its index seek. Binary collation: byte-for-byte comparison,
@@ -163,142 +176,280 @@ type Term struct {
 	Epoch int64
 }
 
+// stmt is one statement and its bound arguments.
+type stmt struct {
+	q    string
+	args []any
+}
+
+// Chunk sizes: how many names or terms one statement carries. They keep
+// every statement within SQL Server's 2,100 bound parameters (the
+// smallest limit of the four) with room to spare, and keep each
+// statement's work bounded however many leases a process holds.
+const (
+	// readChunk names per read (one parameter each).
+	readChunk = 1000
+	// writeChunk names or terms per insert, acquire or release (at most
+	// two parameters each, plus a few).
+	writeChunk = 500
+)
+
 // placeholders returns "?, ?, ?" for n values.
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
 
-// termFilter returns the WHERE clause that matches exactly the given terms
-// of one holder, and its arguments. For one term it is a plain equality; for
-// several, an IN list on the primary key plus a CASE that gives each name
-// its own epoch, so one statement covers any number of leases and still
-// checks every epoch.
-func (d *dialect) termFilter(holder string, terms []Term) (string, []any) {
-	args := []any{holder}
-	if len(terms) == 1 {
-		args = append(args, terms[0].Name)
-		return "holder = ? AND name = ? AND epoch = " + strconv.FormatInt(terms[0].Epoch, 10), args
+func namesArgs(names []string) []any {
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
 	}
-	var b strings.Builder
-	b.WriteString("holder = ? AND name IN (")
-	b.WriteString(placeholders(len(terms)))
-	b.WriteString(") AND epoch = CASE name")
-	for _, t := range terms {
-		args = append(args, t.Name)
-	}
-	for _, t := range terms {
-		b.WriteString(" WHEN ? THEN ")
-		b.WriteString(strconv.FormatInt(t.Epoch, 10))
-		args = append(args, t.Name)
-	}
-	b.WriteString(" END")
-	return b.String(), args
+	return args
 }
 
-// sqlInsertIfAbsent creates the row of a lease that has never been used,
-// and does nothing (and does not fail) when it exists, also when another
-// process inserts it at the same moment.
-func (d *dialect) sqlInsertIfAbsent(table string) (string, int) {
+// us renders a duration in microseconds as an SQL literal.
+func us(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
+
+// ----------------------------------------------------------------------
+// Liveness
+//
+// A lease row is held by a session when session_id is set: it is live
+// while that session's row is unexpired by the database clock, so one
+// renewal of the session row extends every lease and pool membership of
+// the process. Rows written by builds before sessions (session_id '')
+// carry their own expiry and stay live until it, so a rolling upgrade
+// never takes over a lease an older process still holds. Tombstones of
+// renamed pool rows (schema version 3) are such rows, live until 9999.
+//
+// The same predicate is written once here, for SQL (heldExpr), and once in
+// Row.Live, for rows read back.
+
+// heldForever is the expires_at_us of a row held by a session: builds
+// before sessions, which only read expires_at_us, see it held until it is
+// released. It is 9999-12-31T23:59:59.999999Z.
+const heldForever = "253402300799999999"
+
+// sessionLive is true when the session whose id is the SQL expression id
+// exists and has not expired by the database clock, less slack (an SQL
+// expression in microseconds, "" for none).
+func (d *dialect) sessionLive(t Tables, id, slack string) string {
+	now := d.now
+	if slack != "" {
+		now += " - " + slack
+	}
+	return "EXISTS (SELECT 1 FROM " + d.quote(t.Sessions) + " s WHERE s.id = " + id + " AND s.expires_at_us >= " + now + ")"
+}
+
+// heldExpr is true when the lease row whose table or alias is l is held
+// and live by the database clock.
+func (d *dialect) heldExpr(t Tables, l string) string {
+	return "(" + l + ".holder <> '' AND ((" + l + ".session_id = '' AND " + l + ".expires_at_us >= " + d.now + ") OR " +
+		d.sessionLive(t, l+".session_id", "") + "))"
+}
+
+// sessionColumn reads a column of the row's session, or fallback for a row
+// not held by a session. joined says the session table is joined as s;
+// otherwise a subquery reads it, which takes no lock that lasts when the
+// outer query locks the lease row (sqlFence).
+func (d *dialect) sessionColumn(t Tables, l, col, fallback string, joined bool) string {
+	sess := "s." + col
+	if !joined {
+		sess = "(SELECT s." + col + " FROM " + d.quote(t.Sessions) + " s WHERE s.id = " + l + ".session_id)"
+	}
+	return "CASE WHEN " + l + ".session_id = '' THEN " + l + "." + col + " ELSE COALESCE(" + sess + ", " + fallback + ") END"
+}
+
+// rowColumns is the column list read back for a lease aliased l: the
+// renewal and expiry of its holder's session, and the database clock.
+func (d *dialect) rowColumns(t Tables, joined bool) string {
+	return "l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, " +
+		d.sessionColumn(t, "l", "renewed_at_us", "l.renewed_at_us", joined) + ", " +
+		d.sessionColumn(t, "l", "expires_at_us", "0", joined) + ", COALESCE(l.data, ''), " + d.now + " AS now_us"
+}
+
+// readFrom is the FROM clause of a plain read: each lease with its
+// session, joined.
+func (d *dialect) readFrom(t Tables) string {
+	return " FROM " + d.quote(t.Leases) + " l LEFT JOIN " + d.quote(t.Sessions) + " s ON s.id = l.session_id"
+}
+
+// ----------------------------------------------------------------------
+// Sessions
+
+// sqlCreateSession starts a session, live for ttl by the database clock.
+func (d *dialect) sqlCreateSession(t Tables, id, holder string, ttl time.Duration) stmt {
+	return stmt{"INSERT INTO " + d.quote(t.Sessions) + " (id, holder, created_at_us, renewed_at_us, expires_at_us) VALUES (?, ?, " +
+		d.now + ", " + d.now + ", " + d.now + " + " + us(ttl) + ")", []any{id, holder}}
+}
+
+// sqlRenewSession extends a session that has not expired by the database
+// clock. An expired session is never revived: its leases may have been
+// taken over, and are free in every reader's eyes.
+func (d *dialect) sqlRenewSession(t Tables, id string, ttl time.Duration) stmt {
+	return stmt{"UPDATE " + d.quote(t.Sessions) + " SET renewed_at_us = " + d.now + ", expires_at_us = " + d.now + " + " + us(ttl) +
+		" WHERE id = ? AND expires_at_us >= " + d.now, []any{id}}
+}
+
+// sqlReadSession reads a session's expiry with the database clock.
+func (d *dialect) sqlReadSession(t Tables, id string) stmt {
+	return stmt{"SELECT renewed_at_us, expires_at_us, " + d.now + " AS now_us FROM " + d.quote(t.Sessions) + " WHERE id = ?", []any{id}}
+}
+
+// sqlEndSession deletes a session: every lease still held by it is free at
+// once.
+func (d *dialect) sqlEndSession(t Tables, id string) stmt {
+	return stmt{"DELETE FROM " + d.quote(t.Sessions) + " WHERE id = ?", []any{id}}
+}
+
+// sqlPruneSessions deletes sessions expired for longer than grace. Their
+// leases are free already; a missing session reads as an expired one.
+func (d *dialect) sqlPruneSessions(t Tables, grace time.Duration) stmt {
+	return stmt{"DELETE FROM " + d.quote(t.Sessions) + " WHERE expires_at_us < " + d.now + " - " + us(grace), nil}
+}
+
+// ----------------------------------------------------------------------
+// Leases
+
+// sqlEnsureRows creates the rows of leases that have never been used, and
+// tolerates rows that exist or that another process inserts at the same
+// moment. A row that exists unheld gets expires_at_us = now, as a new one
+// does: pruning deletes unheld rows only once that is older than its
+// grace, so it never deletes a row someone is about to acquire.
+func (d *dialect) sqlEnsureRows(t Tables, names []string) stmt {
+	q := d.quote(t.Leases)
 	switch d.name {
 	case MySQL:
 		// Not INSERT IGNORE: that would also turn real errors into warnings.
-		return "INSERT INTO " + table + " (name) VALUES (?) ON DUPLICATE KEY UPDATE name = name", 1
+		return stmt{"INSERT INTO " + q + " (name, expires_at_us) VALUES " + d.valuesNow(len(names)) +
+			" ON DUPLICATE KEY UPDATE expires_at_us = IF(holder = '', " + d.now + ", expires_at_us)", namesArgs(names)}
 	case SQLServer:
 		// UPDLOCK+HOLDLOCK take a key-range lock, so two concurrent inserts
 		// queue instead of one failing with a duplicate key.
-		return "INSERT INTO " + table + " (name) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM " + table +
-			" WITH (UPDLOCK, HOLDLOCK) WHERE name = ?)", 2
+		args := append(namesArgs(names), namesArgs(names)...)
+		return stmt{"UPDATE " + q + " SET expires_at_us = " + d.now + " WHERE name IN (" + placeholders(len(names)) + ") AND holder = ''; " +
+			"INSERT INTO " + q + " (name, expires_at_us) SELECT v.name, " + d.now + " FROM (VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?), ", len(names)), ", ") + ") AS v(name) WHERE NOT EXISTS (SELECT 1 FROM " + q +
+			" WITH (UPDLOCK, HOLDLOCK) WHERE " + q + ".name = v.name)", args}
 	default:
-		return "INSERT INTO " + table + " (name) VALUES (?) ON CONFLICT (name) DO NOTHING", 1
+		return stmt{"INSERT INTO " + q + " (name, expires_at_us) VALUES " + d.valuesNow(len(names)) +
+			" ON CONFLICT (name) DO UPDATE SET expires_at_us = " + d.now + " WHERE " + q + ".holder = ''", namesArgs(names)}
 	}
 }
 
-// sqlAcquire takes a lease that is free, expired or already ours, and
-// always starts a new term: the epoch goes up by one in the same statement.
-// Arguments: holder, name, holder.
-func (d *dialect) sqlAcquire(table string, ttlMicros int64) string {
-	ttl := strconv.FormatInt(ttlMicros, 10)
-	set := "holder = ?, epoch = epoch + 1, acquired_at_us = " + d.now + ", renewed_at_us = " + d.now +
-		", expires_at_us = " + d.now + " + " + ttl
-	where := " WHERE name = ? AND (holder = '' OR holder = ? OR expires_at_us < " + d.now + ")"
-	switch d.name {
-	case SQLServer:
-		return "UPDATE " + table + " SET " + set + " OUTPUT inserted.epoch" + where
-	case MySQL:
-		return "UPDATE " + table + " SET " + set + where
-	default:
-		return "UPDATE " + table + " SET " + set + where + " RETURNING epoch"
+// valuesNow renders "(?, NOW), (?, NOW)" for n names.
+func (d *dialect) valuesNow(n int) string {
+	return strings.TrimSuffix(strings.Repeat("(?, "+d.now+"), ", n), ", ")
+}
+
+// takeable is true for a lease row (table or alias l) that session may
+// take: free, expired, held by a dead session, or held by session itself;
+// and only while session itself is live. Arguments: session, session.
+func (d *dialect) takeable(t Tables, l string) string {
+	return "(NOT " + d.heldExpr(t, l) + " OR " + l + ".session_id = ?) AND " + d.sessionLive(t, "?", "")
+}
+
+// acquireSet starts a new term: the epoch goes up by one in the same
+// statement. Arguments: holder, session.
+func (d *dialect) acquireSet() string {
+	return "holder = ?, session_id = ?, epoch = epoch + 1, acquired_at_us = " + d.now + ", renewed_at_us = " + d.now +
+		", expires_at_us = " + heldForever
+}
+
+// sqlAcquire takes, for the live session, every named lease that is free,
+// expired, held by a dead session or by this session, and starts a new
+// term of each. It returns (name, epoch) of each term started, except on
+// MySQL (acquireLockThenUpdate), where sqlAcquireLock and
+// sqlAcquireTerms do the same in two statements.
+func (d *dialect) sqlAcquire(t Tables, session, holder string, names []string) stmt {
+	q := d.quote(t.Leases)
+	args := append([]any{holder, session}, namesArgs(names)...)
+	args = append(args, session, session)
+	where := " WHERE name IN (" + placeholders(len(names)) + ") AND " + d.takeable(t, q)
+	if d.name == SQLServer {
+		return stmt{"UPDATE " + q + " SET " + d.acquireSet() + " OUTPUT inserted.name, inserted.epoch" + where, args}
 	}
+	return stmt{"UPDATE " + q + " SET " + d.acquireSet() + where + " RETURNING name, epoch", args}
 }
 
-// sqlAcquiredEpoch reads the epoch an acquire just set, inside the
-// acquire's transaction, where the UPDATE's row lock keeps it from moving.
-// Used where the acquire statement cannot return it (resultReadBack).
-// Arguments: name.
-func (d *dialect) sqlAcquiredEpoch(table string) string {
-	return "SELECT epoch FROM " + table + " WHERE name = ?"
+// sqlAcquireLock is the first statement of a MySQL acquire: it locks the
+// named leases this session can take and reads their epochs.
+func (d *dialect) sqlAcquireLock(t Tables, session string, names []string) stmt {
+	q := d.quote(t.Leases)
+	args := append(namesArgs(names), session, session)
+	return stmt{"SELECT name, epoch FROM " + q + " WHERE name IN (" + placeholders(len(names)) + ") AND " +
+		d.takeable(t, q) + " FOR UPDATE", args}
 }
 
-// sqlRenew extends every given term that this holder still holds and that
-// has not expired by the database clock. It renews all of them in one
-// statement; the caller learns which ones from the affected-row count and,
-// only when that falls short, one read.
-func (d *dialect) sqlRenew(table string, ttlMicros int64, holder string, terms []Term) (string, []any) {
-	filter, args := d.termFilter(holder, terms)
-	return "UPDATE " + table + " SET renewed_at_us = " + d.now + ", expires_at_us = " + d.now + " + " +
-		strconv.FormatInt(ttlMicros, 10) + " WHERE " + filter + " AND expires_at_us >= " + d.now, args
+// sqlAcquireTerms is the second statement of a MySQL acquire: it starts a
+// new term of exactly the locked terms.
+func (d *dialect) sqlAcquireTerms(t Tables, session, holder string, terms []Term) stmt {
+	filter, targs := termsFilter(terms)
+	return stmt{"UPDATE " + d.quote(t.Leases) + " SET " + d.acquireSet() + " WHERE " + filter,
+		append([]any{holder, session}, targs...)}
 }
 
-// sqlRelease gives up the given terms: the holder is cleared and the lease
-// expires now, so a follower can take it on its next attempt. The epoch is
-// kept, so it is never reused.
-func (d *dialect) sqlRelease(table, holder string, terms []Term) (string, []any) {
-	filter, args := d.termFilter(holder, terms)
-	return "UPDATE " + table + " SET holder = '', expires_at_us = " + d.now + " WHERE " + filter, args
-}
-
-// rowColumns is the column list read back for a lease, ending with the
-// database clock.
-func (d *dialect) rowColumns() string {
-	return "name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), " + d.now + " AS now_us"
-}
-
-// sqlSelect reads the given leases together with the database clock.
-func (d *dialect) sqlSelect(table string, n int) string {
-	return "SELECT " + d.rowColumns() + " FROM " + table + " WHERE name IN (" + placeholders(n) + ")"
-}
-
-// sqlList reads every lease, or those whose name starts with a prefix.
-// Arguments with a prefix: the bounds from prefixRange.
-func (d *dialect) sqlList(table string, withPrefix bool) string {
-	q := "SELECT " + d.rowColumns() + " FROM " + table
-	if withPrefix {
-		q += " WHERE " + prefixFilter
+// termsFilter matches exactly the given terms: "(name = ? AND epoch = 7)
+// OR ...", an index range per term on every database.
+func termsFilter(terms []Term) (string, []any) {
+	parts := make([]string, len(terms))
+	args := make([]any, len(terms))
+	for i, t := range terms {
+		parts[i] = "(name = ? AND epoch = " + strconv.FormatInt(t.Epoch, 10) + ")"
+		args[i] = t.Name
 	}
-	return q + " ORDER BY name"
+	return "(" + strings.Join(parts, " OR ") + ")", args
+}
+
+// sqlRelease gives up the given terms of a session: the holder is cleared
+// and the lease is free at once. The epoch is kept, so it is never reused.
+// A term that is not this session's at that epoch is left untouched.
+func (d *dialect) sqlRelease(t Tables, session string, terms []Term) stmt {
+	filter, args := termsFilter(terms)
+	return stmt{"UPDATE " + d.quote(t.Leases) + " SET holder = '', session_id = '', expires_at_us = " + d.now +
+		" WHERE session_id = ? AND " + filter, append([]any{session}, args...)}
+}
+
+// sqlSelect reads the named leases together with the database clock.
+func (d *dialect) sqlSelect(t Tables, names []string) stmt {
+	return stmt{"SELECT " + d.rowColumns(t, true) + d.readFrom(t) + " WHERE l.name IN (" +
+		placeholders(len(names)) + ")", namesArgs(names)}
+}
+
+// sqlList reads every lease, or those whose name starts with a prefix:
+// lo and hi are the bounds from prefixRange, or "" for all.
+func (d *dialect) sqlList(t Tables, lo, hi string) stmt {
+	q := "SELECT " + d.rowColumns(t, true) + d.readFrom(t)
+	if lo == "" {
+		return stmt{q + " ORDER BY l.name", nil}
+	}
+	return stmt{q + " WHERE " + strings.ReplaceAll(prefixFilter, "name", "l.name") + " ORDER BY l.name", []any{lo, hi}}
 }
 
 // sqlNow reads the database clock alone.
-func (d *dialect) sqlNow() string {
-	return "SELECT " + d.now + " AS now_us"
+func (d *dialect) sqlNow() stmt {
+	return stmt{"SELECT " + d.now + " AS now_us", nil}
 }
 
-// sqlFence reads one lease inside the caller's transaction and locks it
-// against a change of holder until that transaction ends: a share lock on
-// PostgreSQL and MySQL, a held shared row lock on SQL Server. SQLite needs
-// no lock hint: a writing transaction already excludes every other writer,
-// and a deferred one that read a stale snapshot cannot commit a write.
-func (d *dialect) sqlFence(table string) string {
-	base := "SELECT " + d.rowColumns() + " FROM " + table
+// sqlFence reads one lease inside the caller's transaction and locks its
+// row, and only its row, against a change of holder until that transaction
+// ends: a share lock on PostgreSQL and MySQL, a held shared row lock on
+// SQL Server. The session's expiry is read by a subquery, which takes no
+// lock that lasts (MySQL does not lock a subquery's rows for a locking
+// read of the outer query), so a fenced transaction never holds off the
+// renewal of the holder's session. SQLite needs no lock hint: a writing
+// transaction already excludes every other writer, and a deferred one that
+// read a stale snapshot cannot commit a write.
+func (d *dialect) sqlFence(t Tables, name string) stmt {
+	base := "SELECT " + d.rowColumns(t, false) + " FROM " + d.quote(t.Leases) + " l"
 	switch d.name {
 	case Postgres:
-		return base + " WHERE name = ? FOR SHARE"
+		return stmt{base + " WHERE l.name = ? FOR SHARE OF l", []any{name}}
 	case MySQL:
-		return base + " WHERE name = ? LOCK IN SHARE MODE"
+		return stmt{base + " WHERE l.name = ? LOCK IN SHARE MODE", []any{name}}
 	case SQLServer:
-		return base + " WITH (HOLDLOCK, ROWLOCK) WHERE name = ?"
+		return stmt{base + " WITH (HOLDLOCK, ROWLOCK) WHERE l.name = ?", []any{name}}
 	default:
-		return base + " WHERE name = ?"
+		return stmt{base + " WHERE l.name = ?", []any{name}}
 	}
 }
 
@@ -327,24 +478,344 @@ func prefixRange(prefix string) (lo, hi string, err error) {
 	return prefix, string(b), nil
 }
 
-// sqlSetData writes a term's data, only while the term is live.
-func (d *dialect) sqlSetData(table, holder string, t Term, data string) (string, []any) {
-	filter, args := d.termFilter(holder, []Term{t})
-	return "UPDATE " + table + " SET data = ? WHERE " + filter + " AND expires_at_us >= " + d.now,
-		append([]any{data}, args...)
+// sqlSetData writes a term's data, only while the term is this live
+// session's.
+func (d *dialect) sqlSetData(t Tables, session string, term Term, data string) stmt {
+	return stmt{"UPDATE " + d.quote(t.Leases) + " SET data = ? WHERE name = ? AND epoch = " + strconv.FormatInt(term.Epoch, 10) +
+		" AND session_id = ? AND " + d.sessionLive(t, "?", ""), []any{data, term.Name, session, session}}
 }
 
 // sqlPublish is the compare-and-set that publishes a pool's next
-// generation. Arguments: data, name.
-func (d *dialect) sqlPublish(table string, from int64) string {
-	return "UPDATE " + table + " SET epoch = epoch + 1, data = ?, renewed_at_us = " + d.now +
-		" WHERE name = ? AND holder = '' AND epoch = " + strconv.FormatInt(from, 10)
+// generation.
+func (d *dialect) sqlPublish(t Tables, name string, from int64, data string) stmt {
+	return stmt{"UPDATE " + d.quote(t.Leases) + " SET epoch = epoch + 1, data = ?, renewed_at_us = " + d.now +
+		" WHERE name = ? AND holder = '' AND epoch = " + strconv.FormatInt(from, 10), []any{data, name}}
 }
 
-// sqlPruneDead deletes the rows under a name prefix that are released, or
-// expired for longer than graceMicros, by the database clock. Arguments:
-// the bounds from prefixRange.
-func (d *dialect) sqlPruneDead(table string, graceMicros int64) string {
-	return "DELETE FROM " + table + " WHERE " + prefixFilter + " AND expires_at_us < " + d.now +
-		" AND (holder = '' OR expires_at_us < " + d.now + " - " + strconv.FormatInt(graceMicros, 10) + ")"
+// sqlPruneDead deletes the rows under a name prefix (lo, hi from
+// prefixRange) that nobody holds or is about to hold, by the database
+// clock: rows unheld (released, or created and never acquired) for longer
+// than grace, rows of builds before sessions expired for longer than
+// grace, and rows whose session has been expired, or gone, for longer
+// than grace.
+func (d *dialect) sqlPruneDead(t Tables, lo, hi string, grace time.Duration) stmt {
+	q := d.quote(t.Leases)
+	old := d.now + " - " + us(grace)
+	return stmt{"DELETE FROM " + q + " WHERE " + prefixFilter + " AND ((" + q + ".session_id = '' AND " + q + ".expires_at_us < " + old +
+		") OR (" + q + ".session_id <> '' AND NOT " + d.sessionLive(t, q+".session_id", us(grace)) + "))", []any{lo, hi}}
+}
+
+// ----------------------------------------------------------------------
+// Schema
+
+// column describes one column of a table in the schema.
+type column struct {
+	name string
+	typ  func(*dialect) string
+	def  string // default value literal, "" for none
+}
+
+func nameCol(d *dialect) string   { return d.nameType }
+func bigintCol(d *dialect) string { return d.bigintType }
+func intCol(d *dialect) string    { return d.intType }
+
+// createTable renders an idempotent CREATE TABLE for the dialect.
+func (d *dialect) createTable(table string, pk string, cols []column) string {
+	var b strings.Builder
+	if d.name == SQLServer {
+		b.WriteString("IF OBJECT_ID(N'" + table + "', N'U') IS NULL CREATE TABLE ")
+	} else {
+		b.WriteString("CREATE TABLE IF NOT EXISTS ")
+	}
+	b.WriteString(d.quote(table))
+	b.WriteString(" (")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c.name + " " + c.typ(d) + " NOT NULL")
+		if c.def != "" {
+			b.WriteString(" DEFAULT " + c.def)
+		}
+	}
+	b.WriteString(", PRIMARY KEY (" + pk + "))")
+	b.WriteString(d.createTableSuffix)
+	return b.String()
+}
+
+// addColumn adds a NOT NULL column with a default to a table, idempotently
+// where the database can say so in the statement (PostgreSQL, SQL Server).
+// Elsewhere the step guards it with hasColumn (MySQL), or the migration
+// runs in one transaction with its version record (SQLite).
+func (d *dialect) addColumn(table string, c column) string {
+	q := d.quote(table)
+	def := ""
+	if c.def != "" {
+		def = " DEFAULT " + c.def
+	}
+	switch d.name {
+	case Postgres:
+		return "ALTER TABLE " + q + " ADD COLUMN IF NOT EXISTS " + c.name + " " + c.typ(d) + " NOT NULL" + def
+	case SQLServer:
+		return "IF COL_LENGTH(N'" + table + "', N'" + c.name + "') IS NULL ALTER TABLE " + q + " ADD " + c.name + " " +
+			c.typ(d) + " NOT NULL" + strings.Replace(def, "'", "N'", 1)
+	default:
+		return "ALTER TABLE " + q + " ADD COLUMN " + c.name + " " + c.typ(d) + " NOT NULL" + def
+	}
+}
+
+// hasColumn counts a column, where ADD COLUMN cannot say "if not exists"
+// (MySQL, SQLite); "" elsewhere.
+func (d *dialect) hasColumn(table, col string) string {
+	switch d.name {
+	case MySQL:
+		return "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = '" +
+			table + "' AND column_name = '" + col + "'"
+	case SQLite:
+		return "SELECT COUNT(*) FROM pragma_table_info('" + table + "') WHERE name = '" + col + "'"
+	default:
+		return ""
+	}
+}
+
+// hasDataColumnAsReleased is the guard of schema version 2 as it was
+// released: MySQL's only.
+func (d *dialect) hasDataColumnAsReleased(table string) string {
+	if d.name != MySQL {
+		return ""
+	}
+	return d.hasColumn(table, "data")
+}
+
+// addDataColumn adds the text column that pool rows use for their member
+// list and member rows for their acknowledged generation. On MySQL it is a
+// nullable MEDIUMTEXT (TEXT columns take no default before MySQL 8.0.13);
+// reads use COALESCE.
+func (d *dialect) addDataColumn(table string) string {
+	q := d.quote(table)
+	switch d.name {
+	case Postgres:
+		return "ALTER TABLE " + q + " ADD COLUMN IF NOT EXISTS data TEXT NOT NULL DEFAULT ''"
+	case MySQL:
+		return "ALTER TABLE " + q + " ADD COLUMN data MEDIUMTEXT NULL"
+	case SQLServer:
+		return "IF COL_LENGTH(N'" + table + "', N'data') IS NULL ALTER TABLE " + q + " ADD data NVARCHAR(MAX) NOT NULL DEFAULT N''"
+	default:
+		return "ALTER TABLE " + q + " ADD COLUMN data TEXT NOT NULL DEFAULT ''"
+	}
+}
+
+// concat joins string expressions.
+func (d *dialect) concat(parts ...string) string {
+	switch d.name {
+	case MySQL:
+		return "CONCAT(" + strings.Join(parts, ", ") + ")"
+	case SQLServer:
+		return strings.Join(parts, " + ")
+	default:
+		return strings.Join(parts, " || ")
+	}
+}
+
+// length is the length of a string expression (names are ASCII).
+func (d *dialect) length(s string) string {
+	if d.name == SQLServer {
+		return "LEN(" + s + ")"
+	}
+	return "LENGTH(" + s + ")"
+}
+
+// substr is the substring of s from 1-based position from, n long.
+func (d *dialect) substr(s, from, n string) string {
+	if d.name == SQLServer {
+		return "SUBSTRING(" + s + ", " + from + ", " + n + ")"
+	}
+	return "SUBSTR(" + s + ", " + from + ", " + n + ")"
+}
+
+// lastSlash is the 1-based position of the last '/' in col, which must
+// contain one.
+func (d *dialect) lastSlash(col string) string {
+	switch d.name {
+	case Postgres:
+		return "(LENGTH(" + col + ") - STRPOS(REVERSE(" + col + "), '/') + 1)"
+	case MySQL:
+		return "(LENGTH(" + col + ") - LOCATE('/', REVERSE(" + col + ")) + 1)"
+	case SQLServer:
+		return "(LEN(" + col + ") - CHARINDEX('/', REVERSE(" + col + ")) + 1)"
+	default:
+		// SQLite has no REVERSE: trimming every character but '/' from the
+		// right leaves the name up to its last '/'.
+		return "LENGTH(RTRIM(" + col + ", REPLACE(" + col + ", '/', '')))"
+	}
+}
+
+// renameUnlessTaken renders an UPDATE of the lease table that sets name to
+// newName(col) on the rows matching where, except rows whose new name is
+// taken already. col is how the statement refers to the row's name.
+func (d *dialect) renameUnlessTaken(table string, newName func(col string) string, where func(col string) string) string {
+	q := d.quote(table)
+	if d.name == MySQL {
+		// MySQL cannot read the table it updates in a subquery. IGNORE
+		// skips the rows whose new name is taken; it can hide nothing else
+		// here, since the new name has the old one's length and no other
+		// column changes.
+		return "UPDATE IGNORE " + q + " SET name = " + newName("name") + " WHERE " + where("name")
+	}
+	col := q + ".name"
+	return "UPDATE " + q + " SET name = " + newName(col) + " WHERE " + where(col) +
+		" AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + newName(col) + ")"
+}
+
+// insertUnlessTaken turns "INSERT INTO table (...) SELECT ... WHERE ..." into
+// one that skips rows whose name (the SQL expression name) is taken.
+func (d *dialect) insertUnlessTaken(ins, table, name string) string {
+	q := d.quote(table)
+	switch d.name {
+	case MySQL:
+		// IGNORE skips names taken already (see renameUnlessTaken).
+		return strings.Replace(ins, "INSERT INTO", "INSERT IGNORE INTO", 1)
+	case SQLServer:
+		return ins + " AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + name + ")"
+	default:
+		return ins + " ON CONFLICT (name) DO NOTHING"
+	}
+}
+
+// ----------------------------------------------------------------------
+// Migration lock
+
+// lockSQL holds the statements that serialise migrations on one dialect.
+type lockSQL struct {
+	// setup runs first, inside the migration transaction (PostgreSQL).
+	setup string
+	// acquire takes the lock; for MySQL and SQL Server it returns a status
+	// row. '?' is the lock name (MySQL, SQL Server) and then the timeout in
+	// seconds (MySQL).
+	acquire string
+	// release frees the lock; empty where the transaction end frees it.
+	release string
+}
+
+// migrationLock returns the lock statements for one schema.
+func (d *dialect) migrationLock(t Tables, timeout time.Duration) lockSQL {
+	key := migrationLockKey(t)
+	switch d.name {
+	case Postgres:
+		return lockSQL{
+			setup:   "SET LOCAL lock_timeout = " + strconv.FormatInt(timeout.Milliseconds(), 10),
+			acquire: "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(advisoryKey(key), 10) + ")",
+		}
+	case MySQL:
+		return lockSQL{acquire: "SELECT GET_LOCK(?, ?)", release: "SELECT RELEASE_LOCK(?)"}
+	case SQLServer:
+		return lockSQL{acquire: "DECLARE @r INT; EXEC @r = sp_getapplock @Resource = ?, @LockMode = 'Exclusive', " +
+			"@LockOwner = 'Transaction', @LockTimeout = " + strconv.FormatInt(timeout.Milliseconds(), 10) + "; SELECT @r"}
+	default:
+		return lockSQL{acquire: "BEGIN IMMEDIATE", release: "COMMIT"}
+	}
+}
+
+// migrationLockSQL lists the lock statements, for the golden files.
+func migrationLockSQL(d *dialect, t Tables, timeout time.Duration) []string {
+	l := d.migrationLock(t, timeout)
+	var out []string
+	for _, s := range []string{l.setup, l.acquire, l.release} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// withMigrationLock runs apply with the migration lock of t held, on a
+// handle every migration statement goes through. apply runs a step that
+// must be atomic with the record of its version through stepTx.
+func (d *dialect) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration,
+	apply func(tx *gorm.DB, stepTx func(func() error) error) error) error {
+	lock := d.migrationLock(t, timeout)
+	key := migrationLockKey(t)
+	inRun := func(fn func() error) error { return fn() } // the whole run is one transaction
+	switch d.name {
+	case Postgres:
+		// DDL is transactional on PostgreSQL: lock, migrate and record in one
+		// transaction; the lock ends with it.
+		return db.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec(lock.setup).Error; err != nil {
+				return err
+			}
+			if err := tx.Exec(lock.acquire).Error; err != nil {
+				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
+			}
+			return apply(tx, inRun)
+		})
+	case SQLServer:
+		return db.Transaction(func(tx *gorm.DB) error {
+			var rc int
+			if err := tx.Raw(lock.acquire, key).Row().Scan(&rc); err != nil {
+				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
+			}
+			if rc < 0 {
+				return fmt.Errorf("%w: sp_getapplock returned %d", ErrMigrationLock, rc)
+			}
+			return apply(tx, inRun)
+		})
+	case MySQL:
+		// DDL commits implicitly on MySQL, so a transaction cannot hold the
+		// lock: a named lock on one pinned connection does. It is released
+		// explicitly, and by the server if the connection dies. A step of
+		// data changes runs in a transaction begun and ended by statements
+		// on that connection: gorm would take the pinned connection for a
+		// transaction already and only set a savepoint.
+		return pinned(db, func(conn *gorm.DB) error {
+			var dbName sql.NullString
+			if err := conn.Raw("SELECT DATABASE()").Row().Scan(&dbName); err != nil {
+				return err
+			}
+			name := mysqlLockName(dbName.String, key)
+			var got sql.NullInt64
+			secs := max(int64(timeout/time.Second), 1)
+			if err := conn.Raw(lock.acquire, name, secs).Row().Scan(&got); err != nil {
+				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
+			}
+			if !got.Valid || got.Int64 != 1 {
+				return fmt.Errorf("%w: GET_LOCK(%q) timed out after %v", ErrMigrationLock, name, timeout)
+			}
+			defer conn.Exec(lock.release, name)
+			return apply(conn, func(fn func() error) error {
+				if err := conn.Exec("START TRANSACTION").Error; err != nil {
+					return err
+				}
+				if err := fn(); err != nil {
+					conn.Exec("ROLLBACK")
+					return err
+				}
+				return conn.Exec("COMMIT").Error
+			})
+		})
+	default:
+		// BEGIN IMMEDIATE takes the write lock up front (waiting up to the
+		// busy timeout), whatever _txlock the caller's DSN sets, and the
+		// run is one transaction.
+		return pinned(db, func(conn *gorm.DB) error {
+			if err := conn.Exec(lock.acquire).Error; err != nil {
+				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
+			}
+			if err := apply(conn, inRun); err != nil {
+				conn.Exec("ROLLBACK")
+				return err
+			}
+			return conn.Exec(lock.release).Error
+		})
+	}
+}
+
+// mysqlLockName builds a GET_LOCK name (at most 64 characters) scoped to
+// the database, since MySQL's named locks are server-wide.
+func mysqlLockName(database, key string) string {
+	name := key + "@" + database
+	if len(name) > 64 {
+		name = fmt.Sprintf("leasehold:migrate:%x", advisoryKey(name))
+	}
+	return name
 }

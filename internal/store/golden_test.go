@@ -66,43 +66,40 @@ func TestGoldenSQL(t *testing.T) {
 			db := dryRun(t, name)
 			d := dialects[name]
 			tables, _ := TablesFor("")
-			leases := d.quote(tables.Leases)
-			ttl := (15 * time.Second).Microseconds()
+			ttl := 15 * time.Second
+			session := "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 			one := []Term{{Name: "cluster/eu-1/reports", Epoch: 7}}
 			three := []Term{{Name: "cluster/eu-1/reports", Epoch: 7}, {Name: "global/billing", Epoch: 3}, {Name: "global/outbox", Epoch: 12}}
+			names := []string{"global/billing", "global/outbox"}
 			holder := "node-a/eu-1/0123456789abcdef0123456789abcdef"
 
 			var b strings.Builder
 			section := func(title, sql string) { fmt.Fprintf(&b, "-- %s\n%s;\n\n", title, sql) }
-			ins, n := d.sqlInsertIfAbsent(leases)
-			insArgs := []any{"global/billing"}
-			if n == 2 {
-				insArgs = append(insArgs, "global/billing")
+			st := func(title string, x stmt) { section(title, render(db, x.q, x.args...)) }
+			st("start a session", d.sqlCreateSession(tables, session, holder, ttl))
+			st("renew the session: the one statement of a renewal tick", d.sqlRenewSession(tables, session, ttl))
+			st("read the session", d.sqlReadSession(tables, session))
+			st("end the session", d.sqlEndSession(tables, session))
+			st("prune sessions expired long ago", d.sqlPruneSessions(tables, 10*ttl))
+			st("insert lease rows if absent", d.sqlEnsureRows(tables, names))
+			if d.acquire == acquireLockThenUpdate {
+				st("acquire, 1 of 2: lock the leases this session can take", d.sqlAcquireLock(tables, session, names))
+				st("acquire, 2 of 2: new terms (new epochs) of exactly those", d.sqlAcquireTerms(tables, session, holder, three[1:]))
+			} else {
+				st("acquire (new epochs in the same statement)", d.sqlAcquire(tables, session, holder, names))
 			}
-			section("insert the lease row if absent", render(db, ins, insArgs...))
-			section("acquire (new epoch in the same statement)", render(db, d.sqlAcquire(leases, ttl), holder, "global/billing", holder))
-			if d.acquireResult == resultReadBack {
-				section("read the acquired epoch back (in the acquire's transaction)", render(db, d.sqlAcquiredEpoch(leases), "global/billing"))
-			}
-			q, args := d.sqlRenew(leases, ttl, holder, one)
-			section("renew one lease", render(db, q, args...))
-			q, args = d.sqlRenew(leases, ttl, holder, three)
-			section("renew three leases in one statement", render(db, q, args...))
-			q, args = d.sqlRelease(leases, holder, one)
-			section("release one lease", render(db, q, args...))
-			q, args = d.sqlRelease(leases, holder, three)
-			section("release three leases", render(db, q, args...))
-			q, args = d.sqlSetData(leases, holder, one[0], "42")
-			section("set a term's data (a member's acknowledged generation)", render(db, q, args...))
-			section("publish a pool's next generation (compare-and-set)", render(db, d.sqlPublish(leases, 41), "a1b2,c3d4", "pool|global/orders|generation"))
+			st("release one lease", d.sqlRelease(tables, session, one))
+			st("release three leases", d.sqlRelease(tables, session, three))
+			st("set a term's data (a member's acknowledged generation)", d.sqlSetData(tables, session, one[0], "42"))
+			st("publish a pool's next generation (compare-and-set)", d.sqlPublish(tables, "pool|global/orders|generation", 41, "a1b2,c3d4"))
 			lo, hi, _ := prefixRange("pool|global/orders|member|")
-			section("prune dead pool members", render(db, d.sqlPruneDead(leases, ttl*10), lo, hi))
-			section("read leases", render(db, d.sqlSelect(leases, 2), "global/billing", "global/outbox"))
-			section("list all leases", render(db, d.sqlList(leases, false)))
+			st("prune dead pool members", d.sqlPruneDead(tables, lo, hi, 10*ttl))
+			st("read leases", d.sqlSelect(tables, names))
+			st("list all leases", d.sqlList(tables, "", ""))
 			lo, hi, _ = prefixRange("pool|global/orders|")
-			section("list leases by prefix", render(db, d.sqlList(leases, true), lo, hi))
-			section("database clock", render(db, d.sqlNow()))
-			section("fencing check inside the caller's transaction", render(db, d.sqlFence(leases), "global/billing"))
+			st("list leases by prefix", d.sqlList(tables, lo, hi))
+			st("database clock", d.sqlNow())
+			st("fencing check inside the caller's transaction", d.sqlFence(tables, "global/billing"))
 			section("create the version table", d.createMigrationsTable(tables))
 			for _, m := range migrations {
 				for _, s := range m.statements(d, tables) {
@@ -135,6 +132,72 @@ func TestGoldenSQL(t *testing.T) {
 			if got != string(want) {
 				t.Errorf("SQL for %s differs from %s; review the change and rerun with -update.\n--- got:\n%s", name, path, got)
 			}
+		})
+	}
+}
+
+// TestTenThousandLeasesWithinParameterLimits: every statement that carries
+// names or terms does so in chunks, so 10,000 leases (or any number) stay
+// within SQL Server's 2,100 bound parameters, the smallest limit of the
+// four databases, in a bounded number of statements; and a tick's renewal
+// binds one parameter whatever the number of leases.
+func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
+	const n, limit = 10000, 2100
+	names := make([]string, n)
+	terms := make([]Term, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("global/lease-%05d", i)
+		terms[i] = Term{Name: names[i], Epoch: int64(i + 1)}
+	}
+	tables, _ := TablesFor("")
+	const session, holder = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef"
+	for _, name := range Dialects {
+		t.Run(name, func(t *testing.T) {
+			d := dialects[name]
+			db := dryRun(t, name)
+			if st := d.sqlRenewSession(tables, session, time.Minute); len(st.args) != 1 {
+				t.Errorf("the renewal binds %d parameters, want 1", len(st.args))
+			}
+			check := func(what string, want int, each func(yield func(stmt))) {
+				t.Helper()
+				count := 0
+				each(func(st stmt) {
+					count++
+					if len(st.args) > limit {
+						t.Errorf("%s: a statement binds %d parameters, over %d", what, len(st.args), limit)
+					}
+					if name == SQLServer {
+						// gorm numbers them @p1 ... @pN as sent.
+						sql := db.Exec(st.q, st.args...).Statement.SQL.String()
+						if strings.Contains(sql, fmt.Sprintf("@p%d", limit+1)) {
+							t.Errorf("%s: rendered with more than %d parameters", what, limit)
+						}
+					}
+				})
+				if count != want {
+					t.Errorf("%s of %d leases: %d statements, want %d", what, n, count, want)
+				}
+				t.Logf("%s of %d leases: %d statements", what, n, count)
+			}
+			check("release", n/writeChunk, func(yield func(stmt)) {
+				_ = chunks(terms, writeChunk, func(p []Term) error { yield(d.sqlRelease(tables, session, p)); return nil })
+			})
+			check("insert if absent", n/writeChunk, func(yield func(stmt)) {
+				_ = chunks(names, writeChunk, func(p []string) error { yield(d.sqlEnsureRows(tables, p)); return nil })
+			})
+			check("acquire", n/writeChunk, func(yield func(stmt)) {
+				_ = chunks(names, writeChunk, func(p []string) error {
+					if d.acquire == acquireLockThenUpdate {
+						yield(d.sqlAcquireLock(tables, session, p))
+						return nil
+					}
+					yield(d.sqlAcquire(tables, session, holder, p))
+					return nil
+				})
+			})
+			check("read", n/readChunk, func(yield func(stmt)) {
+				_ = chunks(names, readChunk, func(p []string) error { yield(d.sqlSelect(tables, p)); return nil })
+			})
 		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // DefaultTablePrefix is the prefix of every table leasehold creates.
@@ -38,6 +37,7 @@ type Tables struct {
 	Prefix     string
 	Migrations string
 	Leases     string
+	Sessions   string
 }
 
 // TablesFor returns the table names for a prefix ("" means the default).
@@ -52,42 +52,8 @@ func TablesFor(prefix string) (Tables, error) {
 		Prefix:     prefix,
 		Migrations: prefix + "schema_migrations",
 		Leases:     prefix + "leases",
+		Sessions:   prefix + "sessions",
 	}, nil
-}
-
-// column describes one column of a table in the schema.
-type column struct {
-	name string
-	typ  func(*dialect) string
-	def  string // default value literal, "" for none
-}
-
-func nameCol(d *dialect) string   { return d.nameType }
-func bigintCol(d *dialect) string { return d.bigintType }
-func intCol(d *dialect) string    { return d.intType }
-
-// createTable renders an idempotent CREATE TABLE for the dialect.
-func (d *dialect) createTable(table string, pk string, cols []column) string {
-	var b strings.Builder
-	if d.name == SQLServer {
-		b.WriteString("IF OBJECT_ID(N'" + table + "', N'U') IS NULL CREATE TABLE ")
-	} else {
-		b.WriteString("CREATE TABLE IF NOT EXISTS ")
-	}
-	b.WriteString(d.quote(table))
-	b.WriteString(" (")
-	for i, c := range cols {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(c.name + " " + c.typ(d) + " NOT NULL")
-		if c.def != "" {
-			b.WriteString(" DEFAULT " + c.def)
-		}
-	}
-	b.WriteString(", PRIMARY KEY (" + pk + "))")
-	b.WriteString(d.createTableSuffix)
-	return b.String()
 }
 
 // Migration is one numbered step of the coordination schema.
@@ -130,7 +96,7 @@ var migrations = []Migration{
 		statements: func(d *dialect, t Tables) []string {
 			return []string{d.addDataColumn(t.Leases)}
 		},
-		applied: func(d *dialect, t Tables) string { return d.sqlHasDataColumn(t.Leases) },
+		applied: func(d *dialect, t Tables) string { return d.hasDataColumnAsReleased(t.Leases) },
 	},
 	{
 		Version:     3,
@@ -140,7 +106,38 @@ var migrations = []Migration{
 		},
 		transactional: true,
 	},
+	{
+		Version:     4,
+		Description: "create the session table",
+		statements: func(d *dialect, t Tables) []string {
+			return []string{d.createTable(t.Sessions, "id", sessionColumns)}
+		},
+	},
+	{
+		Version:     5,
+		Description: "add the session column to the lease table",
+		statements: func(d *dialect, t Tables) []string {
+			return []string{d.addColumn(t.Leases, sessionIDColumn)}
+		},
+		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, sessionIDColumn.name) },
+	},
 }
+
+// sessionColumns are the columns of the session table: one row per
+// running process that holds or is acquiring leases. A tick of the
+// holder renews this one row, and every lease whose session_id names it is
+// live while it is.
+var sessionColumns = []column{
+	{name: "id", typ: nameCol},
+	{name: "holder", typ: nameCol, def: "''"},
+	{name: "created_at_us", typ: bigintCol, def: "0"},
+	{name: "renewed_at_us", typ: bigintCol, def: "0"},
+	{name: "expires_at_us", typ: bigintCol, def: "0"},
+}
+
+// sessionIDColumn names the session that holds a lease; ” when the lease
+// is free, or held by a build before sessions (with its own expiry).
+var sessionIDColumn = column{name: "session_id", typ: nameCol, def: "''"}
 
 // LatestVersion is the schema version this build of leasehold needs.
 var LatestVersion = migrations[len(migrations)-1].Version
@@ -200,77 +197,6 @@ func DDL(dialectName, prefix string) ([]string, error) {
 // constant descriptions when printing DDL.
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// lockSQL holds the statements that serialise migrations on one dialect.
-type lockSQL struct {
-	// setup runs first, inside the migration transaction (PostgreSQL).
-	setup string
-	// acquire takes the lock; for MySQL and SQL Server it returns a status
-	// row. '?' is the lock name (MySQL, SQL Server) and then the timeout in
-	// seconds (MySQL).
-	acquire string
-	// release frees the lock; empty where the transaction end frees it.
-	release string
-}
-
-// migrationLock returns the lock statements for one schema.
-func (d *dialect) migrationLock(t Tables, timeout time.Duration) lockSQL {
-	key := migrationLockKey(t)
-	switch d.name {
-	case Postgres:
-		return lockSQL{
-			setup:   "SET LOCAL lock_timeout = " + strconv.FormatInt(timeout.Milliseconds(), 10),
-			acquire: "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(advisoryKey(key), 10) + ")",
-		}
-	case MySQL:
-		return lockSQL{acquire: "SELECT GET_LOCK(?, ?)", release: "SELECT RELEASE_LOCK(?)"}
-	case SQLServer:
-		return lockSQL{acquire: "DECLARE @r INT; EXEC @r = sp_getapplock @Resource = ?, @LockMode = 'Exclusive', " +
-			"@LockOwner = 'Transaction', @LockTimeout = " + strconv.FormatInt(timeout.Milliseconds(), 10) + "; SELECT @r"}
-	default:
-		return lockSQL{acquire: "BEGIN IMMEDIATE", release: "COMMIT"}
-	}
-}
-
-// migrationLockSQL lists the lock statements, for the golden files.
-func migrationLockSQL(d *dialect, t Tables, timeout time.Duration) []string {
-	l := d.migrationLock(t, timeout)
-	var out []string
-	for _, s := range []string{l.setup, l.acquire, l.release} {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// addDataColumn adds the text column that pool rows use for their member
-// list and member rows for their acknowledged generation. On MySQL it is a
-// nullable MEDIUMTEXT (TEXT columns take no default before MySQL 8.0.13);
-// reads use COALESCE.
-func (d *dialect) addDataColumn(table string) string {
-	q := d.quote(table)
-	switch d.name {
-	case Postgres:
-		return "ALTER TABLE " + q + " ADD COLUMN IF NOT EXISTS data TEXT NOT NULL DEFAULT ''"
-	case MySQL:
-		return "ALTER TABLE " + q + " ADD COLUMN data MEDIUMTEXT NULL"
-	case SQLServer:
-		return "IF COL_LENGTH(N'" + table + "', N'data') IS NULL ALTER TABLE " + q + " ADD data NVARCHAR(MAX) NOT NULL DEFAULT N''"
-	default:
-		return "ALTER TABLE " + q + " ADD COLUMN data TEXT NOT NULL DEFAULT ''"
-	}
-}
-
-// sqlHasDataColumn counts the data column (MySQL only; elsewhere the DDL is
-// idempotent or transactional).
-func (d *dialect) sqlHasDataColumn(table string) string {
-	if d.name != MySQL {
-		return ""
-	}
-	return "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = '" +
-		table + "' AND column_name = 'data'"
-}
-
 // Schema version 3 renames the rows of pools. Earlier versions named them
 //
 //	pool/<key>/generation
@@ -317,68 +243,6 @@ const (
 	newPoolRows = "name >= 'pool|' AND name < 'pool}'"
 )
 
-// concat joins string expressions.
-func (d *dialect) concat(parts ...string) string {
-	switch d.name {
-	case MySQL:
-		return "CONCAT(" + strings.Join(parts, ", ") + ")"
-	case SQLServer:
-		return strings.Join(parts, " + ")
-	default:
-		return strings.Join(parts, " || ")
-	}
-}
-
-// length is the length of a string expression (names are ASCII).
-func (d *dialect) length(s string) string {
-	if d.name == SQLServer {
-		return "LEN(" + s + ")"
-	}
-	return "LENGTH(" + s + ")"
-}
-
-// substr is the substring of s from 1-based position from, n long.
-func (d *dialect) substr(s, from, n string) string {
-	if d.name == SQLServer {
-		return "SUBSTRING(" + s + ", " + from + ", " + n + ")"
-	}
-	return "SUBSTR(" + s + ", " + from + ", " + n + ")"
-}
-
-// lastSlash is the 1-based position of the last '/' in col, which must
-// contain one.
-func (d *dialect) lastSlash(col string) string {
-	switch d.name {
-	case Postgres:
-		return "(LENGTH(" + col + ") - STRPOS(REVERSE(" + col + "), '/') + 1)"
-	case MySQL:
-		return "(LENGTH(" + col + ") - LOCATE('/', REVERSE(" + col + ")) + 1)"
-	case SQLServer:
-		return "(LEN(" + col + ") - CHARINDEX('/', REVERSE(" + col + ")) + 1)"
-	default:
-		// SQLite has no REVERSE: trimming every character but '/' from the
-		// right leaves the name up to its last '/'.
-		return "LENGTH(RTRIM(" + col + ", REPLACE(" + col + ", '/', '')))"
-	}
-}
-
-// renameUnlessTaken renders an UPDATE of the lease table that sets name to
-// newName(col) on the rows matching where, except rows whose new name is
-// taken already. col is how the statement refers to the row's name.
-func (d *dialect) renameUnlessTaken(table string, newName func(col string) string, where func(col string) string) string {
-	q := d.quote(table)
-	if d.name == MySQL {
-		// MySQL cannot read the table it updates in a subquery. IGNORE
-		// skips the rows whose new name is taken; it can hide nothing else
-		// here, since the new name has the old one's length and no other
-		// column changes.
-		return "UPDATE IGNORE " + q + " SET name = " + newName("name") + " WHERE " + where("name")
-	}
-	col := q + ".name"
-	return "UPDATE " + q + " SET name = " + newName(col) + " WHERE " + where(col) +
-		" AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + newName(col) + ")"
-}
-
 // renamePoolGenerations renames "pool/<key>/generation" to
 // "pool|<key>|generation" for rows never acquired.
 func (d *dialect) renamePoolGenerations(table string) string {
@@ -416,13 +280,5 @@ func (d *dialect) tombstoneOldPoolRows(table string) string {
 	ins := "INSERT INTO " + q + " (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, data) SELECT " +
 		old + ", '" + renamedHolder + "', renamed.epoch, renamed.acquired_at_us, renamed.renewed_at_us, " + tombstoneExpiry +
 		", renamed.data FROM " + q + " AS renamed WHERE " + strings.ReplaceAll(newPoolRows, "name", "renamed.name")
-	switch d.name {
-	case MySQL:
-		// IGNORE skips old names taken already (see renameUnlessTaken).
-		return strings.Replace(ins, "INSERT INTO", "INSERT IGNORE INTO", 1)
-	case SQLServer:
-		return ins + " AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + old + ")"
-	default:
-		return ins + " ON CONFLICT (name) DO NOTHING"
-	}
+	return d.insertUnlessTaken(ins, table, old)
 }

@@ -1,7 +1,9 @@
 // Package store is leasehold's access to the coordination tables: the
-// lease operations (acquire, renew, release, read, fence) and the schema
-// migrations, for every supported dialect. All dialect differences live in
-// dialect.go and schema.go; this file only sequences statements.
+// sessions, the lease operations (acquire, release, read, fence) and the
+// schema migrations, for every supported dialect. Every difference between
+// the databases lives in dialect.go; schema.go lists the migration steps;
+// this file only sequences statements and bounds how many connections
+// they use.
 package store
 
 import (
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	"gorm.io/gorm"
 	"gorm.io/plugin/dbresolver"
 )
@@ -31,33 +34,69 @@ var (
 	ErrMigrationLock = errors.New("leasehold: could not take the migration lock")
 )
 
-// Row is one lease as the database sees it. Times are microseconds since
-// the Unix epoch on the database clock; NowUS is that clock at the read.
+// Row is one lease as the database sees it, read together with the
+// database clock. Times are on the database clock, in UTC; zero for a
+// lease never acquired.
 type Row struct {
-	Name         string
-	Holder       string
-	Epoch        int64
-	AcquiredAtUS int64
-	RenewedAtUS  int64
-	ExpiresAtUS  int64
-	Data         string
-	NowUS        int64
+	Name    string
+	Holder  string // the holder's identity; "" when free
+	Session string // the session holding it; "" when free or held by a build before sessions
+	Epoch   int64
+	// AcquiredAt is when the current (or last) term began.
+	AcquiredAt time.Time
+	// RenewedAt and ExpiresAt are those of the holder's session (of the
+	// row itself when it has no session). ExpiresAt is zero when the
+	// session is gone.
+	RenewedAt, ExpiresAt time.Time
+	Data                 string
+	// Now is the database clock at the read.
+	Now time.Time
 }
 
-// Live reports whether the lease is held and unexpired at the read.
-func (r Row) Live() bool { return r.Holder != "" && r.ExpiresAtUS >= r.NowUS }
+// Live reports whether the lease was held and unexpired at the read. It is
+// the same rule as the SQL the store writes (heldExpr in dialect.go).
+func (r Row) Live() bool { return r.Holder != "" && !r.ExpiresAt.Before(r.Now) }
 
-// Store runs the lease statements on one database.
+// Session is the database's view of one session.
+type Session struct {
+	RenewedAt, ExpiresAt, Now time.Time
+}
+
+// Live reports whether the session was unexpired at the read.
+func (s Session) Live() bool { return !s.ExpiresAt.Before(s.Now) }
+
+// DefaultMaxConnections is how many connections the store's statements
+// use at most, unless Options says otherwise.
+const DefaultMaxConnections = 2
+
+// Options tune a Store.
+type Options struct {
+	// TablePrefix selects the tables ("" means DefaultTablePrefix).
+	TablePrefix string
+	// MaxConnections bounds how many statements of the store run at once,
+	// and so how many connections of the caller's pool they use. With two
+	// or more, one is kept for the session's renewal and the releases, so
+	// that reads and acquires can never delay them. Statements run in the
+	// caller's transactions (Fence, RenewSessionIn) are not counted: they
+	// use the caller's connection. 0 means DefaultMaxConnections.
+	MaxConnections int
+}
+
+// Store runs the coordination statements on one database.
 type Store struct {
 	db     *gorm.DB
 	d      *dialect
 	tables Tables
-	leases string // quoted lease table
+
+	// renewal and general bound the connections in use: renewal carries
+	// the session renewal and the releases, general everything else. They
+	// are the same semaphore when MaxConnections is 1.
+	renewal, general *semaphore.Weighted
+	maxConns         int
 }
 
-// New returns a store for the database behind db, using the tables of the
-// given prefix ("" means the default).
-func New(db *gorm.DB, prefix string) (*Store, error) {
+// New returns a store for the database behind db.
+func New(db *gorm.DB, o Options) (*Store, error) {
 	if db == nil || db.Dialector == nil {
 		return nil, errors.New("leasehold: db is nil")
 	}
@@ -65,14 +104,48 @@ func New(db *gorm.DB, prefix string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := TablesFor(prefix)
+	t, err := TablesFor(o.TablePrefix)
 	if err != nil {
 		return nil, err
 	}
-	// A fresh session: the caller's scopes and conditions must not leak into
-	// the library's statements.
-	return &Store{db: db.Session(&gorm.Session{NewDB: true}), d: d, tables: t, leases: d.quote(t.Leases)}, nil
+	n := o.MaxConnections
+	if n == 0 {
+		n = DefaultMaxConnections
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("leasehold: MaxConnections (%d) must be at least 1", n)
+	}
+	s := &Store{
+		// A fresh session: the caller's scopes and conditions must not leak
+		// into the library's statements.
+		db: db.Session(&gorm.Session{NewDB: true}), d: d, tables: t, maxConns: n,
+	}
+	if n == 1 {
+		s.general = semaphore.NewWeighted(1)
+		s.renewal = s.general
+	} else {
+		s.general = semaphore.NewWeighted(int64(n - 1))
+		s.renewal = semaphore.NewWeighted(1)
+	}
+	return s, nil
 }
+
+// Dialect returns the dialect name.
+func (s *Store) Dialect() string { return s.d.name }
+
+// Tables returns the table names in use.
+func (s *Store) Tables() Tables { return s.tables }
+
+// MaxConnections returns the bound on the connections the store uses.
+func (s *Store) MaxConnections() int { return s.maxConns }
+
+// SerializesWriters reports whether a writing transaction on this database
+// excludes every other writer until it ends, whichever rows it touches
+// (SQLite). A fenced transaction then keeps the session's renewal out for
+// as long as it is open; RenewSessionIn lets the fenced transaction renew
+// the session itself, and ReadSession sees the result once it commits,
+// without waiting for the writer.
+func (s *Store) SerializesWriters() bool { return s.d.serialWriters }
 
 // session returns the handle every library statement outside the caller's
 // transactions starts from. It is bound to ctx and carries dbresolver's
@@ -87,14 +160,25 @@ func (s *Store) session(ctx context.Context) *gorm.DB {
 	return s.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
 }
 
+// run runs fn with a connection slot of sem taken for its whole duration:
+// fn may send several statements, in a transaction or on a pinned
+// connection, but never two at once.
+func (s *Store) run(ctx context.Context, sem *semaphore.Weighted, fn func(db *gorm.DB) error) error {
+	if err := sem.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer sem.Release(1)
+	return fn(s.session(ctx))
+}
+
 // pinned runs fn with a handle whose statements all use one connection
 // taken from the primary's pool, for work that holds a session-level lock
 // (MySQL's GET_LOCK, SQLite's BEGIN IMMEDIATE). The connection is presented
 // to gorm as a transaction (pinnedConn): that is how gorm and its routing
 // plugins recognise statements that must stay on their connection, while a
 // plain *sql.Conn would be swapped for a pooled source by dbresolver.
-func (s *Store) pinned(ctx context.Context, fn func(conn *gorm.DB) error) error {
-	return s.session(ctx).Connection(func(conn *gorm.DB) error {
+func pinned(db *gorm.DB, fn func(conn *gorm.DB) error) error {
+	return db.Connection(func(conn *gorm.DB) error {
 		c, ok := conn.Statement.ConnPool.(*sql.Conn)
 		if !ok {
 			return fmt.Errorf("leasehold: gorm pinned a %T, not a *sql.Conn", conn.Statement.ConnPool)
@@ -118,209 +202,263 @@ func (pinnedConn) Commit() error { return errPinnedNotTx }
 // Rollback implements gorm.TxCommitter; it is never called.
 func (pinnedConn) Rollback() error { return errPinnedNotTx }
 
-// Dialect returns the dialect name.
-func (s *Store) Dialect() string { return s.d.name }
-
-// Tables returns the table names in use.
-func (s *Store) Tables() Tables { return s.tables }
-
-func micros(d time.Duration) int64 { return d.Microseconds() }
-
-// EnsureRow creates the lease row for name if it does not exist yet.
-func (s *Store) EnsureRow(ctx context.Context, name string) error {
-	q, n := s.d.sqlInsertIfAbsent(s.leases)
-	args := []any{name}
-	if n == 2 {
-		args = append(args, name)
-	}
-	return s.session(ctx).Exec(q, args...).Error
-}
-
-// Acquire takes the lease for holder when it is free, expired or already
-// held by holder, starting a new term with the next epoch. It reports
-// ok=false when another holder has it. The row must exist (EnsureRow).
-func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (epoch int64, ok bool, err error) {
-	q := s.d.sqlAcquire(s.leases, micros(ttl))
-	args := []any{holder, name, holder}
-	if s.d.acquireResult == resultReadBack {
-		return s.acquireInTx(ctx, q, args, name)
-	}
-	var epochs []int64
-	scan := func(db *gorm.DB) error { return db.Raw(q, args...).Scan(&epochs).Error }
-	if s.d.acquireResult == resultRowsInTx {
-		err = s.session(ctx).Transaction(scan)
-	} else {
-		err = scan(s.session(ctx))
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	if len(epochs) == 0 {
-		return 0, false, nil
-	}
-	return epochs[0], true, nil
-}
-
-// acquireInTx runs the acquire as an explicit transaction: the UPDATE that
-// bumps the epoch, a read of the new epoch while the row lock is held, and
-// COMMIT. Only the COMMIT, sent after the epoch is known here, can make the
-// term durable. If ctx ends while the UPDATE waits for a row lock, the
-// driver drops the connection and the server rolls the still-open
-// transaction back whenever the UPDATE gets its lock, instead of committing
-// a term this process never learned of (which an autocommit UPDATE would).
-// The one remaining window is the COMMIT itself: when ctx ends or the
-// connection breaks after the server committed but before its reply
-// arrives, the acquire reports an error for a term the database holds.
-func (s *Store) acquireInTx(ctx context.Context, q string, args []any, name string) (epoch int64, ok bool, err error) {
-	err = s.session(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Exec(q, args...)
-		if res.Error != nil {
-			return res.Error
-		}
-		// The acquire changes the epoch, so a match always counts as one
-		// affected row, with or without clientFoundRows.
-		if res.RowsAffected == 0 {
-			return nil
-		}
-		if err := tx.Raw(s.d.sqlAcquiredEpoch(s.leases), name).Row().Scan(&epoch); err != nil {
-			return fmt.Errorf("read the acquired epoch: %w", err)
-		}
-		ok = true
-		return nil
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	return epoch, ok, nil
-}
-
-// Renew extends every given term of holder that the database still shows
-// as held by it and unexpired, all in one statement. It returns the terms
-// that were not renewed (lost). Only when the affected-row count falls
-// short does it read the rows back to learn which ones.
-func (s *Store) Renew(ctx context.Context, holder string, terms []Term, ttl time.Duration) (lost []Term, err error) {
-	if len(terms) == 0 {
-		return nil, nil
-	}
-	q, args := s.d.sqlRenew(s.leases, micros(ttl), holder, terms)
-	res := s.session(ctx).Exec(q, args...)
-	if res.Error != nil {
-		return nil, res.Error
-	}
-	// Every matched row changes (renewed_at_us moves), so the count is the
-	// number renewed with or without MySQL's clientFoundRows.
-	if res.RowsAffected == int64(len(terms)) {
-		return nil, nil
-	}
-	return s.classify(ctx, holder, terms)
-}
-
-// classify reads terms back after a renew that did not match all of them.
-// A row still held by holder with the same epoch and unexpired now was
-// unexpired when the renew ran, so the renew matched and extended it; any
-// other row was not renewed and is lost.
-func (s *Store) classify(ctx context.Context, holder string, terms []Term) ([]Term, error) {
-	names := make([]string, len(terms))
-	for i, t := range terms {
-		names[i] = t.Name
-	}
-	rows, err := s.Get(ctx, names)
-	if err != nil {
-		return nil, err
-	}
-	byName := make(map[string]Row, len(rows))
-	for _, r := range rows {
-		byName[r.Name] = r
-	}
-	var lost []Term
-	for _, t := range terms {
-		r, ok := byName[t.Name]
-		if !ok || r.Holder != holder || r.Epoch != t.Epoch || r.ExpiresAtUS < r.NowUS {
-			lost = append(lost, t)
-		}
-	}
-	return lost, nil
-}
-
-// Release gives up the given terms of holder in one statement and returns
-// how many were still held. Terms already lost are left untouched.
-func (s *Store) Release(ctx context.Context, holder string, terms []Term) (int64, error) {
-	if len(terms) == 0 {
-		return 0, nil
-	}
-	q, args := s.d.sqlRelease(s.leases, holder, terms)
-	res := s.session(ctx).Exec(q, args...)
+// exec runs one statement and returns its affected-row count.
+func exec(db *gorm.DB, st stmt) (int64, error) {
+	res := db.Exec(st.q, st.args...)
 	return res.RowsAffected, res.Error
 }
 
-// Get reads the named leases with the database clock. Names without a row
-// are absent from the result.
+// chunks calls fn with consecutive pieces of items, at most n each.
+func chunks[T any](items []T, n int, fn func([]T) error) error {
+	for len(items) > 0 {
+		k := min(n, len(items))
+		if err := fn(items[:k]); err != nil {
+			return err
+		}
+		items = items[k:]
+	}
+	return nil
+}
+
+func usTime(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+// ----------------------------------------------------------------------
+// Sessions
+
+// CreateSession starts session id of holder, live for ttl by the database
+// clock. The id must be new: sessions are never reused.
+func (s *Store) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
+	return s.run(ctx, s.general, func(db *gorm.DB) error {
+		_, err := exec(db, s.d.sqlCreateSession(s.tables, id, holder, ttl))
+		return err
+	})
+}
+
+// RenewSession extends session id to the database's now plus ttl, if it
+// has not expired. It reports false when the session has expired or is
+// gone: then every lease it held is free, and it never comes back. It is
+// the one statement of a renewal tick, however many leases the session
+// holds.
+func (s *Store) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, error) {
+	var n int64
+	err := s.run(ctx, s.renewal, func(db *gorm.DB) (err error) {
+		n, err = exec(db, s.d.sqlRenewSession(s.tables, id, ttl))
+		return err
+	})
+	// Every match changes renewed_at_us, so the count is 1 with or without
+	// MySQL's clientFoundRows.
+	return n == 1, err
+}
+
+// RenewSessionIn renews session id inside the caller's transaction tx,
+// with the same statement as RenewSession. It takes effect only if tx
+// commits. It reports whether the session was live to renew.
+func (s *Store) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (bool, error) {
+	n, err := exec(tx, s.d.sqlRenewSession(s.tables, id, ttl))
+	return n == 1, err
+}
+
+// ReadSession reads session id; ok is false when it is gone. It runs on
+// the general connections: it is how the renewal loop learns, while its
+// own statement waits for a writer, that fenced transactions renewed the
+// session (SerializesWriters).
+func (s *Store) ReadSession(ctx context.Context, id string) (sess Session, ok bool, err error) {
+	err = s.run(ctx, s.general, func(db *gorm.DB) error {
+		st := s.d.sqlReadSession(s.tables, id)
+		var renewed, expires, now int64
+		switch err := db.Raw(st.q, st.args...).Row().Scan(&renewed, &expires, &now); {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return err
+		}
+		sess, ok = Session{RenewedAt: usTime(renewed), ExpiresAt: usTime(expires), Now: usTime(now)}, true
+		return nil
+	})
+	return sess, ok, err
+}
+
+// EndSession deletes session id: every lease it still holds is free at
+// once. Sessions expired long ago are pruned on the way.
+func (s *Store) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
+	return s.run(ctx, s.renewal, func(db *gorm.DB) error {
+		if _, err := exec(db, s.d.sqlEndSession(s.tables, id)); err != nil {
+			return err
+		}
+		_, err := exec(db, s.d.sqlPruneSessions(s.tables, pruneAfter))
+		return err
+	})
+}
+
+// ----------------------------------------------------------------------
+// Leases
+
+// EnsureRows creates the rows of the named leases that do not exist yet,
+// in statements of at most writeChunk names.
+func (s *Store) EnsureRows(ctx context.Context, names []string) error {
+	return chunks(names, writeChunk, func(part []string) error {
+		return s.run(ctx, s.general, func(db *gorm.DB) error {
+			_, err := exec(db, s.d.sqlEnsureRows(s.tables, part))
+			return err
+		})
+	})
+}
+
+// Acquire takes, for the live session, every named lease that is free,
+// expired, held by a dead session, or held by this session, and starts a
+// new term of each with the next epoch, in statements of at most
+// writeChunk names. It returns the terms started; a name missing from
+// them is held by someone else, or has no row (EnsureRows). When the
+// session itself has expired it takes nothing.
+//
+// A term becomes durable only once this process has its epoch: where a
+// statement waiting on a lock does not notice its client giving up, the
+// acquire runs in a transaction that commits after the epochs arrived.
+func (s *Store) Acquire(ctx context.Context, session, holder string, names []string) ([]Term, error) {
+	var out []Term
+	err := chunks(names, writeChunk, func(part []string) error {
+		return s.run(ctx, s.general, func(db *gorm.DB) error {
+			var got []Term
+			var err error
+			switch s.d.acquire {
+			case acquireReturning:
+				got, err = s.acquireReturning(db, session, holder, part)
+			case acquireReturningInTx:
+				err = db.Transaction(func(tx *gorm.DB) (err error) {
+					got, err = s.acquireReturning(tx, session, holder, part)
+					return err
+				})
+			case acquireLockThenUpdate:
+				err = db.Transaction(func(tx *gorm.DB) (err error) {
+					got, err = s.acquireLockThenUpdate(tx, session, holder, part)
+					return err
+				})
+			}
+			out = append(out, got...)
+			return err
+		})
+	})
+	return out, err
+}
+
+func (s *Store) acquireReturning(db *gorm.DB, session, holder string, names []string) ([]Term, error) {
+	return scanTerms(db, s.d.sqlAcquire(s.tables, session, holder, names))
+}
+
+func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names []string) ([]Term, error) {
+	locked, err := scanTerms(tx, s.d.sqlAcquireLock(s.tables, session, names))
+	if err != nil || len(locked) == 0 {
+		return nil, err
+	}
+	n, err := exec(tx, s.d.sqlAcquireTerms(s.tables, session, holder, locked))
+	if err != nil {
+		return nil, err
+	}
+	// The rows are locked and every match changes its epoch, so the count
+	// is exact with or without clientFoundRows.
+	if n != int64(len(locked)) {
+		return nil, fmt.Errorf("leasehold: acquire updated %d of %d locked leases", n, len(locked))
+	}
+	out := make([]Term, len(locked))
+	for i, t := range locked {
+		out[i] = Term{Name: t.Name, Epoch: t.Epoch + 1}
+	}
+	return out, nil
+}
+
+func scanTerms(db *gorm.DB, st stmt) ([]Term, error) {
+	rs, err := db.Raw(st.q, st.args...).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []Term
+	for rs.Next() {
+		var t Term
+		if err := rs.Scan(&t.Name, &t.Epoch); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rs.Err()
+}
+
+// Release gives up the given terms of session, in statements of at most
+// writeChunk terms, and returns how many were still held. A term that is
+// not the session's at that epoch any more is left untouched, so a stale
+// release can never end a newer term.
+func (s *Store) Release(ctx context.Context, session string, terms []Term) (int64, error) {
+	var total int64
+	err := chunks(terms, writeChunk, func(part []Term) error {
+		return s.run(ctx, s.renewal, func(db *gorm.DB) error {
+			n, err := exec(db, s.d.sqlRelease(s.tables, session, part))
+			total += n
+			return err
+		})
+	})
+	return total, err
+}
+
+// Get reads the named leases with the database clock, in statements of at
+// most readChunk names. Names without a row are absent from the result.
 func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
-	if len(names) == 0 {
-		return nil, nil
-	}
-	args := make([]any, len(names))
-	for i, n := range names {
-		args[i] = n
-	}
-	return s.query(s.session(ctx), s.d.sqlSelect(s.leases, len(names)), args...)
+	var out []Row
+	err := chunks(names, readChunk, func(part []string) error {
+		return s.run(ctx, s.general, func(db *gorm.DB) error {
+			rows, err := queryRows(db, s.d.sqlSelect(s.tables, part))
+			out = append(out, rows...)
+			return err
+		})
+	})
+	return out, err
 }
 
 // List reads every lease whose name starts with prefix ("" for all),
 // ordered by name. The match is byte for byte, also on SQLite.
 func (s *Store) List(ctx context.Context, prefix string) ([]Row, error) {
-	if prefix == "" {
-		return s.query(s.session(ctx), s.d.sqlList(s.leases, false))
+	var lo, hi string
+	if prefix != "" {
+		var err error
+		if lo, hi, err = prefixRange(prefix); err != nil {
+			return nil, err
+		}
 	}
-	lo, hi, err := prefixRange(prefix)
-	if err != nil {
-		return nil, err
-	}
-	return s.query(s.session(ctx), s.d.sqlList(s.leases, true), lo, hi)
+	var out []Row
+	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
+		out, err = queryRows(db, s.d.sqlList(s.tables, lo, hi))
+		return err
+	})
+	return out, err
 }
 
-// Now reads the database clock in microseconds since the Unix epoch.
-func (s *Store) Now(ctx context.Context) (int64, error) {
+// Now reads the database clock.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	var now int64
-	err := s.session(ctx).Raw(s.d.sqlNow()).Row().Scan(&now)
-	return now, err
-}
-
-// SerializesWriters reports whether a writing transaction on this database
-// excludes every other writer until it ends, whichever rows it touches
-// (SQLite). A fenced transaction then keeps the holder's renewal statement
-// out for as long as it is open; RenewIn lets the fenced transaction renew
-// its term itself, and a plain read (Get) sees the result once it commits,
-// without waiting for the writer.
-func (s *Store) SerializesWriters() bool { return s.d.serialWriters }
-
-// RenewIn renews the given terms of holder inside the caller's
-// transaction tx, with the same statement as Renew: it matches only this
-// holder and each term's epoch, and only rows unexpired by the database
-// clock. The renewal takes effect only if tx commits. It returns how many
-// rows matched.
-func (s *Store) RenewIn(tx *gorm.DB, holder string, terms []Term, ttl time.Duration) (int64, error) {
-	if len(terms) == 0 {
-		return 0, nil
-	}
-	q, args := s.d.sqlRenew(s.leases, micros(ttl), holder, terms)
-	res := tx.Exec(q, args...)
-	return res.RowsAffected, res.Error
+	err := s.run(ctx, s.general, func(db *gorm.DB) error {
+		st := s.d.sqlNow()
+		return db.Raw(st.q).Row().Scan(&now)
+	})
+	return usTime(now), err
 }
 
 // Fence reads the lease row inside the caller's transaction tx, locking it
 // against a change of holder until tx ends, and returns it. The caller
-// compares holder, epoch and expiry.
+// compares session, epoch and liveness.
 func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
-	rows, err := s.query(tx, s.d.sqlFence(s.leases), name)
+	rows, err := queryRows(tx, s.d.sqlFence(s.tables, name))
 	if err != nil || len(rows) == 0 {
 		return Row{}, false, err
 	}
 	return rows[0], true, nil
 }
 
-func (s *Store) query(db *gorm.DB, q string, args ...any) ([]Row, error) {
-	rs, err := db.Raw(q, args...).Rows()
+func queryRows(db *gorm.DB, st stmt) ([]Row, error) {
+	rs, err := db.Raw(st.q, st.args...).Rows()
 	if err != nil {
 		return nil, err
 	}
@@ -328,27 +466,79 @@ func (s *Store) query(db *gorm.DB, q string, args ...any) ([]Row, error) {
 	var out []Row
 	for rs.Next() {
 		var r Row
-		if err := rs.Scan(&r.Name, &r.Holder, &r.Epoch, &r.AcquiredAtUS, &r.RenewedAtUS, &r.ExpiresAtUS, &r.Data, &r.NowUS); err != nil {
+		var acquired, renewed, expires, now int64
+		if err := rs.Scan(&r.Name, &r.Holder, &r.Session, &r.Epoch, &acquired, &renewed, &expires, &r.Data, &now); err != nil {
 			return nil, err
 		}
+		r.AcquiredAt, r.RenewedAt, r.ExpiresAt, r.Now = usTime(acquired), usTime(renewed), usTime(expires), usTime(now)
 		out = append(out, r)
 	}
 	return out, rs.Err()
 }
 
+// SetData writes data into a row this session holds at this epoch, while
+// the session is live. It reports false when the term is over.
+func (s *Store) SetData(ctx context.Context, session string, t Term, data string) (bool, error) {
+	var n int64
+	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
+		n, err = exec(db, s.d.sqlSetData(s.tables, session, t, data))
+		return err
+	})
+	if err != nil || n == 1 {
+		return n == 1, err
+	}
+	// MySQL without clientFoundRows counts an unchanged row as 0: read back.
+	rows, err := s.Get(ctx, []string{t.Name})
+	if err != nil {
+		return false, err
+	}
+	ok := len(rows) == 1 && rows[0].Session == session && rows[0].Epoch == t.Epoch && rows[0].Live() && rows[0].Data == data
+	return ok, nil
+}
+
+// Publish moves an unheld row (a pool's generation row) from epoch from to
+// from+1 with new data, only if it is still at from: a compare-and-set.
+func (s *Store) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
+	var n int64
+	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
+		n, err = exec(db, s.d.sqlPublish(s.tables, name, from, data))
+		return err
+	})
+	return n == 1, err
+}
+
+// PruneDead deletes the rows whose name starts with prefix (byte for byte)
+// that nobody holds or is about to hold: unheld for longer than grace, or
+// held by a session expired (or gone) for longer than grace. It returns how
+// many it deleted. Pools use it for the member rows of processes that left
+// or died, whose names (by instance id) are never used again.
+func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
+	lo, hi, err := prefixRange(prefix)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = s.run(ctx, s.general, func(db *gorm.DB) (err error) {
+		n, err = exec(db, s.d.sqlPruneDead(s.tables, lo, hi, grace))
+		return err
+	})
+	return n, err
+}
+
+// ----------------------------------------------------------------------
+// Schema
+
 // SchemaVersion returns the applied schema version, 0 when the version
 // table does not exist.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
-	db := s.session(ctx)
-	if !db.Migrator().HasTable(s.tables.Migrations) {
-		// HasTable swallows errors; tell "absent" from "unreachable".
-		if err := db.Exec("SELECT 1").Error; err != nil {
-			return 0, err
-		}
-		return 0, nil
-	}
 	var v int
-	err := db.Raw(s.d.sqlCurrentVersion(s.tables)).Row().Scan(&v)
+	err := s.run(ctx, s.general, func(db *gorm.DB) error {
+		if !db.Migrator().HasTable(s.tables.Migrations) {
+			// HasTable swallows errors; tell "absent" from "unreachable".
+			return db.Exec("SELECT 1").Error
+		}
+		return db.Raw(s.d.sqlCurrentVersion(s.tables)).Row().Scan(&v)
+	})
 	return v, err
 }
 
@@ -371,111 +561,38 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 // run from many processes at once: a dialect-specific lock serialises the
 // runs, and each run applies only the steps not yet recorded.
 func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied []int, err error) {
-	db := s.session(ctx)
-	apply := func(tx *gorm.DB) error {
-		if err := tx.Exec(s.d.createMigrationsTable(s.tables)).Error; err != nil {
-			return fmt.Errorf("create %s: %w", s.tables.Migrations, err)
-		}
-		var current int
-		if err := tx.Raw(s.d.sqlCurrentVersion(s.tables)).Row().Scan(&current); err != nil {
-			return fmt.Errorf("read schema version: %w", err)
-		}
-		for _, m := range migrations {
-			if m.Version <= current {
-				continue
+	err = s.run(ctx, s.general, func(db *gorm.DB) error {
+		return s.d.withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
+			if err := tx.Exec(s.d.createMigrationsTable(s.tables)).Error; err != nil {
+				return fmt.Errorf("create %s: %w", s.tables.Migrations, err)
 			}
-			var err error
-			if m.transactional && s.d.name == MySQL {
-				err = explicitTx(tx, func() error { return s.applyStep(tx, m) })
-			} else {
-				err = s.applyStep(tx, m)
+			var current int
+			if err := tx.Raw(s.d.sqlCurrentVersion(s.tables)).Row().Scan(&current); err != nil {
+				return fmt.Errorf("read schema version: %w", err)
 			}
-			if err != nil {
-				return err
+			for _, m := range migrations {
+				if m.Version <= current {
+					continue
+				}
+				step := func() error { return s.applyStep(tx, m) }
+				var err error
+				if m.transactional {
+					err = stepTx(step)
+				} else {
+					err = step()
+				}
+				if err != nil {
+					return err
+				}
+				applied = append(applied, m.Version)
 			}
-			applied = append(applied, m.Version)
-		}
-		return nil
-	}
-	lock := s.d.migrationLock(s.tables, lockTimeout)
-	key := migrationLockKey(s.tables)
-	switch s.d.name {
-	case Postgres:
-		// DDL is transactional on PostgreSQL: lock, migrate and record in one
-		// transaction; the lock ends with it.
-		err = db.Transaction(func(tx *gorm.DB) error {
-			if err := tx.Exec(lock.setup).Error; err != nil {
-				return err
-			}
-			if err := tx.Exec(lock.acquire).Error; err != nil {
-				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
-			}
-			return apply(tx)
+			return nil
 		})
-	case SQLServer:
-		err = db.Transaction(func(tx *gorm.DB) error {
-			var rc int
-			if err := tx.Raw(lock.acquire, key).Row().Scan(&rc); err != nil {
-				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
-			}
-			if rc < 0 {
-				return fmt.Errorf("%w: sp_getapplock returned %d", ErrMigrationLock, rc)
-			}
-			return apply(tx)
-		})
-	case MySQL:
-		// DDL commits implicitly on MySQL, so a transaction cannot hold the
-		// lock: a named lock on one pinned connection does. It is released
-		// explicitly, and by the server if the connection dies.
-		err = s.pinned(ctx, func(conn *gorm.DB) error {
-			var dbName sql.NullString
-			if err := conn.Raw("SELECT DATABASE()").Row().Scan(&dbName); err != nil {
-				return err
-			}
-			name := mysqlLockName(dbName.String, key)
-			var got sql.NullInt64
-			secs := max(int64(lockTimeout/time.Second), 1)
-			if err := conn.Raw(lock.acquire, name, secs).Row().Scan(&got); err != nil {
-				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
-			}
-			if !got.Valid || got.Int64 != 1 {
-				return fmt.Errorf("%w: GET_LOCK(%q) timed out after %v", ErrMigrationLock, name, lockTimeout)
-			}
-			defer conn.Exec(lock.release, name)
-			return apply(conn)
-		})
-	case SQLite:
-		// BEGIN IMMEDIATE takes the write lock up front (waiting up to the
-		// busy timeout), whatever _txlock the caller's DSN sets.
-		err = s.pinned(ctx, func(conn *gorm.DB) error {
-			if err := conn.Exec(lock.acquire).Error; err != nil {
-				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
-			}
-			if err := apply(conn); err != nil {
-				conn.Exec("ROLLBACK")
-				return err
-			}
-			return conn.Exec(lock.release).Error
-		})
-	}
+	})
 	if err != nil {
 		return nil, err
 	}
 	return applied, nil
-}
-
-// explicitTx runs fn in a transaction begun and ended by statements on
-// conn, a pinned connection: gorm's Transaction would take the pinned
-// connection for a transaction already and only set a savepoint.
-func explicitTx(conn *gorm.DB, fn func() error) error {
-	if err := conn.Exec("START TRANSACTION").Error; err != nil {
-		return err
-	}
-	if err := fn(); err != nil {
-		conn.Exec("ROLLBACK")
-		return err
-	}
-	return conn.Exec("COMMIT").Error
 }
 
 // applyStep runs one migration step and records its version, skipping the
@@ -502,55 +619,4 @@ func (s *Store) applyStep(tx *gorm.DB, m Migration) error {
 		return fmt.Errorf("record migration %d: %w", m.Version, err)
 	}
 	return nil
-}
-
-// mysqlLockName builds a GET_LOCK name (at most 64 characters) scoped to
-// the database, since MySQL's named locks are server-wide.
-func mysqlLockName(database, key string) string {
-	name := key + "@" + database
-	if len(name) > 64 {
-		name = fmt.Sprintf("leasehold:migrate:%x", advisoryKey(name))
-	}
-	return name
-}
-
-// SetData writes data into a row this holder holds at this epoch, unexpired
-// by the database clock. It reports false when the term is over.
-func (s *Store) SetData(ctx context.Context, holder string, t Term, data string) (bool, error) {
-	q, args := s.d.sqlSetData(s.leases, holder, t, data)
-	res := s.session(ctx).Exec(q, args...)
-	if res.Error != nil {
-		return false, res.Error
-	}
-	if res.RowsAffected == 1 {
-		return true, nil
-	}
-	// MySQL without clientFoundRows counts an unchanged row as 0: read back.
-	rows, err := s.Get(ctx, []string{t.Name})
-	if err != nil {
-		return false, err
-	}
-	ok := len(rows) == 1 && rows[0].Holder == holder && rows[0].Epoch == t.Epoch &&
-		rows[0].ExpiresAtUS >= rows[0].NowUS && rows[0].Data == data
-	return ok, nil
-}
-
-// Publish moves an unheld row (a pool's generation row) from epoch from to
-// from+1 with new data, only if it is still at from: a compare-and-set.
-func (s *Store) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
-	res := s.session(ctx).Exec(s.d.sqlPublish(s.leases, from), data, name)
-	return res.RowsAffected == 1, res.Error
-}
-
-// PruneDead deletes the rows whose name starts with prefix (byte for byte)
-// that were released, or have been expired for longer than grace, and
-// returns how many it deleted. Pools use it for the member rows of processes that left
-// or died, whose names (by instance id) are never used again.
-func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
-	lo, hi, err := prefixRange(prefix)
-	if err != nil {
-		return 0, err
-	}
-	res := s.session(ctx).Exec(s.d.sqlPruneDead(s.leases, micros(grace)), lo, hi)
-	return res.RowsAffected, res.Error
 }

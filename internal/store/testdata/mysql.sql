@@ -1,59 +1,70 @@
--- insert the lease row if absent
-INSERT INTO `leasehold_leases` (name) VALUES (?) ON DUPLICATE KEY UPDATE name = name
--- args: "global/billing";
+-- start a session
+INSERT INTO `leasehold_sessions` (id, holder, created_at_us, renewed_at_us, expires_at_us) VALUES (?, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000)
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
--- acquire (new epoch in the same statement)
-UPDATE `leasehold_leases` SET holder = ?, epoch = epoch + 1, acquired_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000 WHERE name = ? AND (holder = '' OR holder = ? OR expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "global/billing", "node-a/eu-1/0123456789abcdef0123456789abcdef";
+-- renew the session: the one statement of a renewal tick
+UPDATE `leasehold_sessions` SET renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000 WHERE id = ? AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
--- read the acquired epoch back (in the acquire's transaction)
-SELECT epoch FROM `leasehold_leases` WHERE name = ?
--- args: "global/billing";
+-- read the session
+SELECT renewed_at_us, expires_at_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_sessions` WHERE id = ?
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
--- renew one lease
-UPDATE `leasehold_leases` SET renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000 WHERE holder = ? AND name = ? AND epoch = 7 AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+-- end the session
+DELETE FROM `leasehold_sessions` WHERE id = ?
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
--- renew three leases in one statement
-UPDATE `leasehold_leases` SET renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000 WHERE holder = ? AND name IN (?, ?, ?) AND epoch = CASE name WHEN ? THEN 7 WHEN ? THEN 3 WHEN ? THEN 12 END AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+-- prune sessions expired long ago
+DELETE FROM `leasehold_sessions` WHERE expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000;
+
+-- insert lease rows if absent
+INSERT INTO `leasehold_leases` (name, expires_at_us) VALUES (?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))), (?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE expires_at_us = IF(holder = '', TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us)
+-- args: "global/billing", "global/outbox";
+
+-- acquire, 1 of 2: lock the leases this session can take
+SELECT name, epoch FROM `leasehold_leases` WHERE name IN (?, ?) AND (NOT (`leasehold_leases`.holder <> '' AND ((`leasehold_leases`.session_id = '' AND `leasehold_leases`.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) OR EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = `leasehold_leases`.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))) OR `leasehold_leases`.session_id = ?) AND EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = ? AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) FOR UPDATE
+-- args: "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- acquire, 2 of 2: new terms (new epochs) of exactly those
+UPDATE `leasehold_leases` SET holder = ?, session_id = ?, epoch = epoch + 1, acquired_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = 253402300799999999 WHERE ((name = ? AND epoch = 3) OR (name = ? AND epoch = 12))
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox";
 
 -- release one lease
-UPDATE `leasehold_leases` SET holder = '', expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE holder = ? AND name = ? AND epoch = 7
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+UPDATE `leasehold_leases` SET holder = '', session_id = '', expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE session_id = ? AND ((name = ? AND epoch = 7))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports";
 
 -- release three leases
-UPDATE `leasehold_leases` SET holder = '', expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE holder = ? AND name IN (?, ?, ?) AND epoch = CASE name WHEN ? THEN 7 WHEN ? THEN 3 WHEN ? THEN 12 END
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+UPDATE `leasehold_leases` SET holder = '', session_id = '', expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE session_id = ? AND ((name = ? AND epoch = 7) OR (name = ? AND epoch = 3) OR (name = ? AND epoch = 12))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports", "global/billing", "global/outbox";
 
 -- set a term's data (a member's acknowledged generation)
-UPDATE `leasehold_leases` SET data = ? WHERE holder = ? AND name = ? AND epoch = 7 AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
--- args: "42", "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+UPDATE `leasehold_leases` SET data = ? WHERE name = ? AND epoch = 7 AND session_id = ? AND EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = ? AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
+-- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- publish a pool's next generation (compare-and-set)
 UPDATE `leasehold_leases` SET epoch = epoch + 1, data = ?, renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE name = ? AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
 
 -- prune dead pool members
-DELETE FROM `leasehold_leases` WHERE name >= ? AND name < ? AND expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AND (holder = '' OR expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000)
+DELETE FROM `leasehold_leases` WHERE name >= ? AND name < ? AND ((`leasehold_leases`.session_id = '' AND `leasehold_leases`.expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000) OR (`leasehold_leases`.session_id <> '' AND NOT EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = `leasehold_leases`.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000)))
 -- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
 -- read leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` WHERE name IN (?, ?)
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id WHERE l.name IN (?, ?)
 -- args: "global/billing", "global/outbox";
 
 -- list all leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` ORDER BY name;
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id ORDER BY l.name;
 
 -- list leases by prefix
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` WHERE name >= ? AND name < ? ORDER BY name
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id WHERE l.name >= ? AND l.name < ? ORDER BY l.name
 -- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` WHERE name = ? LOCK IN SHARE MODE
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l WHERE l.name = ? LOCK IN SHARE MODE
 -- args: "global/billing";
 
 -- create the version table
@@ -85,6 +96,20 @@ INSERT IGNORE INTO `leasehold_leases` (name, holder, epoch, acquired_at_us, rene
 -- record migration 3
 INSERT INTO `leasehold_schema_migrations` (version, description, applied_at_us) VALUES (3, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
 -- args: "rename pool rows to keys that cannot collide";
+
+-- migration 4: create the session table
+CREATE TABLE IF NOT EXISTS `leasehold_sessions` (id VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, holder VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '', created_at_us BIGINT NOT NULL DEFAULT 0, renewed_at_us BIGINT NOT NULL DEFAULT 0, expires_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id)) ENGINE=InnoDB;
+
+-- record migration 4
+INSERT INTO `leasehold_schema_migrations` (version, description, applied_at_us) VALUES (4, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
+-- args: "create the session table";
+
+-- migration 5: add the session column to the lease table
+ALTER TABLE `leasehold_leases` ADD COLUMN session_id VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '';
+
+-- record migration 5
+INSERT INTO `leasehold_schema_migrations` (version, description, applied_at_us) VALUES (5, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
+-- args: "add the session column to the lease table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM `leasehold_schema_migrations`;

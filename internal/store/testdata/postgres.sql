@@ -1,55 +1,66 @@
--- insert the lease row if absent
-INSERT INTO "leasehold_leases" (name) VALUES ($1) ON CONFLICT (name) DO NOTHING
--- args: "global/billing";
+-- start a session
+INSERT INTO "leasehold_sessions" (id, holder, created_at_us, renewed_at_us, expires_at_us) VALUES ($1, $2, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000)
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
--- acquire (new epoch in the same statement)
-UPDATE "leasehold_leases" SET holder = $1, epoch = epoch + 1, acquired_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000 WHERE name = $2 AND (holder = '' OR holder = $3 OR expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) RETURNING epoch
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "global/billing", "node-a/eu-1/0123456789abcdef0123456789abcdef";
+-- renew the session: the one statement of a renewal tick
+UPDATE "leasehold_sessions" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000 WHERE id = $1 AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
--- renew one lease
-UPDATE "leasehold_leases" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000 WHERE holder = $1 AND name = $2 AND epoch = 7 AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+-- read the session
+SELECT renewed_at_us, expires_at_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_sessions" WHERE id = $1
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
--- renew three leases in one statement
-UPDATE "leasehold_leases" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000 WHERE holder = $1 AND name IN ($2, $3, $4) AND epoch = CASE name WHEN $5 THEN 7 WHEN $6 THEN 3 WHEN $7 THEN 12 END AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+-- end the session
+DELETE FROM "leasehold_sessions" WHERE id = $1
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- prune sessions expired long ago
+DELETE FROM "leasehold_sessions" WHERE expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000;
+
+-- insert lease rows if absent
+INSERT INTO "leasehold_leases" (name, expires_at_us) VALUES ($1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)), ($2, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (name) DO UPDATE SET expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE "leasehold_leases".holder = ''
+-- args: "global/billing", "global/outbox";
+
+-- acquire (new epochs in the same statement)
+UPDATE "leasehold_leases" SET holder = $1, session_id = $2, epoch = epoch + 1, acquired_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = 253402300799999999 WHERE name IN ($3, $4) AND (NOT ("leasehold_leases".holder <> '' AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) OR EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)))) OR "leasehold_leases".session_id = $5) AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $6 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) RETURNING name, epoch
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- release one lease
-UPDATE "leasehold_leases" SET holder = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE holder = $1 AND name = $2 AND epoch = 7
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE session_id = $1 AND ((name = $2 AND epoch = 7))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports";
 
 -- release three leases
-UPDATE "leasehold_leases" SET holder = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE holder = $1 AND name IN ($2, $3, $4) AND epoch = CASE name WHEN $5 THEN 7 WHEN $6 THEN 3 WHEN $7 THEN 12 END
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE session_id = $1 AND ((name = $2 AND epoch = 7) OR (name = $3 AND epoch = 3) OR (name = $4 AND epoch = 12))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports", "global/billing", "global/outbox";
 
 -- set a term's data (a member's acknowledged generation)
-UPDATE "leasehold_leases" SET data = $1 WHERE holder = $2 AND name = $3 AND epoch = 7 AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)
--- args: "42", "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+UPDATE "leasehold_leases" SET data = $1 WHERE name = $2 AND epoch = 7 AND session_id = $3 AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $4 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
+-- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- publish a pool's next generation (compare-and-set)
 UPDATE "leasehold_leases" SET epoch = epoch + 1, data = $1, renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE name = $2 AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
 
 -- prune dead pool members
-DELETE FROM "leasehold_leases" WHERE name >= $1 AND name < $2 AND expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AND (holder = '' OR expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000)
+DELETE FROM "leasehold_leases" WHERE name >= $1 AND name < $2 AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000) OR ("leasehold_leases".session_id <> '' AND NOT EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000)))
 -- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
 -- read leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name IN ($1, $2)
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name IN ($1, $2)
 -- args: "global/billing", "global/outbox";
 
 -- list all leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" ORDER BY name;
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id ORDER BY l.name;
 
 -- list leases by prefix
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name >= $1 AND name < $2 ORDER BY name
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name >= $1 AND l.name < $2 ORDER BY l.name
 -- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" WHERE name = $1 FOR SHARE
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l WHERE l.name = $1 FOR SHARE OF l
 -- args: "global/billing";
 
 -- create the version table
@@ -81,6 +92,20 @@ INSERT INTO "leasehold_leases" (name, holder, epoch, acquired_at_us, renewed_at_
 -- record migration 3
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (3, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
 -- args: "rename pool rows to keys that cannot collide";
+
+-- migration 4: create the session table
+CREATE TABLE IF NOT EXISTS "leasehold_sessions" (id VARCHAR(255) COLLATE "C" NOT NULL, holder VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', created_at_us BIGINT NOT NULL DEFAULT 0, renewed_at_us BIGINT NOT NULL DEFAULT 0, expires_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+
+-- record migration 4
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (4, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
+-- args: "create the session table";
+
+-- migration 5: add the session column to the lease table
+ALTER TABLE "leasehold_leases" ADD COLUMN IF NOT EXISTS session_id VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+
+-- record migration 5
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (5, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
+-- args: "add the session column to the lease table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM "leasehold_schema_migrations";

@@ -1,55 +1,66 @@
--- insert the lease row if absent
-INSERT INTO "leasehold_leases" (name) VALUES (?) ON CONFLICT (name) DO NOTHING
--- args: "global/billing";
+-- start a session
+INSERT INTO "leasehold_sessions" (id, holder, created_at_us, renewed_at_us, expires_at_us) VALUES (?, ?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) + 15000000)
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
--- acquire (new epoch in the same statement)
-UPDATE "leasehold_leases" SET holder = ?, epoch = epoch + 1, acquired_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) + 15000000 WHERE name = ? AND (holder = '' OR holder = ? OR expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)) RETURNING epoch
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "global/billing", "node-a/eu-1/0123456789abcdef0123456789abcdef";
+-- renew the session: the one statement of a renewal tick
+UPDATE "leasehold_sessions" SET renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) + 15000000 WHERE id = ? AND expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
--- renew one lease
-UPDATE "leasehold_leases" SET renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) + 15000000 WHERE holder = ? AND name = ? AND epoch = 7 AND expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+-- read the session
+SELECT renewed_at_us, expires_at_us, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_sessions" WHERE id = ?
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
--- renew three leases in one statement
-UPDATE "leasehold_leases" SET renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) + 15000000 WHERE holder = ? AND name IN (?, ?, ?) AND epoch = CASE name WHEN ? THEN 7 WHEN ? THEN 3 WHEN ? THEN 12 END AND expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+-- end the session
+DELETE FROM "leasehold_sessions" WHERE id = ?
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- prune sessions expired long ago
+DELETE FROM "leasehold_sessions" WHERE expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000;
+
+-- insert lease rows if absent
+INSERT INTO "leasehold_leases" (name, expires_at_us) VALUES (?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)), (?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)) ON CONFLICT (name) DO UPDATE SET expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE "leasehold_leases".holder = ''
+-- args: "global/billing", "global/outbox";
+
+-- acquire (new epochs in the same statement)
+UPDATE "leasehold_leases" SET holder = ?, session_id = ?, epoch = epoch + 1, acquired_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), expires_at_us = 253402300799999999 WHERE name IN (?, ?) AND (NOT ("leasehold_leases".holder <> '' AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)) OR EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)))) OR "leasehold_leases".session_id = ?) AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = ? AND s.expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)) RETURNING name, epoch
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- release one lease
-UPDATE "leasehold_leases" SET holder = '', expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE holder = ? AND name = ? AND epoch = 7
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE session_id = ? AND ((name = ? AND epoch = 7))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports";
 
 -- release three leases
-UPDATE "leasehold_leases" SET holder = '', expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE holder = ? AND name IN (?, ?, ?) AND epoch = CASE name WHEN ? THEN 7 WHEN ? THEN 3 WHEN ? THEN 12 END
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE session_id = ? AND ((name = ? AND epoch = 7) OR (name = ? AND epoch = 3) OR (name = ? AND epoch = 12))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports", "global/billing", "global/outbox";
 
 -- set a term's data (a member's acknowledged generation)
-UPDATE "leasehold_leases" SET data = ? WHERE holder = ? AND name = ? AND epoch = 7 AND expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)
--- args: "42", "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+UPDATE "leasehold_leases" SET data = ? WHERE name = ? AND epoch = 7 AND session_id = ? AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = ? AND s.expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
+-- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- publish a pool's next generation (compare-and-set)
 UPDATE "leasehold_leases" SET epoch = epoch + 1, data = ?, renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE name = ? AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
 
 -- prune dead pool members
-DELETE FROM "leasehold_leases" WHERE name >= ? AND name < ? AND expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AND (holder = '' OR expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000)
+DELETE FROM "leasehold_leases" WHERE name >= ? AND name < ? AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000) OR ("leasehold_leases".session_id <> '' AND NOT EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000)))
 -- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
 -- read leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name IN (?, ?)
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name IN (?, ?)
 -- args: "global/billing", "global/outbox";
 
 -- list all leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" ORDER BY name;
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id ORDER BY l.name;
 
 -- list leases by prefix
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name >= ? AND name < ? ORDER BY name
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name >= ? AND l.name < ? ORDER BY l.name
 -- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" WHERE name = ?
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_leases" l WHERE l.name = ?
 -- args: "global/billing";
 
 -- create the version table
@@ -81,6 +92,20 @@ INSERT INTO "leasehold_leases" (name, holder, epoch, acquired_at_us, renewed_at_
 -- record migration 3
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (3, ?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
 -- args: "rename pool rows to keys that cannot collide";
+
+-- migration 4: create the session table
+CREATE TABLE IF NOT EXISTS "leasehold_sessions" (id TEXT NOT NULL, holder TEXT NOT NULL DEFAULT '', created_at_us INTEGER NOT NULL DEFAULT 0, renewed_at_us INTEGER NOT NULL DEFAULT 0, expires_at_us INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (id));
+
+-- record migration 4
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (4, ?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
+-- args: "create the session table";
+
+-- migration 5: add the session column to the lease table
+ALTER TABLE "leasehold_leases" ADD COLUMN session_id TEXT NOT NULL DEFAULT '';
+
+-- record migration 5
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (5, ?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
+-- args: "add the session column to the lease table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM "leasehold_schema_migrations";

@@ -1,55 +1,66 @@
--- insert the lease row if absent
-INSERT INTO [leasehold_leases] (name) SELECT @p1 WHERE NOT EXISTS (SELECT 1 FROM [leasehold_leases] WITH (UPDLOCK, HOLDLOCK) WHERE name = @p2)
--- args: "global/billing", "global/billing";
+-- start a session
+INSERT INTO [leasehold_sessions] (id, holder, created_at_us, renewed_at_us, expires_at_us) VALUES (@p1, @p2, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000)
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
--- acquire (new epoch in the same statement)
-UPDATE [leasehold_leases] SET holder = @p1, epoch = epoch + 1, acquired_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000 OUTPUT inserted.epoch WHERE name = @p2 AND (holder = '' OR holder = @p3 OR expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "global/billing", "node-a/eu-1/0123456789abcdef0123456789abcdef";
+-- renew the session: the one statement of a renewal tick
+UPDATE [leasehold_sessions] SET renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000 WHERE id = @p1 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
--- renew one lease
-UPDATE [leasehold_leases] SET renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000 WHERE holder = @p1 AND name = @p2 AND epoch = 7 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+-- read the session
+SELECT renewed_at_us, expires_at_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_sessions] WHERE id = @p1
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
--- renew three leases in one statement
-UPDATE [leasehold_leases] SET renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000 WHERE holder = @p1 AND name IN (@p2, @p3, @p4) AND epoch = CASE name WHEN @p5 THEN 7 WHEN @p6 THEN 3 WHEN @p7 THEN 12 END AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+-- end the session
+DELETE FROM [leasehold_sessions] WHERE id = @p1
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- prune sessions expired long ago
+DELETE FROM [leasehold_sessions] WHERE expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000;
+
+-- insert lease rows if absent
+UPDATE [leasehold_leases] SET expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE name IN (@p1, @p2) AND holder = ''; INSERT INTO [leasehold_leases] (name, expires_at_us) SELECT v.name, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) FROM (VALUES (@p3), (@p4)) AS v(name) WHERE NOT EXISTS (SELECT 1 FROM [leasehold_leases] WITH (UPDLOCK, HOLDLOCK) WHERE [leasehold_leases].name = v.name)
+-- args: "global/billing", "global/outbox", "global/billing", "global/outbox";
+
+-- acquire (new epochs in the same statement)
+UPDATE [leasehold_leases] SET holder = @p1, session_id = @p2, epoch = epoch + 1, acquired_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = 253402300799999999 OUTPUT inserted.name, inserted.epoch WHERE name IN (@p3, @p4) AND (NOT ([leasehold_leases].holder <> '' AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())) OR EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())))) OR [leasehold_leases].session_id = @p5) AND EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = @p6 AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- release one lease
-UPDATE [leasehold_leases] SET holder = '', expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE holder = @p1 AND name = @p2 AND epoch = 7
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+UPDATE [leasehold_leases] SET holder = '', session_id = '', expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE session_id = @p1 AND ((name = @p2 AND epoch = 7))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports";
 
 -- release three leases
-UPDATE [leasehold_leases] SET holder = '', expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE holder = @p1 AND name IN (@p2, @p3, @p4) AND epoch = CASE name WHEN @p5 THEN 7 WHEN @p6 THEN 3 WHEN @p7 THEN 12 END
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports", "global/billing", "global/outbox", "cluster/eu-1/reports", "global/billing", "global/outbox";
+UPDATE [leasehold_leases] SET holder = '', session_id = '', expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE session_id = @p1 AND ((name = @p2 AND epoch = 7) OR (name = @p3 AND epoch = 3) OR (name = @p4 AND epoch = 12))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports", "global/billing", "global/outbox";
 
 -- set a term's data (a member's acknowledged generation)
-UPDATE [leasehold_leases] SET data = @p1 WHERE holder = @p2 AND name = @p3 AND epoch = 7 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())
--- args: "42", "node-a/eu-1/0123456789abcdef0123456789abcdef", "cluster/eu-1/reports";
+UPDATE [leasehold_leases] SET data = @p1 WHERE name = @p2 AND epoch = 7 AND session_id = @p3 AND EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = @p4 AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- publish a pool's next generation (compare-and-set)
 UPDATE [leasehold_leases] SET epoch = epoch + 1, data = @p1, renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE name = @p2 AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
 
 -- prune dead pool members
-DELETE FROM [leasehold_leases] WHERE name >= @p1 AND name < @p2 AND expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AND (holder = '' OR expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000)
+DELETE FROM [leasehold_leases] WHERE name >= @p1 AND name < @p2 AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000) OR ([leasehold_leases].session_id <> '' AND NOT EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000)))
 -- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
 -- read leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WHERE name IN (@p1, @p2)
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name IN (@p1, @p2)
 -- args: "global/billing", "global/outbox";
 
 -- list all leases
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] ORDER BY name;
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id ORDER BY l.name;
 
 -- list leases by prefix
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WHERE name >= @p1 AND name < @p2 ORDER BY name
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name >= @p1 AND l.name < @p2 ORDER BY l.name
 -- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, COALESCE(data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] WITH (HOLDLOCK, ROWLOCK) WHERE name = @p1
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM [leasehold_sessions] s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM [leasehold_sessions] s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l WITH (HOLDLOCK, ROWLOCK) WHERE l.name = @p1
 -- args: "global/billing";
 
 -- create the version table
@@ -81,6 +92,20 @@ INSERT INTO [leasehold_leases] (name, holder, epoch, acquired_at_us, renewed_at_
 -- record migration 3
 INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (3, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
 -- args: "rename pool rows to keys that cannot collide";
+
+-- migration 4: create the session table
+IF OBJECT_ID(N'leasehold_sessions', N'U') IS NULL CREATE TABLE [leasehold_sessions] (id NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL, holder NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', created_at_us BIGINT NOT NULL DEFAULT 0, renewed_at_us BIGINT NOT NULL DEFAULT 0, expires_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+
+-- record migration 4
+INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (4, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "create the session table";
+
+-- migration 5: add the session column to the lease table
+IF COL_LENGTH(N'leasehold_leases', N'session_id') IS NULL ALTER TABLE [leasehold_leases] ADD session_id NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+
+-- record migration 5
+INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (5, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "add the session column to the lease table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM [leasehold_schema_migrations];

@@ -1,0 +1,63 @@
+package coordination
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// Held returns the tokens of the leases this process holds and trusts now.
+func (c *Coordinator) Held() []Token {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Token, 0, len(c.held))
+	for _, l := range c.held {
+		if l.validLocked() {
+			out = append(out, l.Token())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// LeaseInfo is a lease as the database sees it.
+type LeaseInfo struct {
+	Name   string // full lease name
+	Holder string // "" when free
+	Epoch  int64
+	// AcquiredAt is when the current (or last) term began. RenewedAt and
+	// ExpiresAt are those of the holder's session: the lease is live until
+	// ExpiresAt unless its session is renewed again. All are
+	// database-clock times in UTC; zero for a lease never acquired.
+	AcquiredAt, RenewedAt, ExpiresAt time.Time
+	// DatabaseTime is the database clock at the read.
+	DatabaseTime time.Time
+	// Live reports whether the lease was held and unexpired at the read.
+	Live bool
+	// Mine reports whether the holder is this process.
+	Mine bool
+}
+
+func (c *Coordinator) info(r store.Row) LeaseInfo {
+	return LeaseInfo{
+		Name: r.Name, Holder: r.Holder, Epoch: r.Epoch,
+		AcquiredAt: r.AcquiredAt, RenewedAt: r.RenewedAt, ExpiresAt: r.ExpiresAt, DatabaseTime: r.Now,
+		Live: r.Live(), Mine: r.Holder == c.holder,
+	}
+}
+
+// Leases lists every lease in the database, ordered by name.
+func (c *Coordinator) Leases(ctx context.Context) ([]LeaseInfo, error) {
+	rows, err := c.store.List(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("coordination: list leases: %w", err)
+	}
+	out := make([]LeaseInfo, len(rows))
+	for i, r := range rows {
+		out[i] = c.info(r)
+	}
+	return out, nil
+}
