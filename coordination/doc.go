@@ -1,6 +1,6 @@
 // Package coordination elects leaders through the SQL database a service
 // already has: named leases with fencing epochs, decided by the database
-// clock, renewed in batches.
+// clock, all riding on one session row per process.
 //
 // # Overview
 //
@@ -81,15 +81,24 @@
 //
 // # Term-scoped writes and epochs
 //
-// Acquire is one conditional UPDATE that takes a lease that is free,
-// expired, or an earlier term of this same holder, and always increments
-// the epoch in that statement. Epochs of a name therefore only grow, a
-// release keeps the epoch, and every term has its own. Renew and release
-// match (name, holder, epoch) and check the exact row outcome, so a stale
-// process can never extend or release a newer term. On MySQL and MariaDB
-// the acquire runs in a short transaction that reads the new epoch before
-// it commits, so an acquire abandoned while it waits on a locked row never
-// commits a term this process does not know of.
+// Acquire is one conditional UPDATE that takes leases that are free,
+// expired, held by an expired session, or held by this process's own
+// session, and always increments the epoch in that statement. Epochs of a
+// name therefore only grow, a release keeps the epoch, and every term has
+// its own. Release matches (session, name, epoch), so a stale process can
+// never release a newer term, and an expired session is never renewed
+// again, so it can never extend one. On PostgreSQL, MySQL/MariaDB and
+// SQLite the acquire runs in a short transaction that has the new epochs
+// before it commits, so an acquire abandoned while it waits on a locked row
+// never commits a term this process does not know of.
+//
+// # Sessions
+//
+// Every lease and pool membership of a process rides on one row of the
+// session table: a lease row names the session holding it and is live while
+// that session is unexpired by the database clock. One renewal of that row
+// per tick keeps every lease alive, whatever their number, and the trust
+// deadline is the session's. A session id is random and never reused.
 //
 // # Statements and the primary
 //
@@ -101,12 +110,14 @@
 //
 // # Batching
 //
-// One renewal statement per tick covers every lease the process holds, however
-// many: an UPDATE whose WHERE clause lists the names and gives each its
-// epoch. If its affected-row count is short, one read tells which terms were
-// lost. Followers read every lease they campaign for with one SELECT per
-// attempt and write only to take a lease that is free or expired. Renewals
-// run in their own goroutine and never wait behind a campaign statement.
+// One renewal statement per tick, of one row, covers every lease the process
+// holds, however many. Followers read every lease they campaign for with
+// one SELECT per thousand names per attempt and write only to take leases
+// that are free or expired, in batches of 500. Releases that end together
+// (a shutdown, a pool leave) go out in batches of 500 too. The coordinator's
+// statements use at most [Config].MaxConnections connections at once (2 by
+// default), one of them kept for the renewal and releases, so renewals
+// never wait behind a campaign statement.
 //
 // # Fencing
 //
@@ -114,7 +125,7 @@
 // for a [Token]) checks inside the caller's own GORM transaction that this
 // process still holds the lease at that epoch and that it is unexpired by
 // the database clock, and locks the lease row until the transaction ends
-// (FOR SHARE on PostgreSQL, LOCK IN SHARE MODE on MySQL, HOLDLOCK on SQL
+// (FOR SHARE OF on PostgreSQL, LOCK IN SHARE MODE on MySQL, HOLDLOCK on SQL
 // Server; SQLite serialises writers anyway). A takeover therefore waits for
 // a fenced transaction in flight, and a paused process that wakes after
 // losing its lease cannot commit: its check fails with [ErrFenced]. The
@@ -123,13 +134,13 @@
 // the check's own statement, so a nil or plain handle is refused with
 // [ErrNotInTransaction]. [Assignment.Fence] works the same way for a pool.
 //
-// A fenced transaction also holds off the holder's renewal until it ends.
-// On SQLite, whose single write lock lets back-to-back transactions keep
-// the renewal out for good, the check therefore renews every lease the
-// process holds inside the caller's transaction, and while the renewal
-// statement waits, the renewal loop reads the rows (WAL readers are not
-// blocked) and trusts a renewal once it sees it committed. See
-// [Lease.Fence] for the budget.
+// Only the lease row is locked, so on PostgreSQL, MySQL and SQL Server a
+// fenced transaction never holds off the renewal of the session. On SQLite,
+// whose single write lock lets back-to-back transactions keep the renewal
+// out for good, the check therefore renews the session inside the caller's
+// transaction, and while the renewal statement waits, the renewal loop
+// reads the session row (WAL readers are not blocked) and trusts a renewal
+// once it sees it committed. See [Lease.Fence] for the budget.
 //
 // # Failure handling
 //
