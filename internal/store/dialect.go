@@ -187,11 +187,11 @@ type stmt struct {
 // smallest limit of the four) with room to spare, and keep each
 // statement's work bounded however many leases a process holds.
 const (
-	// readChunk names per read (one parameter each).
-	readChunk = 1000
-	// writeChunk names or terms per insert, acquire or release (at most
-	// two parameters each, plus a few).
-	writeChunk = 500
+	// ReadChunk is how many names one read carries (one parameter each).
+	ReadChunk = 1000
+	// WriteChunk is how many names or terms one insert, acquire or release
+	// carries (at most two parameters each, plus a few).
+	WriteChunk = 500
 )
 
 // placeholders returns "?, ?, ?" for n values.
@@ -404,9 +404,22 @@ func termsFilter(terms []Term) (string, []any) {
 // and the lease is free at once. The epoch is kept, so it is never reused.
 // A term that is not this session's at that epoch is left untouched.
 func (d *dialect) sqlRelease(t Tables, session string, terms []Term) stmt {
+	q := d.quote(t.Leases)
+	set := "UPDATE " + q + " SET holder = '', session_id = '', expires_at_us = " + d.now
+	if d.name == Postgres && len(terms) > 1 {
+		// PostgreSQL plans a long OR list slowly; a join with the terms as
+		// a VALUES list is one hash join.
+		rows := make([]string, len(terms))
+		args := []any{session}
+		for i, t := range terms {
+			rows[i] = "(?, " + strconv.FormatInt(t.Epoch, 10) + ")"
+			args = append(args, t.Name)
+		}
+		return stmt{set + " FROM (VALUES " + strings.Join(rows, ", ") + ") AS t(name, epoch) WHERE " + q +
+			".session_id = ? AND " + q + ".name = t.name AND " + q + ".epoch = t.epoch", append(args[1:], session)}
+	}
 	filter, args := termsFilter(terms)
-	return stmt{"UPDATE " + d.quote(t.Leases) + " SET holder = '', session_id = '', expires_at_us = " + d.now +
-		" WHERE session_id = ? AND " + filter, append([]any{session}, args...)}
+	return stmt{set + " WHERE session_id = ? AND " + filter, append([]any{session}, args...)}
 }
 
 // sqlSelect reads the named leases together with the database clock.

@@ -179,14 +179,14 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 				}
 				t.Logf("%s of %d leases: %d statements", what, n, count)
 			}
-			check("release", n/writeChunk, func(yield func(stmt)) {
-				_ = chunks(terms, writeChunk, func(p []Term) error { yield(d.sqlRelease(tables, session, p)); return nil })
+			check("release", n/WriteChunk, func(yield func(stmt)) {
+				_ = chunks(terms, WriteChunk, func(p []Term) error { yield(d.sqlRelease(tables, session, p)); return nil })
 			})
-			check("insert if absent", n/writeChunk, func(yield func(stmt)) {
-				_ = chunks(names, writeChunk, func(p []string) error { yield(d.sqlEnsureRows(tables, p)); return nil })
+			check("insert if absent", n/WriteChunk, func(yield func(stmt)) {
+				_ = chunks(names, WriteChunk, func(p []string) error { yield(d.sqlEnsureRows(tables, p)); return nil })
 			})
-			check("acquire", n/writeChunk, func(yield func(stmt)) {
-				_ = chunks(names, writeChunk, func(p []string) error {
+			check("acquire", n/WriteChunk, func(yield func(stmt)) {
+				_ = chunks(names, WriteChunk, func(p []string) error {
 					if d.acquire == acquireLockThenUpdate {
 						yield(d.sqlAcquireLock(tables, session, p))
 						return nil
@@ -195,8 +195,8 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 					return nil
 				})
 			})
-			check("read", n/readChunk, func(yield func(stmt)) {
-				_ = chunks(names, readChunk, func(p []string) error { yield(d.sqlSelect(tables, p)); return nil })
+			check("read", n/ReadChunk, func(yield func(stmt)) {
+				_ = chunks(names, ReadChunk, func(p []string) error { yield(d.sqlSelect(tables, p)); return nil })
 			})
 		})
 	}

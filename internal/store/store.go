@@ -299,9 +299,9 @@ func (s *Store) EndSession(ctx context.Context, id string, pruneAfter time.Durat
 // Leases
 
 // EnsureRows creates the rows of the named leases that do not exist yet,
-// in statements of at most writeChunk names.
+// in statements of at most WriteChunk names.
 func (s *Store) EnsureRows(ctx context.Context, names []string) error {
-	return chunks(names, writeChunk, func(part []string) error {
+	return chunks(names, WriteChunk, func(part []string) error {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
 			_, err := exec(db, s.d.sqlEnsureRows(s.tables, part))
 			return err
@@ -312,7 +312,7 @@ func (s *Store) EnsureRows(ctx context.Context, names []string) error {
 // Acquire takes, for the live session, every named lease that is free,
 // expired, held by a dead session, or held by this session, and starts a
 // new term of each with the next epoch, in statements of at most
-// writeChunk names. It returns the terms started; a name missing from
+// WriteChunk names. It returns the terms started; a name missing from
 // them is held by someone else, or has no row (EnsureRows). When the
 // session itself has expired it takes nothing.
 //
@@ -321,7 +321,7 @@ func (s *Store) EnsureRows(ctx context.Context, names []string) error {
 // acquire runs in a transaction that commits after the epochs arrived.
 func (s *Store) Acquire(ctx context.Context, session, holder string, names []string) ([]Term, error) {
 	var out []Term
-	err := chunks(names, writeChunk, func(part []string) error {
+	err := chunks(names, WriteChunk, func(part []string) error {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
 			var got []Term
 			var err error
@@ -389,12 +389,12 @@ func scanTerms(db *gorm.DB, st stmt) ([]Term, error) {
 }
 
 // Release gives up the given terms of session, in statements of at most
-// writeChunk terms, and returns how many were still held. A term that is
+// WriteChunk terms, and returns how many were still held. A term that is
 // not the session's at that epoch any more is left untouched, so a stale
 // release can never end a newer term.
 func (s *Store) Release(ctx context.Context, session string, terms []Term) (int64, error) {
 	var total int64
-	err := chunks(terms, writeChunk, func(part []Term) error {
+	err := chunks(terms, WriteChunk, func(part []Term) error {
 		return s.run(ctx, s.renewal, func(db *gorm.DB) error {
 			n, err := exec(db, s.d.sqlRelease(s.tables, session, part))
 			total += n
@@ -405,10 +405,10 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 }
 
 // Get reads the named leases with the database clock, in statements of at
-// most readChunk names. Names without a row are absent from the result.
+// most ReadChunk names. Names without a row are absent from the result.
 func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
 	var out []Row
-	err := chunks(names, readChunk, func(part []string) error {
+	err := chunks(names, ReadChunk, func(part []string) error {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
 			rows, err := queryRows(db, s.d.sqlSelect(s.tables, part))
 			out = append(out, rows...)

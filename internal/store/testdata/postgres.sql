@@ -30,8 +30,8 @@ UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports";
 
 -- release three leases
-UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE session_id = $1 AND ((name = $2 AND epoch = 7) OR (name = $3 AND epoch = 3) OR (name = $4 AND epoch = 12))
--- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports", "global/billing", "global/outbox";
+UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) FROM (VALUES ($1, 7), ($2, 3), ($3, 12)) AS t(name, epoch) WHERE "leasehold_leases".session_id = $4 AND "leasehold_leases".name = t.name AND "leasehold_leases".epoch = t.epoch
+-- args: "cluster/eu-1/reports", "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- set a term's data (a member's acknowledged generation)
 UPDATE "leasehold_leases" SET data = $1 WHERE name = $2 AND epoch = 7 AND session_id = $3 AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $4 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
