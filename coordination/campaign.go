@@ -103,21 +103,31 @@ func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
 		c.campaignError("session", "", err)
 		return
 	}
-	terms, err := c.store.Acquire(opCtx, s.id, c.holder, takeable)
-	got := make(map[string]bool, len(terms))
-	for _, t := range terms { // those acquired before an error too
-		got[t.Name] = true
-		c.grant(t.Name, t.Epoch, s)
-	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		// The acquire of the others may or may not have committed: each
-		// lease is reported, so that an epoch taken without a term is
-		// accounted for.
-		c.log.Warn("campaign attempt failed; retrying", zap.Int("leases", len(takeable)-len(got)), zap.Error(err))
-		for _, name := range takeable {
-			if !got[name] {
-				c.events.emit(Event{Kind: EventError, Lease: name, Err: fmt.Errorf("acquire: %w", err)})
+	defer c.using(s)()
+	// Chunk by chunk, each granted as it comes, so that a long round's
+	// first terms ride on the session's renewals while the rest are taken.
+	for len(takeable) > 0 {
+		chunk := takeable[:min(len(takeable), store.WriteChunk)]
+		takeable = takeable[len(chunk):]
+		terms, err := c.store.Acquire(opCtx, s.id, c.holder, chunk)
+		got := make(map[string]bool, len(terms))
+		for _, t := range terms {
+			got[t.Name] = true
+			c.grant(t.Name, t.Epoch, s)
+		}
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				// The acquire may or may not have committed: each lease is
+				// reported, so that an epoch taken without a term is
+				// accounted for.
+				c.log.Warn("campaign attempt failed; retrying", zap.Int("leases", len(chunk)-len(got)), zap.Error(err))
+				for _, name := range chunk {
+					if !got[name] {
+						c.events.emit(Event{Kind: EventError, Lease: name, Err: fmt.Errorf("acquire: %w", err)})
+					}
+				}
 			}
+			return
 		}
 	}
 }
@@ -208,6 +218,7 @@ func (c *Coordinator) acquireDirect(ctx context.Context, name string) (*Lease, e
 	if err != nil {
 		return nil, err
 	}
+	defer c.using(s)()
 	terms, err := c.store.Acquire(ctx, s.id, c.holder, []string{name})
 	if err != nil {
 		return nil, err

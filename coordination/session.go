@@ -39,9 +39,24 @@ type session struct {
 	timer    *time.Timer
 	dead     bool
 	held     int // leases held under it
+	busy     int // acquires under way with it
 	// fenceRenewals counts renewals of the session committed inside fenced
 	// transactions since the renewal loop last read the row (SQLite).
 	fenceRenewals int
+}
+
+// using marks s as in use by an acquire until the returned func is
+// called: the renewal loop renews a session while it holds leases or an
+// acquire is under way with it, so that a long acquire does not outlive it.
+func (c *Coordinator) using(s *session) (done func()) {
+	c.mu.Lock()
+	s.busy++
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		s.busy--
+		c.mu.Unlock()
+	}
 }
 
 // lose marks the session over for this process.
@@ -229,12 +244,12 @@ func (c *Coordinator) renewLoop(ctx context.Context) (abandoned bool) {
 }
 
 // renewOnce sends the one renewal statement of a tick, for the session of
-// the held leases. Nothing is sent when nothing is held: an idle follower
-// only reads.
+// the held leases. Nothing is sent when nothing is held or being acquired:
+// an idle follower only reads.
 func (c *Coordinator) renewOnce(ctx context.Context) renewOutcome {
 	c.mu.Lock()
 	s := c.sess
-	if s == nil || s.dead || s.held == 0 {
+	if s == nil || s.dead || (s.held == 0 && s.busy == 0) {
 		c.mu.Unlock()
 		return renewed
 	}
