@@ -29,6 +29,9 @@ type memStore struct {
 	renews   int
 	// releaseGate, when set, blocks Release until it is closed.
 	releaseGate chan struct{}
+	// acquireDelay, when set, is how long each Acquire takes before it
+	// executes, as for a large batch on a loaded database.
+	acquireDelay time.Duration
 	// serialWriters is what SerializesWriters reports, as for SQLite.
 	serialWriters bool
 }
@@ -155,6 +158,12 @@ func (m *memStore) EnsureRows(ctx context.Context, names []string) error {
 }
 
 func (m *memStore) Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error) {
+	m.mu.Lock()
+	delay := m.acquireDelay
+	m.mu.Unlock()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := nowUS()

@@ -280,3 +280,37 @@ func TestWaitingRenewalTrustsCommittedFencedRenewal(t *testing.T) {
 		_ = l.Release(context.Background())
 	})
 }
+
+// TestSessionOutlivesALongAcquire: an acquire that takes longer than TTL
+// (a large batch on a loaded database) still takes its leases, because the
+// renewal loop renews the session while an acquire uses it, before it
+// holds any lease; and once it holds them, one renewal per tick keeps them.
+func TestSessionOutlivesALongAcquire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := newMemStore()
+		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
+		defer stop()
+		ms.set(func(m *memStore) { m.acquireDelay = 40 * time.Second })
+		start := time.Now()
+		e, err := c.Election(ClusterScope, "slow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // fake time
+		defer cancel()
+		l, err := e.Campaign(ctx)
+		if err != nil {
+			t.Fatalf("no lease after %v of 40s acquires: %v", time.Since(start), err)
+		}
+		if took := time.Since(start); took < 40*time.Second {
+			t.Fatalf("acquired after %v, before the acquire's 40s", took)
+		}
+		if !l.Valid() {
+			t.Fatalf("lease acquired after 40s is not valid: %v", l.Check())
+		}
+		if r := ms.row(l.Name()); !r.Live() || r.Session == "" {
+			t.Fatalf("row after the long acquire: %+v", r)
+		}
+		_ = l.Release(context.Background())
+	})
+}
