@@ -18,20 +18,20 @@ DELETE FROM "leasehold_sessions" WHERE id = $1
 DELETE FROM "leasehold_sessions" WHERE expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000;
 
 -- insert lease rows if absent
-INSERT INTO "leasehold_leases" (name, expires_at_us) VALUES ($1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)), ($2, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (name) DO UPDATE SET expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE "leasehold_leases".holder = ''
--- args: "global/billing", "global/outbox";
+INSERT INTO "leasehold_leases" (name, expires_at_us) SELECT n, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) FROM unnest(CAST($1 AS text[])) AS n ON CONFLICT (name) DO UPDATE SET expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE "leasehold_leases".holder = ''
+-- args: "{\"global/billing\",\"global/outbox\"}";
 
 -- acquire (new epochs in the same statement)
-UPDATE "leasehold_leases" SET holder = $1, session_id = $2, epoch = epoch + 1, acquired_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = 253402300799999999 WHERE name IN ($3, $4) AND (NOT ("leasehold_leases".holder <> '' AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) OR EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)))) OR "leasehold_leases".session_id = $5) AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $6 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) RETURNING name, epoch
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+UPDATE "leasehold_leases" SET holder = $1, session_id = $2, epoch = epoch + 1, acquired_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = 253402300799999999 WHERE name = ANY(CAST($3 AS text[])) AND (NOT ("leasehold_leases".holder <> '' AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) OR EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)))) OR "leasehold_leases".session_id = $4) AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $5 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) RETURNING name, epoch
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "{\"global/billing\",\"global/outbox\"}", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- release one lease
 UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE session_id = $1 AND ((name = $2 AND epoch = 7))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports";
 
 -- release three leases
-UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) FROM (VALUES ($1, 7), ($2, 3), ($3, 12)) AS t(name, epoch) WHERE "leasehold_leases".session_id = $4 AND "leasehold_leases".name = t.name AND "leasehold_leases".epoch = t.epoch
--- args: "cluster/eu-1/reports", "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) FROM unnest(CAST($1 AS text[]), CAST($2 AS bigint[])) AS t(name, epoch) WHERE "leasehold_leases".session_id = $3 AND "leasehold_leases".name = t.name AND "leasehold_leases".epoch = t.epoch
+-- args: "{\"cluster/eu-1/reports\",\"global/billing\",\"global/outbox\"}", "{7,3,12}", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- set a term's data (a member's acknowledged generation)
 UPDATE "leasehold_leases" SET data = $1 WHERE name = $2 AND epoch = 7 AND session_id = $3 AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $4 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
@@ -46,8 +46,8 @@ DELETE FROM "leasehold_leases" WHERE name >= $1 AND name < $2 AND (("leasehold_l
 -- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
 -- read leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name IN ($1, $2)
--- args: "global/billing", "global/outbox";
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name = ANY(CAST($1 AS text[]))
+-- args: "{\"global/billing\",\"global/outbox\"}";
 
 -- list all leases
 SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id ORDER BY l.name;
