@@ -69,7 +69,9 @@ func (r *runner) spawn(ctx context.Context, tg *target, name string, args ...str
 		logf.Close()
 		return nil, fmt.Errorf("start worker %s: %w", name, err)
 	}
+	read := make(chan struct{}) // closed once the report pipe is drained
 	go func() {
+		defer close(read)
 		defer pr.Close()
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64*1024), 16<<20)
@@ -86,6 +88,13 @@ func (r *runner) spawn(ctx context.Context, tg *target, name string, args ...str
 		c.mu.Lock()
 		c.exitedAt = time.Now()
 		c.mu.Unlock()
+		// The exit report is the child's last line: count the child as
+		// exited once it is read too, or a reader of state() right after
+		// the exit would miss it.
+		select {
+		case <-read:
+		case <-time.After(10 * time.Second): // a grandchild holding the pipe
+		}
 		close(c.exited)
 		logf.Close()
 	}()
