@@ -103,9 +103,12 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 	sampler := sampleConnections(t, b)
 	cl := &countingLogger{}
 	db := b.db.Session(&gorm.Session{Logger: cl})
-	// Short ticks, and a trust window no busy machine exhausts.
+	// Ticks of a second, and a trust window and statement timeouts (a
+	// campaign round's scale with RenewInterval) that no busy machine
+	// exhausts: the case asserts that nothing fails.
 	cfg := fastConfig()
-	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
+	cfg.TTL, cfg.Margin, cfg.RenewInterval, cfg.RetryInterval = time.Minute, 10*time.Second, time.Second, time.Second
+	cfg.ShutdownTimeout = wait // the drain ends as soon as every lease is released
 	r := start(t, db, "node-a", cfg)
 	events, unsubscribe := r.Subscribe(64)
 	defer unsubscribe()
