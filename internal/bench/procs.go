@@ -59,18 +59,28 @@ func firstErrors(children []*child, n int) string {
 	return strings.Join(out, " | ")
 }
 
+// prepareWorkers builds the worker binary and migrates tg's schema before
+// a section starts worker processes, so that neither is timed. It records
+// a failure in t and reports false when either fails.
+func (r *runner) prepareWorkers(ctx context.Context, tg *target, t *Table) bool {
+	if _, err := r.workerBin(ctx); err != nil {
+		t.fail("build worker", err.Error(), "")
+		return false
+	}
+	if err := tg.migrate(ctx); err != nil {
+		t.fail("migrate", err.Error(), "")
+		return false
+	}
+	return true
+}
+
 // runShutdown is the shutdown section: one process holding many leases
 // gets SIGTERM.
 func runShutdown(ctx context.Context, r *runner, tg *target) *Table {
 	n := r.o.ShutdownLeases
 	t := &Table{Section: "shutdown", Dialect: tg.dialect,
 		Title: fmt.Sprintf("one process holding %d leases (elections) gets SIGTERM", n)}
-	if _, err := r.workerBin(ctx); err != nil {
-		t.fail("build worker", err.Error(), "")
-		return t
-	}
-	if err := tg.migrate(ctx); err != nil {
-		t.fail("migrate", err.Error(), "")
+	if !r.prepareWorkers(ctx, tg, t) {
 		return t
 	}
 	c, err := r.spawn(ctx, tg, "shutdown", "-elections", fmt.Sprint(n))
@@ -154,12 +164,7 @@ func runFleet(ctx context.Context, r *runner, tg *target) *Table {
 	procs, per := r.o.Procs, r.o.FleetLeases
 	t := &Table{Section: "fleet", Dialect: tg.dialect,
 		Title: fmt.Sprintf("%d processes x %d leases (elections) start at once, renew, then all get SIGTERM", procs, per)}
-	if _, err := r.workerBin(ctx); err != nil {
-		t.fail("build worker", err.Error(), "")
-		return t
-	}
-	if err := tg.migrate(ctx); err != nil {
-		t.fail("migrate", err.Error(), "")
+	if !r.prepareWorkers(ctx, tg, t) {
 		return t
 	}
 	var all []*child
@@ -263,12 +268,7 @@ func runFleet(ctx context.Context, r *runner, tg *target) *Table {
 // runPool is the pool section: pools of PoolSizes members start at once.
 func runPool(ctx context.Context, r *runner, tg *target) *Table {
 	t := &Table{Section: "pool", Dialect: tg.dialect, Title: "pools whose members all start at once"}
-	if _, err := r.workerBin(ctx); err != nil {
-		t.fail("build worker", err.Error(), "")
-		return t
-	}
-	if err := tg.migrate(ctx); err != nil {
-		t.fail("migrate", err.Error(), "")
+	if !r.prepareWorkers(ctx, tg, t) {
 		return t
 	}
 	for _, n := range r.o.PoolSizes {
