@@ -2,6 +2,7 @@ package coordination
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -30,10 +31,12 @@ func TestScale(t *testing.T) {
 // milliseconds, and keeps the largest count. On SQLite, which has no
 // server, it reads the pool's own count instead.
 type connSampler struct {
-	max    atomic.Int64
-	stop   chan struct{}
-	done   chan struct{}
-	errors atomic.Int64
+	t         testing.TB
+	max       atomic.Int64
+	described atomic.Bool
+	stop      chan struct{}
+	done      chan struct{}
+	errors    atomic.Int64
 }
 
 func sampleConnections(t *testing.T, b *bundle) *connSampler {
@@ -42,7 +45,7 @@ func sampleConnections(t *testing.T, b *bundle) *connSampler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &connSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	s := &connSampler{t: t, stop: make(chan struct{}), done: make(chan struct{})}
 	var count func(ctx context.Context) (int64, error)
 	switch b.target.Dialect {
 	case "postgres", "mysql":
@@ -52,15 +55,24 @@ func sampleConnections(t *testing.T, b *bundle) *connSampler {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+		// Only client backends are connections: autovacuum and parallel
+		// query workers also show under the database's name.
+		q := "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
 		if b.target.Dialect == "mysql" {
 			q = "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()"
 		}
 		defer func() {
 			go func() { <-s.done; _ = conn.Close() }()
 		}()
+		detail := "SELECT pid, backend_type, COALESCE(state, ''), LEFT(query, 80) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+		if b.target.Dialect == "mysql" {
+			detail = "SELECT id, command, COALESCE(state, ''), LEFT(COALESCE(info, ''), 80) FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()"
+		}
 		count = func(ctx context.Context) (n int64, err error) {
 			err = conn.QueryRowContext(ctx, q).Scan(&n)
+			if err == nil && n > DefaultMaxConnections {
+				s.describe(ctx, conn, detail, n)
+			}
 			return n, err
 		}
 	default:
@@ -85,6 +97,29 @@ func sampleConnections(t *testing.T, b *bundle) *connSampler {
 		}
 	}()
 	return s
+}
+
+// describe logs the connections a sample found over the bound, once, so
+// that a failure says what they were doing.
+func (s *connSampler) describe(ctx context.Context, conn *sql.Conn, q string, n int64) {
+	if !s.described.CompareAndSwap(false, true) {
+		return
+	}
+	rows, err := conn.QueryContext(ctx, q)
+	if err != nil {
+		s.t.Logf("%d connections sampled; listing them: %v", n, err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var kind, state, query string
+		if err := rows.Scan(&id, &kind, &state, &query); err != nil {
+			s.t.Logf("%d connections sampled; listing them: %v", n, err)
+			return
+		}
+		s.t.Logf("%d connections sampled: %d %s %q %q", n, id, kind, state, query)
+	}
 }
 
 // finish stops sampling and returns the largest count seen.
