@@ -45,6 +45,8 @@ var conformanceCases = []conformanceCase{
 	{"ReadReplicaNeverUsed", caseReadReplica},
 	{"UserCallbacksSeeAcquire", caseUserCallbacksSeeAcquire},
 	{"AbandonedAcquireTakesNoTerm", caseAbandonedAcquire},
+	{"FailedAcquireGrantsNothing", caseFailedAcquireGrantsNothing},
+	{"AmbiguousAcquireStartsNoTerm", caseAmbiguousAcquire},
 }
 
 // renewSignal installs a hook that reports every successful renewal.

@@ -319,6 +319,12 @@ func (s *Store) EnsureRows(ctx context.Context, names []string) error {
 // A term becomes durable only once this process has its epoch: where a
 // statement waiting on a lock does not notice its client giving up, the
 // acquire runs in a transaction that commits after the epochs arrived.
+//
+// A chunk whose statement or transaction failed contributes no terms, even
+// when its rows had already arrived: they are returned before the commit,
+// which may then fail and take them back. Such a chunk may or may not have
+// committed; a lease it did take is held by session with no term running,
+// and the next Acquire for the session takes it again with a new epoch.
 func (s *Store) Acquire(ctx context.Context, session, holder string, names []string) ([]Term, error) {
 	var out []Term
 	err := chunks(names, WriteChunk, func(part []string) error {
@@ -339,8 +345,11 @@ func (s *Store) Acquire(ctx context.Context, session, holder string, names []str
 					return err
 				})
 			}
+			if err != nil {
+				return err // got may hold rows of a rolled-back change
+			}
 			out = append(out, got...)
-			return err
+			return nil
 		})
 	})
 	return out, err
@@ -385,7 +394,15 @@ func scanTerms(db *gorm.DB, st stmt) ([]Term, error) {
 		}
 		out = append(out, t)
 	}
-	return out, rs.Err()
+	// An error after the last row (SQLite's step that ends the statement,
+	// a PostgreSQL implicit commit) takes the change back.
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	if err := rs.Close(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Release gives up the given terms of session, in statements of at most

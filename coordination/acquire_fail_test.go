@@ -1,0 +1,177 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// failAcquireTrigger returns the statements that make every acquire of
+// name fail as late as the database allows, and the statements that
+// remove that again: on PostgreSQL a deferred constraint trigger that
+// raises at COMMIT, after the acquire's rows have reached the client; on
+// MariaDB and SQLite a trigger that raises in the UPDATE that moves the
+// epoch.
+func failAcquireTrigger(dialect, table, name string) (install, remove []string) {
+	switch dialect {
+	case "postgres":
+		return []string{
+				`CREATE FUNCTION leasehold_test_fail() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'injected failure at commit'; END $f$`,
+				`CREATE CONSTRAINT TRIGGER leasehold_test_fail AFTER UPDATE ON ` + table +
+					` DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.name = '` + name + `' AND NEW.epoch <> OLD.epoch)` +
+					` EXECUTE FUNCTION leasehold_test_fail()`,
+			}, []string{
+				`DROP TRIGGER leasehold_test_fail ON ` + table,
+				`DROP FUNCTION leasehold_test_fail()`,
+			}
+	case "mysql":
+		return []string{
+				`CREATE TRIGGER leasehold_test_fail BEFORE UPDATE ON ` + table + ` FOR EACH ROW BEGIN` +
+					` IF NEW.name = '` + name + `' AND NEW.epoch <> OLD.epoch THEN` +
+					` SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'injected failure'; END IF; END`,
+			}, []string{
+				`DROP TRIGGER leasehold_test_fail`,
+			}
+	default: // sqlite
+		return []string{
+				`CREATE TRIGGER leasehold_test_fail BEFORE UPDATE OF epoch ON ` + table +
+					` WHEN NEW.name = '` + name + `' AND NEW.epoch <> OLD.epoch BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+			}, []string{
+				`DROP TRIGGER leasehold_test_fail`,
+			}
+	}
+}
+
+// caseFailedAcquireGrantsNothing: an acquire whose change the database
+// takes back returns no term, even where its rows had already reached the
+// client (PostgreSQL, failing at COMMIT), and the row keeps its epoch.
+// Once the failure is gone the same session takes the lease with the next
+// epoch.
+func caseFailedAcquireGrantsNothing(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	s := rawStore(t, b.db)
+	if _, err := s.Migrate(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const name, other = "global/fails-at-commit", "global/beside-it"
+	if err := s.EnsureRows(ctx, []string{name, other}); err != nil {
+		t.Fatal(err)
+	}
+	install, remove := failAcquireTrigger(b.target.Dialect, s.Tables().Leases, name)
+	for _, q := range install {
+		if err := b.db.Exec(q).Error; err != nil {
+			t.Fatalf("install the failing trigger: %v\n%s", err, q)
+		}
+	}
+	sess := newSession(t, s, "holder-a")
+	terms, err := s.Acquire(ctx, sess, "holder-a", []string{name, other})
+	if err == nil {
+		t.Fatalf("Acquire with a failing trigger succeeded: %+v", terms)
+	}
+	if len(terms) != 0 {
+		t.Fatalf("Acquire failed (%v) but returned terms %+v: they were rolled back", err, terms)
+	}
+	for _, n := range []string{name, other} {
+		if r := row(t, b.db, n); r.Epoch != 0 || r.Holder != "" {
+			t.Fatalf("after a failed acquire %s reads epoch %d held by %q, want epoch 0, free", n, r.Epoch, r.Holder)
+		}
+	}
+	for _, q := range remove {
+		if err := b.db.Exec(q).Error; err != nil {
+			t.Fatalf("remove the failing trigger: %v\n%s", err, q)
+		}
+	}
+	terms, err = s.Acquire(ctx, sess, "holder-a", []string{name})
+	if err != nil || len(terms) != 1 || terms[0].Epoch != 1 {
+		t.Fatalf("Acquire after the failure = %+v, %v; want epoch 1", terms, err)
+	}
+}
+
+// ambiguousAcquireStore commits every acquire but reports it failed while
+// its switch is on, as a connection lost after COMMIT would.
+type ambiguousAcquireStore struct {
+	leaseStore
+	on   chan struct{} // closed to turn the fault off
+	seen chan []store.Term
+}
+
+func (a *ambiguousAcquireStore) Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error) {
+	terms, err := a.leaseStore.Acquire(ctx, session, holder, names)
+	select {
+	case <-a.on:
+		return terms, err
+	default:
+	}
+	if err == nil && len(terms) > 0 {
+		select {
+		case a.seen <- terms:
+		default:
+		}
+	}
+	return nil, errors.Join(err, errors.New("injected: connection lost after COMMIT"))
+}
+
+// caseAmbiguousAcquire: an acquire that committed but was reported failed
+// starts no term; the campaign takes the lease again, under a new epoch,
+// once acquires succeed, and the epoch taken without a term is never run.
+func caseAmbiguousAcquire(t *testing.T, b *bundle) {
+	cfg := fastConfig().withDefaults()
+	as := &ambiguousAcquireStore{leaseStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
+	cfg.Logger = zaptest.NewLogger(t)
+	r := startCoordinator(t, newCoordinator(as, testIdentity(t, "node-a"), cfg))
+	e := election(t, r.Coordinator, GlobalScope, "ambiguous")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*wait)
+	defer cancel()
+	got := make(chan *Lease, 1)
+	errs := make(chan error, 1)
+	go func() {
+		l, err := e.Campaign(ctx)
+		if err != nil {
+			errs <- err
+			return
+		}
+		got <- l
+	}()
+	var taken []store.Term
+	select {
+	case taken = <-as.seen:
+	case l := <-got:
+		t.Fatalf("campaign returned epoch %d while every acquire reported failure", l.Epoch())
+	case err := <-errs:
+		t.Fatal(err)
+	case <-time.After(wait):
+		t.Fatalf("no acquire committed within %v", wait)
+	}
+	if got := row(t, b.db, e.Name()); got.Epoch != taken[0].Epoch || got.Holder != r.Holder() {
+		t.Fatalf("row %+v, want the epoch %d the ambiguous acquire committed", got, taken[0].Epoch)
+	}
+	select {
+	case l := <-got:
+		t.Fatalf("campaign returned epoch %d while every acquire reported failure", l.Epoch())
+	default:
+	}
+	close(as.on)
+	var l *Lease
+	select {
+	case l = <-got:
+	case err := <-errs:
+		t.Fatal(err)
+	case <-time.After(wait):
+		t.Fatalf("campaign did not take the lease within %v of acquires succeeding", wait)
+	}
+	defer release(t, l)
+	if l.Epoch() <= taken[0].Epoch {
+		t.Fatalf("term runs under epoch %d, want one above %d, which was taken without a term", l.Epoch(), taken[0].Epoch)
+	}
+	if err := l.Check(); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if got := row(t, b.db, e.Name()); got.Epoch != l.Epoch() || got.Holder != r.Holder() {
+		t.Fatalf("row %+v, want the term's epoch %d", got, l.Epoch())
+	}
+}
