@@ -1,0 +1,117 @@
+package coordination
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// TestReview runs the cases written in review.
+func TestReview(t *testing.T) {
+	runCases(t, reviewCases)
+}
+
+var reviewCases = []conformanceCase{
+	{"AcquireWaitingOnOneRowCannotTakeANewerTerm", caseAcquireWaitingTakesNewerTerm},
+}
+
+// caseAcquireWaitingTakesNewerTerm: process P acquires two names in one
+// batch. Its statement waits for the row lock of the first (a fenced
+// transaction of the expired holder holds it). Meanwhile process Q starts
+// a session and takes the second name. When the first row is freed, P's
+// statement reaches the second row, whose newest version is held by Q's
+// live session. P must not take it: Q holds and trusts it.
+func caseAcquireWaitingTakesNewerTerm(t *testing.T, b *bundle) {
+	if b.target.Dialect == "sqlite" {
+		t.Skip("SQLite: a writing transaction excludes every other writer; nothing runs beside the waiting acquire")
+	}
+	ctx := context.Background()
+	s := rawStore(t, b.db)
+	if _, err := s.Migrate(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const na, nb = "global/epq-a", "global/epq-b"
+	// a: held by H, whose session then expires; b: created after, so it
+	// comes after a in index and heap order.
+	if epoch, ok, err := acquireOne(ctx, s, newSession(t, s, "holder-h"), "holder-h", na); err != nil || !ok || epoch != 1 {
+		t.Fatalf("H acquires a = %d, %v, %v", epoch, ok, err)
+	}
+	if err := s.EnsureRows(ctx, []string{nb}); err != nil {
+		t.Fatal(err)
+	}
+	expireNow(t, b.db, na)
+	sp := newSession(t, s, "holder-p")
+
+	// H's fenced transaction, still open, locks a.
+	tx := b.db.Begin()
+	if tx.Error != nil {
+		t.Fatal(tx.Error)
+	}
+	ended := false
+	defer func() {
+		if !ended {
+			tx.Rollback()
+		}
+	}()
+	if _, ok, err := s.Fence(tx, na); err != nil || !ok {
+		t.Fatalf("Fence = %v, %v", ok, err)
+	}
+
+	type result struct {
+		terms []store.Term
+		err   error
+	}
+	pDone := make(chan result, 1)
+	pctx, pcancel := context.WithTimeout(ctx, wait)
+	defer pcancel()
+	go func() {
+		terms, err := s.Acquire(pctx, sp, "holder-p", []string{na, nb})
+		pDone <- result{terms, err}
+	}()
+	// Let P's statement start and wait for a's lock.
+	select {
+	case r := <-pDone:
+		t.Logf("P's acquire did not wait on this database: %+v, %v", r.terms, r.err)
+		pDone <- r
+	case <-time.After(time.Second):
+	}
+
+	// Q starts a session after P's statement began, and takes b.
+	// (Q is another process: a store of its own, with its own connection
+	// bound.)
+	qs := rawStore(t, b.db)
+	sq := newSession(t, qs, "holder-q")
+	qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
+	qterms, qerr := qs.Acquire(qctx, sq, "holder-q", []string{nb})
+	qcancel()
+	t.Logf("Q's acquire of b: %+v, %v", qterms, qerr)
+
+	if err := tx.Rollback().Error; err != nil {
+		t.Fatalf("end the fenced transaction: %v", err)
+	}
+	ended = true
+	var pr result
+	select {
+	case pr = <-pDone:
+	case <-time.After(wait):
+		t.Fatalf("P's acquire did not return within %v", wait)
+	}
+	t.Logf("P's acquire: %+v, %v", pr.terms, pr.err)
+
+	var pb, qb int64
+	for _, tm := range pr.terms {
+		if tm.Name == nb {
+			pb = tm.Epoch
+		}
+	}
+	if qerr == nil && len(qterms) == 1 {
+		qb = qterms[0].Epoch
+	}
+	got := row(t, b.db, nb)
+	if pb != 0 && qb != 0 {
+		t.Fatalf("two holders of %s: Q holds epoch %d under its live session, and P's acquire took epoch %d over it; row now %+v",
+			nb, qb, pb, got)
+	}
+}
