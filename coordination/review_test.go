@@ -2,6 +2,7 @@ package coordination
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -15,6 +16,66 @@ func TestReview(t *testing.T) {
 
 var reviewCases = []conformanceCase{
 	{"AcquireWaitingOnOneRowCannotTakeANewerTerm", caseAcquireWaitingTakesNewerTerm},
+	{"SamePoolTwiceInOneProcess", caseSamePoolTwice},
+}
+
+// caseSamePoolTwice: Pool.Run promises ErrBusy "if the pool already runs
+// in this process". Two Pool values of one key (Coordinator.Pool returns a
+// new one per call, e.g. a workers.Host partitioned worker and code of the
+// service) must never both run work for the same index at once.
+func caseSamePoolTwice(t *testing.T, b *bundle) {
+	r := start(t, b.db, "node-a", fastConfig())
+	p1, err := r.Pool(GlobalScope, "twice", PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := r.Pool(GlobalScope, "twice", PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type running struct {
+		who string
+		a   Assignment
+	}
+	got := make(chan running, 16)
+	fn := func(who string) AssignmentFunc {
+		return func(ctx context.Context, a Assignment) error {
+			got <- running{who, a}
+			<-ctx.Done()
+			return nil
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- p1.Run(ctx, fn("p1")) }()
+	select {
+	case w := <-got:
+		t.Logf("%s runs index %d of generation %d, member epoch %d", w.who, w.a.Index, w.a.Generation, w.a.Epoch)
+	case <-time.After(wait):
+		t.Fatalf("p1 got no assignment within %v", wait)
+	}
+	go func() { errs <- p2.Run(ctx, fn("p2")) }()
+	deadline := time.After(3 * time.Second)
+	for {
+		select {
+		case err := <-errs:
+			t.Logf("a Run returned: %v", err)
+			if errors.Is(err, ErrBusy) {
+				return
+			}
+		case w := <-got:
+			a1, ok1 := p1.Current()
+			t.Logf("%s runs index %d of generation %d, member epoch %d (valid %v); p1 current %v: index %d gen %d epoch %d valid %v",
+				w.who, w.a.Index, w.a.Generation, w.a.Epoch, w.a.Valid(), ok1, a1.Index, a1.Generation, a1.Epoch, a1.Valid())
+			if w.who == "p2" && ok1 && a1.Valid() && a1.Index == w.a.Index {
+				t.Fatalf("index %d runs twice at once in one process: p1 (member epoch %d, still valid) and p2 (member epoch %d)",
+					w.a.Index, a1.Epoch, w.a.Epoch)
+			}
+		case <-deadline:
+			return
+		}
+	}
 }
 
 // caseAcquireWaitingTakesNewerTerm: process P acquires two names in one
