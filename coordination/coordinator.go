@@ -93,6 +93,7 @@ type Coordinator struct {
 	releasing   int           // releases queued or being sent
 	campaigns   map[string]*campaign
 	elections   map[string]*Election
+	pools       map[string]bool // keys of the pools whose Run is active in this process
 
 	// afterRenew, when set by tests, is called after every renewal attempt
 	// with the number of leases it covered, the number it found lost and
@@ -142,6 +143,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		held:         make(map[string]*Lease),
 		campaigns:    make(map[string]*campaign),
 		elections:    make(map[string]*Election),
+		pools:        make(map[string]bool),
 		events:       broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
 	}
 }

@@ -295,15 +295,19 @@ func (p *Pool) Current() (Assignment, bool) {
 func (p *Pool) Run(ctx context.Context, fn AssignmentFunc) error {
 	c := p.c
 	c.mu.Lock()
-	if p.busy {
+	// Busy per key, not per Pool value: every Pool of one key in this
+	// process is the same member (the instance id), so two Runs would take
+	// the same member row and work on the same index at once.
+	if p.busy || c.pools[p.key] {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: pool %q", ErrBusy, p.key)
 	}
-	p.busy = true
+	p.busy, c.pools[p.key] = true, true
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		p.busy, p.current = false, nil
+		delete(c.pools, p.key)
 		c.mu.Unlock()
 	}()
 
