@@ -3,6 +3,7 @@ package coordination
 import (
 	"context"
 	"errors"
+	"gorm.io/gorm"
 	"testing"
 	"time"
 
@@ -17,6 +18,60 @@ func TestReview(t *testing.T) {
 var reviewCases = []conformanceCase{
 	{"AcquireWaitingOnOneRowCannotTakeANewerTerm", caseAcquireWaitingTakesNewerTerm},
 	{"SamePoolTwiceInOneProcess", caseSamePoolTwice},
+	{"MemberEpochNeverReusedAfterPrune", caseMemberEpochAfterPrune},
+}
+
+// caseMemberEpochAfterPrune: a process runs a pool, leaves it, and runs
+// it again later, in the same coordinator (same instance id, so the same
+// member row). Meanwhile another member's publish pruned the released
+// row. The second membership must not get an epoch the first one had: a
+// token of the first membership must not pass CheckFence.
+func caseMemberEpochAfterPrune(t *testing.T, b *bundle) {
+	cfg := fastConfig() // the prune grace is ten TTLs: 12s
+	ra := start(t, b.db, "node-a", cfg)
+	rb := start(t, b.db, "node-b", cfg)
+	runUntilAssigned := func(r *running) (Assignment, context.CancelFunc, chan struct{}) {
+		p, err := r.Pool(GlobalScope, "reuse", PoolConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan Assignment, 16)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = p.Run(ctx, func(ctx context.Context, a Assignment) error {
+				got <- a
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		select {
+		case a := <-got:
+			return a, cancel, done
+		case <-time.After(wait):
+			cancel()
+			t.Fatalf("no assignment within %v", wait)
+		}
+		return Assignment{}, nil, nil
+	}
+	a1, leave, done := runUntilAssigned(ra)
+	old := a1.member.Token()
+	t.Logf("first membership of A: %s", old)
+	leave()
+	<-done
+	// After the grace of ten TTLs, B joins: its publish prunes A's released row.
+	time.Sleep(deadMemberGrace*cfg.TTL + 500*time.Millisecond)
+	_, leaveB, doneB := runUntilAssigned(rb)
+	defer func() { leaveB(); <-doneB }()
+	a2, leave2, done2 := runUntilAssigned(ra)
+	defer func() { leave2(); <-done2 }()
+	t.Logf("second membership of A: %s", a2.member.Token())
+	err := b.db.Transaction(func(tx *gorm.DB) error { return ra.CheckFence(tx, old) })
+	if a2.Epoch <= old.Epoch || err == nil {
+		t.Fatalf("member row %s: the second membership runs at epoch %d, the first ran at %d; CheckFence of the first's token = %v",
+			old.Name, a2.Epoch, old.Epoch, err)
+	}
 }
 
 // caseSamePoolTwice: Pool.Run promises ErrBusy "if the pool already runs
