@@ -19,6 +19,89 @@ var reviewCases = []conformanceCase{
 	{"AcquireWaitingOnOneRowCannotTakeANewerTerm", caseAcquireWaitingTakesNewerTerm},
 	{"SamePoolTwiceInOneProcess", caseSamePoolTwice},
 	{"MemberEpochNeverReusedAfterPrune", caseMemberEpochAfterPrune},
+	{"PruneWaitingOnOneRowCannotDeleteANewTerm", casePruneWaitingDeletesNewTerm},
+}
+
+// casePruneWaitingDeletesNewTerm: a pool member prunes the member rows of
+// a session expired long ago. Its DELETE waits for the row lock of the
+// first (a fenced transaction holds it). Meanwhile the second row is taken
+// by a session started after the DELETE began. The DELETE must not remove
+// that live row.
+func casePruneWaitingDeletesNewTerm(t *testing.T, b *bundle) {
+	if b.target.Dialect == "sqlite" {
+		t.Skip("SQLite: a writing transaction excludes every other writer")
+	}
+	ctx := context.Background()
+	s := rawStore(t, b.db)
+	if _, err := s.Migrate(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	prefix := poolRowsFor("global/prune").members
+	m1, m2 := prefix+"m1", prefix+"m2"
+	sd := newSession(t, s, "holder-d")
+	for _, n := range []string{m1, m2} {
+		if _, ok, err := acquireOne(ctx, s, sd, "holder-d", n); err != nil || !ok {
+			t.Fatalf("acquire %s: %v, %v", n, ok, err)
+		}
+	}
+	// The session expired long before the grace.
+	if err := b.db.Exec("UPDATE "+s.Tables().Sessions+" SET expires_at_us = 1 WHERE id = ?", sd).Error; err != nil {
+		t.Fatal(err)
+	}
+	tx := b.db.Begin()
+	if tx.Error != nil {
+		t.Fatal(tx.Error)
+	}
+	ended := false
+	defer func() {
+		if !ended {
+			tx.Rollback()
+		}
+	}()
+	if _, ok, err := s.Fence(tx, m1); err != nil || !ok {
+		t.Fatalf("Fence = %v, %v", ok, err)
+	}
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	pctx, pcancel := context.WithTimeout(ctx, wait)
+	defer pcancel()
+	go func() {
+		n, err := s.PruneDead(pctx, prefix, 10*time.Second)
+		done <- result{n, err}
+	}()
+	select {
+	case r := <-done:
+		t.Logf("the prune did not wait on this database: %+v", r)
+		done <- r
+	case <-time.After(time.Second):
+	}
+	qs := rawStore(t, b.db)
+	sq := newSession(t, qs, "holder-q")
+	qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
+	qterms, qerr := qs.Acquire(qctx, sq, "holder-q", []string{m2})
+	qcancel()
+	t.Logf("Q's acquire of m2: %+v, %v", qterms, qerr)
+	if err := tx.Rollback().Error; err != nil {
+		t.Fatal(err)
+	}
+	ended = true
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(wait):
+		t.Fatalf("the prune did not return within %v", wait)
+	}
+	t.Logf("prune: %+v", r)
+	rows, err := s.Get(ctx, []string{m2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qerr == nil && len(qterms) == 1 && len(rows) == 0 {
+		t.Fatalf("Q holds %s at epoch %d under its live session, and the prune deleted the row", m2, qterms[0].Epoch)
+	}
 }
 
 // caseMemberEpochAfterPrune: a process runs a pool, leaves it, and runs
