@@ -18,8 +18,10 @@ import (
 //   - how an insert-if-absent tolerates a concurrent insert;
 //   - how the acquire statement hands back the new epochs (RETURNING,
 //     OUTPUT, or, since MariaDB has no UPDATE ... RETURNING, a locking read
-//     in the acquire's own transaction), and whether it must run in an
-//     explicit transaction so that an abandoned acquire never commits;
+//     in the acquire's own transaction);
+//   - how a statement that decides from the sessions table first locks the
+//     lease rows it may change (sqlLockRows), so that it decides on a
+//     snapshot taken after every lock it waited for;
 //   - how a fencing read locks the lease row inside the caller's
 //     transaction;
 //   - how concurrent migrations are serialised;
@@ -49,25 +51,21 @@ const (
 var Dialects = []string{Postgres, MySQL, SQLite, SQLServer}
 
 // acquireMode says how the acquire statement reports the terms it started.
+// Either way the acquire runs in an explicit transaction that commits only
+// after the terms reached the client: a statement that waits on a row lock
+// does not notice that its client gave up, and in autocommit it would run
+// on and commit once the lock is freed, taking terms nobody runs. (SQLite
+// makes an UPDATE ... RETURNING's changes at its first step and commits
+// them when the statement ends, also when its caller stopped reading.)
 type acquireMode int
 
 const (
 	// acquireReturning: one UPDATE returns (name, epoch) of every lease it
-	// took (OUTPUT on SQL Server), run as a single statement: SQL Server
-	// cancels a statement whose client sends an attention.
+	// took (OUTPUT on SQL Server).
 	acquireReturning acquireMode = iota
-	// acquireReturningInTx: as acquireReturning, inside an explicit
-	// transaction that commits only after the terms reached the client
-	// (PostgreSQL, SQLite). A statement that waits on a row lock does not
-	// notice that its client gave up: in autocommit it would run on and
-	// commit once the lock is freed, taking terms nobody runs. SQLite makes
-	// an UPDATE ... RETURNING's changes at its first step and commits them
-	// when the statement ends, also when its caller stopped reading.
-	acquireReturningInTx
-	// acquireLockThenUpdate: no UPDATE ... RETURNING (MariaDB, MySQL). In
-	// one transaction a locking read finds the leases that can be taken
-	// and their epochs, an UPDATE takes exactly those, and the transaction
-	// commits only after that.
+	// acquireLockThenUpdate: no UPDATE ... RETURNING (MariaDB, MySQL). A
+	// locking read finds the leases that can be taken and their epochs,
+	// and an UPDATE takes exactly those.
 	acquireLockThenUpdate
 )
 
@@ -108,7 +106,7 @@ var dialects = map[string]*dialect{
 		// fencing check that runs inside the caller's transaction.
 		now:        "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)",
 		quote:      quoteDouble,
-		acquire:    acquireReturningInTx,
+		acquire:    acquireReturning,
 		nameType:   "VARCHAR(255) COLLATE \"C\"",
 		bigintType: "BIGINT",
 		intType:    "INTEGER",
@@ -134,7 +132,7 @@ var dialects = map[string]*dialect{
 		// one statement. The value is stored in microseconds like the others.
 		now:           "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)",
 		quote:         quoteDouble,
-		acquire:       acquireReturningInTx,
+		acquire:       acquireReturning,
 		serialWriters: true,
 		nameType:      "TEXT",
 		bigintType:    "INTEGER",
@@ -385,7 +383,44 @@ func (d *dialect) nameIn(names []string) (string, []any) {
 	return "name IN (" + placeholders(len(names)) + ")", namesArgs(names)
 }
 
-// sqlAcquireLock is the first statement of a MySQL acquire: it locks the
+// lockFirst reports whether an acquire or a prune must lock its lease rows
+// in a statement of its own before deciding which of them it changes.
+//
+// Whether a lease is held depends on a row of another table, its
+// session's. PostgreSQL (READ COMMITTED), MySQL and SQL Server (under read
+// committed snapshot) re-read a row a statement waited for at its newest
+// version, but read the sessions table as of the statement's start. A
+// statement that waited on one row's lock would then judge the next row,
+// taken meanwhile by a session started after the statement began, as held
+// by a session that does not exist, and take it or delete it under its
+// live holder. So these databases lock every named row first, in name
+// order, and decide in a second statement, under READ COMMITTED, whose
+// snapshot is taken once no lock is left to wait for. SQLite lets one
+// writer run at a time: its statements never wait on a row.
+func (d *dialect) lockFirst() bool { return !d.serialWriters }
+
+// sqlLockRows locks the rows of the named leases (lockFirst) for the
+// rest of the caller's transaction, in name order.
+func (d *dialect) sqlLockRows(t Tables, names []string) stmt {
+	in, args := d.nameIn(names)
+	return d.lockRowsWhere(t, in, args)
+}
+
+// sqlLockPrefix locks the lease rows under a name prefix (lo, hi from
+// prefixRange) as sqlLockRows does.
+func (d *dialect) sqlLockPrefix(t Tables, lo, hi string) stmt {
+	return d.lockRowsWhere(t, prefixFilter, []any{lo, hi})
+}
+
+func (d *dialect) lockRowsWhere(t Tables, where string, args []any) stmt {
+	q := d.quote(t.Leases)
+	if d.name == SQLServer {
+		return stmt{"SELECT name FROM " + q + " WITH (UPDLOCK, ROWLOCK) WHERE " + where + " ORDER BY name", args}
+	}
+	return stmt{"SELECT name FROM " + q + " WHERE " + where + " ORDER BY name FOR UPDATE", args}
+}
+
+// sqlAcquireLock is the locking read of a MySQL acquire: it locks the
 // named leases this session can take and reads their epochs.
 func (d *dialect) sqlAcquireLock(t Tables, session string, names []string) stmt {
 	q := d.quote(t.Leases)
@@ -394,8 +429,8 @@ func (d *dialect) sqlAcquireLock(t Tables, session string, names []string) stmt 
 		d.takeable(t, q) + " FOR UPDATE", args}
 }
 
-// sqlAcquireTerms is the second statement of a MySQL acquire: it starts a
-// new term of exactly the locked terms.
+// sqlAcquireTerms is the update of a MySQL acquire: it starts a new term
+// of exactly the terms sqlAcquireLock locked.
 func (d *dialect) sqlAcquireTerms(t Tables, session, holder string, terms []Term) stmt {
 	filter, targs := termsFilter(terms)
 	return stmt{"UPDATE " + d.quote(t.Leases) + " SET " + d.acquireSet() + " WHERE " + filter,

@@ -82,9 +82,12 @@ func TestGoldenSQL(t *testing.T) {
 			st("end the session", d.sqlEndSession(tables, session))
 			st("prune sessions expired long ago", d.sqlPruneSessions(tables, 10*ttl))
 			st("insert lease rows if absent", d.sqlEnsureRows(tables, names))
+			if d.lockFirst() {
+				st("acquire and prune, first: lock the rows they may change, in name order", d.sqlLockRows(tables, names))
+			}
 			if d.acquire == acquireLockThenUpdate {
-				st("acquire, 1 of 2: lock the leases this session can take", d.sqlAcquireLock(tables, session, names))
-				st("acquire, 2 of 2: new terms (new epochs) of exactly those", d.sqlAcquireTerms(tables, session, holder, three[1:]))
+				st("acquire: lock the leases this session can take, with their epochs", d.sqlAcquireLock(tables, session, names))
+				st("acquire: new terms (new epochs) of exactly those", d.sqlAcquireTerms(tables, session, holder, three[1:]))
 			} else {
 				st("acquire (new epochs in the same statement)", d.sqlAcquire(tables, session, holder, names))
 			}
@@ -93,6 +96,9 @@ func TestGoldenSQL(t *testing.T) {
 			st("set a term's data (a member's acknowledged generation)", d.sqlSetData(tables, session, one[0], "42"))
 			st("publish a pool's next generation (compare-and-set)", d.sqlPublish(tables, "pool|global/orders|generation", 41, "a1b2,c3d4"))
 			lo, hi, _ := prefixRange("pool|global/orders|member|")
+			if d.lockFirst() {
+				st("prune dead pool members, first: lock the pool's member rows", d.sqlLockPrefix(tables, lo, hi))
+			}
 			st("prune dead pool members", d.sqlPruneDead(tables, lo, hi, 10*ttl))
 			st("read leases", d.sqlSelect(tables, names))
 			st("list all leases", d.sqlList(tables, "", ""))
@@ -195,6 +201,11 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 					return nil
 				})
 			})
+			if d.lockFirst() {
+				check("lock before acquire", n/WriteChunk, func(yield func(stmt)) {
+					_ = chunks(names, WriteChunk, func(p []string) error { yield(d.sqlLockRows(tables, p)); return nil })
+				})
+			}
 			check("read", n/ReadChunk, func(yield func(stmt)) {
 				_ = chunks(names, ReadChunk, func(p []string) error { yield(d.sqlSelect(tables, p)); return nil })
 			})

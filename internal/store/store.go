@@ -330,21 +330,19 @@ func (s *Store) Acquire(ctx context.Context, session, holder string, names []str
 	err := chunks(names, WriteChunk, func(part []string) error {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
 			var got []Term
-			var err error
-			switch s.d.acquire {
-			case acquireReturning:
-				got, err = s.acquireReturning(db, session, holder, part)
-			case acquireReturningInTx:
-				err = db.Transaction(func(tx *gorm.DB) (err error) {
-					got, err = s.acquireReturning(tx, session, holder, part)
-					return err
-				})
-			case acquireLockThenUpdate:
-				err = db.Transaction(func(tx *gorm.DB) (err error) {
+			err := s.decideTx(db, func(tx *gorm.DB) (err error) {
+				if s.d.lockFirst() {
+					if err := drain(tx, s.d.sqlLockRows(s.tables, part)); err != nil {
+						return err
+					}
+				}
+				if s.d.acquire == acquireLockThenUpdate {
 					got, err = s.acquireLockThenUpdate(tx, session, holder, part)
-					return err
-				})
-			}
+				} else {
+					got, err = scanTerms(tx, s.d.sqlAcquire(s.tables, session, holder, part))
+				}
+				return err
+			})
 			if err != nil {
 				return err // got may hold rows of a rolled-back change
 			}
@@ -353,10 +351,6 @@ func (s *Store) Acquire(ctx context.Context, session, holder string, names []str
 		})
 	})
 	return out, err
-}
-
-func (s *Store) acquireReturning(db *gorm.DB, session, holder string, names []string) ([]Term, error) {
-	return scanTerms(db, s.d.sqlAcquire(s.tables, session, holder, names))
 }
 
 func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names []string) ([]Term, error) {
@@ -378,6 +372,37 @@ func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names
 		out[i] = Term{Name: t.Name, Epoch: t.Epoch + 1}
 	}
 	return out, nil
+}
+
+// decideTx runs fn in a transaction for statements that decide, from the
+// sessions table, which lease rows to change (acquire, prune): under READ
+// COMMITTED, so that each statement reads the sessions as of its own
+// start, where the database locks rows (dialect.lockFirst).
+func (s *Store) decideTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
+	if !s.d.lockFirst() {
+		return db.Transaction(fn)
+	}
+	return db.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+}
+
+// drain runs a locking read of lease names and reads its rows to the end:
+// its result is the locks it took.
+func drain(db *gorm.DB, st stmt) error {
+	rs, err := db.Raw(st.q, st.args...).Rows()
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	var name string
+	for rs.Next() {
+		if err := rs.Scan(&name); err != nil {
+			return err
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return err
+	}
+	return rs.Close()
 }
 
 func scanTerms(db *gorm.DB, st stmt) ([]Term, error) {
@@ -535,9 +560,16 @@ func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duratio
 		return 0, err
 	}
 	var n int64
-	err = s.run(ctx, s.general, func(db *gorm.DB) (err error) {
-		n, err = exec(db, s.d.sqlPruneDead(s.tables, lo, hi, grace))
-		return err
+	err = s.run(ctx, s.general, func(db *gorm.DB) error {
+		return s.decideTx(db, func(tx *gorm.DB) (err error) {
+			if s.d.lockFirst() {
+				if err := drain(tx, s.d.sqlLockPrefix(s.tables, lo, hi)); err != nil {
+					return err
+				}
+			}
+			n, err = exec(tx, s.d.sqlPruneDead(s.tables, lo, hi, grace))
+			return err
+		})
 	})
 	return n, err
 }

@@ -21,11 +21,15 @@ DELETE FROM `leasehold_sessions` WHERE expires_at_us < TIMESTAMPDIFF(MICROSECOND
 INSERT INTO `leasehold_leases` (name, expires_at_us) VALUES (?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))), (?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE expires_at_us = IF(holder = '', TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us)
 -- args: "global/billing", "global/outbox";
 
--- acquire, 1 of 2: lock the leases this session can take
+-- acquire and prune, first: lock the rows they may change, in name order
+SELECT name FROM `leasehold_leases` WHERE name IN (?, ?) ORDER BY name FOR UPDATE
+-- args: "global/billing", "global/outbox";
+
+-- acquire: lock the leases this session can take, with their epochs
 SELECT name, epoch FROM `leasehold_leases` WHERE name IN (?, ?) AND (NOT (`leasehold_leases`.holder <> '' AND ((`leasehold_leases`.session_id = '' AND `leasehold_leases`.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) OR EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = `leasehold_leases`.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))) OR `leasehold_leases`.session_id = ?) AND EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = ? AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) FOR UPDATE
 -- args: "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
--- acquire, 2 of 2: new terms (new epochs) of exactly those
+-- acquire: new terms (new epochs) of exactly those
 UPDATE `leasehold_leases` SET holder = ?, session_id = ?, epoch = epoch + 1, acquired_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = 253402300799999999 WHERE ((name = ? AND epoch = 3) OR (name = ? AND epoch = 12))
 -- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox";
 
@@ -44,6 +48,10 @@ UPDATE `leasehold_leases` SET data = ? WHERE name = ? AND epoch = 7 AND session_
 -- publish a pool's next generation (compare-and-set)
 UPDATE `leasehold_leases` SET epoch = epoch + 1, data = ?, renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE name = ? AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
+
+-- prune dead pool members, first: lock the pool's member rows
+SELECT name FROM `leasehold_leases` WHERE name >= ? AND name < ? ORDER BY name FOR UPDATE
+-- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
 -- prune dead pool members
 DELETE FROM `leasehold_leases` WHERE name >= ? AND name < ? AND ((`leasehold_leases`.session_id = '' AND `leasehold_leases`.expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000) OR (`leasehold_leases`.session_id <> '' AND NOT EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = `leasehold_leases`.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000)))

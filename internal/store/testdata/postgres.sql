@@ -21,6 +21,10 @@ DELETE FROM "leasehold_sessions" WHERE expires_at_us < CAST(EXTRACT(EPOCH FROM s
 INSERT INTO "leasehold_leases" (name, expires_at_us) SELECT n, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) FROM unnest(CAST($1 AS text[])) AS n ON CONFLICT (name) DO UPDATE SET expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE "leasehold_leases".holder = ''
 -- args: "{\"global/billing\",\"global/outbox\"}";
 
+-- acquire and prune, first: lock the rows they may change, in name order
+SELECT name FROM "leasehold_leases" WHERE name = ANY(CAST($1 AS text[])) ORDER BY name FOR UPDATE
+-- args: "{\"global/billing\",\"global/outbox\"}";
+
 -- acquire (new epochs in the same statement)
 UPDATE "leasehold_leases" SET holder = $1, session_id = $2, epoch = epoch + 1, acquired_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = 253402300799999999 WHERE name = ANY(CAST($3 AS text[])) AND (NOT ("leasehold_leases".holder <> '' AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) OR EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)))) OR "leasehold_leases".session_id = $4) AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $5 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) RETURNING name, epoch
 -- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "{\"global/billing\",\"global/outbox\"}", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
@@ -40,6 +44,10 @@ UPDATE "leasehold_leases" SET data = $1 WHERE name = $2 AND epoch = 7 AND sessio
 -- publish a pool's next generation (compare-and-set)
 UPDATE "leasehold_leases" SET epoch = epoch + 1, data = $1, renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE name = $2 AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
+
+-- prune dead pool members, first: lock the pool's member rows
+SELECT name FROM "leasehold_leases" WHERE name >= $1 AND name < $2 ORDER BY name FOR UPDATE
+-- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
 -- prune dead pool members
 DELETE FROM "leasehold_leases" WHERE name >= $1 AND name < $2 AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000) OR ("leasehold_leases".session_id <> '' AND NOT EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000)))

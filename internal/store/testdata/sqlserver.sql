@@ -21,6 +21,10 @@ DELETE FROM [leasehold_sessions] WHERE expires_at_us < DATEDIFF_BIG(MICROSECOND,
 UPDATE [leasehold_leases] SET expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE name IN (@p1, @p2) AND holder = ''; INSERT INTO [leasehold_leases] (name, expires_at_us) SELECT v.name, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) FROM (VALUES (@p3), (@p4)) AS v(name) WHERE NOT EXISTS (SELECT 1 FROM [leasehold_leases] WITH (UPDLOCK, HOLDLOCK) WHERE [leasehold_leases].name = v.name)
 -- args: "global/billing", "global/outbox", "global/billing", "global/outbox";
 
+-- acquire and prune, first: lock the rows they may change, in name order
+SELECT name FROM [leasehold_leases] WITH (UPDLOCK, ROWLOCK) WHERE name IN (@p1, @p2) ORDER BY name
+-- args: "global/billing", "global/outbox";
+
 -- acquire (new epochs in the same statement)
 UPDATE [leasehold_leases] SET holder = @p1, session_id = @p2, epoch = epoch + 1, acquired_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = 253402300799999999 OUTPUT inserted.name, inserted.epoch WHERE name IN (@p3, @p4) AND (NOT ([leasehold_leases].holder <> '' AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())) OR EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())))) OR [leasehold_leases].session_id = @p5) AND EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = @p6 AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
 -- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
@@ -40,6 +44,10 @@ UPDATE [leasehold_leases] SET data = @p1 WHERE name = @p2 AND epoch = 7 AND sess
 -- publish a pool's next generation (compare-and-set)
 UPDATE [leasehold_leases] SET epoch = epoch + 1, data = @p1, renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE name = @p2 AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
+
+-- prune dead pool members, first: lock the pool's member rows
+SELECT name FROM [leasehold_leases] WITH (UPDLOCK, ROWLOCK) WHERE name >= @p1 AND name < @p2 ORDER BY name
+-- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
 -- prune dead pool members
 DELETE FROM [leasehold_leases] WHERE name >= @p1 AND name < @p2 AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000) OR ([leasehold_leases].session_id <> '' AND NOT EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000)))
