@@ -224,7 +224,7 @@ func (c *Coordinator) acquireDirect(ctx context.Context, name string) (*Lease, e
 		return nil, err
 	}
 	if len(terms) == 0 {
-		return nil, fmt.Errorf("%w: %q is held by another live session of this instance id", ErrNotAcquired, name)
+		return nil, fmt.Errorf("%w: %q is held by another live session of this process", ErrNotAcquired, name)
 	}
 	c.mu.Lock()
 	if closing, trusted := c.closingNow(), s.trustedLocked(); closing || !trusted {

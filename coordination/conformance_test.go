@@ -47,6 +47,10 @@ var conformanceCases = []conformanceCase{
 	{"AbandonedAcquireTakesNoTerm", caseAbandonedAcquire},
 	{"FailedAcquireGrantsNothing", caseFailedAcquireGrantsNothing},
 	{"AmbiguousAcquireStartsNoTerm", caseAmbiguousAcquire},
+	{"AcquireWaitingOnOneRowCannotTakeANewerTerm", caseAcquireWaitingTakesNewerTerm},
+	{"PruneWaitingOnOneRowCannotDeleteANewTerm", casePruneWaitingDeletesNewTerm},
+	{"SamePoolTwiceInOneProcess", caseSamePoolTwice},
+	{"MemberTokenNeverReusedAfterPrune", caseMemberEpochAfterPrune},
 }
 
 // renewSignal installs a hook that reports every successful renewal.

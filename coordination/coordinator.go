@@ -94,6 +94,7 @@ type Coordinator struct {
 	campaigns   map[string]*campaign
 	elections   map[string]*Election
 	pools       map[string]bool // keys of the pools whose Run is active in this process
+	joins       map[string]int  // per pool key, the memberships this process started (memberID)
 
 	// afterRenew, when set by tests, is called after every renewal attempt
 	// with the number of leases it covered, the number it found lost and
@@ -144,6 +145,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		campaigns:    make(map[string]*campaign),
 		elections:    make(map[string]*Election),
 		pools:        make(map[string]bool),
+		joins:        make(map[string]int),
 		events:       broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
 	}
 }

@@ -32,7 +32,7 @@
 //	cluster/<cluster>/<name>        election, ClusterScope
 //	global/<name>                   election, GlobalScope
 //	pool|<key>|generation           pool generation (<key> is Pool.Name())
-//	pool|<key>|member|<instance>    pool membership
+//	pool|<key>|member|<member id>    pool membership
 //
 // No name contains '|', so no name can produce another election's or
 // pool's key, or a key under another pool's prefix: pools "a" and

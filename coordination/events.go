@@ -47,7 +47,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind EventKind
 	// Lease is the full lease name ("cluster/<cluster>/<name>",
-	// "global/<name>", or "pool|<key>|member|<instance>" for a pool
+	// "global/<name>", or "pool|<key>|member|<member id>" for a pool
 	// membership), or the pool's key for a pool's errors; empty for errors
 	// not tied to a lease.
 	Lease string

@@ -85,6 +85,7 @@ type poolMember struct {
 	p    *Pool
 	fn   AssignmentFunc
 	log  *zap.Logger
+	me   string // member id of the current membership (memberID)
 	mem  *Lease // membership; nil until joined
 	ack  int64
 	work *poolWork
@@ -126,12 +127,13 @@ func (m *poolMember) step(ctx context.Context) bool {
 			m.fail("create pool row", err)
 			return false
 		}
-		l, err := c.acquireDirect(opCtx, p.rows.member(p.me))
+		me := c.memberID(p.key)
+		l, err := c.acquireDirect(opCtx, p.rows.member(me))
 		if err != nil {
 			m.fail("join", err)
 			return false
 		}
-		m.mem, m.ack = l, -1
+		m.me, m.mem, m.ack = me, l, -1
 		m.log.Info("joined pool", zap.Int64("epoch", l.Epoch()))
 	}
 	for range maxReadsPerStep - 1 {
@@ -162,7 +164,7 @@ func (m *poolMember) round(ctx, opCtx context.Context) (settled, again bool) {
 
 	// Publish a new generation when the live members differ from the list.
 	live := st.live()
-	live[p.me] = Member{ID: p.me, Holder: c.holder, Ack: m.ack, Live: true}
+	live[m.me] = Member{ID: m.me, Holder: c.holder, Ack: m.ack, Live: true}
 	next := nextList(st.List, live)
 	if !slices.Equal(next, st.List) {
 		ok, err := c.store.Publish(opCtx, p.rows.generation, st.Generation, strings.Join(next, ","))
@@ -182,7 +184,7 @@ func (m *poolMember) round(ctx, opCtx context.Context) (settled, again bool) {
 	}
 
 	// Assign: start work once every live member acknowledged this generation.
-	index := slices.Index(st.List, p.me)
+	index := slices.Index(st.List, m.me)
 	if m.work != nil || index < 0 {
 		return true, false
 	}
@@ -227,7 +229,7 @@ func (m *poolMember) acknowledge(ctx context.Context, gen int64) bool {
 // the converted moment is never early.
 func (m *poolMember) noteExpiry(st PoolState, readEnd time.Time) {
 	for _, mb := range st.Members {
-		if !mb.Live || mb.ID == m.p.me || mb.ExpiresAt.IsZero() {
+		if !mb.Live || mb.ID == m.me || mb.ExpiresAt.IsZero() {
 			continue
 		}
 		at := readEnd.Add(mb.ExpiresAt.Sub(st.DBNow) + expiryMargin)
@@ -332,7 +334,7 @@ func (m *poolMember) leave(ctx context.Context) {
 	defer cancel()
 	_ = m.mem.Release(opCtx)
 	if st, err := p.State(opCtx); err == nil {
-		if i := slices.Index(st.List, p.me); i >= 0 {
+		if i := slices.Index(st.List, m.me); i >= 0 {
 			next := slices.Delete(slices.Clone(st.List), i, i+1)
 			if ok, err := c.store.Publish(opCtx, p.rows.generation, st.Generation, strings.Join(next, ",")); err == nil && ok {
 				m.log.Info("left pool", zap.Int64("generation", st.Generation+1), zap.Strings("members", next))
@@ -343,8 +345,8 @@ func (m *poolMember) leave(ctx context.Context) {
 
 // deadMemberGrace is how long, in TTLs, a member row that nobody holds (it
 // was released, or its session expired) is kept before it is pruned. A
-// row is only a record of a process start that has ended: its instance id
-// never returns. A row created or released moments ago is never pruned,
+// row is only a record of a membership that has ended: its member id
+// never returns (memberID). A row created or released moments ago is never pruned,
 // so a member about to acquire its row never finds it gone.
 const deadMemberGrace = 10
 

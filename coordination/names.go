@@ -79,7 +79,7 @@ func ValidateName(name string) error {
 //	cluster/<cluster>/<name>               election, ClusterScope
 //	global/<name>                          election, GlobalScope
 //	pool|<key>|generation                  a pool's generation row
-//	pool|<key>|member|<instance>           a pool member's lease
+//	pool|<key>|member|<member id>           a pool member's lease
 //
 // <key> is the pool's own scoped key, built like an election key. Names
 // (ValidateName) and cluster names (package identity) never contain '|',
@@ -136,10 +136,10 @@ func poolRowsFor(key string) poolRows {
 	return poolRows{prefix: prefix, generation: prefix + "generation", members: prefix + "member" + keySep}
 }
 
-// member returns the row key of the member with the given instance id.
+// member returns the row key of the member with the given member id.
 func (r poolRows) member(instance string) string { return r.members + instance }
 
-// memberID returns the instance id of a member row key, and false for a key
+// memberID returns the member id of a member row key, and false for a key
 // that is not a member row of this pool.
 func (r poolRows) memberID(rowKey string) (string, bool) {
 	id, ok := strings.CutPrefix(rowKey, r.members)

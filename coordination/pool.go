@@ -19,7 +19,7 @@ import (
 // # Rows
 //
 // A pool is rows of the lease table, where <key> is the pool's Name. Each
-// member holds a lease named "pool|<key>|member|<instance>", so membership
+// member holds a lease named "pool|<key>|member|<member id>", so membership
 // is renewed by the same single statement as every other lease of the
 // process and has the same trust deadline. The row "pool|<key>|generation"
 // holds the current generation in its epoch and the member list of that
@@ -57,7 +57,6 @@ type Pool struct {
 	name  string
 	key   string   // "global/<name>" or "cluster/<cluster>/<name>"
 	rows  poolRows // the names of its rows
-	me    string   // member id: the instance id
 	poll  time.Duration
 
 	// Guarded by c.mu.
@@ -148,9 +147,25 @@ func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, err
 	}
 	return &Pool{
 		c: c, scope: scope, name: name, key: key, rows: poolRowsFor(key),
-		me:   c.id.Instance,
 		poll: poll,
 	}, nil
+}
+
+// memberID returns the member id of a new membership of pool key: the
+// instance id for the process's first join of the pool, "<instance>.<n>"
+// for its n-th. Every join, a rejoin after a loss included, takes a member
+// row that was never used: a member row is pruned once its session has
+// been dead for a while, and a row created again under a used key would
+// start its epochs at 1 again, handing out a fencing token an earlier
+// membership had.
+func (c *Coordinator) memberID(key string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.joins[key]++
+	if n := c.joins[key]; n > 1 {
+		return c.id.Instance + "." + strconv.Itoa(n)
+	}
+	return c.id.Instance
 }
 
 // Name returns the pool's key ("global/<name>" or "cluster/<c>/<name>"),
@@ -165,7 +180,7 @@ type Assignment struct {
 	Count      int      // number of members in this generation
 	Generation int64    // the generation; it only grows
 	Epoch      int64    // epoch of this member's membership lease
-	Members    []string // member ids (instance ids) in index order
+	Members    []string // member ids in index order (Member.ID)
 
 	p      *Pool
 	member *Lease
@@ -214,7 +229,7 @@ type AssignmentFunc func(ctx context.Context, a Assignment) error
 
 // Member is one member row as the database sees it.
 type Member struct {
-	ID     string // instance id
+	ID     string // member id: the instance id, with ".<n>" from the process's second join of the pool on
 	Holder string // node/cluster/instance
 	Ack    int64  // the newest generation it acknowledged
 	Live   bool   // held and unexpired by the database clock
@@ -295,9 +310,9 @@ func (p *Pool) Current() (Assignment, bool) {
 func (p *Pool) Run(ctx context.Context, fn AssignmentFunc) error {
 	c := p.c
 	c.mu.Lock()
-	// Busy per key, not per Pool value: every Pool of one key in this
-	// process is the same member (the instance id), so two Runs would take
-	// the same member row and work on the same index at once.
+	// Busy per key, not per Pool value: two Runs of one key in one process
+	// would be two members of one process, working on two indexes under
+	// one coordinator's session and identity.
 	if p.busy || c.pools[p.key] {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: pool %q", ErrBusy, p.key)

@@ -371,8 +371,8 @@ func TestPoolReadSchedule(t *testing.T) {
 // TestPoolExpiryConversion checks that a member row's expiry, converted
 // from the database clock, is never before the moment the row expires.
 func TestPoolExpiryConversion(t *testing.T) {
-	p := &Pool{me: "me", poll: time.Second}
-	m := &poolMember{p: p}
+	p := &Pool{poll: time.Second}
+	m := &poolMember{p: p, me: "me"}
 	db := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	readEnd := time.Now()
 	st := PoolState{DBNow: db, Members: []Member{
