@@ -71,72 +71,105 @@ func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
-	c.mu.Lock()
-	mine := ""
-	if c.sess != nil {
-		mine = c.sess.id
-	}
-	c.mu.Unlock()
-	var takeable, missing []string
+	mine := c.sessionID()
+	var want, missing []string
 	for _, name := range names {
 		r, exists := byName[name]
 		c.observe(name, r, exists)
-		if exists && r.Live() && (mine == "" || r.Session != mine) {
+		if !takeable(r, exists, mine) {
 			continue
 		}
-		takeable = append(takeable, name)
+		want = append(want, name)
 		if !exists {
 			missing = append(missing, name)
 		}
 	}
-	if len(takeable) == 0 {
+	if len(want) == 0 {
 		return
 	}
-	if len(missing) > 0 {
-		if err := c.store.EnsureRows(opCtx, missing); err != nil {
-			c.campaignError("create lease rows", "", err)
-			return
-		}
-	}
-	s, err := c.ensureSession(opCtx)
-	if err != nil {
-		c.campaignError("session", "", err)
-		return
-	}
-	defer c.using(s)()
-	// Chunk by chunk, each granted as it comes, so that a long round's
-	// first terms ride on the session's renewals while the rest are taken.
-	for len(takeable) > 0 {
-		chunk := takeable[:min(len(takeable), store.WriteChunk)]
-		takeable = takeable[len(chunk):]
-		terms, err := c.store.Acquire(opCtx, s.id, c.holder, chunk)
-		got := make(map[string]bool, len(terms))
-		for _, t := range terms {
-			got[t.Name] = true
-			c.grant(t.Name, t.Epoch, s)
-		}
-		if err != nil {
-			if !errors.Is(err, context.Canceled) {
-				// The acquire may or may not have committed: each lease is
-				// reported, so that an epoch taken without a term is
-				// accounted for.
-				c.log.Warn("campaign attempt failed; retrying", zap.Int("leases", len(chunk)-len(got)), zap.Error(err))
-				for _, name := range chunk {
-					if !got[name] {
-						c.events.emit(Event{Kind: EventError, Lease: name, Err: fmt.Errorf("acquire: %w", err)})
-					}
-				}
-			}
-			return
+	failed, err := c.acquireNames(opCtx, want, missing, c.grant)
+	switch {
+	case err == nil || errors.Is(err, context.Canceled):
+	case failed == nil:
+		c.campaignFailed("", err)
+	default:
+		// The acquire may or may not have committed: each lease is
+		// reported, so that an epoch taken without a term is accounted
+		// for.
+		c.log.Warn("campaign attempt failed; retrying", zap.Int("leases", len(failed)), zap.Error(err))
+		for _, name := range failed {
+			c.events.emit(Event{Kind: EventError, Lease: name, Err: err})
 		}
 	}
 }
 
+// takeable reports whether an acquire under the session mine ("" for
+// none) would take the lease of r, as Store.Acquire decides: the row is
+// missing (EnsureRows creates it), free, expired, held by a dead session,
+// or held by mine.
+func takeable(r store.Row, exists bool, mine string) bool {
+	return !exists || !r.Live() || (mine != "" && r.Session == mine)
+}
+
+// sessionID returns the id of the current session, or "" when there is
+// none.
+func (c *Coordinator) sessionID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == nil {
+		return ""
+	}
+	return c.sess.id
+}
+
+// acquireNames is the one acquire path of the coordinator. It creates the
+// rows named in missing, makes sure of a session with at least
+// RenewInterval of trust left (ensureSession), and acquires names under it
+// in chunks of store.WriteChunk, one statement each. Each chunk's terms
+// are handed to start, with the session they ride on, as soon as the
+// chunk's statement has succeeded and while the session is still marked
+// in use, so that the first terms of a long round ride on the session's
+// renewals while the rest are taken. A name that gets no term is held by
+// another live session.
+//
+// It stops at the first error. failed is then the chunk whose acquire
+// failed, which started no term though its statement may have committed
+// (see Store.Acquire), or nil when the rows or the session could not be
+// had and nothing was acquired.
+func (c *Coordinator) acquireNames(ctx context.Context, names, missing []string, start func(name string, epoch int64, s *session)) (failed []string, err error) {
+	if len(missing) > 0 {
+		if err := c.store.EnsureRows(ctx, missing); err != nil {
+			return nil, fmt.Errorf("create lease rows: %w", err)
+		}
+	}
+	s, err := c.ensureSession(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	defer c.using(s)()
+	for len(names) > 0 {
+		chunk := names[:min(len(names), store.WriteChunk)]
+		names = names[len(chunk):]
+		terms, err := c.store.Acquire(ctx, s.id, c.holder, chunk)
+		if err != nil {
+			return chunk, fmt.Errorf("acquire: %w", err)
+		}
+		for _, t := range terms {
+			start(t.Name, t.Epoch, s)
+		}
+	}
+	return nil, nil
+}
+
 func (c *Coordinator) campaignError(op, name string, err error) {
+	c.campaignFailed(name, fmt.Errorf("%s: %w", op, err))
+}
+
+// campaignFailed logs and reports a failed campaign step; err says which.
+func (c *Coordinator) campaignFailed(name string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return // shutting down
 	}
-	err = fmt.Errorf("%s: %w", op, err)
 	c.log.Warn("campaign attempt failed; retrying", zap.String("lease", name), zap.Error(err))
 	c.events.emit(Event{Kind: EventError, Lease: name, Err: err})
 }
@@ -173,9 +206,7 @@ func (c *Coordinator) grant(name string, epoch int64, s *session) {
 		return
 	}
 	delete(c.campaigns, name)
-	l := c.holdLocked(name, epoch, s, cp.e)
-	cp.e.seen, cp.e.seenHolder, cp.e.seenEpoch = true, c.holder, epoch
-	cp.result <- l
+	cp.result <- c.holdLocked(name, epoch, s, cp.e)
 	c.mu.Unlock()
 }
 
@@ -190,12 +221,17 @@ func (c *Coordinator) giveBack(s *session, name string, epoch int64) {
 }
 
 // holdLocked starts a term under session s: the lease rides on the
-// session's renewals and shares its trust deadline. c.mu must be held.
+// session's renewals and shares its trust deadline. e is the election the
+// term is of, nil for a pool membership; its own term is no leader change
+// for it. c.mu must be held.
 func (c *Coordinator) holdLocked(name string, epoch int64, s *session, e *Election) *Lease {
 	lctx, cancel := context.WithCancelCause(c.leaseParent)
 	l := &Lease{c: c, name: name, epoch: epoch, ctx: lctx, cancel: cancel, sess: s, election: e}
 	c.held[name] = l
 	s.held++
+	if e != nil {
+		e.seen, e.seenHolder, e.seenEpoch = true, c.holder, epoch
+	}
 	c.log.Info("acquired lease", zap.String("lease", name), zap.Int64("epoch", epoch))
 	c.events.emit(Event{Kind: EventElected, Lease: name, Holder: c.holder, Epoch: epoch})
 	return l
@@ -204,37 +240,55 @@ func (c *Coordinator) holdLocked(name string, epoch int64, s *session, e *Electi
 // acquireDirect takes a lease that only this process ever competes for
 // (a pool member row) without going through the campaign loop.
 func (c *Coordinator) acquireDirect(ctx context.Context, name string) (*Lease, error) {
+	if err := c.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	var l *Lease
+	var startErr error
+	taken := false
+	_, err := c.acquireNames(ctx, []string{name}, []string{name}, func(name string, epoch int64, s *session) {
+		taken = true
+		l, startErr = c.startTerm(name, epoch, s, nil)
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case !taken:
+		return nil, fmt.Errorf("%w: %q is held by another live session of this process", ErrNotAcquired, name)
+	}
+	return l, startErr
+}
+
+// waitReady waits until the coordinator serves elections. It returns
+// ErrClosed once shutdown has begun, or ctx's error.
+func (c *Coordinator) waitReady(ctx context.Context) error {
 	select {
 	case <-c.ready:
 	case <-c.closing:
-		return nil, ErrClosed
+		return ErrClosed
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
-	if err := c.store.EnsureRows(ctx, []string{name}); err != nil {
-		return nil, err
+	if c.closingNow() {
+		return ErrClosed
 	}
-	s, err := c.ensureSession(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer c.using(s)()
-	terms, err := c.store.Acquire(ctx, s.id, c.holder, []string{name})
-	if err != nil {
-		return nil, err
-	}
-	if len(terms) == 0 {
-		return nil, fmt.Errorf("%w: %q is held by another live session of this process", ErrNotAcquired, name)
-	}
+	return nil
+}
+
+// startTerm turns a term acquired outside the campaign loop into a Lease
+// of e (nil for a pool membership), unless the coordinator is shutting
+// down or the session lost this process's trust while the term was taken:
+// then the term is given back and an error returned.
+func (c *Coordinator) startTerm(name string, epoch int64, s *session, e *Election) (*Lease, error) {
 	c.mu.Lock()
 	if closing, trusted := c.closingNow(), s.trustedLocked(); closing || !trusted {
 		c.mu.Unlock()
-		c.giveBack(s, name, terms[0].Epoch)
+		c.giveBack(s, name, epoch)
 		if closing {
 			return nil, ErrClosed
 		}
 		return nil, fmt.Errorf("%w: %q: the session was lost while acquiring", ErrNotAcquired, name)
 	}
 	defer c.mu.Unlock()
-	return c.holdLocked(name, terms[0].Epoch, s, nil), nil
+	return c.holdLocked(name, epoch, s, e), nil
 }
