@@ -259,6 +259,65 @@ func (c *Coordinator) acquireDirect(ctx context.Context, name string) (*Lease, e
 	return l, startErr
 }
 
+// tryAcquire is Election.TryAcquire's one attempt, on the campaign loop's
+// acquire path: a read of the row decides, as pollOnce's does, whether the
+// lease can be taken, and acquireNames takes it.
+func (c *Coordinator) tryAcquire(ctx context.Context, e *Election) (*Lease, error) {
+	if err := c.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.roundTimeout(1))
+	defer cancel()
+	name := e.key
+	r, exists, err := c.readOne(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("coordination: try to acquire lease %q: read: %w", name, err)
+	}
+	if !takeable(r, exists, c.sessionID()) {
+		return nil, notAcquired(r)
+	}
+	var missing []string
+	if !exists {
+		missing = []string{name}
+	}
+	var l *Lease
+	var startErr error
+	taken := false
+	_, err = c.acquireNames(ctx, []string{name}, missing, func(name string, epoch int64, s *session) {
+		taken = true
+		l, startErr = c.startTerm(name, epoch, s, e)
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("coordination: try to acquire lease %q: %w", name, err)
+	case startErr != nil:
+		return nil, startErr
+	case taken:
+		return l, nil
+	}
+	// Another process took the lease between the read and the acquire.
+	if r, exists, err := c.readOne(ctx, name); err == nil && exists && r.Live() {
+		return nil, notAcquired(r)
+	}
+	return nil, fmt.Errorf("%w: lease %q was taken by another holder during the attempt", ErrNotAcquired, name)
+}
+
+// readOne reads the row of one lease.
+func (c *Coordinator) readOne(ctx context.Context, name string) (store.Row, bool, error) {
+	rows, err := c.store.Get(ctx, []string{name})
+	if err != nil || len(rows) == 0 {
+		return store.Row{}, false, err
+	}
+	return rows[0], true, nil
+}
+
+// notAcquired is the error of an attempt that found r held by another
+// live holder.
+func notAcquired(r store.Row) error {
+	return fmt.Errorf("%w: lease %q: holder %q, epoch %d, live until %s by the database clock",
+		ErrNotAcquired, r.Name, r.Holder, r.Epoch, r.ExpiresAt.Format(time.RFC3339Nano))
+}
+
 // waitReady waits until the coordinator serves elections. It returns
 // ErrClosed once shutdown has begun, or ctx's error.
 func (c *Coordinator) waitReady(ctx context.Context) error {

@@ -51,6 +51,9 @@ var conformanceCases = []conformanceCase{
 	{"PruneWaitingOnOneRowCannotDeleteANewTerm", casePruneWaitingDeletesNewTerm},
 	{"SamePoolTwiceInOneProcess", caseSamePoolTwice},
 	{"MemberTokenNeverReusedAfterPrune", caseMemberEpochAfterPrune},
+	{"TryAcquireFree", caseTryAcquireFree},
+	{"TryAcquireHeld", caseTryAcquireHeld},
+	{"TryAcquireAfterExpiry", caseTryAcquireAfterExpiry},
 }
 
 // renewSignal installs a hook that reports every successful renewal.

@@ -10,8 +10,9 @@ import (
 // Election is one named election of a coordinator: a lease that at most
 // one process holds at a time. Get it with Coordinator.Election; the same
 // scope and name always return the same Election. It is safe for
-// concurrent use, but at most one Campaign or Run is active on it at a
-// time in one process (a second gets ErrBusy).
+// concurrent use, but at most one Campaign, Run or TryAcquire is active on
+// it at a time in one process, and none while a Lease of it is unreleased
+// (they get ErrBusy).
 type Election struct {
 	c     *Coordinator
 	scope Scope
@@ -82,6 +83,54 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 		e.abortCampaign(cp)
 		return nil, ErrClosed
 	}
+}
+
+// TryAcquire makes exactly one attempt to take the election's lease and
+// returns at once. It takes the lease when the database shows it free,
+// expired by the database clock, or held by a session that has expired,
+// and then returns a Lease just like Campaign's: a new term whose epoch
+// the acquiring statement incremented, riding on the process's session
+// and trusted until that session's deadline. The caller must Release it
+// after the work done under it has returned.
+//
+// When another live holder has the lease, TryAcquire changes nothing in
+// the database and returns an error wrapping ErrNotAcquired that names the
+// lease, its holder and its epoch. It costs one read then, and one read
+// and the acquire otherwise (plus a statement to start or renew the
+// session when it needs one). An attempt whose acquire statement failed
+// returns that error, never a lease; if the statement committed
+// nonetheless, the epoch it took is never used: the next acquire by this
+// process takes the lease again under a new epoch, and otherwise it
+// expires with the session.
+//
+// Like Campaign, TryAcquire waits, within ctx, for the coordinator to be
+// ready, and returns ErrClosed once it is stopping or has stopped. It
+// returns an error wrapping ErrBusy while a Campaign or Run of the same
+// Election is in progress in this process, or a Lease of it has not been
+// released; and while it runs, a Campaign or Run of the Election gets
+// ErrBusy. The attempt is bounded by ctx and by a timeout of its own, as
+// long as a campaign round over one name.
+func (e *Election) TryAcquire(ctx context.Context) (*Lease, error) {
+	c := e.c
+	c.mu.Lock()
+	if c.closingNow() {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if e.busy {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", ErrBusy, e.key)
+	}
+	e.busy = true
+	c.mu.Unlock()
+	l, err := c.tryAcquire(ctx, e)
+	if err != nil {
+		c.mu.Lock()
+		e.busy = false
+		c.mu.Unlock()
+		return nil, err
+	}
+	return l, nil
 }
 
 // abortCampaign withdraws a campaign; a lease granted in the meantime is

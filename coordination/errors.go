@@ -48,12 +48,14 @@ var (
 	// ErrAlreadyRunning is returned by a second call of Run.
 	ErrAlreadyRunning = errors.New("coordination: coordinator is already running")
 
-	// ErrBusy is returned by Campaign and Run on an election that already
-	// has an active campaign or term in this process.
+	// ErrBusy is returned by Campaign, Run and TryAcquire on an election
+	// that already has an active campaign, attempt or term in this process.
 	ErrBusy = errors.New("coordination: election already has an active campaign in this process")
 
-	// ErrNotAcquired is returned by TryAcquire when another holder has the
-	// lease.
+	// ErrNotAcquired is returned by Election.TryAcquire when another live
+	// holder has the lease (the message names the holder and epoch), or
+	// when this process's session lost its trust while the lease was being
+	// taken (the term is given back).
 	ErrNotAcquired = errors.New("coordination: lease is held by another holder")
 
 	// ErrSchemaMissing is returned by Run when auto-migration is disabled
