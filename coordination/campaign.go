@@ -17,7 +17,8 @@ import (
 // statements however many leases it covers: one read per thousand names,
 // then, only when some lease can be taken, one insert per few hundred
 // missing rows, the session's start or renewal if it needs one, and one
-// acquire per few hundred takeable leases.
+// acquire per few hundred takeable leases. The leases observed
+// (Election.Observe) join the round's read and cost nothing more.
 func (c *Coordinator) campaignLoop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -28,23 +29,33 @@ func (c *Coordinator) campaignLoop(ctx context.Context) {
 		case <-c.campaignWake:
 		case <-timer.C:
 		}
-		names := c.campaignNames()
+		names, after := c.roundNames()
 		if len(names) > 0 {
 			c.pollOnce(ctx, names)
+		}
+		if after != nil {
+			after(len(names))
 		}
 		timer.Reset(jitter(c.cfg.RetryInterval))
 	}
 }
 
-func (c *Coordinator) campaignNames() []string {
+// roundNames returns, sorted, the names a round reads: those campaigned
+// for and those observed; and the test hook to call after the round.
+func (c *Coordinator) roundNames() ([]string, func(int)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	names := make([]string, 0, len(c.campaigns))
+	names := make([]string, 0, len(c.campaigns)+len(c.observed))
 	for n := range c.campaigns {
 		names = append(names, n)
 	}
+	for n := range c.observed {
+		if c.campaigns[n] == nil {
+			names = append(names, n)
+		}
+	}
 	sort.Strings(names)
-	return names
+	return names, c.afterRound
 }
 
 // roundTimeout bounds one campaign round over n names: for each statement
@@ -57,8 +68,9 @@ func (c *Coordinator) roundTimeout(n int) time.Duration {
 	return time.Duration(statements) * max(c.cfg.RenewInterval, 2*c.cfg.RetryInterval)
 }
 
-// pollOnce reads the campaigned leases and acquires, in one batch, the
-// ones that are free, expired, or held by this process's own session.
+// pollOnce reads the campaigned and observed leases and acquires, in one
+// batch, the campaigned ones that are free, expired, or held by this
+// process's own session.
 func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
 	opCtx, cancel := context.WithTimeout(ctx, c.roundTimeout(len(names)))
 	defer cancel()
@@ -75,8 +87,7 @@ func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
 	var want, missing []string
 	for _, name := range names {
 		r, exists := byName[name]
-		c.observe(name, r, exists)
-		if !takeable(r, exists, mine) {
+		if campaigned := c.observe(name, r, exists); !campaigned || !takeable(r, exists, mine) {
 			continue
 		}
 		want = append(want, name)
@@ -174,25 +185,43 @@ func (c *Coordinator) campaignFailed(name string, err error) {
 	c.events.emit(Event{Kind: EventError, Lease: name, Err: err})
 }
 
-// observe emits EventLeaderChanged when a campaigned lease shows a new
-// holder or epoch.
-func (c *Coordinator) observe(name string, r store.Row, exists bool) {
+// observe hands what a round read of a lease to those who watch it: it
+// emits EventLeaderChanged when a campaigned or observed lease shows
+// another live holder or epoch than at the previous look, and offers the
+// lease to the election's observers. It reports whether the lease is
+// campaigned for.
+func (c *Coordinator) observe(name string, r store.Row, exists bool) (campaigned bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cp := c.campaigns[name]
-	if cp == nil {
-		return
+	e := c.observed[name]
+	if cp := c.campaigns[name]; cp != nil {
+		e, campaigned = cp.e, true
+	}
+	if e == nil {
+		return false
+	}
+	if len(e.observers) > 0 {
+		info := LeaseInfo{Name: name}
+		if exists {
+			info = c.info(r)
+		}
+		if !info.Live {
+			info.Holder, info.Mine = "", false
+		}
+		for _, o := range e.observers {
+			o.offer(info)
+		}
 	}
 	holder, epoch := "", int64(0)
 	if exists && r.Live() {
 		holder, epoch = r.Holder, r.Epoch
 	}
-	e := cp.e
 	if e.seen && e.seenHolder == holder && e.seenEpoch == epoch {
-		return
+		return campaigned
 	}
 	e.seen, e.seenHolder, e.seenEpoch = true, holder, epoch
 	c.events.emit(Event{Kind: EventLeaderChanged, Lease: name, Holder: holder, Epoch: epoch})
+	return campaigned
 }
 
 // grant turns a successful acquire into a Lease for the waiting campaign,

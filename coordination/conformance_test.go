@@ -54,6 +54,8 @@ var conformanceCases = []conformanceCase{
 	{"TryAcquireFree", caseTryAcquireFree},
 	{"TryAcquireHeld", caseTryAcquireHeld},
 	{"TryAcquireAfterExpiry", caseTryAcquireAfterExpiry},
+	{"Observe", caseObserve},
+	{"ObserveCostsNoStatementPerName", caseObserveCostsNoStatementPerName},
 }
 
 // renewSignal installs a hook that reports every successful renewal.

@@ -92,6 +92,7 @@ type Coordinator struct {
 	releaseQ    []*releaseReq // releases waiting for a statement
 	releasing   int           // releases queued or being sent
 	campaigns   map[string]*campaign
+	observed    map[string]*Election // elections with observers
 	elections   map[string]*Election
 	pools       map[string]bool // keys of the pools whose Run is active in this process
 	joins       map[string]int  // per pool key, the memberships this process started (memberID)
@@ -100,6 +101,9 @@ type Coordinator struct {
 	// with the number of leases it covered, the number it found lost and
 	// the error.
 	afterRenew func(terms, lost int, err error)
+	// afterRound, when set by tests, is called after every campaign round
+	// with the number of names it read.
+	afterRound func(names int)
 }
 
 // campaign is one waiting Campaign call.
@@ -143,6 +147,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		campaignWake: make(chan struct{}, 1),
 		held:         make(map[string]*Lease),
 		campaigns:    make(map[string]*campaign),
+		observed:     make(map[string]*Election),
 		elections:    make(map[string]*Election),
 		pools:        make(map[string]bool),
 		joins:        make(map[string]int),

@@ -3,6 +3,7 @@ package coordination
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/leasehold/leasehold/internal/term"
 )
@@ -21,9 +22,10 @@ type Election struct {
 
 	// Guarded by c.mu.
 	busy       bool
-	seen       bool
+	seen       bool // seenHolder and seenEpoch are those of the last look
 	seenHolder string
 	seenEpoch  int64
+	observers  []*observer
 }
 
 // Election returns the election with the given scope and name. The name
@@ -174,6 +176,107 @@ func (e *Election) Leader(ctx context.Context) (LeaseInfo, error) {
 		return LeaseInfo{Name: e.key}, nil
 	}
 	return e.c.info(rows[0]), nil
+}
+
+// Observe follows who leads the election without campaigning for it: the
+// returned channel carries the lease as the database shows it, first as
+// soon as it has been read and then each time the holder or the epoch
+// changes. Holder is empty, and Live false, when nobody holds the lease:
+// it was released, expired by the database clock, or never acquired; the
+// values describe the last term then (Epoch is 0 for a lease never
+// acquired). Mine reports whether the holder is this process.
+//
+// The lease is read by the coordinator's campaign loop, in the one
+// statement per thousand names that already reads every lease this
+// process campaigns for, every RetryInterval (with jitter): observing adds
+// no statement per name, and any number of observers of any number of
+// elections share that read.
+//
+// Values are hints, for dashboards, routing and logs; act as leader only
+// under a Lease. The channel holds at most one value: when the observer
+// has not taken the previous one, the newer value replaces it, so the
+// observer always comes to the latest state the loop read but may miss
+// the ones in between, and a term that began and ended between two reads
+// is never seen. Each change also emits EventLeaderChanged to
+// Subscribe.
+//
+// The channel is closed when ctx is done or the coordinator stops. Observe
+// returns ErrClosed once the coordinator is stopping or has stopped.
+// Before Run is ready the first value waits for the loop, as a Campaign
+// does. Observe may be called any number of times, alongside Campaign,
+// Run and TryAcquire of the same election.
+func (e *Election) Observe(ctx context.Context) (<-chan LeaseInfo, error) {
+	c := e.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closingNow() {
+		return nil, ErrClosed
+	}
+	o := &observer{ch: make(chan LeaseInfo, 1)}
+	e.observers = append(e.observers, o)
+	c.observed[e.key] = e
+	o.stop = context.AfterFunc(ctx, func() { e.unobserve(o) })
+	c.poke(c.campaignWake)
+	return o.ch, nil
+}
+
+// unobserve ends one observer after its context is done.
+func (e *Election) unobserve(o *observer) {
+	c := e.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := slices.Index(e.observers, o); i >= 0 {
+		e.observers = slices.Delete(e.observers, i, i+1)
+	}
+	if len(e.observers) == 0 && c.observed[e.key] == e {
+		delete(c.observed, e.key)
+	}
+	o.closeLocked()
+}
+
+// observer is the channel of one Observe call. It is used under the
+// coordinator's mu only, which makes the campaign loop its one sender.
+type observer struct {
+	ch     chan LeaseInfo // buffered 1: the latest value not yet taken
+	stop   func() bool    // stops the wait for Observe's ctx
+	sent   bool           // a value was offered; last is its key
+	last   leader
+	closed bool
+}
+
+// leader is what makes an observed value a change: the live holder ("" for
+// none) and the epoch.
+type leader struct {
+	holder string
+	epoch  int64
+}
+
+// offer hands the observer info when its holder or epoch differs from the
+// last value offered, replacing a value the observer has not taken.
+func (o *observer) offer(info LeaseInfo) {
+	key := leader{holder: info.Holder, epoch: info.Epoch}
+	if o.closed || (o.sent && o.last == key) {
+		return
+	}
+	o.sent, o.last = true, key
+	select {
+	case <-o.ch:
+	default:
+	}
+	select {
+	case o.ch <- info:
+	default: // cannot happen: the buffer was just emptied, and only offer sends
+	}
+}
+
+// closeLocked closes the channel once.
+func (o *observer) closeLocked() {
+	if o.closed {
+		return
+	}
+	o.closed = true
+	o.stop()
+	close(o.ch)
 }
 
 // LeaderFunc is leader work. ctx is cancelled when the term ends (trust

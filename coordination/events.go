@@ -18,8 +18,11 @@ const (
 	EventLost
 	// EventReleased means this process released a lease it held.
 	EventReleased
-	// EventLeaderChanged means that, while campaigning, this process saw a different
-	// holder or epoch in the database than at its previous look.
+	// EventLeaderChanged means that, while campaigning for a lease or
+	// observing it (Election.Observe), this process saw a different live
+	// holder or epoch in the database than at its previous look. It is a
+	// hint: a look is one read per RetryInterval, so terms that began and
+	// ended between two looks are not seen.
 	EventLeaderChanged
 	// EventError means a database operation failed. The coordinator retries;
 	// Err says what failed.

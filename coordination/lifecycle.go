@@ -104,7 +104,8 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 	}
 }
 
-// beginShutdown stops campaigning and cancels every lease context.
+// beginShutdown stops campaigning and observing, and cancels every lease
+// context.
 func (c *Coordinator) beginShutdown() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -113,6 +114,13 @@ func (c *Coordinator) beginShutdown() {
 	}
 	close(c.closing)
 	clear(c.campaigns)
+	for _, e := range c.observed {
+		for _, o := range e.observers {
+			o.closeLocked()
+		}
+		e.observers = nil
+	}
+	clear(c.observed)
 	for _, l := range c.held {
 		l.cancel(ErrClosed)
 	}
