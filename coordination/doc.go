@@ -11,7 +11,10 @@
 // holds. [Coordinator.Election] returns an [Election] scoped to this
 // process's cluster ([ClusterScope]) or to everyone who shares the database
 // ([GlobalScope]). [Election.Run] runs a function whenever this process
-// leads; [Election.Campaign] gives the lower-level [Lease].
+// leads; [Election.Campaign] gives the lower-level [Lease], and
+// [Election.TryAcquire] makes one attempt for it, returning [ErrNotAcquired]
+// (naming the holder) when another process leads. [Election.Observe]
+// follows who leads an election without campaigning for it.
 //
 //	coord, err := coordination.New(db, id, coordination.Config{Logger: log})
 //	e, err := coord.Election(coordination.ClusterScope, "reports")
@@ -113,7 +116,8 @@
 // One renewal statement per tick, of one row, covers every lease the process
 // holds, however many. Followers read every lease they campaign for with
 // one SELECT per thousand names per attempt and write only to take leases
-// that are free or expired, in batches of 500. Releases that end together
+// that are free or expired, in batches of 500. Observed elections
+// ([Election.Observe]) join that SELECT at no cost per name. Releases that end together
 // (a shutdown, a pool leave) go out in batches of 500 too. The coordinator's
 // statements use at most [Config].MaxConnections connections at once (2 by
 // default), one of them kept for the renewal and releases, so renewals
@@ -170,6 +174,12 @@
 // loops: in order per subscriber, dropping new events while a subscriber's
 // buffer is full and counting them in the next delivered event's Dropped
 // field. Channels close when Run returns.
+//
+// [Election.Observe] delivers the lease of one election, read by the
+// database clock, at the first read and on each change of holder or epoch;
+// its channel keeps only the latest value. Both are hints: a change is
+// seen at the next read, one per RetryInterval, so terms that began and
+// ended between two reads are missed. Act as leader only under a [Lease].
 //
 // # Errors
 //

@@ -230,3 +230,103 @@ wait:
 	// global/shards: index 0 of 2
 	// global/shards: index 1 of 2
 }
+
+// TryAcquire makes one attempt and returns at once: a Lease when the lease
+// was free or expired, ErrNotAcquired naming the holder otherwise. Here
+// two coordinators stand for two processes.
+func ExampleElection_TryAcquire() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	ctx, cancel := context.WithCancel(context.Background())
+	var coords []*coordination.Coordinator
+	var elections []*coordination.Election
+	for _, node := range []string{"node-a", "node-b"} {
+		id, _ := identity.New(node, "eu-1")
+		coord, err := coordination.New(db, id, coordination.Config{})
+		if err != nil {
+			panic(err)
+		}
+		go func() { _ = coord.Run(ctx) }()
+		e, _ := coord.Election(coordination.GlobalScope, "migrations")
+		coords, elections = append(coords, coord), append(elections, e)
+	}
+
+	lease, err := elections[0].TryAcquire(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("node-a leads at epoch", lease.Epoch())
+
+	_, err = elections[1].TryAcquire(ctx)
+	fmt.Println("node-b not acquired:", errors.Is(err, coordination.ErrNotAcquired))
+
+	_ = lease.Release(ctx)
+	lease, err = elections[1].TryAcquire(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("node-b leads at epoch", lease.Epoch())
+	_ = lease.Release(ctx)
+
+	cancel()
+	for _, c := range coords {
+		<-c.Done()
+	}
+	// Output:
+	// node-a leads at epoch 1
+	// node-b not acquired: true
+	// node-b leads at epoch 2
+}
+
+// Observe follows who leads an election this process does not campaign
+// for. Here node-a observes while node-b takes the lease and releases it.
+func ExampleElection_Observe() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	ctx, cancel := context.WithCancel(context.Background())
+	// The observer reads at its RetryInterval.
+	cfg := coordination.Config{RetryInterval: 100 * time.Millisecond}
+	idA, _ := identity.New("node-a", "eu-1")
+	idB, _ := identity.New("node-b", "eu-1")
+	observer, _ := coordination.New(db, idA, cfg)
+	leader, _ := coordination.New(db, idB, cfg)
+	go func() { _ = observer.Run(ctx) }()
+	go func() { _ = leader.Run(ctx) }()
+	names := map[string]string{"": "nobody", leader.Holder(): "node-b"}
+
+	watched, _ := observer.Election(coordination.GlobalScope, "outbox")
+	changes, err := watched.Observe(ctx)
+	if err != nil {
+		panic(err)
+	}
+	next := func() coordination.LeaseInfo {
+		select {
+		case info := <-changes:
+			return info
+		case <-time.After(30 * time.Second):
+			panic("no change observed")
+		}
+	}
+	info := next()
+	fmt.Println(info.Name, "led by", names[info.Holder], "at epoch", info.Epoch)
+
+	outbox, _ := leader.Election(coordination.GlobalScope, "outbox")
+	lease, err := outbox.Campaign(ctx)
+	if err != nil {
+		panic(err)
+	}
+	info = next()
+	fmt.Println(info.Name, "led by", names[info.Holder], "at epoch", info.Epoch)
+
+	_ = lease.Release(ctx)
+	info = next()
+	fmt.Println(info.Name, "led by", names[info.Holder], "at epoch", info.Epoch, "live:", info.Live)
+
+	cancel()
+	<-observer.Done()
+	<-leader.Done()
+	// Output:
+	// global/outbox led by nobody at epoch 0
+	// global/outbox led by node-b at epoch 1
+	// global/outbox led by nobody at epoch 1 live: false
+}
