@@ -331,15 +331,6 @@ func (c *Coordinator) tryAcquire(ctx context.Context, e *Election) (*Lease, erro
 	return nil, fmt.Errorf("%w: lease %q was taken by another holder during the attempt", ErrNotAcquired, name)
 }
 
-// readOne reads the row of one lease.
-func (c *Coordinator) readOne(ctx context.Context, name string) (store.Row, bool, error) {
-	rows, err := c.store.Get(ctx, []string{name})
-	if err != nil || len(rows) == 0 {
-		return store.Row{}, false, err
-	}
-	return rows[0], true, nil
-}
-
 // notAcquired is the error of an attempt that found r held by another
 // live holder.
 func notAcquired(r store.Row) error {

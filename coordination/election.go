@@ -97,9 +97,9 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 //
 // When another live holder has the lease, TryAcquire changes nothing in
 // the database and returns an error wrapping ErrNotAcquired that names the
-// lease, its holder and its epoch. It costs one read then, and one read
-// and the acquire otherwise (plus a statement to start or renew the
-// session when it needs one). An attempt whose acquire statement failed
+// lease, its holder and its epoch. It costs one read then, and otherwise
+// the read and the acquire, plus a statement to create the lease's row the
+// first time and one to start or renew the session when it needs one. An attempt whose acquire statement failed
 // returns that error, never a lease; if the statement committed
 // nonetheless, the epoch it took is never used: the next acquire by this
 // process takes the lease again under a new epoch, and otherwise it

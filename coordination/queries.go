@@ -61,3 +61,12 @@ func (c *Coordinator) Leases(ctx context.Context) ([]LeaseInfo, error) {
 	}
 	return out, nil
 }
+
+// readOne reads the row of one lease; it reports false when there is none.
+func (c *Coordinator) readOne(ctx context.Context, name string) (store.Row, bool, error) {
+	rows, err := c.store.Get(ctx, []string{name})
+	if err != nil || len(rows) == 0 {
+		return store.Row{}, false, err
+	}
+	return rows[0], true, nil
+}
