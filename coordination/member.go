@@ -112,7 +112,11 @@ const maxReadsPerStep = 3
 // member is settled (working in the current generation, or correctly idle).
 func (m *poolMember) step(ctx context.Context) bool {
 	p, c := m.p, m.p.c
-	opCtx, cancel := context.WithTimeout(ctx, c.cfg.RenewInterval)
+	// As long as a campaign round for one name: a step sends a few
+	// statements, and a step cut short on a loaded database only fails
+	// again at the next one (the driver may close the connection of a
+	// statement it cancels, so the next step must open one as well).
+	opCtx, cancel := context.WithTimeout(ctx, c.roundTimeout(1))
 	defer cancel()
 	m.expiry = time.Time{}
 
