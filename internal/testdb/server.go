@@ -15,6 +15,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,7 +310,14 @@ func (s *Server) stopLocked() error {
 	}
 	// The fast shutdown did not finish in time. The leader has not been
 	// reaped yet (done is still open), so its process group id cannot have
-	// been reused: kill the whole group, PostgreSQL's backends included.
+	// been reused: kill the whole group, and the leader's children, which
+	// PostgreSQL moves to sessions of their own (setsid): they hold the
+	// shared memory that a restart must find released. They are listed
+	// before the kill, while they are still the leader's.
+	children := running(func(_, ppid, _ int) bool { return ppid == p.pid })
+	for _, pid := range children {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 	if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("testdb: stop %s server (pid %d): it ignored %v for %s, and killing its process group failed: %w",
 			s.kind, p.pid, sig, stopTimeout, err)
@@ -328,6 +336,10 @@ func (s *Server) stopLocked() error {
 		return fmt.Errorf("testdb: stop %s server (pid %d): processes %v of its group still running %s after SIGKILL",
 			s.kind, p.pid, live, killTimeout)
 	}
+	if live := waitExited(killTimeout, func(pid, _, _ int) bool { return slices.Contains(children, pid) }); len(live) > 0 {
+		return fmt.Errorf("testdb: stop %s server (pid %d): its children %v still running %s after SIGKILL",
+			s.kind, p.pid, live, killTimeout)
+	}
 	return nil
 }
 
@@ -335,12 +347,18 @@ func (s *Server) stopLocked() error {
 // is running (zombies, which hold no resources, do not count), and returns
 // the pids still running then.
 func waitGroupExited(pgid int, d time.Duration) []int {
+	return waitExited(d, func(_, _, pgrp int) bool { return pgrp == pgid })
+}
+
+// waitExited waits at most d until no running process matches, and
+// returns the pids still running then.
+func waitExited(d time.Duration, match func(pid, ppid, pgrp int) bool) []int {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
 	for {
-		live := groupRunning(pgid)
+		live := running(match)
 		if len(live) == 0 {
 			return nil
 		}
@@ -352,9 +370,14 @@ func waitGroupExited(pgid int, d time.Duration) []int {
 	}
 }
 
-// groupRunning lists the processes of group pgid that are not zombies, from
-// /proc/<pid>/stat.
+// groupRunning lists the processes of group pgid that are not zombies.
 func groupRunning(pgid int) []int {
+	return running(func(_, _, pgrp int) bool { return pgrp == pgid })
+}
+
+// running lists the processes that are not zombies and match, by pid,
+// parent pid and process group, from /proc/<pid>/stat.
+func running(match func(pid, ppid, pgrp int) bool) []int {
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -378,7 +401,9 @@ func groupRunning(pgid int) []int {
 		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
 			continue
 		}
-		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+		ppid, err1 := strconv.Atoi(f[1])
+		pgrp, err2 := strconv.Atoi(f[2])
+		if err1 == nil && err2 == nil && match(pid, ppid, pgrp) {
 			live = append(live, pid)
 		}
 	}
