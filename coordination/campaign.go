@@ -74,6 +74,7 @@ func (c *Coordinator) roundTimeout(n int) time.Duration {
 func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
 	opCtx, cancel := context.WithTimeout(ctx, c.roundTimeout(len(names)))
 	defer cancel()
+	readStart := time.Now()
 	rows, err := c.store.Get(opCtx, names)
 	if err != nil {
 		c.campaignError("read leases", "", err)
@@ -98,7 +99,16 @@ func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
 	if len(want) == 0 {
 		return
 	}
-	failed, err := c.acquireNames(opCtx, want, missing, c.grant)
+	// The handoff gap of a grant runs from the end of the previous term,
+	// by the database clock at the read, plus the time since the read
+	// started: at most one read and one acquire too long.
+	failed, err := c.acquireNames(opCtx, want, missing, func(name string, epoch int64, s *session) {
+		gap := time.Duration(-1)
+		if free, known := freeFor(byName[name]); known {
+			gap = free + time.Since(readStart)
+		}
+		c.grant(name, epoch, s, gap)
+	})
 	switch {
 	case err == nil || errors.Is(err, context.Canceled):
 	case failed == nil:
@@ -161,7 +171,9 @@ func (c *Coordinator) acquireNames(ctx context.Context, names, missing []string,
 	for len(names) > 0 {
 		chunk := names[:min(len(names), store.WriteChunk)]
 		names = names[len(chunk):]
+		acquireStart := time.Now()
 		terms, err := c.store.Acquire(ctx, s.id, c.holder, chunk)
+		c.metrics.acquireRoundTrip(time.Since(acquireStart))
 		if err != nil {
 			return chunk, fmt.Errorf("acquire: %w", err)
 		}
@@ -225,8 +237,9 @@ func (c *Coordinator) observe(name string, r store.Row, exists bool) (campaigned
 }
 
 // grant turns a successful acquire into a Lease for the waiting campaign,
-// or gives the term back at once when nobody waits any more.
-func (c *Coordinator) grant(name string, epoch int64, s *session) {
+// or gives the term back at once when nobody waits any more. gap is the
+// handoff gap before the acquire, negative when unknown.
+func (c *Coordinator) grant(name string, epoch int64, s *session, gap time.Duration) {
 	c.mu.Lock()
 	cp := c.campaigns[name]
 	if cp == nil || c.closingNow() || !s.trustedLocked() {
@@ -235,7 +248,11 @@ func (c *Coordinator) grant(name string, epoch int64, s *session) {
 		return
 	}
 	delete(c.campaigns, name)
-	cp.result <- c.holdLocked(name, epoch, s, cp.e)
+	l := c.holdLocked(name, epoch, s, cp.e)
+	if gap >= 0 {
+		c.metrics.handoff(gap)
+	}
+	cp.result <- l
 	c.mu.Unlock()
 }
 
@@ -256,11 +273,17 @@ func (c *Coordinator) giveBack(s *session, name string, epoch int64) {
 func (c *Coordinator) holdLocked(name string, epoch int64, s *session, e *Election) *Lease {
 	lctx, cancel := context.WithCancelCause(c.leaseParent)
 	l := &Lease{c: c, name: name, epoch: epoch, ctx: lctx, cancel: cancel, sess: s, election: e}
+	if e != nil {
+		l.attrs = e.attrs
+	} else {
+		l.attrs = c.metrics.leaseAttrs(name)
+	}
 	c.held[name] = l
 	s.held++
 	if e != nil {
 		e.seen, e.seenHolder, e.seenEpoch = true, c.holder, epoch
 	}
+	c.metrics.acquired()
 	c.log.Info("acquired lease", zap.String("lease", name), zap.Int64("epoch", epoch))
 	c.events.emit(Event{Kind: EventElected, Lease: name, Holder: c.holder, Epoch: epoch})
 	return l

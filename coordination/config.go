@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/internal/store"
@@ -112,6 +114,16 @@ type Config struct {
 	// holder identity, and lease lines the lease name and epoch.
 	// Defaults to a no-op logger.
 	Logger *zap.Logger
+
+	// MeterProvider receives the coordinator's metrics through the
+	// OpenTelemetry metric API: whether each lease is held and its epoch,
+	// acquisitions, losses by cause, releases, renewal round trips and
+	// errors, the trust headroom left at each renewal, handoff gaps, and
+	// each pool's generation, members, assignment and rebalance time. The
+	// instruments are named under "leasehold." (docs/operations.md lists
+	// them). Pass the provider of your OpenTelemetry SDK or bridge.
+	// Defaults to a no-op provider, with which nothing is recorded.
+	MeterProvider metric.MeterProvider
 }
 
 // withDefaults returns a copy with zero fields set to their defaults.
@@ -125,6 +137,9 @@ func (c Config) withDefaults() Config {
 	c.TablePrefix = cmp.Or(c.TablePrefix, store.DefaultTablePrefix)
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	if c.MeterProvider == nil {
+		c.MeterProvider = noop.NewMeterProvider()
 	}
 	return c
 }

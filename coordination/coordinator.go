@@ -65,12 +65,13 @@ const (
 // renewal statement per tick keeps alive, however many leases there are.
 // Create it with New, start it with Run. It is safe for concurrent use.
 type Coordinator struct {
-	cfg    Config
-	id     identity.Identity
-	holder string
-	store  leaseStore
-	log    *zap.Logger
-	events broadcaster
+	cfg     Config
+	id      identity.Identity
+	holder  string
+	store   leaseStore
+	log     *zap.Logger
+	events  broadcaster
+	metrics *metrics
 
 	ready   chan struct{} // closed once the schema is in place and loops run
 	closing chan struct{} // closed when shutdown begins
@@ -94,8 +95,8 @@ type Coordinator struct {
 	campaigns   map[string]*campaign
 	observed    map[string]*Election // elections with observers
 	elections   map[string]*Election
-	pools       map[string]bool // keys of the pools whose Run is active in this process
-	joins       map[string]int  // per pool key, the memberships this process started (memberID)
+	pools       map[string]*Pool // the pools whose Run is active in this process, by key
+	joins       map[string]int   // per pool key, the memberships this process started (memberID)
 
 	// afterRenew, when set by tests, is called after every renewal attempt
 	// with the number of leases it covered, the number it found lost and
@@ -134,12 +135,18 @@ func New(db *gorm.DB, id identity.Identity, cfg Config) (*Coordinator, error) {
 
 func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinator {
 	holder := id.Holder()
+	log := cfg.Logger.Named("leasehold").With(zap.String("identity", holder))
+	m, err := newMetrics(cfg.MeterProvider)
+	if err != nil {
+		log.Warn("the meter provider refused an instrument; no metrics are recorded", zap.Error(err))
+	}
 	return &Coordinator{
 		cfg:          cfg,
 		id:           id,
 		holder:       holder,
 		store:        st,
-		log:          cfg.Logger.Named("leasehold").With(zap.String("identity", holder)),
+		log:          log,
+		metrics:      m,
 		ready:        make(chan struct{}),
 		closing:      make(chan struct{}),
 		done:         make(chan struct{}),
@@ -149,7 +156,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		campaigns:    make(map[string]*campaign),
 		observed:     make(map[string]*Election),
 		elections:    make(map[string]*Election),
-		pools:        make(map[string]bool),
+		pools:        make(map[string]*Pool),
 		joins:        make(map[string]int),
 		events:       broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
 	}

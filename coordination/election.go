@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/leasehold/leasehold/internal/term"
 )
 
@@ -17,8 +19,9 @@ import (
 type Election struct {
 	c     *Coordinator
 	scope Scope
-	name  string // as given
-	key   string // full lease name
+	name  string                   // as given
+	key   string                   // full lease name
+	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
 
 	// Guarded by c.mu.
 	busy       bool
@@ -40,7 +43,7 @@ func (c *Coordinator) Election(scope Scope, name string) (*Election, error) {
 	if e, ok := c.elections[key]; ok {
 		return e, nil
 	}
-	e := &Election{c: c, scope: scope, name: name, key: key}
+	e := &Election{c: c, scope: scope, name: name, key: key, attrs: c.metrics.leaseAttrs(key)}
 	c.elections[key] = e
 	return e, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -47,7 +48,8 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	sess *session // the session the term rides on; its deadline is the term's
+	sess  *session                 // the session the term rides on; its deadline is the term's
+	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
 
 	// Guarded by c.mu.
 	state         leaseState
@@ -188,6 +190,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		return err
 	}
 	if wasHeld {
+		c.metrics.released()
 		log.Info("released lease")
 		c.events.emit(Event{Kind: EventReleased, Lease: l.name, Holder: c.holder, Epoch: l.epoch})
 	}
@@ -202,14 +205,16 @@ func (c *Coordinator) dropLocked(l *Lease) {
 	}
 }
 
-// loseLocked ends a held term. c.mu must be held.
-func (c *Coordinator) loseLocked(l *Lease, cause error) {
+// loseLocked ends a held term; why is the cause its metrics report.
+// c.mu must be held.
+func (c *Coordinator) loseLocked(l *Lease, cause error, why lossCause) {
 	if l.state != stateHeld {
 		return
 	}
 	l.state = stateLost
 	c.dropLocked(l)
 	l.cancel(cause)
+	c.metrics.lost(why)
 	c.log.Warn("lost lease", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(cause))
 	c.events.emit(Event{Kind: EventLost, Lease: l.name, Holder: c.holder, Epoch: l.epoch, Err: cause})
 	c.poke(c.renewWake)

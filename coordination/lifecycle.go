@@ -38,7 +38,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.state = stateRunning
 	c.leaseParent = context.WithoutCancel(ctx)
 	c.mu.Unlock()
+	unregister := c.registerMetrics()
 	defer func() {
+		unregister()
 		c.mu.Lock()
 		c.state = stateStopped
 		c.mu.Unlock()
@@ -148,6 +150,7 @@ func (c *Coordinator) abandon() bool {
 			zap.Int64("epoch", l.epoch), zap.Error(err))
 		l.state = stateLost
 		delete(c.held, l.name)
+		c.metrics.lost(lossShutdownTimeout)
 		c.events.emit(Event{Kind: EventLost, Lease: l.name, Holder: c.holder, Epoch: l.epoch, Err: err})
 	}
 	return abandoned

@@ -93,6 +93,11 @@ type poolMember struct {
 	// other live member row seen by the last read expires unless it is
 	// renewed; zero when there is none.
 	expiry time.Time
+	// gen is the generation of the last read; settledGen the one the
+	// member was last settled in, and unsettledSince the start of the
+	// first step since then that left it unsettled (see noteSettled).
+	gen, settledGen int64
+	unsettledSince  time.Time
 }
 
 // lost returns a channel closed when the membership's term ends.
@@ -160,6 +165,10 @@ func (m *poolMember) round(ctx, opCtx context.Context) (settled, again bool) {
 		return false, false
 	}
 	m.noteExpiry(st, time.Now())
+	m.gen = st.Generation
+	c.mu.Lock()
+	p.read, p.generation, p.members = true, st.Generation, len(st.List)
+	c.mu.Unlock()
 
 	// Revoke: stop work of older generations, then acknowledge.
 	if !m.acknowledge(opCtx, st.Generation) {

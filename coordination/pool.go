@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 )
@@ -58,10 +59,16 @@ type Pool struct {
 	key   string   // "global/<name>" or "cluster/<cluster>/<name>"
 	rows  poolRows // the names of its rows
 	poll  time.Duration
+	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
 
 	// Guarded by c.mu.
 	busy    bool
 	current *Assignment
+	// read says whether Run has read the pool; generation and members are
+	// those of the current generation at its last read.
+	read       bool
+	generation int64
+	members    int
 }
 
 // Bounds of PoolConfig.PollInterval.
@@ -147,7 +154,8 @@ func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, err
 	}
 	return &Pool{
 		c: c, scope: scope, name: name, key: key, rows: poolRowsFor(key),
-		poll: poll,
+		poll:  poll,
+		attrs: c.metrics.poolAttrs(key),
 	}, nil
 }
 
@@ -313,15 +321,15 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc) error {
 	// Busy per key, not per Pool value: two Runs of one key in one process
 	// would be two members of one process, working on two indexes under
 	// one coordinator's session and identity.
-	if p.busy || c.pools[p.key] {
+	if p.busy || c.pools[p.key] != nil {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: pool %q", ErrBusy, p.key)
 	}
-	p.busy, c.pools[p.key] = true, true
+	p.busy, c.pools[p.key] = true, p
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		p.busy, p.current = false, nil
+		p.busy, p.current, p.read = false, nil, false
 		delete(c.pools, p.key)
 		c.mu.Unlock()
 	}()
@@ -351,6 +359,7 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc) error {
 		}
 		began := time.Now()
 		settled := m.step(ctx)
+		m.noteSettled(began, settled)
 		timer.Reset(time.Until(p.nextRead(began, settled, m.expiry)))
 	}
 }

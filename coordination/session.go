@@ -90,6 +90,7 @@ func (c *Coordinator) ensureSession(ctx context.Context) (*session, error) {
 	if alive {
 		start := time.Now()
 		ok, err := c.store.RenewSession(ctx, s.id, c.cfg.TTL)
+		c.metrics.renewal(time.Since(start), err)
 		if err != nil {
 			return nil, fmt.Errorf("renew session: %w", err)
 		}
@@ -131,9 +132,10 @@ func (c *Coordinator) sessionRenewed(s *session, start time.Time) bool {
 	}
 	now := time.Now()
 	if !now.Before(s.deadline) {
-		c.loseSessionLocked(s, fmt.Errorf("%w: trust deadline passed before the renewal completed", ErrLeaseLost), false)
+		c.loseSessionLocked(s, fmt.Errorf("%w: trust deadline passed before the renewal completed", ErrLeaseLost), lossLateRenewal)
 		return false
 	}
+	c.metrics.headroom(s.deadline.Sub(now))
 	if d := start.Add(c.cfg.TTL - c.cfg.Margin); d.After(s.deadline) {
 		s.deadline = d
 		s.timer.Reset(d.Sub(now))
@@ -146,7 +148,7 @@ func (c *Coordinator) sessionRenewed(s *session, start time.Time) bool {
 func (c *Coordinator) sessionGone(s *session) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.loseSessionLocked(s, fmt.Errorf("%w: the database shows this process's session expired", ErrLeaseLost), true)
+	c.loseSessionLocked(s, fmt.Errorf("%w: the database shows this process's session expired", ErrLeaseLost), lossSessionGone)
 }
 
 // sessionDeadline runs when the trust deadline timer of s fires.
@@ -160,16 +162,17 @@ func (c *Coordinator) sessionDeadline(s *session) {
 		s.timer.Reset(d) // a renewal moved the deadline while the timer fired
 		return
 	}
-	c.loseSessionLocked(s, fmt.Errorf("%w: trust deadline passed without a successful renewal", ErrLeaseLost), false)
+	c.loseSessionLocked(s, fmt.Errorf("%w: trust deadline passed without a successful renewal", ErrLeaseLost), lossTrustDeadline)
 }
 
-// loseSessionLocked ends s and every term held under it. confirmed says
-// the database showed the session over, so the terms need no release.
-// c.mu must be held.
-func (c *Coordinator) loseSessionLocked(s *session, cause error, confirmed bool) {
+// loseSessionLocked ends s and every term held under it. A session gone
+// (why is lossSessionGone) is one the database showed over, so its terms
+// need no release. c.mu must be held.
+func (c *Coordinator) loseSessionLocked(s *session, cause error, why lossCause) {
 	if s.dead {
 		return
 	}
+	confirmed := why == lossSessionGone
 	s.lose()
 	if c.sess == s {
 		c.sess = nil
@@ -180,7 +183,7 @@ func (c *Coordinator) loseSessionLocked(s *session, cause error, confirmed bool)
 	for _, l := range c.held {
 		if l.sess == s {
 			l.confirmedLost = confirmed
-			c.loseLocked(l, cause)
+			c.loseLocked(l, cause, why)
 		}
 	}
 }
@@ -274,6 +277,7 @@ func (c *Coordinator) renewOnce(ctx context.Context) renewOutcome {
 	opCtx, cancel := context.WithTimeout(ctx, timeout)
 	ok, err := c.store.RenewSession(opCtx, s.id, c.cfg.TTL)
 	cancel()
+	c.metrics.renewal(time.Since(start), err)
 	covered := false
 	if serial {
 		covered = stopWatch()

@@ -1,0 +1,333 @@
+package coordination
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.uber.org/zap"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// Metrics go through the OpenTelemetry metric API to the MeterProvider of
+// Config; the package never depends on an SDK. The instruments, named
+// under "leasehold.", are:
+//
+//	name                              kind       unit          attributes
+//	leasehold.lease.held              gauge      {lease}       lease
+//	leasehold.lease.epoch             gauge      {epoch}       lease
+//	leasehold.lease.acquisitions      counter    {term}
+//	leasehold.lease.losses            counter    {term}        cause
+//	leasehold.lease.releases          counter    {term}
+//	leasehold.lease.acquire.duration  histogram  s
+//	leasehold.lease.handoff.gap       histogram  s
+//	leasehold.session.renew.duration  histogram  s
+//	leasehold.session.renew.errors    counter    {error}
+//	leasehold.session.trust.headroom  histogram  s
+//	leasehold.pool.generation         gauge      {generation}  pool
+//	leasehold.pool.members            gauge      {member}      pool
+//	leasehold.pool.assigned           gauge      {index}       pool
+//	leasehold.pool.rebalance.duration histogram  s             pool
+//
+// docs/operations.md explains each. The gauges are observed by one
+// callback, registered when Run starts and unregistered when it returns,
+// which reads the coordinator's state under its mutex. The loops only add
+// to counters and record to histograms, with attribute sets made once per
+// lease, pool or cause, never per tick. A nil MeterProvider (the default)
+// turns all of it off: no instrument is recorded to and no callback is
+// registered.
+//
+// The callback takes Coordinator.mu, and some counters are added to while
+// it is held. That is safe with any SDK whose synchronous instruments do
+// not wait for a collection in progress, as OpenTelemetry's does not.
+
+// meterName is the instrumentation scope of the instruments.
+const meterName = "github.com/leasehold/leasehold/coordination"
+
+// Instrument names.
+const (
+	metricLeaseHeld         = "leasehold.lease.held"
+	metricLeaseEpoch        = "leasehold.lease.epoch"
+	metricAcquisitions      = "leasehold.lease.acquisitions"
+	metricLosses            = "leasehold.lease.losses"
+	metricReleases          = "leasehold.lease.releases"
+	metricAcquireDuration   = "leasehold.lease.acquire.duration"
+	metricHandoffGap        = "leasehold.lease.handoff.gap"
+	metricRenewDuration     = "leasehold.session.renew.duration"
+	metricRenewErrors       = "leasehold.session.renew.errors"
+	metricTrustHeadroom     = "leasehold.session.trust.headroom"
+	metricPoolGeneration    = "leasehold.pool.generation"
+	metricPoolMembers       = "leasehold.pool.members"
+	metricPoolAssigned      = "leasehold.pool.assigned"
+	metricRebalanceDuration = "leasehold.pool.rebalance.duration"
+)
+
+// Attribute keys.
+const (
+	attrLease = "lease"
+	attrCause = "cause"
+	attrPool  = "pool"
+)
+
+// lossCause is why a term ended without a Release: the value of the
+// cause attribute of leasehold.lease.losses.
+type lossCause int
+
+const (
+	// lossTrustDeadline: the trust deadline passed without a successful
+	// renewal (the renewals failed or took too long).
+	lossTrustDeadline lossCause = iota
+	// lossLateRenewal: a renewal succeeded in the database, but came back
+	// after the trust deadline.
+	lossLateRenewal
+	// lossSessionGone: the database showed the session expired, so every
+	// lease of it may have been taken over already.
+	lossSessionGone
+	// lossShutdownTimeout: leader work did not return within
+	// ShutdownTimeout; the lease is left to expire.
+	lossShutdownTimeout
+	numLossCauses
+)
+
+var lossCauseNames = [numLossCauses]string{"trust_deadline", "late_renewal", "session_gone", "shutdown_timeout"}
+
+func (c lossCause) String() string { return lossCauseNames[c] }
+
+// durationBuckets are the histogram bounds, in seconds, from 1ms to 60s:
+// statement round trips, trust headroom (up to TTL - Margin) and handoff
+// gaps (up to TTL plus a RetryInterval) of the usual configurations.
+var durationBuckets = []float64{
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 20, 30, 60,
+}
+
+// metrics holds the instruments of one coordinator.
+type metrics struct {
+	on    bool // false for a no-op provider: nothing is recorded
+	meter metric.Meter
+
+	acquisitions, losses, releases, renewErrors                          metric.Int64Counter
+	acquireDuration, handoffGap, renewDuration, trustHeadroom, rebalance metric.Float64Histogram
+	held, epoch, poolGeneration, poolMembers, poolAssigned               metric.Int64ObservableGauge
+	lossAttrs                                                            [numLossCauses]metric.AddOption
+}
+
+// newMetrics creates the instruments on mp. If the provider refuses any,
+// the error is returned together with metrics that record nothing.
+func newMetrics(mp metric.MeterProvider) (*metrics, error) {
+	if _, isNoop := mp.(noop.MeterProvider); mp == nil || isNoop {
+		return &metrics{}, nil
+	}
+	m := &metrics{on: true, meter: mp.Meter(meterName)}
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		inst, err := m.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return inst
+	}
+	histogram := func(name, desc string) metric.Float64Histogram {
+		inst, err := m.meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(durationBuckets...))
+		errs = append(errs, err)
+		return inst
+	}
+	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
+		inst, err := m.meter.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return inst
+	}
+	m.held = gauge(metricLeaseHeld, "{lease}",
+		"1 while this process holds and trusts the lease, 0 for an election it knows but does not hold.")
+	m.epoch = gauge(metricLeaseEpoch, "{epoch}",
+		"Fencing epoch of the lease's current term as this process knows it: its own term's, or the last one its campaign read showed live.")
+	m.acquisitions = counter(metricAcquisitions, "{term}", "Terms this process started (each is an EventElected).")
+	m.losses = counter(metricLosses, "{term}", "Terms this process lost without a Release (each is an EventLost), by cause.")
+	m.releases = counter(metricReleases, "{term}", "Terms this process gave back by Release (each is an EventReleased).")
+	m.acquireDuration = histogram(metricAcquireDuration, "Round trip of one acquire statement, whether or not it took any lease or succeeded.")
+	m.handoffGap = histogram(metricHandoffGap,
+		"For a lease this process acquired after another term ended: time from that end (its release or its session's expiry, by the database clock) to the acquire.")
+	m.renewDuration = histogram(metricRenewDuration, "Round trip of one session renewal statement, whether or not it succeeded.")
+	m.renewErrors = counter(metricRenewErrors, "{error}", "Session renewal statements that failed; the renewal is retried until the trust deadline.")
+	m.trustHeadroom = histogram(metricTrustHeadroom,
+		"Time left before the trust deadline when a successful renewal is applied. Near zero means the leases were nearly lost.")
+	m.poolGeneration = gauge(metricPoolGeneration, "{generation}", "Current generation of the pool, as this member last read it.")
+	m.poolMembers = gauge(metricPoolMembers, "{member}", "Members in the pool's current generation, as this member last read it.")
+	m.poolAssigned = gauge(metricPoolAssigned, "{index}", "Indexes of the pool this process is working on: 1 while its work runs in the current generation, else 0.")
+	m.rebalance = histogram(metricRebalanceDuration,
+		"Time this member spent out of work across a generation change: from the first read that unsettled it to the start of its work, or to idling, in the new generation.")
+	if err := errors.Join(errs...); err != nil {
+		return &metrics{}, err
+	}
+	for i := range m.lossAttrs {
+		m.lossAttrs[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String(attrCause, lossCause(i).String())))
+	}
+	return m, nil
+}
+
+// leaseAttrs returns the attribute set of a lease, or nil when off.
+func (m *metrics) leaseAttrs(name string) metric.MeasurementOption {
+	if !m.on {
+		return nil
+	}
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String(attrLease, name)))
+}
+
+// poolAttrs returns the attribute set of a pool, or nil when off.
+func (m *metrics) poolAttrs(key string) metric.MeasurementOption {
+	if !m.on {
+		return nil
+	}
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String(attrPool, key)))
+}
+
+func seconds(d time.Duration) float64 { return d.Seconds() }
+
+// renewal records the round trip of a renewal statement, and counts it
+// when it failed.
+func (m *metrics) renewal(d time.Duration, err error) {
+	if !m.on {
+		return
+	}
+	m.renewDuration.Record(context.Background(), seconds(d))
+	if err != nil {
+		m.renewErrors.Add(context.Background(), 1)
+	}
+}
+
+// headroom records the time left before the trust deadline when a
+// successful renewal is applied.
+func (m *metrics) headroom(d time.Duration) {
+	if m.on {
+		m.trustHeadroom.Record(context.Background(), seconds(d))
+	}
+}
+
+// acquireRoundTrip records the round trip of an acquire statement.
+func (m *metrics) acquireRoundTrip(d time.Duration) {
+	if m.on {
+		m.acquireDuration.Record(context.Background(), seconds(d))
+	}
+}
+
+// handoff records the gap before this process's acquire of a lease.
+func (m *metrics) handoff(d time.Duration) {
+	if m.on {
+		m.handoffGap.Record(context.Background(), seconds(d))
+	}
+}
+
+func (m *metrics) acquired() {
+	if m.on {
+		m.acquisitions.Add(context.Background(), 1)
+	}
+}
+
+func (m *metrics) lost(cause lossCause) {
+	if m.on {
+		m.losses.Add(context.Background(), 1, m.lossAttrs[cause])
+	}
+}
+
+func (m *metrics) released() {
+	if m.on {
+		m.releases.Add(context.Background(), 1)
+	}
+}
+
+func (m *metrics) rebalanced(p *Pool, d time.Duration) {
+	if m.on {
+		m.rebalance.Record(context.Background(), seconds(d), p.attrs)
+	}
+}
+
+// freeFor returns how long the lease read as r had been without a live
+// term by the database clock at the read, and whether that is known: it
+// had a term before (epoch above zero), that term is over, and the row
+// tells when it ended (its release, or its session's expiry; a deleted
+// session leaves no time).
+func freeFor(r store.Row) (time.Duration, bool) {
+	if r.Epoch == 0 || r.Live() || r.ExpiresAt.IsZero() {
+		return 0, false
+	}
+	return r.Now.Sub(r.ExpiresAt), true
+}
+
+// registerMetrics registers the callback that observes the gauges, and
+// returns the function that unregisters it.
+func (c *Coordinator) registerMetrics() (unregister func()) {
+	m := c.metrics
+	if !m.on {
+		return func() {}
+	}
+	reg, err := m.meter.RegisterCallback(c.observeMetrics,
+		m.held, m.epoch, m.poolGeneration, m.poolMembers, m.poolAssigned)
+	if err != nil {
+		c.log.Warn("could not register the metrics callback; the gauges report nothing", zap.Error(err))
+		return func() {}
+	}
+	return func() {
+		if err := reg.Unregister(); err != nil {
+			c.log.Warn("could not unregister the metrics callback", zap.Error(err))
+		}
+	}
+}
+
+// observeMetrics observes the gauges: each held lease, each election this
+// process knows, each running pool.
+func (c *Coordinator) observeMetrics(_ context.Context, o metric.Observer) error {
+	m := c.metrics
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.held {
+		o.ObserveInt64(m.held, boolInt(l.validLocked()), l.attrs)
+		o.ObserveInt64(m.epoch, l.epoch, l.attrs)
+	}
+	for name, e := range c.elections {
+		if c.held[name] != nil {
+			continue
+		}
+		o.ObserveInt64(m.held, 0, e.attrs)
+		if e.seen && e.seenEpoch > 0 {
+			o.ObserveInt64(m.epoch, e.seenEpoch, e.attrs)
+		}
+	}
+	for _, p := range c.pools {
+		if !p.read {
+			continue
+		}
+		o.ObserveInt64(m.poolGeneration, p.generation, p.attrs)
+		o.ObserveInt64(m.poolMembers, int64(p.members), p.attrs)
+		o.ObserveInt64(m.poolAssigned, boolInt(p.current != nil), p.attrs)
+	}
+	return nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// noteSettled follows a member's steps for the rebalance histogram: a
+// period out of work starts with the first step that leaves the member
+// unsettled, and is recorded when a step settles it in another generation
+// than the one it was last settled in. A member that settles again in the
+// same generation (after a failed read, say) records nothing.
+func (m *poolMember) noteSettled(began time.Time, settled bool) {
+	if !settled {
+		if m.unsettledSince.IsZero() {
+			m.unsettledSince = began
+		}
+		return
+	}
+	if m.gen != m.settledGen {
+		m.p.c.metrics.rebalanced(m.p, time.Since(cmp.Or(m.unsettledSince, began)))
+		m.settledGen = m.gen
+	}
+	m.unsettledSince = time.Time{}
+}
