@@ -56,6 +56,10 @@ var conformanceCases = []conformanceCase{
 	{"TryAcquireAfterExpiry", caseTryAcquireAfterExpiry},
 	{"Observe", caseObserve},
 	{"ObserveCostsNoStatementPerName", caseObserveCostsNoStatementPerName},
+	{"MetricsAcquireRenewRelease", caseMetricsAcquireRenewRelease},
+	{"MetricsTryAcquire", caseMetricsTryAcquire},
+	{"MetricsLossAndHandoff", caseMetricsLossAndHandoff},
+	{"MetricsPool", caseMetricsPool},
 }
 
 // renewSignal installs a hook that reports every successful renewal.
