@@ -143,7 +143,7 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	m.held = gauge(metricLeaseHeld, "{lease}",
 		"1 while this process holds and trusts the lease, 0 for an election it knows but does not hold.")
 	m.epoch = gauge(metricLeaseEpoch, "{epoch}",
-		"Fencing epoch of the lease's current term as this process knows it: its own term's, or the last one its campaign read showed live.")
+		"Fencing epoch of the lease as this process knows it: its own term's while held, else the last live epoch it saw.")
 	m.acquisitions = counter(metricAcquisitions, "{term}", "Terms this process started (each is an EventElected).")
 	m.losses = counter(metricLosses, "{term}", "Terms this process lost without a Release (each is an EventLost), by cause.")
 	m.releases = counter(metricReleases, "{term}", "Terms this process gave back by Release (each is an EventReleased).")
@@ -156,7 +156,7 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		"Time left before the trust deadline when a successful renewal is applied. Near zero means the leases were nearly lost.")
 	m.poolGeneration = gauge(metricPoolGeneration, "{generation}", "Current generation of the pool, as this member last read it.")
 	m.poolMembers = gauge(metricPoolMembers, "{member}", "Members in the pool's current generation, as this member last read it.")
-	m.poolAssigned = gauge(metricPoolAssigned, "{index}", "Indexes of the pool this process is working on: 1 while its work runs in the current generation, else 0.")
+	m.poolAssigned = gauge(metricPoolAssigned, "{index}", "Indexes of the pool assigned to this process: 1 from the start of its work in a generation until that is revoked, else 0.")
 	m.rebalance = histogram(metricRebalanceDuration,
 		"Time this member spent out of work across a generation change: from the first read that unsettled it to the start of its work, or to idling, in the new generation.")
 	if err := errors.Join(errs...); err != nil {
