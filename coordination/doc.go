@@ -181,6 +181,22 @@
 // seen at the next read, one per RetryInterval, so terms that began and
 // ended between two reads are missed. Act as leader only under a [Lease].
 //
+// # Metrics
+//
+// [Config].MeterProvider takes an OpenTelemetry MeterProvider
+// (go.opentelemetry.io/otel/metric); the package depends on the API only,
+// and a nil provider records nothing. The instruments, named under
+// "leasehold.", are gauges of whether each lease is held and its epoch
+// (attribute "lease"), counters of acquisitions, losses by cause
+// (attribute "cause": trust_deadline, late_renewal, session_gone,
+// shutdown_timeout), releases and renewal errors, histograms in seconds
+// of renewal and acquire round trips, the trust headroom left at each
+// renewal and the handoff gap before an acquire, and, per pool
+// (attribute "pool"), gauges of its generation, members and assignment
+// and a histogram of rebalance time. The gauges are read by a callback
+// registered while Run runs. docs/operations.md lists each instrument and
+// the alerts to set.
+//
 // # Errors
 //
 // Errors wrap the sentinels in errors.go; compare them with errors.Is. A
