@@ -406,10 +406,12 @@ func (d *dialect) sqlLockRows(t Tables, names []string) stmt {
 	return d.lockRowsWhere(t, in, args)
 }
 
-// sqlLockPrefix locks the lease rows under a name prefix (lo, hi from
-// prefixRange) as sqlLockRows does.
-func (d *dialect) sqlLockPrefix(t Tables, lo, hi string) stmt {
-	return d.lockRowsWhere(t, prefixFilter, []any{lo, hi})
+// sqlLockDead locks, as sqlLockRows does, the rows under a name prefix
+// (lo, hi from prefixRange) that look dead (sqlPruneDead) on the
+// statement's snapshot: candidates for a prune, which sqlPruneNames then
+// checks again. Live rows are neither locked nor waited for.
+func (d *dialect) sqlLockDead(t Tables, lo, hi string, grace time.Duration) stmt {
+	return d.lockRowsWhere(t, prefixFilter+" AND "+d.deadExpr(t, d.quote(t.Leases), grace), []any{lo, hi})
 }
 
 func (d *dialect) lockRowsWhere(t Tables, where string, args []any) stmt {
@@ -587,9 +589,23 @@ func (d *dialect) sqlPublish(t Tables, name string, from int64, data string) stm
 // than grace.
 func (d *dialect) sqlPruneDead(t Tables, lo, hi string, grace time.Duration) stmt {
 	q := d.quote(t.Leases)
+	return stmt{"DELETE FROM " + q + " WHERE " + prefixFilter + " AND " + d.deadExpr(t, q, grace), []any{lo, hi}}
+}
+
+// sqlPruneNames deletes those of the named rows (locked by sqlLockDead)
+// that are dead, as sqlPruneDead judges them.
+func (d *dialect) sqlPruneNames(t Tables, names []string, grace time.Duration) stmt {
+	q := d.quote(t.Leases)
+	in, args := d.nameIn(names)
+	return stmt{"DELETE FROM " + q + " WHERE " + in + " AND " + d.deadExpr(t, q, grace), args}
+}
+
+// deadExpr is true for a lease row (table or alias l) nobody holds or is
+// about to hold, for longer than grace by the database clock.
+func (d *dialect) deadExpr(t Tables, l string, grace time.Duration) string {
 	old := d.now + " - " + us(grace)
-	return stmt{"DELETE FROM " + q + " WHERE " + prefixFilter + " AND ((" + q + ".session_id = '' AND " + q + ".expires_at_us < " + old +
-		") OR (" + q + ".session_id <> '' AND NOT " + d.sessionLive(t, q+".session_id", us(grace)) + "))", []any{lo, hi}}
+	return "((" + l + ".session_id = '' AND " + l + ".expires_at_us < " + old +
+		") OR (" + l + ".session_id <> '' AND NOT " + d.sessionLive(t, l+".session_id", us(grace)) + "))"
 }
 
 // ----------------------------------------------------------------------

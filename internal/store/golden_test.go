@@ -83,7 +83,7 @@ func TestGoldenSQL(t *testing.T) {
 			st("prune sessions expired long ago", d.sqlPruneSessions(tables, 10*ttl))
 			st("insert lease rows if absent", d.sqlEnsureRows(tables, names))
 			if d.lockFirst() {
-				st("acquire and prune, first: lock the rows they may change, in name order", d.sqlLockRows(tables, names))
+				st("acquire, first: lock the named rows, in name order", d.sqlLockRows(tables, names))
 			}
 			if d.acquire == acquireLockThenUpdate {
 				st("acquire: lock the leases this session can take, with their epochs", d.sqlAcquireLock(tables, session, names))
@@ -97,9 +97,11 @@ func TestGoldenSQL(t *testing.T) {
 			st("publish a pool's next generation (compare-and-set)", d.sqlPublish(tables, "pool|global/orders|generation", 41, "a1b2,c3d4"))
 			lo, hi, _ := prefixRange("pool|global/orders|member|")
 			if d.lockFirst() {
-				st("prune dead pool members, first: lock the pool's member rows", d.sqlLockPrefix(tables, lo, hi))
+				st("prune dead pool members, 1 of 2: lock those that look dead", d.sqlLockDead(tables, lo, hi, 10*ttl))
+				st("prune dead pool members, 2 of 2: delete those of them still dead", d.sqlPruneNames(tables, names, 10*ttl))
+			} else {
+				st("prune dead pool members", d.sqlPruneDead(tables, lo, hi, 10*ttl))
 			}
-			st("prune dead pool members", d.sqlPruneDead(tables, lo, hi, 10*ttl))
 			st("read leases", d.sqlSelect(tables, names))
 			st("list all leases", d.sqlList(tables, "", ""))
 			lo, hi, _ = prefixRange("pool|global/orders|")

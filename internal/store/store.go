@@ -332,7 +332,7 @@ func (s *Store) Acquire(ctx context.Context, session, holder string, names []str
 			var got []Term
 			err := s.decideTx(db, func(tx *gorm.DB) (err error) {
 				if s.d.lockFirst() {
-					if err := drain(tx, s.d.sqlLockRows(s.tables, part)); err != nil {
+					if _, err := lockNames(tx, s.d.sqlLockRows(s.tables, part)); err != nil {
 						return err
 					}
 				}
@@ -385,24 +385,26 @@ func (s *Store) decideTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	return db.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 }
 
-// drain runs a locking read of lease names and reads its rows to the end:
-// its result is the locks it took.
-func drain(db *gorm.DB, st stmt) error {
+// lockNames runs a locking read of lease names, reads it to the end and
+// returns the names locked.
+func lockNames(db *gorm.DB, st stmt) ([]string, error) {
 	rs, err := db.Raw(st.q, st.args...).Rows()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rs.Close()
-	var name string
+	var names []string
 	for rs.Next() {
+		var name string
 		if err := rs.Scan(&name); err != nil {
-			return err
+			return nil, err
 		}
+		names = append(names, name)
 	}
 	if err := rs.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	return rs.Close()
+	return names, rs.Close()
 }
 
 func scanTerms(db *gorm.DB, st stmt) ([]Term, error) {
@@ -561,13 +563,18 @@ func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duratio
 	}
 	var n int64
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
+		if !s.d.lockFirst() {
+			n, err = exec(db, s.d.sqlPruneDead(s.tables, lo, hi, grace))
+			return err
+		}
+		// Lock the rows that look dead, then delete those still dead on a
+		// snapshot taken after the locks (dialect.lockFirst).
 		return s.decideTx(db, func(tx *gorm.DB) (err error) {
-			if s.d.lockFirst() {
-				if err := drain(tx, s.d.sqlLockPrefix(s.tables, lo, hi)); err != nil {
-					return err
-				}
+			dead, err := lockNames(tx, s.d.sqlLockDead(s.tables, lo, hi, grace))
+			if err != nil || len(dead) == 0 {
+				return err
 			}
-			n, err = exec(tx, s.d.sqlPruneDead(s.tables, lo, hi, grace))
+			n, err = exec(tx, s.d.sqlPruneNames(s.tables, dead, grace))
 			return err
 		})
 	})

@@ -21,7 +21,7 @@ DELETE FROM `leasehold_sessions` WHERE expires_at_us < TIMESTAMPDIFF(MICROSECOND
 INSERT INTO `leasehold_leases` (name, expires_at_us) VALUES (?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))), (?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE expires_at_us = IF(holder = '', TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us)
 -- args: "global/billing", "global/outbox";
 
--- acquire and prune, first: lock the rows they may change, in name order
+-- acquire, first: lock the named rows, in name order
 SELECT name FROM `leasehold_leases` WHERE name IN (?, ?) ORDER BY name FOR UPDATE
 -- args: "global/billing", "global/outbox";
 
@@ -49,13 +49,13 @@ UPDATE `leasehold_leases` SET data = ? WHERE name = ? AND epoch = 7 AND session_
 UPDATE `leasehold_leases` SET epoch = epoch + 1, data = ?, renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE name = ? AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
 
--- prune dead pool members, first: lock the pool's member rows
-SELECT name FROM `leasehold_leases` WHERE name >= ? AND name < ? ORDER BY name FOR UPDATE
+-- prune dead pool members, 1 of 2: lock those that look dead
+SELECT name FROM `leasehold_leases` WHERE name >= ? AND name < ? AND ((`leasehold_leases`.session_id = '' AND `leasehold_leases`.expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000) OR (`leasehold_leases`.session_id <> '' AND NOT EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = `leasehold_leases`.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000))) ORDER BY name FOR UPDATE
 -- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
--- prune dead pool members
-DELETE FROM `leasehold_leases` WHERE name >= ? AND name < ? AND ((`leasehold_leases`.session_id = '' AND `leasehold_leases`.expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000) OR (`leasehold_leases`.session_id <> '' AND NOT EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = `leasehold_leases`.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000)))
--- args: "pool|global/orders|member|", "pool|global/orders|member}";
+-- prune dead pool members, 2 of 2: delete those of them still dead
+DELETE FROM `leasehold_leases` WHERE name IN (?, ?) AND ((`leasehold_leases`.session_id = '' AND `leasehold_leases`.expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000) OR (`leasehold_leases`.session_id <> '' AND NOT EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = `leasehold_leases`.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000)))
+-- args: "global/billing", "global/outbox";
 
 -- read leases
 SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id WHERE l.name IN (?, ?)

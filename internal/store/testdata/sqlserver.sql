@@ -21,7 +21,7 @@ DELETE FROM [leasehold_sessions] WHERE expires_at_us < DATEDIFF_BIG(MICROSECOND,
 UPDATE [leasehold_leases] SET expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE name IN (@p1, @p2) AND holder = ''; INSERT INTO [leasehold_leases] (name, expires_at_us) SELECT v.name, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) FROM (VALUES (@p3), (@p4)) AS v(name) WHERE NOT EXISTS (SELECT 1 FROM [leasehold_leases] WITH (UPDLOCK, HOLDLOCK) WHERE [leasehold_leases].name = v.name)
 -- args: "global/billing", "global/outbox", "global/billing", "global/outbox";
 
--- acquire and prune, first: lock the rows they may change, in name order
+-- acquire, first: lock the named rows, in name order
 SELECT name FROM [leasehold_leases] WITH (UPDLOCK, ROWLOCK) WHERE name IN (@p1, @p2) ORDER BY name
 -- args: "global/billing", "global/outbox";
 
@@ -45,13 +45,13 @@ UPDATE [leasehold_leases] SET data = @p1 WHERE name = @p2 AND epoch = 7 AND sess
 UPDATE [leasehold_leases] SET epoch = epoch + 1, data = @p1, renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE name = @p2 AND holder = '' AND epoch = 41
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
 
--- prune dead pool members, first: lock the pool's member rows
-SELECT name FROM [leasehold_leases] WITH (UPDLOCK, ROWLOCK) WHERE name >= @p1 AND name < @p2 ORDER BY name
+-- prune dead pool members, 1 of 2: lock those that look dead
+SELECT name FROM [leasehold_leases] WITH (UPDLOCK, ROWLOCK) WHERE name >= @p1 AND name < @p2 AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000) OR ([leasehold_leases].session_id <> '' AND NOT EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000))) ORDER BY name
 -- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
--- prune dead pool members
-DELETE FROM [leasehold_leases] WHERE name >= @p1 AND name < @p2 AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000) OR ([leasehold_leases].session_id <> '' AND NOT EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000)))
--- args: "pool|global/orders|member|", "pool|global/orders|member}";
+-- prune dead pool members, 2 of 2: delete those of them still dead
+DELETE FROM [leasehold_leases] WHERE name IN (@p1, @p2) AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000) OR ([leasehold_leases].session_id <> '' AND NOT EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000)))
+-- args: "global/billing", "global/outbox";
 
 -- read leases
 SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name IN (@p1, @p2)
