@@ -117,11 +117,14 @@ const maxReadsPerStep = 3
 // member is settled (working in the current generation, or correctly idle).
 func (m *poolMember) step(ctx context.Context) bool {
 	p, c := m.p, m.p.c
-	// As long as a campaign round for one name: a step sends a few
-	// statements, and a step cut short on a loaded database only fails
-	// again at the next one (the driver may close the connection of a
-	// statement it cancels, so the next step must open one as well).
-	opCtx, cancel := context.WithTimeout(ctx, c.roundTimeout(1))
+	// A join sends up to seven statements, in a transaction among them,
+	// and a step cut short on a loaded database only fails again at the
+	// next one: the driver may close the connection of a statement it
+	// cancels, so the next step must open one as well. So a step may take
+	// a campaign round for one name or a TTL, whichever is longer; safety
+	// never depends on it (the membership's lease and the generation
+	// fence the work).
+	opCtx, cancel := context.WithTimeout(ctx, max(c.roundTimeout(1), c.cfg.TTL))
 	defer cancel()
 	m.expiry = time.Time{}
 
