@@ -177,6 +177,22 @@ func row(t testing.TB, db *gorm.DB, name string) store.Row {
 	return rows[0]
 }
 
+// fencedTx opens a transaction on db whose fencing check locks the row of
+// name, as a holder's fenced transaction does. The test ends it; if the
+// test fails first, it is rolled back when the test ends.
+func fencedTx(t testing.TB, db *gorm.DB, s *store.Store, name string) *gorm.DB {
+	t.Helper()
+	tx := db.Begin()
+	if tx.Error != nil {
+		t.Fatal(tx.Error)
+	}
+	t.Cleanup(func() { _ = tx.Rollback() }) // after Commit or Rollback, a no-op that fails
+	if _, ok, err := s.Fence(tx, name); err != nil || !ok {
+		t.Fatalf("Fence(%s) = %v, %v", name, ok, err)
+	}
+	return tx
+}
+
 // expireNow makes a lease expired by the database clock, as if its holder
 // had stopped renewing TTL ago: the session holding it expires (and with it
 // every other lease of that session). It does not change holder or epoch.

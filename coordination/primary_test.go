@@ -231,19 +231,7 @@ func caseAbandonedAcquire(t *testing.T, b *bundle) {
 	sb := newSession(t, s, "holder-b")
 	expireNow(t, b.db, name)
 
-	tx := b.db.Begin()
-	if tx.Error != nil {
-		t.Fatal(tx.Error)
-	}
-	ended := false
-	defer func() {
-		if !ended {
-			tx.Rollback()
-		}
-	}()
-	if _, ok, err := s.Fence(tx, name); err != nil || !ok {
-		t.Fatalf("Fence = %v, %v", ok, err)
-	}
+	tx := fencedTx(t, b.db, s, name)
 
 	actx, cancel := context.WithTimeout(ctx, time.Second)
 	epoch, ok, err := acquireOne(actx, s, sb, "holder-b", name)
@@ -257,7 +245,6 @@ func caseAbandonedAcquire(t *testing.T, b *bundle) {
 	if err := tx.Commit().Error; err != nil {
 		t.Fatalf("end the fenced transaction: %v", err)
 	}
-	ended = true
 	// An abandoned acquire that the server still runs commits as soon as it
 	// gets the row, within milliseconds of the fenced transaction's end.
 	deadline := time.Now().Add(5 * time.Second)

@@ -40,19 +40,7 @@ func casePruneWaitingDeletesNewTerm(t *testing.T, b *bundle) {
 	if err := b.db.Exec("UPDATE "+s.Tables().Sessions+" SET expires_at_us = 1 WHERE id = ?", sd).Error; err != nil {
 		t.Fatal(err)
 	}
-	tx := b.db.Begin()
-	if tx.Error != nil {
-		t.Fatal(tx.Error)
-	}
-	ended := false
-	defer func() {
-		if !ended {
-			tx.Rollback()
-		}
-	}()
-	if _, ok, err := s.Fence(tx, m1); err != nil || !ok {
-		t.Fatalf("Fence = %v, %v", ok, err)
-	}
+	tx := fencedTx(t, b.db, s, m1)
 	type result struct {
 		n   int64
 		err error
@@ -79,7 +67,6 @@ func casePruneWaitingDeletesNewTerm(t *testing.T, b *bundle) {
 	if err := tx.Rollback().Error; err != nil {
 		t.Fatal(err)
 	}
-	ended = true
 	var r result
 	select {
 	case r = <-done:
@@ -236,19 +223,7 @@ func caseAcquireWaitingTakesNewerTerm(t *testing.T, b *bundle) {
 	sp := newSession(t, s, "holder-p")
 
 	// H's fenced transaction, still open, locks a.
-	tx := b.db.Begin()
-	if tx.Error != nil {
-		t.Fatal(tx.Error)
-	}
-	ended := false
-	defer func() {
-		if !ended {
-			tx.Rollback()
-		}
-	}()
-	if _, ok, err := s.Fence(tx, na); err != nil || !ok {
-		t.Fatalf("Fence = %v, %v", ok, err)
-	}
+	tx := fencedTx(t, b.db, s, na)
 
 	type result struct {
 		terms []store.Term
@@ -282,7 +257,6 @@ func caseAcquireWaitingTakesNewerTerm(t *testing.T, b *bundle) {
 	if err := tx.Rollback().Error; err != nil {
 		t.Fatalf("end the fenced transaction: %v", err)
 	}
-	ended = true
 	var pr result
 	select {
 	case pr = <-pDone:
