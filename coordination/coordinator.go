@@ -98,9 +98,9 @@ type Coordinator struct {
 	pools       map[string]*Pool // the pools whose Run is active in this process, by key
 	joins       map[string]int   // per pool key, the memberships this process started (memberID)
 
-	// afterRenew, when set by tests, is called after every renewal attempt
-	// with the number of leases it covered, the number it found lost and
-	// the error.
+	// afterRenew, when set by tests (under mu), is called after every
+	// renewal attempt with the number of leases it covered, the number it
+	// found lost and the error.
 	afterRenew func(terms, lost int, err error)
 	// afterRound, when set by tests, is called after every campaign round
 	// with the number of names it read.

@@ -256,7 +256,7 @@ func (c *Coordinator) renewOnce(ctx context.Context) renewOutcome {
 		c.mu.Unlock()
 		return renewed
 	}
-	n, deadline := s.held, s.deadline
+	n, deadline, afterRenew := s.held, s.deadline, c.afterRenew
 	c.mu.Unlock()
 	start := time.Now()
 	left := deadline.Sub(start)
@@ -282,12 +282,12 @@ func (c *Coordinator) renewOnce(ctx context.Context) renewOutcome {
 	if serial {
 		covered = stopWatch()
 	}
-	if c.afterRenew != nil {
+	if afterRenew != nil {
 		lost := 0
 		if err == nil && !ok {
 			lost = n
 		}
-		defer c.afterRenew(n, lost, err)
+		defer afterRenew(n, lost, err)
 	}
 	switch {
 	case err != nil:
