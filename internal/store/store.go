@@ -385,51 +385,38 @@ func (s *Store) decideTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	return db.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 }
 
-// lockNames runs a locking read of lease names, reads it to the end and
-// returns the names locked.
-func lockNames(db *gorm.DB, st stmt) ([]string, error) {
+// queryAll runs a query and scans every row with scan. A row error or an
+// error after the last row (SQLite's step that ends the statement, a
+// PostgreSQL implicit commit, which take a change back) fails the whole
+// read, so a caller never acts on rows of a statement that failed.
+func queryAll[T any](db *gorm.DB, st stmt, scan func(rs *sql.Rows, v *T) error) ([]T, error) {
 	rs, err := db.Raw(st.q, st.args...).Rows()
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
-	var names []string
+	var out []T
 	for rs.Next() {
-		var name string
-		if err := rs.Scan(&name); err != nil {
+		var v T
+		if err := scan(rs, &v); err != nil {
 			return nil, err
 		}
-		names = append(names, name)
+		out = append(out, v)
 	}
 	if err := rs.Err(); err != nil {
 		return nil, err
 	}
-	return names, rs.Close()
+	return out, rs.Close()
+}
+
+// lockNames runs a locking read of lease names and returns the names
+// locked.
+func lockNames(db *gorm.DB, st stmt) ([]string, error) {
+	return queryAll(db, st, func(rs *sql.Rows, name *string) error { return rs.Scan(name) })
 }
 
 func scanTerms(db *gorm.DB, st stmt) ([]Term, error) {
-	rs, err := db.Raw(st.q, st.args...).Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []Term
-	for rs.Next() {
-		var t Term
-		if err := rs.Scan(&t.Name, &t.Epoch); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	// An error after the last row (SQLite's step that ends the statement,
-	// a PostgreSQL implicit commit) takes the change back.
-	if err := rs.Err(); err != nil {
-		return nil, err
-	}
-	if err := rs.Close(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return queryAll(db, st, func(rs *sql.Rows, t *Term) error { return rs.Scan(&t.Name, &t.Epoch) })
 }
 
 // Release gives up the given terms of session, in statements of at most
@@ -502,22 +489,14 @@ func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
 }
 
 func queryRows(db *gorm.DB, st stmt) ([]Row, error) {
-	rs, err := db.Raw(st.q, st.args...).Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []Row
-	for rs.Next() {
-		var r Row
+	return queryAll(db, st, func(rs *sql.Rows, r *Row) error {
 		var acquired, renewed, expires, now int64
 		if err := rs.Scan(&r.Name, &r.Holder, &r.Session, &r.Epoch, &acquired, &renewed, &expires, &r.Data, &now); err != nil {
-			return nil, err
+			return err
 		}
 		r.AcquiredAt, r.RenewedAt, r.ExpiresAt, r.Now = usTime(acquired), usTime(renewed), usTime(expires), usTime(now)
-		out = append(out, r)
-	}
-	return out, rs.Err()
+		return nil
+	})
 }
 
 // SetData writes data into a row this session holds at this epoch, while
