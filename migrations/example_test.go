@@ -6,9 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/glebarez/sqlite"
+	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
 	"github.com/leasehold/leasehold/migrations"
 )
@@ -18,7 +19,7 @@ import (
 func ExampleMigrate() {
 	dir, _ := os.MkdirTemp("", "leasehold-example")
 	defer os.RemoveAll(dir)
-	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "app.db")), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: filepath.Join(dir, "app.db")}), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		panic(err)
 	}

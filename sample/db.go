@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"strings"
 
-	glebarez "github.com/glebarez/sqlite"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	// modernc.org/sqlite registers a pure-Go SQLite driver as "sqlite".
+	_ "modernc.org/sqlite"
 )
 
 // Driver names accepted by -driver.
@@ -25,8 +26,9 @@ const (
 	// (github.com/mattn/go-sqlite3). A binary built with CGO_ENABLED=0
 	// compiles, but cannot open a database with it.
 	driverSQLite = "sqlite"
-	// driverSQLitePure selects github.com/glebarez/sqlite, a pure-Go
-	// SQLite that also works with CGO_ENABLED=0. It is the default.
+	// driverSQLitePure selects modernc.org/sqlite, a pure-Go SQLite that
+	// also works with CGO_ENABLED=0, through gorm.io/driver/sqlite. It is
+	// the default.
 	driverSQLitePure = "sqlite-pure"
 )
 
@@ -57,7 +59,9 @@ func dialector(driver, dsn string) (gorm.Dialector, error) {
 	case driverSQLite:
 		return sqlite.Open(dsn), nil
 	case driverSQLitePure:
-		return glebarez.Open(dsn), nil
+		// gorm's SQLite dialector works with any database/sql SQLite
+		// driver; "sqlite" is the name modernc.org/sqlite registers.
+		return sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: dsn}), nil
 	default:
 		return nil, fmt.Errorf("unknown driver %q (want one of %s)", driver, strings.Join(drivers(), ", "))
 	}

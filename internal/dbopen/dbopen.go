@@ -4,7 +4,7 @@
 // driver name, so that tests, helper processes and commands all accept the
 // same names: "postgres", "mysql", "sqlserver", "sqlite" (the cgo driver,
 // github.com/mattn/go-sqlite3) and "sqlite-pure" (the pure-Go driver,
-// github.com/glebarez/sqlite).
+// modernc.org/sqlite, through gorm.io/driver/sqlite).
 package dbopen
 
 import (
@@ -12,12 +12,13 @@ import (
 	"maps"
 	"strings"
 
-	glebarez "github.com/glebarez/sqlite"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
+	// modernc.org/sqlite registers the pure-Go driver as "sqlite".
+	_ "modernc.org/sqlite"
 )
 
 // Driver names accepted by Open, Dialector and SQLiteDSN.
@@ -32,10 +33,14 @@ const (
 	// (github.com/mattn/go-sqlite3). A binary built with CGO_ENABLED=0
 	// compiles but cannot open a database with it.
 	SQLite = "sqlite"
-	// SQLitePure selects github.com/glebarez/sqlite, a pure-Go SQLite that
-	// also works with CGO_ENABLED=0.
+	// SQLitePure selects modernc.org/sqlite, a pure-Go SQLite that also
+	// works with CGO_ENABLED=0, through gorm.io/driver/sqlite with the
+	// driver name "sqlite".
 	SQLitePure = "sqlite-pure"
 )
+
+// pureSQLiteDriver is the database/sql name modernc.org/sqlite registers.
+const pureSQLiteDriver = "sqlite"
 
 // Drivers returns every driver name that Open accepts.
 func Drivers() []string {
@@ -59,7 +64,7 @@ func Dialector(driver, dsn string) (gorm.Dialector, error) {
 	case SQLite:
 		return sqlite.Open(dsn), nil
 	case SQLitePure:
-		return glebarez.Open(dsn), nil
+		return sqlite.New(sqlite.Config{DriverName: pureSQLiteDriver, DSN: dsn}), nil
 	default:
 		return nil, fmt.Errorf("dbopen: unknown driver %q (want one of %s)",
 			driver, strings.Join(Drivers(), ", "))
