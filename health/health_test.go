@@ -183,3 +183,66 @@ func TestHandlersOnSQLite(t *testing.T) {
 	expect(t, "readiness after Run returned", ready, http.StatusServiceUnavailable, "not running")
 	expect(t, "liveness after Run returned", live, http.StatusOK, "ok")
 }
+
+// TestLivenessFailsBeforeTheTrustDeadline cuts a leader off from its
+// database: liveness must fail while its lease's trust runs out, and pass
+// again once the lease is given up.
+func TestLivenessFailsBeforeTheTrustDeadline(t *testing.T) {
+	db := testdb.Target{Name: "sqlite-pure", Dialect: "sqlite"}.Open(t)
+	id, err := identity.New("node-a", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := coordination.New(db, id, coordination.Config{
+		TTL: 6 * time.Second, RenewInterval: time.Second, Margin: time.Second, Logger: zaptest.NewLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, c)
+	e, err := c.Election(coordination.GlobalScope, "cut-off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	l, err := e.Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Release(context.Background()) }()
+	live := Liveness(c, WithHeadroom(3*time.Second))
+	expect(t, "liveness of a leader", live, http.StatusOK, "ok")
+
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlDB.Close(); err != nil { // every renewal fails from now on
+		t.Fatal(err)
+	}
+	// The trust deadline is at most 5s away; the check fails in its last 3s.
+	var reason string
+	deadline := time.Now().Add(wait)
+	for reason == "" {
+		if code, body := get(t, live); code == http.StatusServiceUnavailable {
+			reason = body
+		}
+		if l.Context().Err() != nil && reason == "" {
+			t.Fatalf("the lease was lost (%v) and liveness never failed", context.Cause(l.Context()))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("liveness did not fail within %v of the database going away", wait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(reason, "renewals failing") || !strings.Contains(reason, "1 leases held") {
+		t.Errorf("reason = %q", reason)
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(wait):
+		t.Fatalf("the lease was not lost within %v of the database going away", wait)
+	}
+	expect(t, "liveness after the lease was given up", live, http.StatusOK, "ok")
+}
