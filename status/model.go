@@ -80,9 +80,6 @@ func read(ctx context.Context, c *coordination.Coordinator, now time.Time) (snap
 		Leases: []lease{},
 		Pools:  []pool{},
 	}
-	if rs.LastSuccess.IsZero() {
-		s.Renewal.LastSuccess = time.Time{}
-	}
 	if !rs.TrustDeadline.IsZero() {
 		left := seconds(rs.TrustDeadline.Sub(now))
 		s.Renewal.TrustLeft = &left
