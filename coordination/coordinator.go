@@ -97,6 +97,7 @@ type Coordinator struct {
 	elections   map[string]*Election
 	pools       map[string]*Pool // the pools whose Run is active in this process, by key
 	joins       map[string]int   // per pool key, the memberships this process started (memberID)
+	renewals    renewals         // outcomes of the renewal loop's statements (Renewal)
 
 	// afterRenew, when set by tests (under mu), is called after every
 	// renewal attempt with the number of leases it covered, the number it
