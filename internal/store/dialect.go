@@ -622,6 +622,15 @@ func nameCol(d *dialect) string   { return d.nameType }
 func bigintCol(d *dialect) string { return d.bigintType }
 func intCol(d *dialect) string    { return d.intType }
 
+// textCol is the type of the data column where it takes a default: not on
+// MySQL, whose TEXT columns took none before 8.0.13 (see addDataColumn).
+func textCol(d *dialect) string {
+	if d.name == SQLServer {
+		return "NVARCHAR(MAX)"
+	}
+	return "TEXT"
+}
+
 // createTable renders an idempotent CREATE TABLE for the dialect.
 func (d *dialect) createTable(table string, pk string, cols []column) string {
 	var b strings.Builder
@@ -782,6 +791,66 @@ func (d *dialect) insertUnlessTaken(ins, table, name string) string {
 		return ins + " AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + name + ")"
 	default:
 		return ins + " ON CONFLICT (name) DO NOTHING"
+	}
+}
+
+// recordVersionOnce records an applied step unless its row exists, for
+// DDL that may be applied twice. description is an SQL literal.
+func (d *dialect) recordVersionOnce(t Tables, version int, description string) string {
+	q := d.quote(t.Migrations)
+	v := strconv.Itoa(version)
+	ins := "INSERT INTO " + q + " (version, description, applied_at_us) VALUES (" + v + ", " + description + ", " + d.now + ")"
+	switch d.name {
+	case MySQL:
+		return ins + " ON DUPLICATE KEY UPDATE version = version"
+	case SQLServer:
+		return "IF NOT EXISTS (SELECT 1 FROM " + q + " WHERE version = " + v + ") " + ins
+	default:
+		return ins + " ON CONFLICT (version) DO NOTHING"
+	}
+}
+
+// unlessCounted returns statements that run s only when the query check
+// counts nothing. It is for MySQL, which cannot say "if not exists" in
+// ALTER TABLE ... ADD COLUMN: a prepared statement is either s or DO 0.
+// The statements must run on one connection (a session variable carries
+// the choice). Other dialects guard their statements themselves and get s.
+func (d *dialect) unlessCounted(check, s string) []string {
+	if d.name != MySQL {
+		return []string{s}
+	}
+	return []string{
+		"SET @leasehold_ddl = IF((" + check + ") = 0, " + quoteLiteral(s) + ", 'DO 0')",
+		"PREPARE leasehold_ddl FROM @leasehold_ddl",
+		"EXECUTE leasehold_ddl",
+		"DEALLOCATE PREPARE leasehold_ddl",
+	}
+}
+
+// rebuildTable gives a SQLite table the columns want, copying its rows,
+// when it has the columns had (a prefix of want) or already all of want:
+// SQLite cannot add a column only if it is missing, and this copy works on
+// either. The columns want adds to had take their defaults; a NATURAL LEFT
+// JOIN with one row of those defaults keeps the table's own values where
+// it has the columns already. Run it inside one transaction.
+func (d *dialect) rebuildTable(table, pk string, had, want []column) []string {
+	q, tmp := d.quote(table), table+"_rebuild"
+	names := make([]string, len(want))
+	for i, c := range want {
+		names[i] = c.name
+	}
+	var defaults []string
+	for _, c := range want[len(had):] {
+		defaults = append(defaults, c.def+" AS "+c.name)
+	}
+	cols := strings.Join(names, ", ")
+	return []string{
+		"DROP TABLE IF EXISTS " + d.quote(tmp),
+		d.createTable(tmp, pk, want),
+		"INSERT INTO " + d.quote(tmp) + " (" + cols + ") SELECT " + cols + " FROM " + q +
+			" NATURAL LEFT JOIN (SELECT " + strings.Join(defaults, ", ") + ") AS added",
+		"DROP TABLE " + q,
+		"ALTER TABLE " + d.quote(tmp) + " RENAME TO " + q,
 	}
 }
 

@@ -214,3 +214,46 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenDDL pins the hand-applied DDL of every dialect from every
+// schema version, in testdata/ddl-<dialect>.sql. The migrations tests
+// apply it twice on PostgreSQL, MariaDB and SQLite; for SQL Server this
+// file is the test. Run with -update to rewrite the files.
+func TestGoldenDDL(t *testing.T) {
+	for _, name := range Dialects {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			for from := 0; from <= LatestVersion; from++ {
+				script, err := Script(name, "", from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(&b, "-- ======== from version %d ========\n%s\n", from, script)
+			}
+			path := filepath.Join("testdata", "ddl-"+name+".sql")
+			got := b.String()
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/store/ -run TestGoldenDDL -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("DDL for %s differs from %s; review the change and rerun with -update.\n--- got:\n%s", name, path, got)
+			}
+		})
+	}
+}
+
+func TestDDLFromRejectsVersions(t *testing.T) {
+	for _, from := range []int{-1, LatestVersion + 1} {
+		_, err := DDLFrom(Postgres, "", from)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprint(from)) || !strings.Contains(err.Error(), "from") {
+			t.Errorf("DDLFrom(%d): err = %v, want an error naming from and the value", from, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -66,6 +67,11 @@ type Migration struct {
 	// is not transactional either (MySQL): a run that died between the DDL
 	// and recording the version must not fail the next run.
 	applied func(d *dialect, t Tables) string
+	// leaseColumns are the columns the step gives the lease table, as
+	// SQLite declares them. SQLite cannot add a column only if it is
+	// missing, so DDLFrom creates or rebuilds its lease table with these
+	// instead of running the step's statements.
+	leaseColumns []column
 	// transactional marks a step of data changes only. Where a migration
 	// run is not one transaction (MySQL, whose DDL commits implicitly), the
 	// step and the record of its version still run in one, so a run that
@@ -80,15 +86,9 @@ var migrations = []Migration{
 		Version:     1,
 		Description: "create the lease table",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{d.createTable(t.Leases, "name", []column{
-				{name: "name", typ: nameCol},
-				{name: "holder", typ: nameCol, def: "''"},
-				{name: "epoch", typ: bigintCol, def: "0"},
-				{name: "acquired_at_us", typ: bigintCol, def: "0"},
-				{name: "renewed_at_us", typ: bigintCol, def: "0"},
-				{name: "expires_at_us", typ: bigintCol, def: "0"},
-			})}
+			return []string{d.createTable(t.Leases, "name", leaseColumns1)}
 		},
+		leaseColumns: leaseColumns1,
 	},
 	{
 		Version:     2,
@@ -96,7 +96,8 @@ var migrations = []Migration{
 		statements: func(d *dialect, t Tables) []string {
 			return []string{d.addDataColumn(t.Leases)}
 		},
-		applied: func(d *dialect, t Tables) string { return d.hasDataColumnAsReleased(t.Leases) },
+		applied:      func(d *dialect, t Tables) string { return d.hasDataColumnAsReleased(t.Leases) },
+		leaseColumns: []column{{name: "data", typ: textCol, def: "''"}},
 	},
 	{
 		Version:     3,
@@ -119,8 +120,31 @@ var migrations = []Migration{
 		statements: func(d *dialect, t Tables) []string {
 			return []string{d.addColumn(t.Leases, sessionIDColumn)}
 		},
-		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, sessionIDColumn.name) },
+		applied:      func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, sessionIDColumn.name) },
+		leaseColumns: []column{sessionIDColumn},
 	},
+}
+
+// leaseColumns1 are the columns of the lease table as version 1 created it.
+var leaseColumns1 = []column{
+	{name: "name", typ: nameCol},
+	{name: "holder", typ: nameCol, def: "''"},
+	{name: "epoch", typ: bigintCol, def: "0"},
+	{name: "acquired_at_us", typ: bigintCol, def: "0"},
+	{name: "renewed_at_us", typ: bigintCol, def: "0"},
+	{name: "expires_at_us", typ: bigintCol, def: "0"},
+}
+
+// leaseColumnsAt lists the columns of the lease table at a schema version,
+// in the order the steps added them.
+func leaseColumnsAt(version int) []column {
+	var cols []column
+	for _, m := range migrations {
+		if m.Version <= version {
+			cols = append(cols, m.leaseColumns...)
+		}
+	}
+	return cols
 }
 
 // sessionColumns are the columns of the session table: one row per
@@ -175,8 +199,25 @@ func advisoryKey(name string) int64 {
 
 // DDL returns the statements that create the latest schema from nothing,
 // including the version table and its rows, for a DBA who applies schema
-// changes by hand. Applying them is equivalent to running Migrate.
+// changes by hand: DDLFrom from version 0.
 func DDL(dialectName, prefix string) ([]string, error) {
+	return DDLFrom(dialectName, prefix, 0)
+}
+
+// DDLFrom returns the statements that take a schema at version from (0:
+// no tables yet) to LatestVersion, with the rows of the version table, for
+// a DBA who applies schema changes by hand. Applying them has the effect
+// of Migrate on a schema at that version, and applying them again changes
+// nothing: every statement is guarded on every dialect (IF NOT EXISTS and
+// its equivalents, version rows inserted only when absent, MySQL's column
+// additions through a prepared statement chosen by a look at
+// information_schema). SQLite cannot guard a column addition, so its lease
+// table is created in its latest form from version 0, and rebuilt in one
+// transaction (BEGIN IMMEDIATE ... COMMIT) from a version that lacks
+// columns.
+//
+// The statements must run on one connection, in order.
+func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 	d, err := lookupDialect(dialectName)
 	if err != nil {
 		return nil, err
@@ -185,12 +226,73 @@ func DDL(dialectName, prefix string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if from < 0 || from > LatestVersion {
+		return nil, fmt.Errorf("leasehold: schema version %d out of range: from must be 0 to %d", from, LatestVersion)
+	}
 	stmts := []string{d.createMigrationsTable(t)}
+	rebuild := false
+	if d.name == SQLite {
+		switch latest := leaseColumnsAt(LatestVersion); {
+		case from == 0:
+			stmts = append(stmts, d.createTable(t.Leases, "name", latest))
+		case len(leaseColumnsAt(from)) < len(latest):
+			rebuild = true
+			stmts = append([]string{"BEGIN IMMEDIATE"}, stmts...)
+			stmts = append(stmts, d.rebuildTable(t.Leases, "name", leaseColumnsAt(from), latest)...)
+		}
+	}
 	for _, m := range migrations {
-		stmts = append(stmts, m.statements(d, t)...)
-		stmts = append(stmts, strings.Replace(d.sqlRecordVersion(t, m.Version), "?", quoteLiteral(m.Description), 1))
+		if m.Version <= from {
+			continue
+		}
+		var check string
+		if m.applied != nil {
+			check = m.applied(d, t)
+		}
+		switch {
+		case d.name == SQLite && len(m.leaseColumns) > 0:
+			// Created or rebuilt above.
+		case check != "":
+			for _, s := range m.statements(d, t) {
+				stmts = append(stmts, d.unlessCounted(check, s)...)
+			}
+		default:
+			stmts = append(stmts, m.statements(d, t)...)
+		}
+		stmts = append(stmts, d.recordVersionOnce(t, m.Version, quoteLiteral(m.Description)))
+	}
+	if rebuild {
+		stmts = append(stmts, "COMMIT")
 	}
 	return stmts, nil
+}
+
+// Script is DDLFrom as one script for a dialect's command-line client, each
+// statement ending with ';' (and followed by GO on SQL Server, so that each
+// is compiled after the ones before it have run).
+func Script(dialectName, prefix string, from int) (string, error) {
+	stmts, err := DDLFrom(dialectName, prefix, from)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if from == 0 {
+		fmt.Fprintf(&b, "-- leasehold coordination schema version %d for %s\n", LatestVersion, dialectName)
+	} else {
+		fmt.Fprintf(&b, "-- leasehold coordination schema for %s, from version %d to %d\n", dialectName, from, LatestVersion)
+	}
+	b.WriteString("-- Every statement is safe to apply again.\n")
+	if slices.Contains(stmts, "BEGIN IMMEDIATE") {
+		b.WriteString("-- Apply with sqlite3 -bail, so that a failed statement ends the transaction.\n")
+	}
+	for _, s := range stmts {
+		b.WriteString(s)
+		b.WriteString(";\n")
+		if dialectName == SQLServer {
+			b.WriteString("GO\n")
+		}
+	}
+	return b.String(), nil
 }
 
 // quoteLiteral renders a string literal; only used for the library's own

@@ -596,6 +596,12 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 // run from many processes at once: a dialect-specific lock serialises the
 // runs, and each run applies only the steps not yet recorded.
 func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied []int, err error) {
+	return s.MigrateTo(ctx, lockTimeout, LatestVersion)
+}
+
+// MigrateTo is Migrate up to version target only, for tests that need a
+// schema of an earlier version.
+func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target int) (applied []int, err error) {
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
 		return s.d.withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
 			if err := tx.Exec(s.d.createMigrationsTable(s.tables)).Error; err != nil {
@@ -606,7 +612,7 @@ func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied
 				return fmt.Errorf("read schema version: %w", err)
 			}
 			for _, m := range migrations {
-				if m.Version <= current {
+				if m.Version <= current || m.Version > target {
 					continue
 				}
 				step := func() error { return s.applyStep(tx, m) }
