@@ -287,7 +287,7 @@ func caseDDLFromTwice(t *testing.T, tg testdb.Target) {
 		}
 		leases := prefix + "leases"
 		if from >= 1 {
-			if err := db.Exec("INSERT INTO "+leases+" (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us) "+
+			if err := db.Exec("INSERT INTO " + leases + " (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us) " +
 				"VALUES ('global/kept', 'n/c/i', 7, 1, 2, 3)").Error; err != nil {
 				t.Fatal(err)
 			}
