@@ -40,6 +40,7 @@ func TestMigrations(t *testing.T) {
 		{"HandAppliedDDL", caseHandAppliedDDL},
 		{"PrefixesAreIndependent", casePrefixes},
 		{"PoolRowsRenamed", casePoolRowsRenamed},
+		{"ResignColumnsAdded", caseResignColumnsAdded},
 	}
 	for _, tg := range testdb.Targets() {
 		t.Run(tg.Name, func(t *testing.T) {

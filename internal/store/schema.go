@@ -121,7 +121,40 @@ var migrations = []Migration{
 		},
 		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, sessionIDColumn.name) },
 	},
+	{
+		Version:     6,
+		Description: "add the resign request columns to the lease table",
+		statements: func(d *dialect, t Tables) []string {
+			return d.addColumns(t.Leases, resignColumns)
+		},
+		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, resignColumns[0].name) },
+	},
+	{
+		Version:     7,
+		Description: "add the notice counter to the session table",
+		statements: func(d *dialect, t Tables) []string {
+			return []string{d.addColumn(t.Sessions, noticeColumn)}
+		},
+		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Sessions, noticeColumn.name) },
+	},
 }
+
+// resignColumns carry a resign request on a lease row: resign_epoch is the
+// epoch of the term asked to resign (0 for none; a request for an older
+// term is ignored, and an acquire clears it), prefer_holder names the
+// process that should take the lease next (a holder string, node or
+// instance id; ” for any), and prefer_until_us is when that preference
+// ends by the database clock (0 for none).
+var resignColumns = []column{
+	{name: "resign_epoch", typ: bigintCol, def: "0"},
+	{name: "prefer_holder", typ: nameCol, def: "''"},
+	{name: "prefer_until_us", typ: bigintCol, def: "0"},
+}
+
+// noticeColumn counts the resign requests made to a session's leases. The
+// renewal statement returns it, so a holder learns of a request at its next
+// renewal and reads its pending requests only when the count changed.
+var noticeColumn = column{name: "notice", typ: bigintCol, def: "0"}
 
 // sessionColumns are the columns of the session table: one row per
 // running process that holds or is acquiring leases. A tick of the
