@@ -131,7 +131,8 @@ type Config struct {
 
 	// HealthCheck, when set, is called every HealthInterval by Run to
 	// tell whether this process is fit to lead; a nil error means healthy.
-	// While the last check failed, the process does not campaign: it
+	// Until a first check passes, and while the last check failed, the
+	// process does not campaign: it
 	// attempts no acquire, Election.TryAcquire returns an error wrapping
 	// ErrUnhealthy, and its pools do not take it back in. After
 	// HealthFailures failed checks in a row, it steps down: every term it

@@ -61,6 +61,10 @@ var conformanceCases = []conformanceCase{
 	{"MetricsLossAndHandoff", caseMetricsLossAndHandoff},
 	{"MetricsPool", caseMetricsPool},
 	{"ResignHandsOver", caseResignHandsOver},
+	{"ResignIsFencedByEpoch", caseResignIsFencedByEpoch},
+	{"ResignUnknownAndFree", caseResignUnknownAndFree},
+	{"ResignPreferredHolder", caseResignPreferredHolder},
+	{"StepDownHandsOver", caseStepDownHandsOver},
 }
 
 // renewSignal installs a hook that reports every successful renewal.

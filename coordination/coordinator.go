@@ -103,7 +103,8 @@ type Coordinator struct {
 	pools       map[string]*Pool     // the pools whose Run is active in this process, by key
 	joins       map[string]int       // per pool key, the memberships this process started (memberID)
 	holdOff     map[string]time.Time // leases this process resigned, until when it does not take them again
-	unhealthy   bool                 // the last health check failed: no campaigning
+	unhealthy   bool                 // no health check passed yet, or the last one failed: no campaigning
+	healthKnown bool                 // a health check has returned
 
 	// afterRenew, when set by tests (under mu), is called after every
 	// renewal attempt with the number of leases it covered, the number it
@@ -167,6 +168,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		pools:        make(map[string]*Pool),
 		joins:        make(map[string]int),
 		holdOff:      make(map[string]time.Time),
+		unhealthy:    cfg.HealthCheck != nil,
 		events:       broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
 	}
 }

@@ -13,7 +13,8 @@ import (
 // Config.HealthCheck is set, calls the check every HealthInterval. The
 // result drives two switches:
 //
-//   - after one failed check the process is unhealthy: it stops
+//   - until a first check passes, and after one failed check, the process
+//     is unhealthy: it does not campaign, or stops
 //     campaigning (acquireNames refuses, so the campaign loop, TryAcquire
 //     and pool joins all stop), but keeps the terms it holds;
 //   - after HealthFailures failed checks in a row it steps down: every term
@@ -25,11 +26,13 @@ import (
 // per transition (unhealthy, stepping down, healthy again), never one per
 // check.
 
-// errUnhealthyNow is what an acquire returns while the last health check
-// failed.
-var errUnhealthyNow = fmt.Errorf("%w: the last health check failed; this process does not campaign until one passes", ErrUnhealthy)
+// errUnhealthyNow is what an acquire returns until a health check passed,
+// and while the last one failed.
+var errUnhealthyNow = fmt.Errorf("%w: no health check has passed yet, or the last one failed; this process does not campaign until one passes",
+	ErrUnhealthy)
 
-// isUnhealthy reports whether the last health check failed.
+// isUnhealthy reports whether no health check has passed yet, or the last
+// one failed.
 func (c *Coordinator) isUnhealthy() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -129,15 +132,19 @@ func callHealthCheck(ctx context.Context, check func(context.Context) error) (er
 func (c *Coordinator) healthResult(err error, failures int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	known := c.healthKnown
+	c.healthKnown = true
 	if err == nil {
 		if c.unhealthy {
 			c.unhealthy = false
-			c.log.Info("health check passed; campaigning again")
+			if known {
+				c.log.Info("health check passed; campaigning again")
+			}
 			c.poke(c.campaignWake)
 		}
 		return
 	}
-	if !c.unhealthy {
+	if !c.unhealthy || !known {
 		c.unhealthy = true
 		c.log.Warn("health check failed; not campaigning until one passes", zap.Error(err),
 			zap.Int("failures", failures), zap.Int("step_down_after", c.cfg.HealthFailures))
