@@ -33,7 +33,7 @@ func ExampleMigrate() {
 	applied, err = migrations.Migrate(ctx, db, migrations.Options{})
 	fmt.Println("again:", applied, err)
 	// Output:
-	// applied: [1 2 3 4 5] <nil>
+	// applied: [1 2 3 4 5 6 7] <nil>
 	// again: [] <nil>
 }
 

@@ -95,8 +95,9 @@ func DDL(dialect string, opts Options) ([]string, error) {
 // (IF NOT EXISTS or its equivalent; version rows inserted only when
 // absent; on MySQL and MariaDB a column is added through a prepared
 // statement that checks information_schema first). SQLite cannot guard a
-// column addition, so from a version that lacks columns its lease table is
-// rebuilt, rows kept, in one BEGIN IMMEDIATE ... COMMIT transaction.
+// column addition, so there a missing table is created in its latest form
+// and a table that lacks columns is rebuilt with them, rows kept, all in
+// one BEGIN IMMEDIATE ... COMMIT transaction.
 //
 // Run the statements in order on one connection (MySQL's guards keep their
 // choice in a session variable). from must be 0 to LatestVersion; Version

@@ -42,6 +42,7 @@ func TestMigrations(t *testing.T) {
 		{"DDLFromEveryVersionTwice", caseDDLFromTwice},
 		{"PrefixesAreIndependent", casePrefixes},
 		{"PoolRowsRenamed", casePoolRowsRenamed},
+		{"ResignColumnsAdded", caseResignColumnsAdded},
 	}
 	for _, tg := range testdb.Targets() {
 		t.Run(tg.Name, func(t *testing.T) {

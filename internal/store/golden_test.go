@@ -86,12 +86,16 @@ func TestGoldenSQL(t *testing.T) {
 				st("acquire, first: lock the named rows, in name order", d.sqlLockRows(tables, names))
 			}
 			if d.acquire == acquireLockThenUpdate {
-				st("acquire: lock the leases this session can take, with their epochs", d.sqlAcquireLock(tables, session, names))
+				st("acquire: lock the leases this session can take, with their epochs", d.sqlAcquireLock(tables, session, holder, names))
 				st("acquire: new terms (new epochs) of exactly those", d.sqlAcquireTerms(tables, session, holder, three[1:]))
 			} else {
 				st("acquire (new epochs in the same statement)", d.sqlAcquire(tables, session, holder, names))
 			}
 			st("release one lease", d.sqlRelease(tables, session, one))
+			st("record a resign request for one term, with a preferred holder", d.sqlRequestResign(tables, session, one[0], "node-b", 2*ttl))
+			st("record a resign request for one term, without a preference", d.sqlRequestResign(tables, session, one[0], "", 2*ttl))
+			st("notify a session of a resign request", d.sqlNotifySession(tables, session))
+			st("read a session's pending resign requests", d.sqlPendingResigns(tables, session, names))
 			st("release three leases", d.sqlRelease(tables, session, three))
 			st("set a term's data (a member's acknowledged generation)", d.sqlSetData(tables, session, one[0], "42"))
 			st("publish a pool's next generation (compare-and-set)", d.sqlPublish(tables, "pool|global/orders|generation", 41, "a1b2,c3d4"))
@@ -196,7 +200,7 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 			check("acquire", n/WriteChunk, func(yield func(stmt)) {
 				_ = chunks(names, WriteChunk, func(p []string) error {
 					if d.acquire == acquireLockThenUpdate {
-						yield(d.sqlAcquireLock(tables, session, p))
+						yield(d.sqlAcquireLock(tables, session, holder, p))
 						return nil
 					}
 					yield(d.sqlAcquire(tables, session, holder, p))

@@ -67,11 +67,11 @@ type Migration struct {
 	// is not transactional either (MySQL): a run that died between the DDL
 	// and recording the version must not fail the next run.
 	applied func(d *dialect, t Tables) string
-	// leaseColumns are the columns the step gives the lease table, as
-	// SQLite declares them. SQLite cannot add a column only if it is
-	// missing, so DDLFrom creates or rebuilds its lease table with these
+	// columns are the columns the step creates a table with or adds to
+	// it, as SQLite declares them. SQLite cannot add a column only if it
+	// is missing, so DDLFrom creates or rebuilds its tables with these
 	// instead of running the step's statements.
-	leaseColumns []column
+	columns *tableColumns
 	// transactional marks a step of data changes only. Where a migration
 	// run is not one transaction (MySQL, whose DDL commits implicitly), the
 	// step and the record of its version still run in one, so a run that
@@ -88,7 +88,7 @@ var migrations = []Migration{
 		statements: func(d *dialect, t Tables) []string {
 			return []string{d.createTable(t.Leases, "name", leaseColumns1)}
 		},
-		leaseColumns: leaseColumns1,
+		columns: &tableColumns{leases, leaseColumns1},
 	},
 	{
 		Version:     2,
@@ -97,7 +97,7 @@ var migrations = []Migration{
 			return []string{d.addDataColumn(t.Leases)}
 		},
 		applied:      func(d *dialect, t Tables) string { return d.hasDataColumnAsReleased(t.Leases) },
-		leaseColumns: []column{{name: "data", typ: textCol, def: "''"}},
+		columns:      &tableColumns{leases, []column{{name: "data", typ: textCol, def: "''"}}},
 	},
 	{
 		Version:     3,
@@ -113,6 +113,7 @@ var migrations = []Migration{
 		statements: func(d *dialect, t Tables) []string {
 			return []string{d.createTable(t.Sessions, "id", sessionColumns)}
 		},
+		columns: &tableColumns{sessions, sessionColumns},
 	},
 	{
 		Version:     5,
@@ -121,7 +122,25 @@ var migrations = []Migration{
 			return []string{d.addColumn(t.Leases, sessionIDColumn)}
 		},
 		applied:      func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, sessionIDColumn.name) },
-		leaseColumns: []column{sessionIDColumn},
+		columns:      &tableColumns{leases, []column{sessionIDColumn}},
+	},
+	{
+		Version:     6,
+		Description: "add the resign request columns to the lease table",
+		statements: func(d *dialect, t Tables) []string {
+			return d.addColumns(t.Leases, resignColumns)
+		},
+		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, resignColumns[0].name) },
+		columns: &tableColumns{leases, resignColumns},
+	},
+	{
+		Version:     7,
+		Description: "add the notice counter to the session table",
+		statements: func(d *dialect, t Tables) []string {
+			return []string{d.addColumn(t.Sessions, noticeColumn)}
+		},
+		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Sessions, noticeColumn.name) },
+		columns: &tableColumns{sessions, []column{noticeColumn}},
 	},
 }
 
@@ -135,17 +154,61 @@ var leaseColumns1 = []column{
 	{name: "expires_at_us", typ: bigintCol, def: "0"},
 }
 
-// leaseColumnsAt lists the columns of the lease table at a schema version,
-// in the order the steps added them.
-func leaseColumnsAt(version int) []column {
-	var cols []column
+// tableColumns names a table and columns of it.
+type tableColumns struct {
+	table func(Tables) string
+	cols  []column
+}
+
+func leases(t Tables) string   { return t.Leases }
+func sessions(t Tables) string { return t.Sessions }
+
+// tableAt is a table of the schema and its columns at some version, in the
+// order the steps added them; no columns when the table does not exist.
+type tableAt struct {
+	name string
+	pk   string
+	cols []column
+}
+
+// tablesAt lists the tables that migration steps create, with their
+// columns at version, in the order the steps created them.
+func tablesAt(t Tables, version int) []tableAt {
+	var out []tableAt
 	for _, m := range migrations {
+		if m.columns == nil {
+			continue
+		}
+		name := m.columns.table(t)
+		i := slices.IndexFunc(out, func(ta tableAt) bool { return ta.name == name })
+		if i < 0 {
+			// The step that creates a table lists its key column first.
+			out = append(out, tableAt{name: name, pk: m.columns.cols[0].name})
+			i = len(out) - 1
+		}
 		if m.Version <= version {
-			cols = append(cols, m.leaseColumns...)
+			out[i].cols = append(out[i].cols, m.columns.cols...)
 		}
 	}
-	return cols
+	return out
 }
+
+// resignColumns carry a resign request on a lease row: resign_epoch is the
+// epoch of the term asked to resign (0 for none; a request for an older
+// term is ignored, and an acquire clears it), prefer_holder names the
+// process that should take the lease next (a holder string, node or
+// instance id; ” for any), and prefer_until_us is when that preference
+// ends by the database clock (0 for none).
+var resignColumns = []column{
+	{name: "resign_epoch", typ: bigintCol, def: "0"},
+	{name: "prefer_holder", typ: nameCol, def: "''"},
+	{name: "prefer_until_us", typ: bigintCol, def: "0"},
+}
+
+// noticeColumn counts the resign requests made to a session's leases. The
+// renewal statement returns it, so a holder learns of a request at its next
+// renewal and reads its pending requests only when the count changed.
+var noticeColumn = column{name: "notice", typ: bigintCol, def: "0"}
 
 // sessionColumns are the columns of the session table: one row per
 // running process that holds or is acquiring leases. A tick of the
@@ -211,10 +274,10 @@ func DDL(dialectName, prefix string) ([]string, error) {
 // nothing: every statement is guarded on every dialect (IF NOT EXISTS and
 // its equivalents, version rows inserted only when absent, MySQL's column
 // additions through a prepared statement chosen by a look at
-// information_schema). SQLite cannot guard a column addition, so its lease
-// table is created in its latest form from version 0, and rebuilt in one
-// transaction (BEGIN IMMEDIATE ... COMMIT) from a version that lacks
-// columns.
+// information_schema). SQLite cannot guard a column addition, so there a
+// missing table is created in its latest form, and a table that lacks
+// columns is rebuilt with them, rows kept, all in one transaction (BEGIN
+// IMMEDIATE ... COMMIT).
 //
 // The statements must run on one connection, in order.
 func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
@@ -232,13 +295,18 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 	stmts := []string{d.createMigrationsTable(t)}
 	rebuild := false
 	if d.name == SQLite {
-		switch latest := leaseColumnsAt(LatestVersion); {
-		case from == 0:
-			stmts = append(stmts, d.createTable(t.Leases, "name", latest))
-		case len(leaseColumnsAt(from)) < len(latest):
-			rebuild = true
+		was := tablesAt(t, from)
+		for i, ta := range tablesAt(t, LatestVersion) {
+			switch had := was[i].cols; {
+			case len(had) == 0:
+				stmts = append(stmts, d.createTable(ta.name, ta.pk, ta.cols))
+			case len(had) < len(ta.cols):
+				rebuild = true
+				stmts = append(stmts, d.rebuildTable(ta.name, ta.pk, had, ta.cols)...)
+			}
+		}
+		if rebuild {
 			stmts = append([]string{"BEGIN IMMEDIATE"}, stmts...)
-			stmts = append(stmts, d.rebuildTable(t.Leases, "name", leaseColumnsAt(from), latest)...)
 		}
 	}
 	for _, m := range migrations {
@@ -250,7 +318,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 			check = m.applied(d, t)
 		}
 		switch {
-		case d.name == SQLite && len(m.leaseColumns) > 0:
+		case d.name == SQLite && m.columns != nil:
 			// Created or rebuilt above.
 		case check != "":
 			for _, s := range m.statements(d, t) {

@@ -1,5 +1,5 @@
 -- ======== from version 0 ========
--- leasehold coordination schema version 5 for sqlserver
+-- leasehold coordination schema version 7 for sqlserver
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -27,9 +27,17 @@ IF COL_LENGTH(N'leasehold_leases', N'session_id') IS NULL ALTER TABLE [leasehold
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 5) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (5, 'add the session column to the lease table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_leases', N'resign_epoch') IS NULL ALTER TABLE [leasehold_leases] ADD resign_epoch BIGINT NOT NULL DEFAULT 0, prefer_holder NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', prefer_until_us BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 6) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (6, 'add the resign request columns to the lease table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_sessions] ADD notice BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 1 ========
--- leasehold coordination schema for sqlserver, from version 1 to 5
+-- leasehold coordination schema for sqlserver, from version 1 to 7
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -53,9 +61,17 @@ IF COL_LENGTH(N'leasehold_leases', N'session_id') IS NULL ALTER TABLE [leasehold
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 5) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (5, 'add the session column to the lease table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_leases', N'resign_epoch') IS NULL ALTER TABLE [leasehold_leases] ADD resign_epoch BIGINT NOT NULL DEFAULT 0, prefer_holder NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', prefer_until_us BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 6) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (6, 'add the resign request columns to the lease table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_sessions] ADD notice BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 2 ========
--- leasehold coordination schema for sqlserver, from version 2 to 5
+-- leasehold coordination schema for sqlserver, from version 2 to 7
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -75,9 +91,17 @@ IF COL_LENGTH(N'leasehold_leases', N'session_id') IS NULL ALTER TABLE [leasehold
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 5) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (5, 'add the session column to the lease table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_leases', N'resign_epoch') IS NULL ALTER TABLE [leasehold_leases] ADD resign_epoch BIGINT NOT NULL DEFAULT 0, prefer_holder NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', prefer_until_us BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 6) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (6, 'add the resign request columns to the lease table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_sessions] ADD notice BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 3 ========
--- leasehold coordination schema for sqlserver, from version 3 to 5
+-- leasehold coordination schema for sqlserver, from version 3 to 7
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -89,9 +113,17 @@ IF COL_LENGTH(N'leasehold_leases', N'session_id') IS NULL ALTER TABLE [leasehold
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 5) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (5, 'add the session column to the lease table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_leases', N'resign_epoch') IS NULL ALTER TABLE [leasehold_leases] ADD resign_epoch BIGINT NOT NULL DEFAULT 0, prefer_holder NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', prefer_until_us BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 6) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (6, 'add the resign request columns to the lease table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_sessions] ADD notice BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 4 ========
--- leasehold coordination schema for sqlserver, from version 4 to 5
+-- leasehold coordination schema for sqlserver, from version 4 to 7
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -99,9 +131,41 @@ IF COL_LENGTH(N'leasehold_leases', N'session_id') IS NULL ALTER TABLE [leasehold
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 5) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (5, 'add the session column to the lease table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_leases', N'resign_epoch') IS NULL ALTER TABLE [leasehold_leases] ADD resign_epoch BIGINT NOT NULL DEFAULT 0, prefer_holder NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', prefer_until_us BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 6) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (6, 'add the resign request columns to the lease table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_sessions] ADD notice BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 5 ========
--- leasehold coordination schema for sqlserver, from version 5 to 5
+-- leasehold coordination schema for sqlserver, from version 5 to 7
+-- Every statement is safe to apply again.
+IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
+GO
+IF COL_LENGTH(N'leasehold_leases', N'resign_epoch') IS NULL ALTER TABLE [leasehold_leases] ADD resign_epoch BIGINT NOT NULL DEFAULT 0, prefer_holder NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', prefer_until_us BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 6) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (6, 'add the resign request columns to the lease table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_sessions] ADD notice BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+
+-- ======== from version 6 ========
+-- leasehold coordination schema for sqlserver, from version 6 to 7
+-- Every statement is safe to apply again.
+IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_sessions] ADD notice BIGINT NOT NULL DEFAULT 0;
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+
+-- ======== from version 7 ========
+-- leasehold coordination schema for sqlserver, from version 7 to 7
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
