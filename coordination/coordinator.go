@@ -105,6 +105,7 @@ type Coordinator struct {
 	holdOff     map[string]time.Time // leases this process resigned, until when it does not take them again
 	unhealthy   bool                 // no health check passed yet, or the last one failed: no campaigning
 	healthKnown bool                 // a health check has returned
+	renewals    renewals             // outcomes of the renewal loop's statements (Renewal)
 
 	// afterRenew, when set by tests (under mu), is called after every
 	// renewal attempt with the number of leases it covered, the number it

@@ -181,6 +181,15 @@
 // seen at the next read, one per RetryInterval, so terms that began and
 // ended between two reads are missed. Act as leader only under a [Lease].
 //
+// # Inspection
+//
+// Coordinator.Leases and Coordinator.Pools read every lease and every pool
+// in the database, by the database clock, with one statement each; they
+// need no running coordinator. Coordinator.Held and Coordinator.Renewal
+// report, without I/O, what this process holds and how its renewals fare:
+// package health builds liveness and readiness checks on them, and package
+// status a status page.
+//
 // # Metrics
 //
 // [Config].MeterProvider takes an OpenTelemetry MeterProvider

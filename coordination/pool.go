@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -272,22 +271,7 @@ func (p *Pool) State(ctx context.Context) (PoolState, error) {
 	if err != nil {
 		return PoolState{}, fmt.Errorf("coordination: read pool %q: %w", p.key, err)
 	}
-	st := PoolState{Pool: p.key}
-	for _, r := range rows {
-		st.DBNow = r.Now
-		if r.Name == p.rows.generation {
-			st.Generation = r.Epoch
-			if r.Data != "" {
-				st.List = strings.Split(r.Data, ",")
-			}
-		} else if id, ok := p.rows.memberID(r.Name); ok {
-			ack, _ := strconv.ParseInt(r.Data, 10, 64)
-			st.Members = append(st.Members, Member{
-				ID: id, Holder: r.Holder, Ack: ack, Live: r.Live(), ExpiresAt: r.ExpiresAt,
-			})
-		}
-	}
-	return st, nil
+	return poolStateOf(p.key, p.rows, rows), nil
 }
 
 // Current returns the assignment this process is working on, if any.

@@ -300,8 +300,10 @@ func (c *Coordinator) renewOnce(ctx context.Context) renewOutcome {
 		if serial && (c.trustFromSession(ctx, s) || covered) {
 			c.log.Debug("renewal waited for a writer; fenced transactions renewed the session",
 				zap.Error(err), zap.Int("leases", n))
+			c.renewals.succeeded()
 			return renewedInFences
 		}
+		c.renewals.failed(err)
 		c.log.Warn("renewal failed; retrying until the trust deadline", zap.Error(err),
 			zap.Int("leases", n), zap.Duration("trust_left", time.Until(deadline)))
 		c.events.emit(Event{Kind: EventError, Err: fmt.Errorf("renew the session of %d leases: %w", n, err)})
@@ -311,5 +313,6 @@ func (c *Coordinator) renewOnce(ctx context.Context) renewOutcome {
 	default:
 		c.sessionRenewed(s, start, notice)
 	}
+	c.renewals.succeeded()
 	return renewed
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ type config struct {
 	orders    int
 	workDelay time.Duration
 	seedOnly  bool
+	httpAddr  string
 }
 
 // errUsage marks a configuration error: the process exits with status 2.
@@ -57,6 +59,7 @@ var envFlags = []envFlag{
 	{"retry", "LEASEHOLD_RETRY"},
 	{"orders", "SAMPLE_ORDERS"},
 	{"work-delay", "SAMPLE_WORK_DELAY"},
+	{"http", "SAMPLE_HTTP"},
 }
 
 // parseConfig reads the flags in args, falling back to the variables read
@@ -76,6 +79,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		"follower retry and pool poll interval; 0 means the library default, min(2s, TTL/4) (env LEASEHOLD_RETRY)")
 	fs.IntVar(&c.orders, "orders", 10000, "orders to seed when sample_orders is empty (env SAMPLE_ORDERS)")
 	fs.DurationVar(&c.workDelay, "work-delay", 2*time.Millisecond, "simulated work per order (env SAMPLE_WORK_DELAY)")
+	fs.StringVar(&c.httpAddr, "http", "",
+		"address to serve /metrics, /healthz, /readyz, /status and /status.json on, such as 127.0.0.1:8080; empty: none (env SAMPLE_HTTP)")
 	fs.BoolVar(&c.seedOnly, "seed-only", false, "create the sample tables, seed the orders if the table is empty, and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: sample [flags]\n\n"+
@@ -133,6 +138,11 @@ func (c config) check() error {
 	}
 	if c.orders < 0 {
 		return usagef("invalid value %d for flag -orders: must not be negative", c.orders)
+	}
+	if c.httpAddr != "" {
+		if _, _, err := net.SplitHostPort(c.httpAddr); err != nil {
+			return usagef("invalid value %q for flag -http: want host:port, such as 127.0.0.1:8080: %v", c.httpAddr, err)
+		}
 	}
 	if c.dsn == "" && !isSQLite(c.driver) {
 		return usagef("flag -dsn (or LEASEHOLD_DSN) is required with -driver %s; only the SQLite drivers have a default", c.driver)

@@ -94,11 +94,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer closeDB(db, log)
 
 	s := &service{db: db, id: id, holder: id.Holder(), log: log, workDelay: cfg.workDelay}
-	host, err := workers.NewHost(db, id, workers.Config{
-		Coordination: coordination.Config{
-			TTL: cfg.ttl, RenewInterval: cfg.renew, RetryInterval: cfg.retry, Logger: log,
-		},
-	},
+	coordCfg := coordination.Config{TTL: cfg.ttl, RenewInterval: cfg.renew, RetryInterval: cfg.retry, Logger: log}
+	var tel *telemetry
+	if cfg.httpAddr != "" && !cfg.seedOnly {
+		if tel, err = newTelemetry(); err != nil {
+			log.Error("cannot set up the metrics", zap.Error(err))
+			return exitError
+		}
+		defer tel.shutdown(log)
+		coordCfg.MeterProvider = tel.provider
+	}
+	host, err := workers.NewHost(db, id, workers.Config{Coordination: coordCfg},
 		workers.ClusterSingleton("cluster-report", s.clusterReport),
 		workers.GlobalSingleton("ledger", s.ledger),
 		workers.Partitioned("orders", s.orders, workers.PartitionConfig{}),
@@ -117,8 +123,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		zap.String("driver", cfg.driver), zap.String("dsn", dsn), zap.String("holder", s.holder),
 		zap.Duration("ttl", timing.TTL), zap.Duration("renew", timing.RenewInterval),
 		zap.Duration("retry", timing.RetryInterval), zap.Int("orders", cfg.orders),
-		zap.Duration("work_delay", cfg.workDelay), zap.Bool("seed_only", cfg.seedOnly))
+		zap.Duration("work_delay", cfg.workDelay), zap.Bool("seed_only", cfg.seedOnly), zap.String("http", cfg.httpAddr))
 
+	// The endpoints answer from here on: /healthz while the tables are
+	// waited for, and /readyz once the host's coordinator runs.
+	if tel != nil {
+		srv, err := startHTTP(cfg.httpAddr, host.Coordinator(), tel, log)
+		if err != nil {
+			log.Error("cannot serve HTTP", zap.Error(err))
+			return exitError
+		}
+		defer srv.stop()
+	}
 	if err := setupTables(ctx, db, cfg.orders, setupRetry, log); err != nil {
 		if ctx.Err() != nil {
 			log.Info("stopped before the tables were ready")

@@ -52,6 +52,8 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{"negative orders", []string{"-orders", "-5"}, nil, []string{"-orders", "-5"}},
 		{"unknown driver", []string{"-driver", "oracle"}, nil, []string{"-driver", `"oracle"`}},
 		{"unknown driver in env", nil, map[string]string{"LEASEHOLD_DRIVER": "db2"}, []string{"-driver", `"db2"`}},
+		{"bad http address", []string{"-http", "8080"}, nil, []string{"-http", `"8080"`, "host:port"}},
+		{"bad http address in env", nil, map[string]string{"SAMPLE_HTTP": "nowhere"}, []string{"-http", `"nowhere"`}},
 		{"bad log format", []string{"-log-format", "xml"}, nil, []string{"-log-format", `"xml"`}},
 		{"postgres needs a dsn", []string{"-driver", "postgres"}, nil, []string{"-dsn", "postgres"}},
 		{"unknown flag", []string{"-bogus"}, nil, []string{"-bogus"}},

@@ -96,8 +96,8 @@ var migrations = []Migration{
 		statements: func(d *dialect, t Tables) []string {
 			return []string{d.addDataColumn(t.Leases)}
 		},
-		applied:      func(d *dialect, t Tables) string { return d.hasDataColumnAsReleased(t.Leases) },
-		columns:      &tableColumns{leases, []column{{name: "data", typ: textCol, def: "''"}}},
+		applied: func(d *dialect, t Tables) string { return d.hasDataColumnAsReleased(t.Leases) },
+		columns: &tableColumns{leases, []column{{name: "data", typ: textCol, def: "''"}}},
 	},
 	{
 		Version:     3,
@@ -121,8 +121,8 @@ var migrations = []Migration{
 		statements: func(d *dialect, t Tables) []string {
 			return []string{d.addColumn(t.Leases, sessionIDColumn)}
 		},
-		applied:      func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, sessionIDColumn.name) },
-		columns:      &tableColumns{leases, []column{sessionIDColumn}},
+		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, sessionIDColumn.name) },
+		columns: &tableColumns{leases, []column{sessionIDColumn}},
 	},
 	{
 		Version:     6,

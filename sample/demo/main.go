@@ -4,8 +4,10 @@
 // 10,000 orders, kills the global ledger leader with SIGKILL a third of the
 // way through, and checks from the database that a new leader took over,
 // that no epoch ever had two leaders, and that every order was processed
-// exactly once. It prints a timeline of what happened and ends with one
-// line:
+// exactly once. The last copy, gamma, serves its status page, metrics and
+// probes on a free loopback port, whose URL the demo prints and whose
+// endpoints it checks once the copies run. It prints a timeline of what
+// happened and ends with one line:
 //
 //	demo: OK items=10000 processed_once=10000 duplicates=0 leaders_per_epoch=1 failover_ms=3412
 //
@@ -80,6 +82,8 @@ type demo struct {
 	pool  *coordination.Pool
 	procs []*proc
 	t0    time.Time // when the three copies were started
+
+	httpAddr string // where statusNode serves HTTP
 
 	killed      *proc
 	killedEpoch int64
@@ -176,7 +180,10 @@ func (d *demo) run(ctx context.Context) error {
 	d.printf("built the sample and seeded %d orders into a fresh SQLite file (%s driver) in %.1f s",
 		orders, driver, time.Since(began).Seconds())
 
-	// 2. Start three copies.
+	// 2. Start three copies, one serving its status page.
+	if d.httpAddr, err = freeLoopbackAddr(); err != nil {
+		return err
+	}
 	d.t0 = time.Now()
 	var names []string
 	for _, n := range nodes {
@@ -188,9 +195,14 @@ func (d *demo) run(ctx context.Context) error {
 		names = append(names, fmt.Sprintf("%s (%s)", n.name, n.cluster))
 	}
 	d.printf("started %s with %s; logs in %s", strings.Join(names, ", "), strings.Join(sampleTiming, " "), dir)
+	d.printf("status page http://%s/status (of %s; also /status.json, /metrics, /healthz, /readyz)", d.httpAddr, statusNode.name)
 
 	// 3. Wait for the leaders and a working pool of three.
 	if err := d.waitStartup(ctx); err != nil {
+		return err
+	}
+
+	if err := d.checkHTTP(ctx); err != nil {
 		return err
 	}
 

@@ -21,6 +21,10 @@ type node struct {
 // nodes are the three copies: two in cluster eu, one in us.
 var nodes = []node{{"alpha", "eu"}, {"beta", "eu"}, {"gamma", "us"}}
 
+// statusNode is the copy that serves HTTP: its status page, metrics and
+// probes.
+var statusNode = nodes[len(nodes)-1]
+
 // proc is a running copy of the sample.
 type proc struct {
 	*procs.Process
@@ -84,6 +88,9 @@ func (d *demo) start(n node) (*proc, error) {
 		return nil, err
 	}
 	args := append(d.dbFlags(), sampleTiming...)
+	if n == statusNode {
+		args = append(args, "-http", d.httpAddr)
+	}
 	cmd := exec.Command(d.bin, args...)
 	cmd.Env = sampleEnv(n)
 	cmd.Stdout, cmd.Stderr = f, f

@@ -1,0 +1,155 @@
+package coordination
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// Pools reads every pool in the database (both scopes), ordered by key:
+// generation, the member list of that generation and every member row
+// (live or not), by the database clock. Like Leases it needs no running
+// coordinator. It costs one statement.
+func (c *Coordinator) Pools(ctx context.Context) ([]PoolState, error) {
+	rows, err := c.store.List(ctx, "pool"+keySep)
+	if err != nil {
+		return nil, fmt.Errorf("coordination: list pools: %w", err)
+	}
+	byKey := make(map[string][]store.Row)
+	for _, r := range rows {
+		key, ok := poolKeyOf(r.Name)
+		if !ok {
+			continue
+		}
+		byKey[key] = append(byKey[key], r)
+	}
+	out := make([]PoolState, 0, len(byKey))
+	for key, rs := range byKey {
+		out = append(out, poolStateOf(key, poolRowsFor(key), rs))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pool < out[j].Pool })
+	return out, nil
+}
+
+// poolKeyOf returns the pool key of a pool row key ("pool|<key>|..."), and
+// false for any other key. The first '|' after "pool|" ends the key, since
+// keys never contain '|' (see names.go).
+func poolKeyOf(rowKey string) (string, bool) {
+	rest, ok := strings.CutPrefix(rowKey, "pool"+keySep)
+	if !ok {
+		return "", false
+	}
+	key, _, ok := strings.Cut(rest, keySep)
+	return key, ok && key != ""
+}
+
+// poolStateOf builds the state of the pool with the given key from its
+// rows, as read by one statement.
+func poolStateOf(key string, pr poolRows, rows []store.Row) PoolState {
+	st := PoolState{Pool: key}
+	for _, r := range rows {
+		st.DBNow = r.Now
+		if r.Name == pr.generation {
+			st.Generation = r.Epoch
+			if r.Data != "" {
+				st.List = strings.Split(r.Data, ",")
+			}
+		} else if id, ok := pr.memberID(r.Name); ok {
+			ack, _ := strconv.ParseInt(r.Data, 10, 64)
+			st.Members = append(st.Members, Member{
+				ID: id, Holder: r.Holder, Ack: ack, Live: r.Live(), ExpiresAt: r.ExpiresAt,
+			})
+		}
+	}
+	sort.Slice(st.Members, func(i, j int) bool { return st.Members[i].ID < st.Members[j].ID })
+	return st
+}
+
+// RenewalState is the state of a coordinator's renewal loop, for health
+// checks. Coordinator.Renewal returns it.
+type RenewalState struct {
+	// Running reports whether Run is serving: Ready is closed and Done
+	// is not.
+	Running bool
+	// Held is the number of leases and pool memberships this process
+	// holds and trusts now.
+	Held int
+	// TrustDeadline is the trust deadline of the process's session, on
+	// this process's clock: without a successful renewal, every lease it
+	// holds ends then. Zero when there is no session.
+	TrustDeadline time.Time
+	// Failures is the number of consecutive failed renewal statements
+	// since the last successful one.
+	Failures int
+	// LastError is the error of the last renewal statement; nil after a
+	// success.
+	LastError error
+	// LastSuccess is when the last successful renewal statement returned,
+	// on this process's clock; zero before the first.
+	LastSuccess time.Time
+}
+
+// Renewal reports the renewal loop's state, for health checks. It does no
+// I/O.
+func (c *Coordinator) Renewal() RenewalState {
+	var st RenewalState
+	select {
+	case <-c.ready:
+		select {
+		case <-c.done:
+		default:
+			st.Running = true
+		}
+	default:
+	}
+	c.mu.Lock()
+	for _, l := range c.held {
+		if l.validLocked() {
+			st.Held++
+		}
+	}
+	if s := c.sess; s != nil && !s.dead {
+		st.TrustDeadline = s.deadline
+	}
+	c.mu.Unlock()
+	c.renewals.read(&st)
+	return st
+}
+
+// renewals tracks the outcomes of the renewal loop's statements for
+// Coordinator.Renewal.
+type renewals struct {
+	mu          sync.Mutex
+	failures    int
+	lastErr     error
+	lastSuccess time.Time
+}
+
+// failed records a renewal statement that failed with err.
+func (r *renewals) failed(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures++
+	r.lastErr = err
+}
+
+// succeeded records a renewal statement that returned without error.
+func (r *renewals) succeeded() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = 0
+	r.lastErr = nil
+	r.lastSuccess = time.Now()
+}
+
+func (r *renewals) read(st *RenewalState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st.Failures, st.LastError, st.LastSuccess = r.failures, r.lastErr, r.lastSuccess
+}

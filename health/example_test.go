@@ -1,0 +1,33 @@
+package health_test
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/health"
+)
+
+// Serve the probes of a process that runs coord beside its other
+// handlers: /healthz for the orchestrator's liveness probe, /readyz for
+// its readiness probe.
+func ExampleLiveness() {
+	var coord *coordination.Coordinator // from coordination.New, running in its own goroutine
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", health.Liveness(coord, health.WithHeadroom(5*time.Second)))
+	mux.Handle("GET /readyz", health.Readiness(coord))
+	srv := &http.Server{Addr: ":8081", Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.ListenAndServe() }()
+}
+
+// An active/passive service sends traffic only to the process that leads
+// the election "primary": only the leader reports ready.
+func ExampleReadyWhenLeading() {
+	var coord *coordination.Coordinator // from coordination.New, running in its own goroutine
+	e, err := coord.Election(coordination.ClusterScope, "primary")
+	if err != nil {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /readyz", health.ReadyWhenLeading(e))
+}

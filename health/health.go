@@ -1,0 +1,135 @@
+package health
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/leasehold/leasehold/coordination"
+)
+
+// DefaultFailures is how many consecutive failed renewals Liveness needs
+// by default before it looks at the trust headroom.
+const DefaultFailures = 2
+
+// An Option tunes Liveness.
+type Option func(*options)
+
+type options struct {
+	failures int
+	headroom time.Duration
+}
+
+// WithFailures sets how many consecutive failed renewals the liveness
+// check needs before it can fail: n below 1 keeps the default,
+// DefaultFailures.
+func WithFailures(n int) Option {
+	return func(o *options) {
+		if n >= 1 {
+			o.failures = n
+		}
+	}
+}
+
+// WithHeadroom sets the trust headroom (the time left until the session's
+// trust deadline) below which failing renewals fail the liveness check:
+// d of zero or less keeps the default, a quarter of the coordinator's TTL.
+func WithHeadroom(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.headroom = d
+		}
+	}
+}
+
+// Liveness returns a handler that answers 503 while the renewals of c keep
+// failing and the leases it holds are close to their trust deadline (see
+// the package doc), and 200 otherwise. It does no I/O.
+//
+// A nil c gives a handler that always answers 503.
+func Liveness(c *coordination.Coordinator, opts ...Option) http.Handler {
+	if c == nil {
+		return unavailable("no coordinator")
+	}
+	o := options{failures: DefaultFailures, headroom: c.Config().TTL / 4}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		respond(w, liveness(c.Renewal(), time.Now(), o))
+	})
+}
+
+// liveness returns why the state st, at now, fails the liveness check, or
+// "" when it passes.
+func liveness(st coordination.RenewalState, now time.Time, o options) string {
+	if st.Held == 0 || st.Failures < o.failures || st.TrustDeadline.IsZero() {
+		return ""
+	}
+	left := st.TrustDeadline.Sub(now)
+	if left >= o.headroom {
+		return ""
+	}
+	since := "no renewal has succeeded yet"
+	if !st.LastSuccess.IsZero() {
+		since = fmt.Sprintf("the last success was %v ago", now.Sub(st.LastSuccess).Round(time.Millisecond))
+	}
+	return fmt.Sprintf("renewals failing: %d in a row (%s); %d leases held with %v of trust left, under %v",
+		st.Failures, since, st.Held, left.Round(time.Millisecond), o.headroom)
+}
+
+// Readiness returns a handler that answers 200 while c runs (Ready is
+// closed and Done is not) and 503 otherwise. It does no I/O. A nil c
+// gives a handler that always answers 503.
+func Readiness(c *coordination.Coordinator) http.Handler {
+	if c == nil {
+		return unavailable("no coordinator")
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		why := ""
+		if !c.Renewal().Running {
+			why = "coordinator not running"
+		}
+		respond(w, why)
+	})
+}
+
+// ReadyWhenLeading returns a handler that answers 200 while this process
+// leads e (Election.IsLeader: it holds the lease and trusts it now) and 503
+// otherwise. It does no I/O. A nil e gives a handler that always answers
+// 503.
+func ReadyWhenLeading(e *coordination.Election) http.Handler {
+	if e == nil {
+		return unavailable("no election")
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		why := ""
+		if !e.IsLeader() {
+			why = "not leading " + e.Name()
+		}
+		respond(w, why)
+	})
+}
+
+// unavailable returns a handler that always answers 503 with why.
+func unavailable(why string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { respond(w, why) })
+}
+
+// respond writes "ok" and 200 when why is empty, and why and 503
+// otherwise.
+func respond(w http.ResponseWriter, why string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if why == "" {
+		w.WriteHeader(http.StatusOK)
+		_, _ = fmt.Fprintln(w, "ok")
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = fmt.Fprintln(w, why)
+}

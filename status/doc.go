@@ -1,0 +1,23 @@
+// Package status serves a read-only status page of the leases and pools in
+// a coordinator's database, as an http.Handler.
+//
+// The page lists every election lease (name, holder, epoch, when its term
+// began and its session was last renewed, the time left by the database
+// clock, whether it is live and whether this process holds it), every pool
+// (generation, the members of that generation in index order with their
+// acknowledgements, and member rows outside it), and this process's
+// renewal state. It is plain HTML from html/template, with every value
+// escaped, and reloads itself every few seconds with a meta refresh; no
+// script runs.
+//
+// The same data is served as JSON when the path ends in ".json", the query
+// has format=json, or the request accepts application/json: mount the
+// handler at "/status" and "/status.json". Times are RFC 3339 in UTC, by the
+// database clock; durations are in seconds. Every request reads the database
+// with two statements (Coordinator.Leases and Coordinator.Pools), on the
+// primary. When that fails the handler answers 503 with a short message and
+// logs the error; the message never contains the error's text.
+//
+// The handler serves what the database shows to anyone who can reach it:
+// mount it where only operators can.
+package status
