@@ -16,6 +16,10 @@
 // coordination.Config.DisableAutoMigrate is set. Operators who change
 // schemas at deploy time call Migrate from a deploy job instead, or apply
 // the statements from DDL (or Script) by hand and disable auto-migration.
+// DDLFrom (or ScriptFrom) gives the statements that upgrade a schema from
+// a given version, which Version reports; every statement they return is
+// guarded, so applying them twice is harmless. The leasehold command
+// (cmd/leasehold) prints them: leasehold ddl -dialect D -from N.
 //
 // # Concurrency
 //

@@ -150,6 +150,7 @@ func caseMigrate(t *testing.T, tg testdb.Target) {
 func caseStatus(t *testing.T, tg testdb.Target) {
 	driver, dsn := tg.OpenDSN(t)
 	c, l := holdLease(t, driver, dsn, "cli-status")
+	key := runPool(t, c, "cli-pool")
 	r := runCmd(t, dbEnv(driver, dsn), "status")
 	if r.code != 0 {
 		t.Fatalf("status: %+v", r)
@@ -164,6 +165,11 @@ func caseStatus(t *testing.T, tg testdb.Target) {
 		t.Fatalf("status lists no live line for %s held by %s:\n%s", l.Name(), c.Holder(), r.stdout)
 	}
 
+	t.Logf("status:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "POOL "+key+"  generation ") {
+		t.Fatalf("status lists no pool %s:\n%s", key, r.stdout)
+	}
+
 	r = runCmd(t, nil, "-driver", driver, "-dsn", dsn, "status", "-json")
 	if r.code != 0 {
 		t.Fatalf("status -json: %+v", r)
@@ -176,6 +182,47 @@ func caseStatus(t *testing.T, tg testdb.Target) {
 		!s.Leases[0].Live || s.Leases[0].Epoch != l.Epoch() || s.Leases[0].Left <= 0 || s.DatabaseTime.IsZero() {
 		t.Fatalf("status -json = %+v, want %s live, held by %s at epoch %d", s, l.Name(), c.Holder(), l.Epoch())
 	}
+	if len(s.Pools) != 1 || s.Pools[0].Key != key || s.Pools[0].Generation < 1 || len(s.Pools[0].Members) != 1 {
+		t.Fatalf("status -json pools = %+v, want %s with one member", s.Pools, key)
+	}
+	if m := s.Pools[0].Members[0]; m.Index == nil || *m.Index != 0 || m.Holder != c.Holder() || !m.Live || !m.Acked {
+		t.Fatalf("status -json pool member = %+v, want index 0, held by %s, live and acknowledged", m, c.Holder())
+	}
+}
+
+// runPool makes c's process a member of the global pool name until the
+// test ends, and returns once it has its assignment.
+func runPool(t *testing.T, c *coordination.Coordinator, name string) string {
+	t.Helper()
+	p, err := c.Pool(coordination.GlobalScope, name, coordination.PoolConfig{PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	assigned := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err := p.Run(ctx, func(ctx context.Context, _ coordination.Assignment) error {
+			select {
+			case assigned <- struct{}{}:
+			default:
+			}
+			<-ctx.Done()
+			return nil
+		})
+		if err != nil {
+			t.Errorf("pool: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	select {
+	case <-assigned:
+	case <-time.After(wait):
+		t.Fatalf("no assignment in pool %s within %v", name, wait)
+	}
+	return p.Name()
 }
 
 // hookWriter calls first with the first write, before it returns.
@@ -206,6 +253,7 @@ func caseWatch(t *testing.T, tg testdb.Target) {
 	if r.code != 0 {
 		t.Fatalf("watch: %+v", r)
 	}
+	t.Logf("watch:\n%s", r.stdout)
 	refreshes := strings.Split(r.stdout, "--- refresh ")
 	if len(refreshes) != 3 {
 		t.Fatalf("watch -count 2 printed %d refreshes:\n%s", len(refreshes)-1, r.stdout)
