@@ -52,7 +52,8 @@ func (c *Coordinator) healthLoop(ctx context.Context) {
 			return
 		}
 		select {
-		case <-running:
+		case err := <-running:
+			c.log.Debug("the health check that overran has returned", zap.Error(err))
 		case <-time.After(c.cfg.ShutdownTimeout):
 			c.log.Error("a health check is still running after its context was cancelled; Run does not wait for it any longer",
 				zap.Duration("waited", c.cfg.ShutdownTimeout))
@@ -69,7 +70,7 @@ func (c *Coordinator) healthLoop(ctx context.Context) {
 		}
 		start := time.Now()
 		var err error
-		err, running = c.runHealthCheck(ctx, check, running)
+		running, err = c.runHealthCheck(ctx, check, running)
 		if ctx.Err() != nil {
 			return
 		}
@@ -85,14 +86,15 @@ func (c *Coordinator) healthLoop(ctx context.Context) {
 
 // runHealthCheck runs one check, bounded by HealthInterval. running is a
 // check that overran earlier: while it has not returned, no other starts,
-// and the tick fails. It returns the result and the check still running,
-// if this one overran.
-func (c *Coordinator) runHealthCheck(ctx context.Context, check func(context.Context) error, running chan error) (error, chan error) {
+// and the tick fails. It returns the check still running, if this one
+// overran, and the result.
+func (c *Coordinator) runHealthCheck(ctx context.Context, check func(context.Context) error, running chan error) (chan error, error) {
 	if running != nil {
 		select {
-		case <-running:
+		case err := <-running: // its overrun counted as a failure already
+			c.log.Debug("the health check that overran has returned", zap.Error(err))
 		default:
-			return fmt.Errorf("the health check started earlier, which overran HealthInterval (%v), is still running", c.cfg.HealthInterval), running
+			return running, fmt.Errorf("the health check started earlier, which overran HealthInterval (%v), is still running", c.cfg.HealthInterval)
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.HealthInterval)
@@ -103,17 +105,17 @@ func (c *Coordinator) runHealthCheck(ctx context.Context, check func(context.Con
 	}()
 	select {
 	case err := <-done:
-		return err, nil
+		return nil, err
 	case <-cctx.Done():
 		select {
 		case err := <-done: // returned just as its time ran out
 			if err == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 				err = fmt.Errorf("the health check took longer than HealthInterval (%v)", c.cfg.HealthInterval)
 			}
-			return err, nil
+			return nil, err
 		default:
 		}
-		return fmt.Errorf("the health check did not return within HealthInterval (%v)", c.cfg.HealthInterval), done
+		return done, fmt.Errorf("the health check did not return within HealthInterval (%v)", c.cfg.HealthInterval)
 	}
 }
 

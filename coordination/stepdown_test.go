@@ -3,10 +3,13 @@ package coordination
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"go.uber.org/zap/zaptest"
 )
 
 // health is a health check a test switches between passing and failing.
@@ -181,5 +184,78 @@ func TestStepDownAfterFailures(t *testing.T) {
 		}
 		cancel()
 		<-runDone
+	})
+}
+
+// TestStepDownLeavesPools: a pool member that steps down leaves the pool,
+// whose work moves to the healthy member, and joins again once a check
+// passes.
+func TestStepDownLeavesPools(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := newMemStore()
+		h := &health{}
+		h.healthy.Store(true)
+		type assignment struct {
+			node  int
+			count int
+		}
+		got := make(chan assignment, 64)
+		var stops []func()
+		defer func() {
+			for _, stop := range stops {
+				stop()
+			}
+		}()
+		for i, check := range []func(context.Context) error{h.check, nil} {
+			cfg := Config{Logger: zaptest.NewLogger(t), HealthCheck: check, HealthInterval: time.Second, HealthFailures: 2}.withDefaults()
+			c := newCoordinator(ms, testIdentity(t, fmt.Sprintf("node-%d", i)), cfg)
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { _ = c.Run(ctx) }()
+			<-c.Ready()
+			p, err := c.Pool(GlobalScope, "orders", PoolConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_ = p.Run(ctx, func(ctx context.Context, a Assignment) error {
+					got <- assignment{node: i, count: a.Count}
+					<-ctx.Done()
+					return nil
+				})
+			}()
+			stops = append(stops, func() { cancel(); <-done; <-c.Done() })
+		}
+		// await waits until node has an assignment among count members.
+		await := func(node, count int) {
+			t.Helper()
+			deadline := time.After(10 * time.Minute)
+			for {
+				select {
+				case a := <-got:
+					if a.node == node && a.count == count {
+						return
+					}
+				case <-deadline:
+					t.Fatalf("node-%d got no assignment among %d members", node, count)
+				}
+			}
+		}
+		await(0, 2)
+		await(1, 2)
+
+		h.healthy.Store(false)
+		await(1, 1) // node-0 left: node-1 works alone
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		for len(got) > 0 {
+			if a := <-got; a.node == 0 {
+				t.Fatalf("node-0 was assigned work while unhealthy: %+v", a)
+			}
+		}
+
+		h.healthy.Store(true)
+		await(0, 2)
 	})
 }
