@@ -2,12 +2,14 @@ package migrations_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +42,7 @@ func TestMigrations(t *testing.T) {
 		{"ConcurrentProcesses", caseConcurrentProcesses},
 		{"HandAppliedDDL", caseHandAppliedDDL},
 		{"DDLFromEveryVersionTwice", caseDDLFromTwice},
+		{"ScriptFromThroughClientTwice", caseScriptThroughClient},
 		{"PrefixesAreIndependent", casePrefixes},
 		{"PoolRowsRenamed", casePoolRowsRenamed},
 		{"ResignColumnsAdded", caseResignColumnsAdded},
@@ -342,6 +345,79 @@ func caseDDLFromTwice(t *testing.T, tg testdb.Target) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("from %d: lease rows %+v, want %+v", from, got, want)
+		}
+	}
+}
+
+// clientCommand returns the command-line client that applies a script
+// read from stdin to the database at dsn: psql, mysql or sqlite3, the way
+// docs/operations.md says to run them.
+func clientCommand(t *testing.T, driver, dsn string) *exec.Cmd {
+	t.Helper()
+	var name string
+	var args []string
+	switch driver {
+	case dbopen.Postgres:
+		name, args = "psql", []string{"-X", "-q", "-v", "ON_ERROR_STOP=1", "-1", "-f", "-", dsn}
+	case dbopen.MySQL:
+		// root@tcp(127.0.0.1:PORT)/DB?params
+		m := regexp.MustCompile(`^(\w+)@tcp\(([\d.]+):(\d+)\)/(\w+)`).FindStringSubmatch(dsn)
+		if m == nil {
+			t.Fatalf("cannot read the MySQL DSN %q", dsn)
+		}
+		name, args = "mysql", []string{"--protocol=TCP", "-h", m[2], "-P", m[3], "-u", m[1], m[4]}
+	default:
+		path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+		name, args = "sqlite3", []string{"-bail", path}
+	}
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("no %s client on this machine: %v", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	// IF NOT EXISTS on an existing table is a NOTICE; anything else printed
+	// fails the test.
+	cmd.Env = append(os.Environ(), "PGOPTIONS=-c client_min_messages=warning")
+	return cmd
+}
+
+// caseScriptThroughClient applies ScriptFrom's text from every version
+// twice through the database's own command-line client, and checks the
+// schema is then current for Migrate.
+func caseScriptThroughClient(t *testing.T, tg testdb.Target) {
+	driver, dsn := tg.OpenDSN(t)
+	clientCommand(t, driver, dsn) // skips when there is no client
+	db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB(db)
+	ctx := context.Background()
+	for from := 0; from <= migrations.LatestVersion; from++ {
+		opts := migrations.Options{TablePrefix: fmt.Sprintf("cli%d_", from)}
+		st, err := store.New(db, store.Options{TablePrefix: opts.TablePrefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.MigrateTo(ctx, time.Minute, from); err != nil {
+			t.Fatal(err)
+		}
+		script, err := migrations.ScriptFrom(db.Name(), opts, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := 1; round <= 2; round++ {
+			cmd := clientCommand(t, driver, dsn)
+			cmd.Stdin = strings.NewReader(script)
+			if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+				t.Fatalf("from %d, application %d through %s: %v\n%q", from, round, cmd.Path, err, out)
+			}
+		}
+		if v, err := migrations.Version(ctx, db, opts); err != nil || v != migrations.LatestVersion {
+			t.Fatalf("from %d: Version after the script = %d, %v", from, v, err)
+		}
+		if applied, err := migrations.Migrate(ctx, db, opts); err != nil || len(applied) != 0 {
+			t.Fatalf("from %d: Migrate after the script applied %v, %v; want nothing", from, applied, err)
 		}
 	}
 }
