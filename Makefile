@@ -37,11 +37,11 @@ fmt: ## gofmt every Go file
 tidy: ## go mod tidy
 	$(GO) mod tidy
 
-ddl: ## print the schema DDL: make ddl DIALECT=postgres|mysql|sqlite|sqlserver
-	$(GO) run ./migrations/leasehold-ddl -dialect $(or $(DIALECT),postgres)
+ddl: ## print the schema DDL, safe to apply twice: make ddl DIALECT=postgres|mysql|sqlite|sqlserver [FROM=version]
+	$(GO) run ./cmd/leasehold ddl -dialect $(or $(DIALECT),postgres) -from $(or $(FROM),0)
 
-demo: ## run the failover demo: three copies of ./sample on SQLite, the leader killed (under 2 min)
-	GO="$(GO)" $(GO) run ./sample/demo
+demo: ## run the failover demo: three copies of ./sample on SQLite, the leader killed (under 2 min; KEEP=1 keeps its database)
+	GO="$(GO)" $(GO) run ./sample/demo $(if $(KEEP),-keep)
 
 chaos: ## fault injection: worker processes on SQLite, PostgreSQL and MariaDB; 7 fault kinds; histories checked (CHAOS_FAULTS=300, CHAOS_SEED)
 	GO="$(GO)" CHAOS_FAULTS="$(or $(CHAOS_FAULTS),300)" $(GO) run ./internal/chaos/cmd/chaos

@@ -88,7 +88,7 @@ func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
 	var want, missing []string
 	for _, name := range names {
 		r, exists := byName[name]
-		if campaigned := c.observe(name, r, exists); !campaigned || !takeable(r, exists, mine) {
+		if campaigned := c.observe(name, r, exists); !campaigned || !takeable(r, exists, mine, c.holder) || c.holdingOff(name, r, exists) {
 			continue
 		}
 		want = append(want, name)
@@ -96,7 +96,7 @@ func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
 			missing = append(missing, name)
 		}
 	}
-	if len(want) == 0 {
+	if len(want) == 0 || c.isUnhealthy() {
 		return
 	}
 	// The handoff gap of a grant runs from the end of the previous term,
@@ -125,11 +125,15 @@ func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
 }
 
 // takeable reports whether an acquire under the session mine ("" for
-// none) would take the lease of r, as Store.Acquire decides: the row is
-// missing (EnsureRows creates it), free, expired, held by a dead session,
-// or held by mine.
-func takeable(r store.Row, exists bool, mine string) bool {
-	return !exists || !r.Live() || (mine != "" && r.Session == mine)
+// none) by holder would take the lease of r, as Store.Acquire decides: the
+// row is missing (EnsureRows creates it), free, expired, held by a dead
+// session, or held by mine; and no unexpired resign preference names
+// another process.
+func takeable(r store.Row, exists bool, mine, holder string) bool {
+	if !exists {
+		return true
+	}
+	return (!r.Live() || (mine != "" && r.Session == mine)) && !r.ReservedAgainst(holder)
 }
 
 // sessionID returns the id of the current session, or "" when there is
@@ -158,6 +162,9 @@ func (c *Coordinator) sessionID() string {
 // (see Store.Acquire), or nil when the rows or the session could not be
 // had and nothing was acquired.
 func (c *Coordinator) acquireNames(ctx context.Context, names, missing []string, start func(name string, epoch int64, s *session)) (failed []string, err error) {
+	if c.isUnhealthy() {
+		return nil, errUnhealthyNow
+	}
 	if len(missing) > 0 {
 		if err := c.store.EnsureRows(ctx, missing); err != nil {
 			return nil, fmt.Errorf("create lease rows: %w", err)
@@ -321,11 +328,24 @@ func (c *Coordinator) tryAcquire(ctx context.Context, e *Election) (*Lease, erro
 	ctx, cancel := context.WithTimeout(ctx, c.roundTimeout(1))
 	defer cancel()
 	name := e.key
+	if c.isUnhealthy() {
+		return nil, fmt.Errorf("coordination: try to acquire lease %q: %w", name, errUnhealthyNow)
+	}
 	r, exists, err := c.readOne(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("coordination: try to acquire lease %q: read: %w", name, err)
 	}
-	if !takeable(r, exists, c.sessionID()) {
+	switch {
+	case exists && r.Live() && r.Session != c.sessionID():
+		return nil, notAcquired(r)
+	case exists && r.ReservedAgainst(c.holder):
+		return nil, fmt.Errorf("%w: lease %q: a resign prefers %q as the next holder until %s by the database clock",
+			ErrNotAcquired, name, r.PreferredHolder, r.PreferredUntil.Format(time.RFC3339Nano))
+	case c.holdingOff(name, r, exists):
+		return nil, fmt.Errorf("%w: lease %q: this process resigned it and holds off for up to TTL (%v) so another can take over",
+			ErrNotAcquired, name, c.cfg.TTL)
+	}
+	if !takeable(r, exists, c.sessionID(), c.holder) {
 		return nil, notAcquired(r)
 	}
 	var missing []string

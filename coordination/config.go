@@ -2,6 +2,7 @@ package coordination
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"time"
 
@@ -34,10 +35,13 @@ const (
 	// DefaultMaxConnections is how many connections the coordinator's own
 	// statements use at most.
 	DefaultMaxConnections = store.DefaultMaxConnections
-	// MinInterval is the smallest RenewInterval and RetryInterval
-	// accepted: shorter ones would make the renewal or campaign loop send
-	// statements back to back.
+	// MinInterval is the smallest RenewInterval, RetryInterval and
+	// HealthInterval accepted: shorter ones would make the renewal,
+	// campaign or health loop run back to back.
 	MinInterval = time.Millisecond
+	// DefaultHealthFailures is how many health checks in a row must fail
+	// before a process steps down.
+	DefaultHealthFailures = 3
 )
 
 // Config tunes a Coordinator. The zero value is valid and gives the
@@ -124,6 +128,35 @@ type Config struct {
 	// them). Pass the provider of your OpenTelemetry SDK or bridge.
 	// Defaults to a no-op provider, with which nothing is recorded.
 	MeterProvider metric.MeterProvider
+
+	// HealthCheck, when set, is called every HealthInterval by Run to
+	// tell whether this process is fit to lead; a nil error means healthy.
+	// Until a first check passes, and while the last check failed, the
+	// process does not campaign: it
+	// attempts no acquire, Election.TryAcquire returns an error wrapping
+	// ErrUnhealthy, and its pools do not take it back in. After
+	// HealthFailures failed checks in a row, it steps down: every term it
+	// holds, of elections and pool memberships alike, ends with cause
+	// ErrUnhealthy and is released once its work has returned, so that
+	// healthy processes take over. It campaigns again, and rejoins its
+	// pools, once a check passes. A check that returns an error, panics,
+	// or has not returned after HealthInterval (its context is then
+	// cancelled) has failed; while an overrunning check is still running,
+	// no other starts and each tick counts as failed. A check should
+	// return once its context is done: Run waits for it, for at most
+	// ShutdownTimeout, when it stops. Defaults to nil (always healthy).
+	HealthCheck func(ctx context.Context) error
+
+	// HealthInterval is the time between the starts of two health checks,
+	// and the longest a check may take. Must be at least MinInterval (1ms).
+	// Ignored without HealthCheck. Defaults to RetryInterval.
+	HealthInterval time.Duration
+
+	// HealthFailures is how many health checks in a row must fail before
+	// this process steps down from every term it holds (see HealthCheck).
+	// One failed check already stops it campaigning. Must be at least 1.
+	// Defaults to 3.
+	HealthFailures int
 }
 
 // withDefaults returns a copy with zero fields set to their defaults.
@@ -135,6 +168,8 @@ func (c Config) withDefaults() Config {
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
 	c.MaxConnections = cmp.Or(c.MaxConnections, DefaultMaxConnections)
 	c.TablePrefix = cmp.Or(c.TablePrefix, store.DefaultTablePrefix)
+	c.HealthInterval = cmp.Or(c.HealthInterval, c.RetryInterval)
+	c.HealthFailures = cmp.Or(c.HealthFailures, DefaultHealthFailures)
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -154,7 +189,7 @@ func (c Config) validate() error {
 		v    time.Duration
 	}{
 		{"TTL", c.TTL}, {"RenewInterval", c.RenewInterval}, {"RetryInterval", c.RetryInterval},
-		{"Margin", c.Margin}, {"ShutdownTimeout", c.ShutdownTimeout},
+		{"Margin", c.Margin}, {"ShutdownTimeout", c.ShutdownTimeout}, {"HealthInterval", c.HealthInterval},
 	} {
 		if f.v < 0 {
 			return bad("%s (%v) must not be negative", f.name, f.v)
@@ -180,6 +215,10 @@ func (c Config) validate() error {
 		return bad("RetryInterval (%v) must be at least %v", c.RetryInterval, MinInterval)
 	case c.MaxConnections < 1:
 		return bad("MaxConnections (%d) must be at least 1", c.MaxConnections)
+	case c.HealthInterval < MinInterval:
+		return bad("HealthInterval (%v) must be at least %v", c.HealthInterval, MinInterval)
+	case c.HealthFailures < 1:
+		return bad("HealthFailures (%d) must be at least 1", c.HealthFailures)
 	}
 	if err := store.ValidateTablePrefix(c.TablePrefix); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -20,6 +20,10 @@ func TestConfigDefaults(t *testing.T) {
 	if err := c.validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
+	if c.HealthCheck != nil || c.HealthInterval != c.RetryInterval || c.HealthFailures != DefaultHealthFailures {
+		t.Fatalf("health defaults: interval %v, failures %d; want RetryInterval (%v) and %d",
+			c.HealthInterval, c.HealthFailures, c.RetryInterval, DefaultHealthFailures)
+	}
 	// Setting only the TTL scales the derived defaults with it.
 	c = Config{TTL: 3 * time.Second}.withDefaults()
 	if c.RenewInterval != time.Second || c.RetryInterval != 750*time.Millisecond || c.Margin != 600*time.Millisecond {
@@ -52,6 +56,9 @@ func TestConfigValidation(t *testing.T) {
 		{"MaxInt64Margin", Config{Margin: math.MaxInt64}, []string{"Margin (2562047h47m16.854775807s)", "TTL (15s)"}},
 		{"NanosecondRenew", Config{RenewInterval: time.Nanosecond}, []string{"RenewInterval (1ns)", "at least 1ms"}},
 		{"NanosecondRetry", Config{RetryInterval: time.Nanosecond}, []string{"RetryInterval (1ns)", "at least 1ms"}},
+		{"NegativeHealthInterval", Config{HealthInterval: -time.Second}, []string{"HealthInterval (-1s)", "negative"}},
+		{"NanosecondHealthInterval", Config{HealthInterval: time.Nanosecond}, []string{"HealthInterval (1ns)", "at least 1ms"}},
+		{"NegativeHealthFailures", Config{HealthFailures: -1}, []string{"HealthFailures (-1)", "at least 1"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,6 +60,11 @@ var conformanceCases = []conformanceCase{
 	{"MetricsTryAcquire", caseMetricsTryAcquire},
 	{"MetricsLossAndHandoff", caseMetricsLossAndHandoff},
 	{"MetricsPool", caseMetricsPool},
+	{"ResignHandsOver", caseResignHandsOver},
+	{"ResignIsFencedByEpoch", caseResignIsFencedByEpoch},
+	{"ResignUnknownAndFree", caseResignUnknownAndFree},
+	{"ResignPreferredHolder", caseResignPreferredHolder},
+	{"StepDownHandsOver", caseStepDownHandsOver},
 }
 
 // renewSignal installs a hook that reports every successful renewal.
@@ -257,7 +262,7 @@ func caseStaleHolder(t *testing.T, b *bundle) {
 	before := row(t, b.db, name)
 	// A's stale session can neither come back to life nor release B's
 	// newer term, nor take anything new.
-	if ok, err := s.RenewSession(ctx, sa, time.Hour); err != nil || ok {
+	if ok, _, err := s.RenewSession(ctx, sa, time.Hour); err != nil || ok {
 		t.Fatalf("stale session renewed: ok=%v err=%v, want the session reported gone", ok, err)
 	}
 	if n, err := s.Release(ctx, sa, []store.Term{{Name: name, Epoch: e1}}); err != nil || n != 0 {
@@ -276,7 +281,7 @@ func caseStaleHolder(t *testing.T, b *bundle) {
 	}
 	// B's own session renews, and a release of several terms at once
 	// touches only those that are B's at their epochs.
-	if ok, err := s.RenewSession(ctx, sb, time.Minute); err != nil || !ok {
+	if ok, _, err := s.RenewSession(ctx, sb, time.Minute); err != nil || !ok {
 		t.Fatalf("B's renewal: ok=%v err=%v", ok, err)
 	}
 	eo, ok, err := acquireOne(ctx, s, sb, "B", "global/other")

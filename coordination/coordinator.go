@@ -25,14 +25,16 @@ import (
 //   - release.go: releases, batched across concurrent callers;
 //   - campaign.go: the campaign loop and acquiring;
 //   - queries.go: what the process holds and what the database shows;
-//   - fencerenew.go: renewal inside fenced transactions (SQLite).
+//   - fencerenew.go: renewal inside fenced transactions (SQLite);
+//   - resign.go: resign requests, and how a holder acts on them;
+//   - stepdown.go: health checks, and the step-down after failed ones.
 
 // leaseStore is what the coordinator needs from the database. The GORM
 // implementation is internal/store; tests wrap it to inject faults.
 type leaseStore interface {
 	Dialect() string
 	CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error
-	RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, error)
+	RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error)
 	ReadSession(ctx context.Context, id string) (store.Session, bool, error)
 	EndSession(ctx context.Context, id string, pruneAfter time.Duration) error
 	EnsureRows(ctx context.Context, names []string) error
@@ -46,6 +48,8 @@ type leaseStore interface {
 	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
 	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
 	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
+	RequestResign(ctx context.Context, name, prefer string, window time.Duration, check func(store.Row) error) (row store.Row, found, notified bool, err error)
+	PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error)
 	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
 	CheckSchema(ctx context.Context) error
 }
@@ -79,6 +83,7 @@ type Coordinator struct {
 
 	renewWake    chan struct{}
 	campaignWake chan struct{}
+	resignWake   chan struct{}
 
 	// sessMu serialises starting and topping up the session (ensureSession).
 	sessMu sync.Mutex
@@ -95,9 +100,12 @@ type Coordinator struct {
 	campaigns   map[string]*campaign
 	observed    map[string]*Election // elections with observers
 	elections   map[string]*Election
-	pools       map[string]*Pool // the pools whose Run is active in this process, by key
-	joins       map[string]int   // per pool key, the memberships this process started (memberID)
-	renewals    renewals         // outcomes of the renewal loop's statements (Renewal)
+	pools       map[string]*Pool     // the pools whose Run is active in this process, by key
+	joins       map[string]int       // per pool key, the memberships this process started (memberID)
+	holdOff     map[string]time.Time // leases this process resigned, until when it does not take them again
+	unhealthy   bool                 // no health check passed yet, or the last one failed: no campaigning
+	healthKnown bool                 // a health check has returned
+	renewals    renewals             // outcomes of the renewal loop's statements (Renewal)
 
 	// afterRenew, when set by tests (under mu), is called after every
 	// renewal attempt with the number of leases it covered, the number it
@@ -153,12 +161,15 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		done:         make(chan struct{}),
 		renewWake:    make(chan struct{}, 1),
 		campaignWake: make(chan struct{}, 1),
+		resignWake:   make(chan struct{}, 1),
 		held:         make(map[string]*Lease),
 		campaigns:    make(map[string]*campaign),
 		observed:     make(map[string]*Election),
 		elections:    make(map[string]*Election),
 		pools:        make(map[string]*Pool),
 		joins:        make(map[string]int),
+		holdOff:      make(map[string]time.Time),
+		unhealthy:    cfg.HealthCheck != nil,
 		events:       broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
 	}
 }

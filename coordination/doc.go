@@ -168,6 +168,24 @@
 //     ShutdownTimeout. Work still running then is reported as an error and
 //     its lease is not released: it expires after TTL.
 //
+// # Resign and step-down
+//
+// [Coordinator.Resign] asks the holder of a lease to hand it over, for a
+// deploy, say; it needs no running coordinator. The request is recorded in
+// the lease row for the epoch of the current term, so it never ends a
+// later one, and the holder learns of it from its next renewal, which
+// returns its session's notice counter in the same one statement. The
+// holder ends the term with cause [ErrResigned], releases the lease once
+// the work has returned, and holds off taking it again for one TTL, so a
+// follower takes over; [ResignOptions].PreferredHolder reserves the lease
+// for one process for twice TTL.
+//
+// [Config].HealthCheck makes a process step down when it is unfit to lead:
+// while its last check failed it does not campaign, and after
+// HealthFailures failed checks in a row every term it holds ends with
+// cause [ErrUnhealthy] and is released; it campaigns again once a check
+// passes.
+//
 // # Notifications
 //
 // [Coordinator.Subscribe] delivers [Event] values without ever blocking the
@@ -198,7 +216,7 @@
 // "leasehold.", are gauges of whether each lease is held and its epoch
 // (attribute "lease"), counters of acquisitions, losses by cause
 // (attribute "cause": trust_deadline, late_renewal, session_gone,
-// shutdown_timeout), releases and renewal errors, histograms in seconds
+// shutdown_timeout, resigned, unhealthy), releases and renewal errors, histograms in seconds
 // of renewal and acquire round trips, the trust headroom left at each
 // renewal and the handoff gap before an acquire, and, per pool
 // (attribute "pool"), gauges of its generation, members and assignment

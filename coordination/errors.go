@@ -58,6 +58,27 @@ var (
 	// taken (the term is given back).
 	ErrNotAcquired = errors.New("coordination: lease is held by another holder")
 
+	// ErrResigned is the cause of a lease's context when its term ended
+	// because a resign was requested for it (Coordinator.Resign): the
+	// work is cancelled, the lease is released once it has returned, and
+	// this process holds off taking the lease again for a while, so
+	// another process takes over.
+	ErrResigned = errors.New("coordination: resign requested")
+
+	// ErrUnhealthy is the cause of a lease's context when its term ended
+	// because this process failed Config.HealthFailures health checks in
+	// a row (Config.HealthCheck), and is wrapped by the error of
+	// Election.TryAcquire while the last health check failed.
+	ErrUnhealthy = errors.New("coordination: process is unhealthy")
+
+	// ErrUnknownLease is returned by Coordinator.Resign for a name that
+	// has no lease row; the message names it.
+	ErrUnknownLease = errors.New("coordination: unknown lease")
+
+	// ErrNotHeld is returned by Coordinator.Resign for a lease that has no
+	// live holder: there is nothing to resign. The message names it.
+	ErrNotHeld = errors.New("coordination: lease is not held")
+
 	// ErrSchemaMissing is returned by Run when auto-migration is disabled
 	// and the coordination tables are missing or outdated. The message
 	// says how to migrate.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -370,4 +371,99 @@ func ExampleElection_Observe() {
 	// global/outbox led by nobody at epoch 0
 	// global/outbox led by node-b at epoch 1
 	// global/outbox led by nobody at epoch 1 live: false
+}
+
+// Asking a leader to hand its lease over, as for a deploy: any process,
+// even one that never runs its coordinator (a command-line tool), records
+// the request; the leader sees it at its next renewal, its work's context
+// ends with ErrResigned, and a follower takes over.
+func ExampleCoordinator_Resign() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	cfg := coordination.Config{TTL: 3 * time.Second} // renewals every second
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	leading := make(chan struct{})
+	start := func(node string, work coordination.LeaderFunc) {
+		id, _ := identity.New(node, "eu-1")
+		coord, err := coordination.New(db, id, cfg)
+		if err != nil {
+			panic(err)
+		}
+		wg.Go(func() { _ = coord.Run(ctx) })
+		reports, _ := coord.Election(coordination.ClusterScope, "reports")
+		wg.Go(func() { _ = reports.Run(ctx, work) })
+	}
+	resigned := make(chan error, 1)
+	start("node-a", func(ctx context.Context, lease *coordination.Lease) error {
+		fmt.Println("node-a leads at epoch", lease.Epoch())
+		close(leading)
+		<-ctx.Done()
+		resigned <- context.Cause(ctx)
+		return nil // the lease is released once the work has returned
+	})
+	<-leading
+	taken := make(chan int64, 1)
+	start("node-b", func(ctx context.Context, lease *coordination.Lease) error {
+		taken <- lease.Epoch()
+		<-ctx.Done()
+		return nil
+	})
+
+	id, _ := identity.New("deploy-tool", "eu-1")
+	tool, _ := coordination.New(db, id, cfg) // never run
+	info, err := tool.Resign(ctx, "cluster/eu-1/reports", coordination.ResignOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("asked", info.Holder[:len("node-a")], "to resign epoch", info.Epoch)
+	fmt.Println("node-a steps down, resigned:", errors.Is(<-resigned, coordination.ErrResigned))
+	fmt.Println("node-b leads at epoch", <-taken)
+	// Output:
+	// node-a leads at epoch 1
+	// asked node-a to resign epoch 1
+	// node-a steps down, resigned: true
+	// node-b leads at epoch 2
+}
+
+// A health check: a leader whose checks keep failing steps down, so a
+// healthy process takes over; it campaigns again once a check passes.
+func ExampleConfig_healthCheck() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	var sick atomic.Bool
+	cfg := coordination.Config{
+		TTL: 3 * time.Second,
+		HealthCheck: func(ctx context.Context) error {
+			if sick.Load() {
+				return errors.New("the disk is full")
+			}
+			return nil // a real check pings the dependencies leader work needs
+		},
+		HealthInterval: 100 * time.Millisecond,
+		HealthFailures: 2, // step down after two failed checks in a row
+	}
+	id, _ := identity.New("node-a", "eu-1")
+	coord, err := coordination.New(db, id, cfg)
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = coord.Run(ctx) }()
+	reports, _ := coord.Election(coordination.ClusterScope, "reports")
+	_ = reports.Run(ctx, func(ctx context.Context, lease *coordination.Lease) error {
+		fmt.Println("leading at epoch", lease.Epoch())
+		sick.Store(true)
+		<-ctx.Done()
+		fmt.Println("stepped down:", context.Cause(ctx))
+		cancel() // stop the example
+		return nil
+	})
+	<-coord.Done()
+	// Output:
+	// leading at epoch 1
+	// stepped down: coordination: process is unhealthy: 2 health checks in a row failed, the last with: the disk is full
 }

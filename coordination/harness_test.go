@@ -268,10 +268,10 @@ type faultStore struct {
 
 var errInjected = errors.New("injected fault")
 
-func (f *faultStore) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, error) {
+func (f *faultStore) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, int64, error) {
 	f.renewCalls.Add(1)
 	if f.failRenew.Load() || f.failAll.Load() {
-		return false, errInjected
+		return false, 0, errInjected
 	}
 	return f.leaseStore.RenewSession(ctx, id, ttl)
 }

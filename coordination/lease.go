@@ -37,9 +37,11 @@ const (
 //
 // The term ends, and Context is cancelled, at the first of: the trust
 // deadline of the process's session passing without a successful renewal,
-// the database showing that session expired, Release, or the coordinator
-// shutting down. context.Cause of Context tells which (ErrLeaseLost, ErrReleased,
-// ErrClosed). Whoever obtained the lease must call Release once the work
+// the database showing that session expired, Release, a resign request
+// (Coordinator.Resign), a step-down after failed health checks
+// (Config.HealthCheck), or the coordinator shutting down. context.Cause
+// of Context tells which (ErrLeaseLost, ErrReleased, ErrResigned,
+// ErrUnhealthy, ErrClosed). Whoever obtained the lease must call Release once the work
 // done under it has returned, including after a loss.
 type Lease struct {
 	c      *Coordinator
@@ -215,7 +217,11 @@ func (c *Coordinator) loseLocked(l *Lease, cause error, why lossCause) {
 	c.dropLocked(l)
 	l.cancel(cause)
 	c.metrics.lost(why)
-	c.log.Warn("lost lease", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(cause))
+	if why == lossResigned || why == lossUnhealthy {
+		c.log.Info("stepping down from lease", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(cause))
+	} else {
+		c.log.Warn("lost lease", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(cause))
+	}
 	c.events.emit(Event{Kind: EventLost, Lease: l.name, Holder: c.holder, Epoch: l.epoch, Err: cause})
 	c.poke(c.renewWake)
 }

@@ -64,6 +64,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { c.campaignLoop(ctx) })
+	wg.Go(func() { c.resignLoop(ctx) })
+	wg.Go(func() { c.healthLoop(ctx) })
 	abandoned := c.renewLoop(ctx)
 	wg.Wait()
 	c.endSession(abandoned)

@@ -135,6 +135,9 @@ func (m *poolMember) step(ctx context.Context) bool {
 		m.mem = nil
 	}
 	if m.mem == nil {
+		if c.isUnhealthy() {
+			return false // rejoin once a health check passes (stepdown.go)
+		}
 		if err := c.store.EnsureRows(opCtx, []string{p.rows.generation}); err != nil {
 			m.fail("create pool row", err)
 			return false

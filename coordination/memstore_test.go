@@ -41,11 +41,15 @@ type memRow struct {
 	name, holder, session, data string
 	epoch                       int64
 	acquired, expires           int64 // expires: of unheld rows, when released or created
+	resignEpoch                 int64
+	prefer                      string
+	preferUntil                 int64
 }
 
 type memSession struct {
 	holder           string
 	renewed, expires int64
+	notice           int64
 }
 
 func newMemStore() *memStore {
@@ -68,7 +72,8 @@ func (m *memStore) liveLocked(r *memRow, now int64) bool {
 
 func (m *memStore) rowLocked(r *memRow, now int64) store.Row {
 	out := store.Row{Name: r.name, Holder: r.holder, Session: r.session, Epoch: r.epoch, Data: r.data,
-		AcquiredAt: usTime(r.acquired), Now: usTime(now)}
+		AcquiredAt: usTime(r.acquired), Now: usTime(now),
+		ResignEpoch: r.resignEpoch, PreferredHolder: r.prefer, PreferredUntil: usTime(r.preferUntil)}
 	switch s := m.sessions[r.session]; {
 	case r.session == "":
 		out.ExpiresAt = usTime(r.expires)
@@ -95,7 +100,7 @@ func (m *memStore) CreateSession(ctx context.Context, id, holder string, ttl tim
 	return nil
 }
 
-func (m *memStore) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, error) {
+func (m *memStore) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, int64, error) {
 	m.mu.Lock()
 	delay, fail := m.renewDelay, m.renewErr
 	m.renews++
@@ -106,21 +111,58 @@ func (m *memStore) RenewSession(ctx context.Context, id string, ttl time.Duratio
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return false, ctx.Err()
+			return false, 0, ctx.Err()
 		}
 	}
 	if fail != nil {
-		return false, fail
+		return false, 0, fail
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := nowUS()
 	s := m.sessions[id]
 	if s == nil || s.expires < now {
-		return false, nil
+		return false, 0, nil
 	}
 	s.renewed, s.expires = now, now+ttl.Microseconds()
-	return true, nil
+	return true, s.notice, nil
+}
+
+func (m *memStore) RequestResign(ctx context.Context, name, prefer string, window time.Duration,
+	check func(store.Row) error) (store.Row, bool, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.rows[name]
+	if r == nil {
+		return store.Row{}, false, false, nil
+	}
+	now := nowUS()
+	row := m.rowLocked(r, now)
+	if err := check(row); err != nil {
+		return row, true, false, err
+	}
+	s := m.sessions[r.session]
+	if s == nil {
+		return row, true, false, nil
+	}
+	r.resignEpoch, r.prefer, r.preferUntil = r.epoch, prefer, 0
+	if prefer != "" {
+		r.preferUntil = now + window.Microseconds()
+	}
+	s.notice++
+	return row, true, true, nil
+}
+
+func (m *memStore) PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []store.Term
+	for _, n := range names {
+		if r := m.rows[n]; r != nil && r.session == session && r.resignEpoch == r.epoch && r.resignEpoch > 0 {
+			out = append(out, store.Term{Name: n, Epoch: r.epoch})
+		}
+	}
+	return out, nil
 }
 
 func (m *memStore) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (bool, error) {
@@ -176,7 +218,11 @@ func (m *memStore) Acquire(ctx context.Context, session, holder string, names []
 		if r == nil || (m.liveLocked(r, now) && r.session != session) {
 			continue
 		}
+		if r.preferUntil >= now && !store.Prefers(r.prefer, holder) {
+			continue
+		}
 		r.holder, r.session, r.epoch, r.acquired = holder, session, r.epoch+1, now
+		r.resignEpoch, r.prefer, r.preferUntil = 0, "", 0
 		out = append(out, store.Term{Name: name, Epoch: r.epoch})
 	}
 	return out, nil

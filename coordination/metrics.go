@@ -91,10 +91,16 @@ const (
 	// lossShutdownTimeout: leader work did not return within
 	// ShutdownTimeout; the lease is left to expire.
 	lossShutdownTimeout
+	// lossResigned: a resign was requested for the term
+	// (Coordinator.Resign); it is released once its work has returned.
+	lossResigned
+	// lossUnhealthy: the process stepped down after HealthFailures failed
+	// health checks in a row; it is released once its work has returned.
+	lossUnhealthy
 	numLossCauses
 )
 
-var lossCauseNames = [numLossCauses]string{"trust_deadline", "late_renewal", "session_gone", "shutdown_timeout"}
+var lossCauseNames = [numLossCauses]string{"trust_deadline", "late_renewal", "session_gone", "shutdown_timeout", "resigned", "unhealthy"}
 
 func (c lossCause) String() string { return lossCauseNames[c] }
 

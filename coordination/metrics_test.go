@@ -124,6 +124,10 @@ func lossCauseOf(t testing.TB, err error) string {
 	t.Helper()
 	msg := err.Error()
 	switch {
+	case errors.Is(err, ErrResigned):
+		return lossResigned.String()
+	case errors.Is(err, ErrUnhealthy):
+		return lossUnhealthy.String()
 	case strings.Contains(msg, "without a successful renewal"):
 		return lossTrustDeadline.String()
 	case strings.Contains(msg, "before the renewal completed"):

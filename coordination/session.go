@@ -43,6 +43,10 @@ type session struct {
 	// fenceRenewals counts renewals of the session committed inside fenced
 	// transactions since the renewal loop last read the row (SQLite).
 	fenceRenewals int
+	// notice is the session's notice counter as the last renewal returned
+	// it, and handled the value whose resign requests have been read
+	// (resign.go).
+	notice, handled int64
 }
 
 // using marks s as in use by an acquire until the returned func is
@@ -89,12 +93,12 @@ func (c *Coordinator) ensureSession(ctx context.Context) (*session, error) {
 	}
 	if alive {
 		start := time.Now()
-		ok, err := c.store.RenewSession(ctx, s.id, c.cfg.TTL)
+		ok, notice, err := c.store.RenewSession(ctx, s.id, c.cfg.TTL)
 		c.metrics.renewal(time.Since(start), err)
 		if err != nil {
 			return nil, fmt.Errorf("renew session: %w", err)
 		}
-		if ok && c.sessionRenewed(s, start) {
+		if ok && c.sessionRenewed(s, start, notice) {
 			return s, nil
 		}
 		if !ok {
@@ -120,11 +124,12 @@ func (c *Coordinator) ensureSession(ctx context.Context) (*session, error) {
 }
 
 // sessionRenewed moves the trust deadline of s to start + TTL - Margin
-// after a renewal attempted at start succeeded. A renewal that comes back
-// after the trust deadline does not revive the session: it is over, though
-// the database extended it, and the releases of its leases give them back.
-// It reports whether s is still trusted.
-func (c *Coordinator) sessionRenewed(s *session, start time.Time) bool {
+// after a renewal attempted at start succeeded, and notes the notice
+// counter it returned. A renewal that comes back after the trust deadline
+// does not revive the session: it is over, though the database extended
+// it, and the releases of its leases give them back. It reports whether s
+// is still trusted.
+func (c *Coordinator) sessionRenewed(s *session, start time.Time, notice int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.dead {
@@ -140,6 +145,7 @@ func (c *Coordinator) sessionRenewed(s *session, start time.Time) bool {
 		s.deadline = d
 		s.timer.Reset(d.Sub(now))
 	}
+	c.noticedLocked(s, notice)
 	return true
 }
 
@@ -275,7 +281,7 @@ func (c *Coordinator) renewOnce(ctx context.Context) renewOutcome {
 		stopWatch = c.watchRenewal(ctx, s)
 	}
 	opCtx, cancel := context.WithTimeout(ctx, timeout)
-	ok, err := c.store.RenewSession(opCtx, s.id, c.cfg.TTL)
+	ok, notice, err := c.store.RenewSession(opCtx, s.id, c.cfg.TTL)
 	cancel()
 	c.metrics.renewal(time.Since(start), err)
 	covered := false
@@ -305,7 +311,7 @@ func (c *Coordinator) renewOnce(ctx context.Context) renewOutcome {
 	case !ok:
 		c.sessionGone(s)
 	default:
-		c.sessionRenewed(s, start)
+		c.sessionRenewed(s, start, notice)
 	}
 	c.renewals.succeeded()
 	return renewed

@@ -26,16 +26,16 @@ type PanicError = term.PanicError
 const maxWorkBackoff = 30 * time.Second
 
 // EndOfTerm reports whether err is what work returns when its term ends
-// (a cancelled context, a lost, released or fenced term, a stopped
-// coordinator) rather than a failure worth reporting. A panic is never
-// the end of a term.
+// (a cancelled context, a lost, released, resigned or fenced term, a step
+// down for failed health checks, a stopped coordinator) rather than a
+// failure worth reporting. A panic is never the end of a term.
 func EndOfTerm(err error) bool {
 	var pe *PanicError
 	if errors.As(err, &pe) {
 		return false
 	}
 	for _, target := range []error{
-		context.Canceled, context.DeadlineExceeded, ErrLeaseLost, ErrClosed, ErrReleased, ErrFenced,
+		context.Canceled, context.DeadlineExceeded, ErrLeaseLost, ErrClosed, ErrReleased, ErrFenced, ErrResigned, ErrUnhealthy,
 	} {
 		if errors.Is(err, target) {
 			return true

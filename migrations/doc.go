@@ -2,13 +2,18 @@
 //
 // # Tables
 //
-// With the default prefix "leasehold_" the schema has two tables:
+// With the default prefix "leasehold_" the schema has three tables:
 //
 //   - leasehold_schema_migrations: one row per applied schema version.
-//   - leasehold_leases: one row per lease name, with its holder, its
-//     fencing epoch and the times it was acquired, last renewed and expires.
-//     Times are BIGINT microseconds since the Unix epoch, written only by
-//     the database clock (see the coordination package).
+//   - leasehold_leases: one row per lease name, with its holder, the
+//     session it rides on, its fencing epoch, the times it was acquired,
+//     last renewed and expires, and a pending resign request with its
+//     preferred next holder (version 6). Times are BIGINT microseconds
+//     since the Unix epoch, written only by the database clock (see the
+//     coordination package).
+//   - leasehold_sessions: one row per running process that holds leases,
+//     renewed by one statement per tick, with a counter of the resign
+//     requests made to it (version 7).
 //
 // # When it runs
 //
@@ -16,6 +21,10 @@
 // coordination.Config.DisableAutoMigrate is set. Operators who change
 // schemas at deploy time call Migrate from a deploy job instead, or apply
 // the statements from DDL (or Script) by hand and disable auto-migration.
+// DDLFrom (or ScriptFrom) gives the statements that upgrade a schema from
+// a given version, which Version reports; every statement they return is
+// guarded, so applying them twice is harmless. The leasehold command
+// (cmd/leasehold) prints them: leasehold ddl -dialect D -from N.
 //
 // # Concurrency
 //

@@ -34,7 +34,7 @@ func ExampleMigrate() {
 	applied, err = migrations.Migrate(ctx, db, migrations.Options{})
 	fmt.Println("again:", applied, err)
 	// Output:
-	// applied: [1 2 3 4 5] <nil>
+	// applied: [1 2 3 4 5 6 7] <nil>
 	// again: [] <nil>
 }
 
@@ -46,4 +46,19 @@ func ExampleDDL() {
 	}
 	fmt.Println(stmts[1])
 	// Output: CREATE TABLE IF NOT EXISTS "coord_leases" (name VARCHAR(255) COLLATE "C" NOT NULL, holder VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', epoch BIGINT NOT NULL DEFAULT 0, acquired_at_us BIGINT NOT NULL DEFAULT 0, renewed_at_us BIGINT NOT NULL DEFAULT 0, expires_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (name))
+}
+
+// DDLFrom gives a DBA the statements that upgrade a schema from the
+// version Version reports; each is safe to apply twice.
+func ExampleDDLFrom() {
+	stmts, err := migrations.DDLFrom("postgres", migrations.Options{TablePrefix: "coord_"}, 6)
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range stmts[1:] {
+		fmt.Println(s)
+	}
+	// Output:
+	// ALTER TABLE "coord_sessions" ADD COLUMN IF NOT EXISTS notice BIGINT NOT NULL DEFAULT 0
+	// INSERT INTO "coord_schema_migrations" (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING
 }

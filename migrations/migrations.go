@@ -3,7 +3,6 @@ package migrations
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -81,25 +80,41 @@ func Version(ctx context.Context, db *gorm.DB, opts Options) (int, error) {
 	return s.SchemaVersion(ctx)
 }
 
-// DDL returns the SQL statements that create the latest schema from
-// nothing on the given dialect, including the version table and its rows,
-// for a DBA who applies schema changes by hand. Applying them has the same
-// effect as Migrate on an empty database.
+// DDL returns the SQL statements that create the latest schema from nothing
+// on the given dialect, including the version table and its rows, for a DBA
+// who applies schema changes by hand: DDLFrom from version 0.
 func DDL(dialect string, opts Options) ([]string, error) {
-	return store.DDL(dialect, opts.TablePrefix)
+	return DDLFrom(dialect, opts, 0)
 }
 
-// Script is DDL joined into one script, each statement ending with ';'.
+// DDLFrom returns the SQL statements that take a schema at version from
+// (0: no tables yet) to LatestVersion on the given dialect, with the rows
+// of the version table, for a DBA who applies schema changes by hand.
+// Applying them has the effect of Migrate on a schema at that version, and
+// applying them a second time changes nothing: every statement is guarded
+// (IF NOT EXISTS or its equivalent; version rows inserted only when
+// absent; on MySQL and MariaDB a column is added through a prepared
+// statement that checks information_schema first). SQLite cannot guard a
+// column addition, so there a missing table is created in its latest form
+// and a table that lacks columns is rebuilt with them, rows kept, all in
+// one BEGIN IMMEDIATE ... COMMIT transaction.
+//
+// Run the statements in order on one connection (MySQL's guards keep their
+// choice in a session variable). from must be 0 to LatestVersion; Version
+// tells a database's current version.
+func DDLFrom(dialect string, opts Options, from int) ([]string, error) {
+	return store.DDLFrom(dialect, opts.TablePrefix, from)
+}
+
+// Script is DDL joined into one script: ScriptFrom from version 0.
 func Script(dialect string, opts Options) (string, error) {
-	stmts, err := DDL(dialect, opts)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "-- leasehold coordination schema version %d for %s\n", LatestVersion, dialect)
-	for _, s := range stmts {
-		b.WriteString(s)
-		b.WriteString(";\n")
-	}
-	return b.String(), nil
+	return ScriptFrom(dialect, opts, 0)
+}
+
+// ScriptFrom is DDLFrom as one script for the dialect's command-line
+// client: a comment naming the versions, then each statement ending with
+// ';', and on SQL Server followed by GO, so that each statement is compiled
+// only after the ones before it have run.
+func ScriptFrom(dialect string, opts Options, from int) (string, error) {
+	return store.Script(dialect, opts.TablePrefix, from)
 }

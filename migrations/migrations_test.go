@@ -2,12 +2,14 @@ package migrations_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/migrations"
 )
@@ -38,8 +41,11 @@ func TestMigrations(t *testing.T) {
 		{"Idempotent", caseIdempotent},
 		{"ConcurrentProcesses", caseConcurrentProcesses},
 		{"HandAppliedDDL", caseHandAppliedDDL},
+		{"DDLFromEveryVersionTwice", caseDDLFromTwice},
+		{"ScriptFromThroughClientTwice", caseScriptThroughClient},
 		{"PrefixesAreIndependent", casePrefixes},
 		{"PoolRowsRenamed", casePoolRowsRenamed},
+		{"ResignColumnsAdded", caseResignColumnsAdded},
 	}
 	for _, tg := range testdb.Targets() {
 		t.Run(tg.Name, func(t *testing.T) {
@@ -261,5 +267,157 @@ func TestInvalidInput(t *testing.T) {
 	}
 	if _, err := migrations.DDL("oracle", migrations.Options{}); !errors.Is(err, migrations.ErrUnsupportedDialect) || !strings.Contains(err.Error(), `"oracle"`) {
 		t.Errorf("unknown dialect: err = %v", err)
+	}
+}
+
+// caseDDLFromTwice brings a schema to each version N, with a lease row in
+// it, applies DDLFrom(N) twice as a DBA would, on one connection, and
+// checks the schema is current for Migrate and the row kept its values.
+func caseDDLFromTwice(t *testing.T, tg testdb.Target) {
+	db := tg.Open(t)
+	ctx := context.Background()
+	for from := 0; from <= migrations.LatestVersion; from++ {
+		prefix := fmt.Sprintf("from%d_", from)
+		opts := migrations.Options{TablePrefix: prefix}
+		st, err := store.New(db, store.Options{TablePrefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.MigrateTo(ctx, time.Minute, from); err != nil {
+			t.Fatalf("from %d: migrate to %d: %v", from, from, err)
+		}
+		if v, err := migrations.Version(ctx, db, opts); err != nil || v != from {
+			t.Fatalf("from %d: Version = %d, %v", from, v, err)
+		}
+		leases := prefix + "leases"
+		if from >= 1 {
+			if err := db.Exec("INSERT INTO " + leases + " (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us) " +
+				"VALUES ('global/kept', 'n/c/i', 7, 1, 2, 3)").Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if from >= 2 {
+			if err := db.Exec("UPDATE " + leases + " SET data = 'd' WHERE name = 'global/kept'").Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		stmts, err := migrations.DDLFrom(db.Name(), opts, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := 1; round <= 2; round++ {
+			err := db.Connection(func(conn *gorm.DB) error {
+				for _, s := range stmts {
+					if err := conn.Exec(s).Error; err != nil {
+						return fmt.Errorf("%w\n%s", err, s)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("from %d, application %d: %v", from, round, err)
+			}
+		}
+		if v, err := migrations.Version(ctx, db, opts); err != nil || v != migrations.LatestVersion {
+			t.Fatalf("from %d: Version after the DDL = %d, %v", from, v, err)
+		}
+		if applied, err := migrations.Migrate(ctx, db, opts); err != nil || len(applied) != 0 {
+			t.Fatalf("from %d: Migrate after the DDL applied %v, %v; want nothing", from, applied, err)
+		}
+		var rows int64
+		if err := db.Table(prefix + "schema_migrations").Count(&rows).Error; err != nil || rows != int64(migrations.LatestVersion) {
+			t.Fatalf("from %d: %d version rows, %v; want %d", from, rows, err, migrations.LatestVersion)
+		}
+		type row struct {
+			Holder, Data, SessionID string
+			Epoch                   int64
+		}
+		var got []row
+		if err := db.Raw("SELECT holder, COALESCE(data, '') AS data, session_id, epoch FROM " + leases).Scan(&got).Error; err != nil {
+			t.Fatalf("from %d: read the lease table: %v", from, err)
+		}
+		var want []row
+		switch {
+		case from >= 2:
+			want = []row{{Holder: "n/c/i", Data: "d", Epoch: 7}}
+		case from == 1:
+			want = []row{{Holder: "n/c/i", Epoch: 7}}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("from %d: lease rows %+v, want %+v", from, got, want)
+		}
+	}
+}
+
+// clientCommand returns the command-line client that applies a script
+// read from stdin to the database at dsn: psql, mysql or sqlite3, the way
+// docs/operations.md says to run them.
+func clientCommand(t *testing.T, driver, dsn string) *exec.Cmd {
+	t.Helper()
+	var name string
+	var args []string
+	switch driver {
+	case dbopen.Postgres:
+		name, args = "psql", []string{"-X", "-q", "-v", "ON_ERROR_STOP=1", "-1", "-f", "-", dsn}
+	case dbopen.MySQL:
+		// root@tcp(127.0.0.1:PORT)/DB?params
+		m := regexp.MustCompile(`^(\w+)@tcp\(([\d.]+):(\d+)\)/(\w+)`).FindStringSubmatch(dsn)
+		if m == nil {
+			t.Fatalf("cannot read the MySQL DSN %q", dsn)
+		}
+		name, args = "mysql", []string{"--protocol=TCP", "-h", m[2], "-P", m[3], "-u", m[1], m[4]}
+	default:
+		path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+		name, args = "sqlite3", []string{"-bail", path}
+	}
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("no %s client on this machine: %v", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	// IF NOT EXISTS on an existing table is a NOTICE; anything else printed
+	// fails the test.
+	cmd.Env = append(os.Environ(), "PGOPTIONS=-c client_min_messages=warning")
+	return cmd
+}
+
+// caseScriptThroughClient applies ScriptFrom's text from every version
+// twice through the database's own command-line client, and checks the
+// schema is then current for Migrate.
+func caseScriptThroughClient(t *testing.T, tg testdb.Target) {
+	driver, dsn := tg.OpenDSN(t)
+	clientCommand(t, driver, dsn) // skips when there is no client
+	db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB(db)
+	ctx := context.Background()
+	for from := 0; from <= migrations.LatestVersion; from++ {
+		opts := migrations.Options{TablePrefix: fmt.Sprintf("cli%d_", from)}
+		st, err := store.New(db, store.Options{TablePrefix: opts.TablePrefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.MigrateTo(ctx, time.Minute, from); err != nil {
+			t.Fatal(err)
+		}
+		script, err := migrations.ScriptFrom(db.Name(), opts, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := 1; round <= 2; round++ {
+			cmd := clientCommand(t, driver, dsn)
+			cmd.Stdin = strings.NewReader(script)
+			if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+				t.Fatalf("from %d, application %d through %s: %v\n%q", from, round, cmd.Path, err, out)
+			}
+		}
+		if v, err := migrations.Version(ctx, db, opts); err != nil || v != migrations.LatestVersion {
+			t.Fatalf("from %d: Version after the script = %d, %v", from, v, err)
+		}
+		if applied, err := migrations.Migrate(ctx, db, opts); err != nil || len(applied) != 0 {
+			t.Fatalf("from %d: Migrate after the script applied %v, %v; want nothing", from, applied, err)
+		}
 	}
 }

@@ -16,7 +16,11 @@ const (
 	// returned and the lease was released. Err says why the term ended:
 	// coordination.ErrReleased when the function finished its work,
 	// coordination.ErrLeaseLost when the lease was lost,
-	// coordination.ErrClosed when the host is shutting down.
+	// coordination.ErrResigned when a resign was requested
+	// (coordination.Coordinator.Resign), coordination.ErrUnhealthy when the
+	// process stepped down after failed health checks
+	// (coordination.Config.HealthCheck), coordination.ErrClosed when the
+	// host is shutting down.
 	EventStoppedLeading
 	// EventAssignmentChanged means a partitioned worker's assignment
 	// changed; Assignment is the new one.

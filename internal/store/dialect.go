@@ -258,11 +258,13 @@ func (d *dialect) sessionColumn(t Tables, l, col, fallback string, joined bool) 
 }
 
 // rowColumns is the column list read back for a lease aliased l: the
-// renewal and expiry of its holder's session, and the database clock.
+// renewal and expiry of its holder's session, the resign request and
+// preference, and the database clock.
 func (d *dialect) rowColumns(t Tables, joined bool) string {
 	return "l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, " +
 		d.sessionColumn(t, "l", "renewed_at_us", "l.renewed_at_us", joined) + ", " +
-		d.sessionColumn(t, "l", "expires_at_us", "0", joined) + ", COALESCE(l.data, ''), " + d.now + " AS now_us"
+		d.sessionColumn(t, "l", "expires_at_us", "0", joined) + ", COALESCE(l.data, ''), " +
+		"l.resign_epoch, l.prefer_holder, l.prefer_until_us, " + d.now + " AS now_us"
 }
 
 // readFrom is the FROM clause of a plain read: each lease with its
@@ -283,9 +285,36 @@ func (d *dialect) sqlCreateSession(t Tables, id, holder string, ttl time.Duratio
 // sqlRenewSession extends a session that has not expired by the database
 // clock. An expired session is never revived: its leases may have been
 // taken over, and are free in every reader's eyes.
+//
+// The same statement hands back the session's notice counter, which a
+// resign request bumps (sqlNotifySession), so the holder learns of a
+// request at its next renewal without a statement of its own: RETURNING
+// on PostgreSQL and SQLite, OUTPUT on SQL Server. MariaDB and MySQL have
+// no UPDATE ... RETURNING: there notice = LAST_INSERT_ID(notice) leaves
+// the column as it is and makes its value the statement's last insert id,
+// which the server sends back with the affected-row count.
 func (d *dialect) sqlRenewSession(t Tables, id string, ttl time.Duration) stmt {
-	return stmt{"UPDATE " + d.quote(t.Sessions) + " SET renewed_at_us = " + d.now + ", expires_at_us = " + d.now + " + " + us(ttl) +
-		" WHERE id = ? AND expires_at_us >= " + d.now, []any{id}}
+	set := "UPDATE " + d.quote(t.Sessions) + " SET renewed_at_us = " + d.now + ", expires_at_us = " + d.now + " + " + us(ttl)
+	where := " WHERE id = ? AND expires_at_us >= " + d.now
+	switch d.name {
+	case MySQL:
+		return stmt{set + ", notice = LAST_INSERT_ID(notice)" + where, []any{id}}
+	case SQLServer:
+		return stmt{set + " OUTPUT inserted.notice" + where, []any{id}}
+	default:
+		return stmt{set + where + " RETURNING notice", []any{id}}
+	}
+}
+
+// renewReturnsRows reports whether the renewal statement returns the
+// notice as a row (everywhere but MySQL, where it is the last insert id).
+func (d *dialect) renewReturnsRows() bool { return d.name != MySQL }
+
+// sqlNotifySession bumps the notice counter of a session: its holder reads
+// its pending resign requests after the next renewal that returns the new
+// value.
+func (d *dialect) sqlNotifySession(t Tables, id string) stmt {
+	return stmt{"UPDATE " + d.quote(t.Sessions) + " SET notice = notice + 1 WHERE id = ?", []any{id}}
 }
 
 // sqlReadSession reads a session's expiry with the database clock.
@@ -345,16 +374,41 @@ func (d *dialect) valuesNow(n int) string {
 
 // takeable is true for a lease row (table or alias l) that session may
 // take: free, expired, held by a dead session, or held by session itself;
-// and only while session itself is live. Arguments: session, session.
+// only while session itself is live; and only when no unexpired resign
+// preference (prefer_holder, until prefer_until_us by the database clock)
+// names another process. Arguments: takeableArgs.
 func (d *dialect) takeable(t Tables, l string) string {
-	return "(NOT " + d.heldExpr(t, l) + " OR " + l + ".session_id = ?) AND " + d.sessionLive(t, "?", "")
+	return "(NOT " + d.heldExpr(t, l) + " OR " + l + ".session_id = ?) AND " + d.sessionLive(t, "?", "") +
+		" AND (" + l + ".prefer_until_us < " + d.now + " OR " + l + ".prefer_holder IN (?, ?, ?))"
+}
+
+// takeableArgs are the arguments of takeable: the session twice, then the
+// three forms of the holder a preference may name (HolderForms).
+func takeableArgs(session, holder string) []any {
+	f := HolderForms(holder)
+	return []any{session, session, f[0], f[1], f[2]}
+}
+
+// HolderForms returns the three strings a resign preference may use to
+// name the process with this holder string ("node/cluster/instance"): the
+// holder string itself, its node and its instance id.
+func HolderForms(holder string) [3]string {
+	node, instance := holder, holder
+	if i := strings.IndexByte(holder, '/'); i >= 0 {
+		node = holder[:i]
+	}
+	if i := strings.LastIndexByte(holder, '/'); i >= 0 {
+		instance = holder[i+1:]
+	}
+	return [3]string{holder, node, instance}
 }
 
 // acquireSet starts a new term: the epoch goes up by one in the same
-// statement. Arguments: holder, session.
+// statement, and a resign request or preference left from an earlier term
+// is cleared. Arguments: holder, session.
 func (d *dialect) acquireSet() string {
 	return "holder = ?, session_id = ?, epoch = epoch + 1, acquired_at_us = " + d.now + ", renewed_at_us = " + d.now +
-		", expires_at_us = " + heldForever
+		", expires_at_us = " + heldForever + ", resign_epoch = 0, prefer_holder = '', prefer_until_us = 0"
 }
 
 // sqlAcquire takes, for the live session, every named lease that is free,
@@ -366,7 +420,7 @@ func (d *dialect) sqlAcquire(t Tables, session, holder string, names []string) s
 	q := d.quote(t.Leases)
 	in, inArgs := d.nameIn(names)
 	args := append([]any{holder, session}, inArgs...)
-	args = append(args, session, session)
+	args = append(args, takeableArgs(session, holder)...)
 	where := " WHERE " + in + " AND " + d.takeable(t, q)
 	if d.name == SQLServer {
 		return stmt{"UPDATE " + q + " SET " + d.acquireSet() + " OUTPUT inserted.name, inserted.epoch" + where, args}
@@ -424,9 +478,9 @@ func (d *dialect) lockRowsWhere(t Tables, where string, args []any) stmt {
 
 // sqlAcquireLock is the locking read of a MySQL acquire: it locks the
 // named leases this session can take and reads their epochs.
-func (d *dialect) sqlAcquireLock(t Tables, session string, names []string) stmt {
+func (d *dialect) sqlAcquireLock(t Tables, session, holder string, names []string) stmt {
 	q := d.quote(t.Leases)
-	args := append(namesArgs(names), session, session)
+	args := append(namesArgs(names), takeableArgs(session, holder)...)
 	return stmt{"SELECT name, epoch FROM " + q + " WHERE name IN (" + placeholders(len(names)) + ") AND " +
 		d.takeable(t, q) + " FOR UPDATE", args}
 }
@@ -471,6 +525,35 @@ func (d *dialect) sqlRelease(t Tables, session string, terms []Term) stmt {
 	}
 	filter, args := termsFilter(terms)
 	return stmt{set + " WHERE session_id = ? AND " + filter, append([]any{session}, args...)}
+}
+
+// sqlRequestResign records a resign request for one term of a lease,
+// fenced by session and epoch, so it never touches a later term. prefer,
+// when set, names the process that should take the lease next, and holds
+// every other one off until window has passed by the database clock.
+func (d *dialect) sqlRequestResign(t Tables, session string, term Term, prefer string, window time.Duration) stmt {
+	until := "0"
+	if prefer != "" {
+		until = d.now + " + " + us(window)
+	}
+	e := strconv.FormatInt(term.Epoch, 10)
+	return stmt{"UPDATE " + d.quote(t.Leases) + " SET resign_epoch = " + e + ", prefer_holder = ?, prefer_until_us = " + until +
+		" WHERE name = ? AND epoch = " + e + " AND session_id = ?", []any{prefer, term.Name, session}}
+}
+
+// sqlWriteLock takes, where writers exclude each other (SQLite), the
+// database's write lock for the rest of the caller's transaction without
+// changing a row, and returns no rows.
+func (d *dialect) sqlWriteLock(t Tables) stmt {
+	return stmt{"UPDATE " + d.quote(t.Leases) + " SET epoch = epoch WHERE 1 = 0 RETURNING name", nil}
+}
+
+// sqlPendingResigns reads which of the named leases held by a session have
+// a resign request for their current term.
+func (d *dialect) sqlPendingResigns(t Tables, session string, names []string) stmt {
+	in, args := d.nameIn(names)
+	return stmt{"SELECT name, epoch FROM " + d.quote(t.Leases) + " WHERE " + in +
+		" AND session_id = ? AND resign_epoch = epoch AND resign_epoch > 0", append(args, session)}
 }
 
 // sqlSelect reads the named leases together with the database clock.
@@ -622,6 +705,15 @@ func nameCol(d *dialect) string   { return d.nameType }
 func bigintCol(d *dialect) string { return d.bigintType }
 func intCol(d *dialect) string    { return d.intType }
 
+// textCol is the type of the data column where it takes a default: not on
+// MySQL, whose TEXT columns took none before 8.0.13 (see addDataColumn).
+func textCol(d *dialect) string {
+	if d.name == SQLServer {
+		return "NVARCHAR(MAX)"
+	}
+	return "TEXT"
+}
+
 // createTable renders an idempotent CREATE TABLE for the dialect.
 func (d *dialect) createTable(table string, pk string, cols []column) string {
 	var b strings.Builder
@@ -664,6 +756,44 @@ func (d *dialect) addColumn(table string, c column) string {
 			c.typ(d) + " NOT NULL" + strings.Replace(def, "'", "N'", 1)
 	default:
 		return "ALTER TABLE " + q + " ADD COLUMN " + c.name + " " + c.typ(d) + " NOT NULL" + def
+	}
+}
+
+// addColumns adds NOT NULL columns with defaults to a table, in one
+// statement where the database allows several in one ALTER TABLE (so a
+// MySQL step that adds them is done or not begun), one statement each on
+// SQLite. On SQL Server the first column's absence guards them all: the
+// migration there is one transaction.
+func (d *dialect) addColumns(table string, cols []column) []string {
+	q := d.quote(table)
+	def := func(c column) string {
+		if c.def == "" {
+			return ""
+		}
+		return " DEFAULT " + c.def
+	}
+	parts := make([]string, len(cols))
+	switch d.name {
+	case Postgres:
+		for i, c := range cols {
+			parts[i] = "ADD COLUMN IF NOT EXISTS " + c.name + " " + c.typ(d) + " NOT NULL" + def(c)
+		}
+		return []string{"ALTER TABLE " + q + " " + strings.Join(parts, ", ")}
+	case MySQL:
+		for i, c := range cols {
+			parts[i] = "ADD COLUMN " + c.name + " " + c.typ(d) + " NOT NULL" + def(c)
+		}
+		return []string{"ALTER TABLE " + q + " " + strings.Join(parts, ", ")}
+	case SQLServer:
+		for i, c := range cols {
+			parts[i] = c.name + " " + c.typ(d) + " NOT NULL" + strings.Replace(def(c), "'", "N'", 1)
+		}
+		return []string{"IF COL_LENGTH(N'" + table + "', N'" + cols[0].name + "') IS NULL ALTER TABLE " + q + " ADD " + strings.Join(parts, ", ")}
+	default:
+		for i, c := range cols {
+			parts[i] = d.addColumn(table, c)
+		}
+		return parts
 	}
 }
 
@@ -782,6 +912,66 @@ func (d *dialect) insertUnlessTaken(ins, table, name string) string {
 		return ins + " AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + name + ")"
 	default:
 		return ins + " ON CONFLICT (name) DO NOTHING"
+	}
+}
+
+// recordVersionOnce records an applied step unless its row exists, for
+// DDL that may be applied twice. description is an SQL literal.
+func (d *dialect) recordVersionOnce(t Tables, version int, description string) string {
+	q := d.quote(t.Migrations)
+	v := strconv.Itoa(version)
+	ins := "INSERT INTO " + q + " (version, description, applied_at_us) VALUES (" + v + ", " + description + ", " + d.now + ")"
+	switch d.name {
+	case MySQL:
+		return ins + " ON DUPLICATE KEY UPDATE version = version"
+	case SQLServer:
+		return "IF NOT EXISTS (SELECT 1 FROM " + q + " WHERE version = " + v + ") " + ins
+	default:
+		return ins + " ON CONFLICT (version) DO NOTHING"
+	}
+}
+
+// unlessCounted returns statements that run s only when the query check
+// counts nothing. It is for MySQL, which cannot say "if not exists" in
+// ALTER TABLE ... ADD COLUMN: a prepared statement is either s or DO 0.
+// The statements must run on one connection (a session variable carries
+// the choice). Other dialects guard their statements themselves and get s.
+func (d *dialect) unlessCounted(check, s string) []string {
+	if d.name != MySQL {
+		return []string{s}
+	}
+	return []string{
+		"SET @leasehold_ddl = IF((" + check + ") = 0, " + quoteLiteral(s) + ", 'DO 0')",
+		"PREPARE leasehold_ddl FROM @leasehold_ddl",
+		"EXECUTE leasehold_ddl",
+		"DEALLOCATE PREPARE leasehold_ddl",
+	}
+}
+
+// rebuildTable gives a SQLite table the columns want, copying its rows,
+// when it has the columns had (a prefix of want) or already all of want:
+// SQLite cannot add a column only if it is missing, and this copy works on
+// either. The columns want adds to had take their defaults; a NATURAL LEFT
+// JOIN with one row of those defaults keeps the table's own values where
+// it has the columns already. Run it inside one transaction.
+func (d *dialect) rebuildTable(table, pk string, had, want []column) []string {
+	q, tmp := d.quote(table), table+"_rebuild"
+	names := make([]string, len(want))
+	for i, c := range want {
+		names[i] = c.name
+	}
+	var defaults []string
+	for _, c := range want[len(had):] {
+		defaults = append(defaults, c.def+" AS "+c.name)
+	}
+	cols := strings.Join(names, ", ")
+	return []string{
+		"DROP TABLE IF EXISTS " + d.quote(tmp),
+		d.createTable(tmp, pk, want),
+		"INSERT INTO " + d.quote(tmp) + " (" + cols + ") SELECT " + cols + " FROM " + q +
+			" NATURAL LEFT JOIN (SELECT " + strings.Join(defaults, ", ") + ") AS added",
+		"DROP TABLE " + q,
+		"ALTER TABLE " + d.quote(tmp) + " RENAME TO " + q,
 	}
 }
 

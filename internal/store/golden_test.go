@@ -86,12 +86,16 @@ func TestGoldenSQL(t *testing.T) {
 				st("acquire, first: lock the named rows, in name order", d.sqlLockRows(tables, names))
 			}
 			if d.acquire == acquireLockThenUpdate {
-				st("acquire: lock the leases this session can take, with their epochs", d.sqlAcquireLock(tables, session, names))
+				st("acquire: lock the leases this session can take, with their epochs", d.sqlAcquireLock(tables, session, holder, names))
 				st("acquire: new terms (new epochs) of exactly those", d.sqlAcquireTerms(tables, session, holder, three[1:]))
 			} else {
 				st("acquire (new epochs in the same statement)", d.sqlAcquire(tables, session, holder, names))
 			}
 			st("release one lease", d.sqlRelease(tables, session, one))
+			st("record a resign request for one term, with a preferred holder", d.sqlRequestResign(tables, session, one[0], "node-b", 2*ttl))
+			st("record a resign request for one term, without a preference", d.sqlRequestResign(tables, session, one[0], "", 2*ttl))
+			st("notify a session of a resign request", d.sqlNotifySession(tables, session))
+			st("read a session's pending resign requests", d.sqlPendingResigns(tables, session, names))
 			st("release three leases", d.sqlRelease(tables, session, three))
 			st("set a term's data (a member's acknowledged generation)", d.sqlSetData(tables, session, one[0], "42"))
 			st("publish a pool's next generation (compare-and-set)", d.sqlPublish(tables, "pool|global/orders|generation", 41, "a1b2,c3d4"))
@@ -196,7 +200,7 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 			check("acquire", n/WriteChunk, func(yield func(stmt)) {
 				_ = chunks(names, WriteChunk, func(p []string) error {
 					if d.acquire == acquireLockThenUpdate {
-						yield(d.sqlAcquireLock(tables, session, p))
+						yield(d.sqlAcquireLock(tables, session, holder, p))
 						return nil
 					}
 					yield(d.sqlAcquire(tables, session, holder, p))
@@ -212,5 +216,48 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 				_ = chunks(names, ReadChunk, func(p []string) error { yield(d.sqlSelect(tables, p)); return nil })
 			})
 		})
+	}
+}
+
+// TestGoldenDDL pins the hand-applied DDL of every dialect from every
+// schema version, in testdata/ddl-<dialect>.sql. The migrations tests
+// apply it twice on PostgreSQL, MariaDB and SQLite; for SQL Server this
+// file is the test. Run with -update to rewrite the files.
+func TestGoldenDDL(t *testing.T) {
+	for _, name := range Dialects {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			for from := 0; from <= LatestVersion; from++ {
+				script, err := Script(name, "", from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(&b, "-- ======== from version %d ========\n%s\n", from, script)
+			}
+			path := filepath.Join("testdata", "ddl-"+name+".sql")
+			got := b.String()
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/store/ -run TestGoldenDDL -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("DDL for %s differs from %s; review the change and rerun with -update.\n--- got:\n%s", name, path, got)
+			}
+		})
+	}
+}
+
+func TestDDLFromRejectsVersions(t *testing.T) {
+	for _, from := range []int{-1, LatestVersion + 1} {
+		_, err := DDLFrom(Postgres, "", from)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprint(from)) || !strings.Contains(err.Error(), "from") {
+			t.Errorf("DDLFrom(%d): err = %v, want an error naming from and the value", from, err)
+		}
 	}
 }

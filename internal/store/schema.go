@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -66,6 +67,11 @@ type Migration struct {
 	// is not transactional either (MySQL): a run that died between the DDL
 	// and recording the version must not fail the next run.
 	applied func(d *dialect, t Tables) string
+	// columns are the columns the step creates a table with or adds to
+	// it, as SQLite declares them. SQLite cannot add a column only if it
+	// is missing, so DDLFrom creates or rebuilds its tables with these
+	// instead of running the step's statements.
+	columns *tableColumns
 	// transactional marks a step of data changes only. Where a migration
 	// run is not one transaction (MySQL, whose DDL commits implicitly), the
 	// step and the record of its version still run in one, so a run that
@@ -80,15 +86,9 @@ var migrations = []Migration{
 		Version:     1,
 		Description: "create the lease table",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{d.createTable(t.Leases, "name", []column{
-				{name: "name", typ: nameCol},
-				{name: "holder", typ: nameCol, def: "''"},
-				{name: "epoch", typ: bigintCol, def: "0"},
-				{name: "acquired_at_us", typ: bigintCol, def: "0"},
-				{name: "renewed_at_us", typ: bigintCol, def: "0"},
-				{name: "expires_at_us", typ: bigintCol, def: "0"},
-			})}
+			return []string{d.createTable(t.Leases, "name", leaseColumns1)}
 		},
+		columns: &tableColumns{leases, leaseColumns1},
 	},
 	{
 		Version:     2,
@@ -97,6 +97,7 @@ var migrations = []Migration{
 			return []string{d.addDataColumn(t.Leases)}
 		},
 		applied: func(d *dialect, t Tables) string { return d.hasDataColumnAsReleased(t.Leases) },
+		columns: &tableColumns{leases, []column{{name: "data", typ: textCol, def: "''"}}},
 	},
 	{
 		Version:     3,
@@ -112,6 +113,7 @@ var migrations = []Migration{
 		statements: func(d *dialect, t Tables) []string {
 			return []string{d.createTable(t.Sessions, "id", sessionColumns)}
 		},
+		columns: &tableColumns{sessions, sessionColumns},
 	},
 	{
 		Version:     5,
@@ -120,8 +122,93 @@ var migrations = []Migration{
 			return []string{d.addColumn(t.Leases, sessionIDColumn)}
 		},
 		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, sessionIDColumn.name) },
+		columns: &tableColumns{leases, []column{sessionIDColumn}},
+	},
+	{
+		Version:     6,
+		Description: "add the resign request columns to the lease table",
+		statements: func(d *dialect, t Tables) []string {
+			return d.addColumns(t.Leases, resignColumns)
+		},
+		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, resignColumns[0].name) },
+		columns: &tableColumns{leases, resignColumns},
+	},
+	{
+		Version:     7,
+		Description: "add the notice counter to the session table",
+		statements: func(d *dialect, t Tables) []string {
+			return []string{d.addColumn(t.Sessions, noticeColumn)}
+		},
+		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Sessions, noticeColumn.name) },
+		columns: &tableColumns{sessions, []column{noticeColumn}},
 	},
 }
+
+// leaseColumns1 are the columns of the lease table as version 1 created it.
+var leaseColumns1 = []column{
+	{name: "name", typ: nameCol},
+	{name: "holder", typ: nameCol, def: "''"},
+	{name: "epoch", typ: bigintCol, def: "0"},
+	{name: "acquired_at_us", typ: bigintCol, def: "0"},
+	{name: "renewed_at_us", typ: bigintCol, def: "0"},
+	{name: "expires_at_us", typ: bigintCol, def: "0"},
+}
+
+// tableColumns names a table and columns of it.
+type tableColumns struct {
+	table func(Tables) string
+	cols  []column
+}
+
+func leases(t Tables) string   { return t.Leases }
+func sessions(t Tables) string { return t.Sessions }
+
+// tableAt is a table of the schema and its columns at some version, in the
+// order the steps added them; no columns when the table does not exist.
+type tableAt struct {
+	name string
+	pk   string
+	cols []column
+}
+
+// tablesAt lists the tables that migration steps create, with their
+// columns at version, in the order the steps created them.
+func tablesAt(t Tables, version int) []tableAt {
+	var out []tableAt
+	for _, m := range migrations {
+		if m.columns == nil {
+			continue
+		}
+		name := m.columns.table(t)
+		i := slices.IndexFunc(out, func(ta tableAt) bool { return ta.name == name })
+		if i < 0 {
+			// The step that creates a table lists its key column first.
+			out = append(out, tableAt{name: name, pk: m.columns.cols[0].name})
+			i = len(out) - 1
+		}
+		if m.Version <= version {
+			out[i].cols = append(out[i].cols, m.columns.cols...)
+		}
+	}
+	return out
+}
+
+// resignColumns carry a resign request on a lease row: resign_epoch is the
+// epoch of the term asked to resign (0 for none; a request for an older
+// term is ignored, and an acquire clears it), prefer_holder names the
+// process that should take the lease next (a holder string, node or
+// instance id; ” for any), and prefer_until_us is when that preference
+// ends by the database clock (0 for none).
+var resignColumns = []column{
+	{name: "resign_epoch", typ: bigintCol, def: "0"},
+	{name: "prefer_holder", typ: nameCol, def: "''"},
+	{name: "prefer_until_us", typ: bigintCol, def: "0"},
+}
+
+// noticeColumn counts the resign requests made to a session's leases. The
+// renewal statement returns it, so a holder learns of a request at its next
+// renewal and reads its pending requests only when the count changed.
+var noticeColumn = column{name: "notice", typ: bigintCol, def: "0"}
 
 // sessionColumns are the columns of the session table: one row per
 // running process that holds or is acquiring leases. A tick of the
@@ -175,8 +262,25 @@ func advisoryKey(name string) int64 {
 
 // DDL returns the statements that create the latest schema from nothing,
 // including the version table and its rows, for a DBA who applies schema
-// changes by hand. Applying them is equivalent to running Migrate.
+// changes by hand: DDLFrom from version 0.
 func DDL(dialectName, prefix string) ([]string, error) {
+	return DDLFrom(dialectName, prefix, 0)
+}
+
+// DDLFrom returns the statements that take a schema at version from (0:
+// no tables yet) to LatestVersion, with the rows of the version table, for
+// a DBA who applies schema changes by hand. Applying them has the effect
+// of Migrate on a schema at that version, and applying them again changes
+// nothing: every statement is guarded on every dialect (IF NOT EXISTS and
+// its equivalents, version rows inserted only when absent, MySQL's column
+// additions through a prepared statement chosen by a look at
+// information_schema). SQLite cannot guard a column addition, so there a
+// missing table is created in its latest form, and a table that lacks
+// columns is rebuilt with them, rows kept, all in one transaction (BEGIN
+// IMMEDIATE ... COMMIT).
+//
+// The statements must run on one connection, in order.
+func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 	d, err := lookupDialect(dialectName)
 	if err != nil {
 		return nil, err
@@ -185,12 +289,78 @@ func DDL(dialectName, prefix string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if from < 0 || from > LatestVersion {
+		return nil, fmt.Errorf("leasehold: schema version %d out of range: from must be 0 to %d", from, LatestVersion)
+	}
 	stmts := []string{d.createMigrationsTable(t)}
+	rebuild := false
+	if d.name == SQLite {
+		was := tablesAt(t, from)
+		for i, ta := range tablesAt(t, LatestVersion) {
+			switch had := was[i].cols; {
+			case len(had) == 0:
+				stmts = append(stmts, d.createTable(ta.name, ta.pk, ta.cols))
+			case len(had) < len(ta.cols):
+				rebuild = true
+				stmts = append(stmts, d.rebuildTable(ta.name, ta.pk, had, ta.cols)...)
+			}
+		}
+		if rebuild {
+			stmts = append([]string{"BEGIN IMMEDIATE"}, stmts...)
+		}
+	}
 	for _, m := range migrations {
-		stmts = append(stmts, m.statements(d, t)...)
-		stmts = append(stmts, strings.Replace(d.sqlRecordVersion(t, m.Version), "?", quoteLiteral(m.Description), 1))
+		if m.Version <= from {
+			continue
+		}
+		var check string
+		if m.applied != nil {
+			check = m.applied(d, t)
+		}
+		switch {
+		case d.name == SQLite && m.columns != nil:
+			// Created or rebuilt above.
+		case check != "":
+			for _, s := range m.statements(d, t) {
+				stmts = append(stmts, d.unlessCounted(check, s)...)
+			}
+		default:
+			stmts = append(stmts, m.statements(d, t)...)
+		}
+		stmts = append(stmts, d.recordVersionOnce(t, m.Version, quoteLiteral(m.Description)))
+	}
+	if rebuild {
+		stmts = append(stmts, "COMMIT")
 	}
 	return stmts, nil
+}
+
+// Script is DDLFrom as one script for a dialect's command-line client, each
+// statement ending with ';' (and followed by GO on SQL Server, so that each
+// is compiled after the ones before it have run).
+func Script(dialectName, prefix string, from int) (string, error) {
+	stmts, err := DDLFrom(dialectName, prefix, from)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if from == 0 {
+		fmt.Fprintf(&b, "-- leasehold coordination schema version %d for %s\n", LatestVersion, dialectName)
+	} else {
+		fmt.Fprintf(&b, "-- leasehold coordination schema for %s, from version %d to %d\n", dialectName, from, LatestVersion)
+	}
+	b.WriteString("-- Every statement is safe to apply again.\n")
+	if slices.Contains(stmts, "BEGIN IMMEDIATE") {
+		b.WriteString("-- Apply with sqlite3 -bail, so that a failed statement ends the transaction.\n")
+	}
+	for _, s := range stmts {
+		b.WriteString(s)
+		b.WriteString(";\n")
+		if dialectName == SQLServer {
+			b.WriteString("GO\n")
+		}
+	}
+	return b.String(), nil
 }
 
 // quoteLiteral renders a string literal; only used for the library's own

@@ -49,6 +49,15 @@ type Row struct {
 	// session is gone.
 	RenewedAt, ExpiresAt time.Time
 	Data                 string
+	// ResignEpoch is the epoch of the term a resign request was recorded
+	// for; 0 when none. It asks the holder to resign only while it equals
+	// Epoch.
+	ResignEpoch int64
+	// PreferredHolder names the process a resign request prefers as the
+	// next holder (a holder string, node or instance id), until
+	// PreferredUntil; "" for none.
+	PreferredHolder string
+	PreferredUntil  time.Time
 	// Now is the database clock at the read.
 	Now time.Time
 }
@@ -56,6 +65,20 @@ type Row struct {
 // Live reports whether the lease was held and unexpired at the read. It is
 // the same rule as the SQL the store writes (heldExpr in dialect.go).
 func (r Row) Live() bool { return r.Holder != "" && !r.ExpiresAt.Before(r.Now) }
+
+// ReservedAgainst reports whether, at the read, an unexpired resign
+// preference named another process than holder: an acquire by holder
+// would not take the lease (takeable in dialect.go).
+func (r Row) ReservedAgainst(holder string) bool {
+	return r.PreferredHolder != "" && !r.PreferredUntil.Before(r.Now) && !Prefers(r.PreferredHolder, holder)
+}
+
+// Prefers reports whether a resign preference names the process with this
+// holder string: as its holder string, its node or its instance id.
+func Prefers(preference, holder string) bool {
+	f := HolderForms(holder)
+	return preference == f[0] || preference == f[1] || preference == f[2]
+}
 
 // Session is the database's view of one session.
 type Session struct {
@@ -243,24 +266,54 @@ func (s *Store) CreateSession(ctx context.Context, id, holder string, ttl time.D
 // has not expired. It reports false when the session has expired or is
 // gone: then every lease it held is free, and it never comes back. It is
 // the one statement of a renewal tick, however many leases the session
-// holds.
-func (s *Store) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, error) {
-	var n int64
-	err := s.run(ctx, s.renewal, func(db *gorm.DB) (err error) {
-		n, err = exec(db, s.d.sqlRenewSession(s.tables, id, ttl))
+// holds, and it also returns the session's notice counter, which goes up
+// with every resign request made to the session's leases (0 when the
+// session was not renewed).
+func (s *Store) RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error) {
+	err = s.run(ctx, s.renewal, func(db *gorm.DB) (err error) {
+		ok, notice, err = s.renew(db, id, ttl)
 		return err
 	})
-	// Every match changes renewed_at_us, so the count is 1 with or without
-	// MySQL's clientFoundRows.
-	return n == 1, err
+	return ok, notice, err
 }
 
 // RenewSessionIn renews session id inside the caller's transaction tx,
 // with the same statement as RenewSession. It takes effect only if tx
 // commits. It reports whether the session was live to renew.
 func (s *Store) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (bool, error) {
-	n, err := exec(tx, s.d.sqlRenewSession(s.tables, id, ttl))
-	return n == 1, err
+	ok, _, err := s.renew(tx, id, ttl)
+	return ok, err
+}
+
+// renew sends the renewal statement on db and reads back the notice.
+func (s *Store) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
+	st := s.d.sqlRenewSession(s.tables, id, ttl)
+	if s.d.renewReturnsRows() {
+		got, err := queryAll(db, st, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
+		if err != nil || len(got) != 1 {
+			return false, 0, err
+		}
+		return true, got[0], nil
+	}
+	// MySQL: the notice comes back as the statement's last insert id
+	// (sqlRenewSession). The statement still goes through gorm, so the
+	// caller's callbacks see it.
+	res := gorm.WithResult()
+	tx := db.Clauses(res).Exec(st.q, st.args...)
+	if tx.Error != nil {
+		return false, 0, tx.Error
+	}
+	// Every match changes renewed_at_us, so the count is 1 with or without
+	// MySQL's clientFoundRows.
+	if tx.RowsAffected != 1 {
+		return false, 0, nil
+	}
+	if res.Result != nil {
+		if notice, err = res.Result.LastInsertId(); err != nil {
+			return false, 0, fmt.Errorf("leasehold: read the session's notice: %w", err)
+		}
+	}
+	return true, notice, nil
 }
 
 // ReadSession reads session id; ok is false when it is gone. It runs on
@@ -354,7 +407,7 @@ func (s *Store) Acquire(ctx context.Context, session, holder string, names []str
 }
 
 func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names []string) ([]Term, error) {
-	locked, err := scanTerms(tx, s.d.sqlAcquireLock(s.tables, session, names))
+	locked, err := scanTerms(tx, s.d.sqlAcquireLock(s.tables, session, holder, names))
 	if err != nil || len(locked) == 0 {
 		return nil, err
 	}
@@ -435,6 +488,75 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 	return total, err
 }
 
+// RequestResign records a resign request for the current term of the
+// lease name, in one transaction that locks the row first: it reads the
+// row, hands it to check, which refuses the request by returning an error
+// (a lease that is free, say), and otherwise records the request fenced
+// by the term's session and epoch (sqlRequestResign) and bumps the notice
+// counter of that session (sqlNotifySession). prefer and window are those
+// of sqlRequestResign. It returns the row as read, and found false when
+// the lease has no row. notified is false when the holder's session was
+// gone by the time its notice was to be bumped: nothing is recorded then.
+func (s *Store) RequestResign(ctx context.Context, name, prefer string, window time.Duration,
+	check func(Row) error) (row Row, found, notified bool, err error) {
+	err = s.run(ctx, s.general, func(db *gorm.DB) error {
+		return s.decideTx(db, func(tx *gorm.DB) error {
+			lock := s.d.sqlLockRows(s.tables, []string{name})
+			if !s.d.lockFirst() {
+				// SQLite: take the write lock before the read, so the
+				// writes that follow cannot find the read's snapshot stale.
+				lock = s.d.sqlWriteLock(s.tables)
+			}
+			if _, err := lockNames(tx, lock); err != nil {
+				return err
+			}
+			rows, err := queryRows(tx, s.d.sqlSelect(s.tables, []string{name}))
+			if err != nil || len(rows) == 0 {
+				return err
+			}
+			row, found = rows[0], true
+			if err := check(row); err != nil {
+				return err
+			}
+			if _, err := exec(tx, s.d.sqlRequestResign(s.tables, row.Session, Term{Name: name, Epoch: row.Epoch}, prefer, window)); err != nil {
+				return err
+			}
+			// notice + 1 always changes the row: the count is exact with
+			// or without MySQL's clientFoundRows.
+			n, err := exec(tx, s.d.sqlNotifySession(s.tables, row.Session))
+			if err != nil {
+				return err
+			}
+			if notified = n == 1; !notified {
+				return errNotNotified
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, errNotNotified) {
+		err = nil
+	}
+	return row, found, notified, err
+}
+
+// errNotNotified rolls back a resign request whose session is gone.
+var errNotNotified = errors.New("leasehold: the holder's session is gone")
+
+// PendingResigns returns the terms, among the named leases held by
+// session, for which a resign request is recorded, in statements of at
+// most ReadChunk names.
+func (s *Store) PendingResigns(ctx context.Context, session string, names []string) ([]Term, error) {
+	var out []Term
+	err := chunks(names, ReadChunk, func(part []string) error {
+		return s.run(ctx, s.general, func(db *gorm.DB) error {
+			terms, err := scanTerms(db, s.d.sqlPendingResigns(s.tables, session, part))
+			out = append(out, terms...)
+			return err
+		})
+	})
+	return out, err
+}
+
 // Get reads the named leases with the database clock, in statements of at
 // most ReadChunk names. Names without a row are absent from the result.
 func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
@@ -490,11 +612,13 @@ func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
 
 func queryRows(db *gorm.DB, st stmt) ([]Row, error) {
 	return queryAll(db, st, func(rs *sql.Rows, r *Row) error {
-		var acquired, renewed, expires, now int64
-		if err := rs.Scan(&r.Name, &r.Holder, &r.Session, &r.Epoch, &acquired, &renewed, &expires, &r.Data, &now); err != nil {
+		var acquired, renewed, expires, preferUntil, now int64
+		if err := rs.Scan(&r.Name, &r.Holder, &r.Session, &r.Epoch, &acquired, &renewed, &expires, &r.Data,
+			&r.ResignEpoch, &r.PreferredHolder, &preferUntil, &now); err != nil {
 			return err
 		}
 		r.AcquiredAt, r.RenewedAt, r.ExpiresAt, r.Now = usTime(acquired), usTime(renewed), usTime(expires), usTime(now)
+		r.PreferredUntil = usTime(preferUntil)
 		return nil
 	})
 }
@@ -596,6 +720,12 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 // run from many processes at once: a dialect-specific lock serialises the
 // runs, and each run applies only the steps not yet recorded.
 func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied []int, err error) {
+	return s.MigrateTo(ctx, lockTimeout, LatestVersion)
+}
+
+// MigrateTo is Migrate up to version target only, for tests that need a
+// schema of an earlier version.
+func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target int) (applied []int, err error) {
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
 		return s.d.withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
 			if err := tx.Exec(s.d.createMigrationsTable(s.tables)).Error; err != nil {
@@ -606,7 +736,7 @@ func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied
 				return fmt.Errorf("read schema version: %w", err)
 			}
 			for _, m := range migrations {
-				if m.Version <= current {
+				if m.Version <= current || m.Version > target {
 					continue
 				}
 				step := func() error { return s.applyStep(tx, m) }

@@ -134,7 +134,8 @@ func run(ctx context.Context, out io.Writer, keep bool) int {
 		return 1
 	}
 	if keep {
-		fmt.Fprintf(out, "demo: kept %s (database demo.db, logs *.log)\n", d.dir)
+		fmt.Fprintf(out, "demo: kept %s (database demo.db, logs *.log); go run ./cmd/leasehold -dsn %s status lists its leases and pools\n",
+			d.dir, filepath.Join(d.dir, "demo.db"))
 	} else if err := os.RemoveAll(d.dir); err != nil {
 		fmt.Fprintf(out, "demo: could not remove %s: %v\n", d.dir, err)
 	}
@@ -171,6 +172,8 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	d.dsn = dbopen.SQLiteDSN(driver, filepath.Join(dir, "demo.db"))
+	d.printf("database %s; to watch it from another terminal: go run ./cmd/leasehold -dsn %s watch",
+		filepath.Join(dir, "demo.db"), filepath.Join(dir, "demo.db"))
 	if err := d.seed(ctx); err != nil {
 		return err
 	}

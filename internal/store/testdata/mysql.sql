@@ -3,7 +3,7 @@ INSERT INTO `leasehold_sessions` (id, holder, created_at_us, renewed_at_us, expi
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
 -- renew the session: the one statement of a renewal tick
-UPDATE `leasehold_sessions` SET renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000 WHERE id = ? AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
+UPDATE `leasehold_sessions` SET renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000, notice = LAST_INSERT_ID(notice) WHERE id = ? AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- read the session
@@ -26,16 +26,32 @@ SELECT name FROM `leasehold_leases` WHERE name IN (?, ?) ORDER BY name FOR UPDAT
 -- args: "global/billing", "global/outbox";
 
 -- acquire: lock the leases this session can take, with their epochs
-SELECT name, epoch FROM `leasehold_leases` WHERE name IN (?, ?) AND (NOT (`leasehold_leases`.holder <> '' AND ((`leasehold_leases`.session_id = '' AND `leasehold_leases`.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) OR EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = `leasehold_leases`.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))) OR `leasehold_leases`.session_id = ?) AND EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = ? AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) FOR UPDATE
--- args: "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+SELECT name, epoch FROM `leasehold_leases` WHERE name IN (?, ?) AND (NOT (`leasehold_leases`.holder <> '' AND ((`leasehold_leases`.session_id = '' AND `leasehold_leases`.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) OR EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = `leasehold_leases`.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))) OR `leasehold_leases`.session_id = ?) AND EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = ? AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) AND (`leasehold_leases`.prefer_until_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) OR `leasehold_leases`.prefer_holder IN (?, ?, ?)) FOR UPDATE
+-- args: "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef", "node-a", "0123456789abcdef0123456789abcdef";
 
 -- acquire: new terms (new epochs) of exactly those
-UPDATE `leasehold_leases` SET holder = ?, session_id = ?, epoch = epoch + 1, acquired_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = 253402300799999999 WHERE ((name = ? AND epoch = 3) OR (name = ? AND epoch = 12))
+UPDATE `leasehold_leases` SET holder = ?, session_id = ?, epoch = epoch + 1, acquired_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = 253402300799999999, resign_epoch = 0, prefer_holder = '', prefer_until_us = 0 WHERE ((name = ? AND epoch = 3) OR (name = ? AND epoch = 12))
 -- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox";
 
 -- release one lease
 UPDATE `leasehold_leases` SET holder = '', session_id = '', expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE session_id = ? AND ((name = ? AND epoch = 7))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports";
+
+-- record a resign request for one term, with a preferred holder
+UPDATE `leasehold_leases` SET resign_epoch = 7, prefer_holder = ?, prefer_until_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 30000000 WHERE name = ? AND epoch = 7 AND session_id = ?
+-- args: "node-b", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- record a resign request for one term, without a preference
+UPDATE `leasehold_leases` SET resign_epoch = 7, prefer_holder = ?, prefer_until_us = 0 WHERE name = ? AND epoch = 7 AND session_id = ?
+-- args: "", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- notify a session of a resign request
+UPDATE `leasehold_sessions` SET notice = notice + 1 WHERE id = ?
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- read a session's pending resign requests
+SELECT name, epoch FROM `leasehold_leases` WHERE name IN (?, ?) AND session_id = ? AND resign_epoch = epoch AND resign_epoch > 0
+-- args: "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- release three leases
 UPDATE `leasehold_leases` SET holder = '', session_id = '', expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE session_id = ? AND ((name = ? AND epoch = 7) OR (name = ? AND epoch = 3) OR (name = ? AND epoch = 12))
@@ -58,21 +74,21 @@ DELETE FROM `leasehold_leases` WHERE name IN (?, ?) AND ((`leasehold_leases`.ses
 -- args: "global/billing", "global/outbox";
 
 -- read leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id WHERE l.name IN (?, ?)
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id WHERE l.name IN (?, ?)
 -- args: "global/billing", "global/outbox";
 
 -- list all leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id ORDER BY l.name;
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id ORDER BY l.name;
 
 -- list leases by prefix
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id WHERE l.name >= ? AND l.name < ? ORDER BY l.name
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id WHERE l.name >= ? AND l.name < ? ORDER BY l.name
 -- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l WHERE l.name = ? LOCK IN SHARE MODE
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_leases` l WHERE l.name = ? LOCK IN SHARE MODE
 -- args: "global/billing";
 
 -- create the version table
@@ -118,6 +134,20 @@ ALTER TABLE `leasehold_leases` ADD COLUMN session_id VARCHAR(255) CHARACTER SET 
 -- record migration 5
 INSERT INTO `leasehold_schema_migrations` (version, description, applied_at_us) VALUES (5, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
 -- args: "add the session column to the lease table";
+
+-- migration 6: add the resign request columns to the lease table
+ALTER TABLE `leasehold_leases` ADD COLUMN resign_epoch BIGINT NOT NULL DEFAULT 0, ADD COLUMN prefer_holder VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '', ADD COLUMN prefer_until_us BIGINT NOT NULL DEFAULT 0;
+
+-- record migration 6
+INSERT INTO `leasehold_schema_migrations` (version, description, applied_at_us) VALUES (6, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
+-- args: "add the resign request columns to the lease table";
+
+-- migration 7: add the notice counter to the session table
+ALTER TABLE `leasehold_sessions` ADD COLUMN notice BIGINT NOT NULL DEFAULT 0;
+
+-- record migration 7
+INSERT INTO `leasehold_schema_migrations` (version, description, applied_at_us) VALUES (7, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
+-- args: "add the notice counter to the session table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM `leasehold_schema_migrations`;

@@ -3,7 +3,7 @@ INSERT INTO "leasehold_sessions" (id, holder, created_at_us, renewed_at_us, expi
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
 -- renew the session: the one statement of a renewal tick
-UPDATE "leasehold_sessions" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000 WHERE id = $1 AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)
+UPDATE "leasehold_sessions" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000 WHERE id = $1 AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) RETURNING notice
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- read the session
@@ -26,12 +26,28 @@ SELECT name FROM "leasehold_leases" WHERE name = ANY(CAST($1 AS text[])) ORDER B
 -- args: "{\"global/billing\",\"global/outbox\"}";
 
 -- acquire (new epochs in the same statement)
-UPDATE "leasehold_leases" SET holder = $1, session_id = $2, epoch = epoch + 1, acquired_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = 253402300799999999 WHERE name = ANY(CAST($3 AS text[])) AND (NOT ("leasehold_leases".holder <> '' AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) OR EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)))) OR "leasehold_leases".session_id = $4) AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $5 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) RETURNING name, epoch
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "{\"global/billing\",\"global/outbox\"}", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+UPDATE "leasehold_leases" SET holder = $1, session_id = $2, epoch = epoch + 1, acquired_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = 253402300799999999, resign_epoch = 0, prefer_holder = '', prefer_until_us = 0 WHERE name = ANY(CAST($3 AS text[])) AND (NOT ("leasehold_leases".holder <> '' AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) OR EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)))) OR "leasehold_leases".session_id = $4) AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $5 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) AND ("leasehold_leases".prefer_until_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) OR "leasehold_leases".prefer_holder IN ($6, $7, $8)) RETURNING name, epoch
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "{\"global/billing\",\"global/outbox\"}", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef", "node-a", "0123456789abcdef0123456789abcdef";
 
 -- release one lease
 UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE session_id = $1 AND ((name = $2 AND epoch = 7))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports";
+
+-- record a resign request for one term, with a preferred holder
+UPDATE "leasehold_leases" SET resign_epoch = 7, prefer_holder = $1, prefer_until_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 30000000 WHERE name = $2 AND epoch = 7 AND session_id = $3
+-- args: "node-b", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- record a resign request for one term, without a preference
+UPDATE "leasehold_leases" SET resign_epoch = 7, prefer_holder = $1, prefer_until_us = 0 WHERE name = $2 AND epoch = 7 AND session_id = $3
+-- args: "", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- notify a session of a resign request
+UPDATE "leasehold_sessions" SET notice = notice + 1 WHERE id = $1
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- read a session's pending resign requests
+SELECT name, epoch FROM "leasehold_leases" WHERE name = ANY(CAST($1 AS text[])) AND session_id = $2 AND resign_epoch = epoch AND resign_epoch > 0
+-- args: "{\"global/billing\",\"global/outbox\"}", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- release three leases
 UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) FROM unnest(CAST($1 AS text[]), CAST($2 AS bigint[])) AS t(name, epoch) WHERE "leasehold_leases".session_id = $3 AND "leasehold_leases".name = t.name AND "leasehold_leases".epoch = t.epoch
@@ -54,21 +70,21 @@ DELETE FROM "leasehold_leases" WHERE name = ANY(CAST($1 AS text[])) AND (("lease
 -- args: "{\"global/billing\",\"global/outbox\"}";
 
 -- read leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name = ANY(CAST($1 AS text[]))
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name = ANY(CAST($1 AS text[]))
 -- args: "{\"global/billing\",\"global/outbox\"}";
 
 -- list all leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id ORDER BY l.name;
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id ORDER BY l.name;
 
 -- list leases by prefix
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name >= $1 AND l.name < $2 ORDER BY l.name
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name >= $1 AND l.name < $2 ORDER BY l.name
 -- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l WHERE l.name = $1 FOR SHARE OF l
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l WHERE l.name = $1 FOR SHARE OF l
 -- args: "global/billing";
 
 -- create the version table
@@ -114,6 +130,20 @@ ALTER TABLE "leasehold_leases" ADD COLUMN IF NOT EXISTS session_id VARCHAR(255) 
 -- record migration 5
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (5, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
 -- args: "add the session column to the lease table";
+
+-- migration 6: add the resign request columns to the lease table
+ALTER TABLE "leasehold_leases" ADD COLUMN IF NOT EXISTS resign_epoch BIGINT NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS prefer_holder VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS prefer_until_us BIGINT NOT NULL DEFAULT 0;
+
+-- record migration 6
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (6, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
+-- args: "add the resign request columns to the lease table";
+
+-- migration 7: add the notice counter to the session table
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS notice BIGINT NOT NULL DEFAULT 0;
+
+-- record migration 7
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (7, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
+-- args: "add the notice counter to the session table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM "leasehold_schema_migrations";

@@ -3,7 +3,7 @@ INSERT INTO [leasehold_sessions] (id, holder, created_at_us, renewed_at_us, expi
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
 -- renew the session: the one statement of a renewal tick
-UPDATE [leasehold_sessions] SET renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000 WHERE id = @p1 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())
+UPDATE [leasehold_sessions] SET renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000 OUTPUT inserted.notice WHERE id = @p1 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- read the session
@@ -26,12 +26,28 @@ SELECT name FROM [leasehold_leases] WITH (UPDLOCK, ROWLOCK) WHERE name IN (@p1, 
 -- args: "global/billing", "global/outbox";
 
 -- acquire (new epochs in the same statement)
-UPDATE [leasehold_leases] SET holder = @p1, session_id = @p2, epoch = epoch + 1, acquired_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = 253402300799999999 OUTPUT inserted.name, inserted.epoch WHERE name IN (@p3, @p4) AND (NOT ([leasehold_leases].holder <> '' AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())) OR EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())))) OR [leasehold_leases].session_id = @p5) AND EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = @p6 AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
--- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+UPDATE [leasehold_leases] SET holder = @p1, session_id = @p2, epoch = epoch + 1, acquired_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = 253402300799999999, resign_epoch = 0, prefer_holder = '', prefer_until_us = 0 OUTPUT inserted.name, inserted.epoch WHERE name IN (@p3, @p4) AND (NOT ([leasehold_leases].holder <> '' AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())) OR EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())))) OR [leasehold_leases].session_id = @p5) AND EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = @p6 AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())) AND ([leasehold_leases].prefer_until_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) OR [leasehold_leases].prefer_holder IN (@p7, @p8, @p9))
+-- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef", "node-a", "0123456789abcdef0123456789abcdef";
 
 -- release one lease
 UPDATE [leasehold_leases] SET holder = '', session_id = '', expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE session_id = @p1 AND ((name = @p2 AND epoch = 7))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports";
+
+-- record a resign request for one term, with a preferred holder
+UPDATE [leasehold_leases] SET resign_epoch = 7, prefer_holder = @p1, prefer_until_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 30000000 WHERE name = @p2 AND epoch = 7 AND session_id = @p3
+-- args: "node-b", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- record a resign request for one term, without a preference
+UPDATE [leasehold_leases] SET resign_epoch = 7, prefer_holder = @p1, prefer_until_us = 0 WHERE name = @p2 AND epoch = 7 AND session_id = @p3
+-- args: "", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- notify a session of a resign request
+UPDATE [leasehold_sessions] SET notice = notice + 1 WHERE id = @p1
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- read a session's pending resign requests
+SELECT name, epoch FROM [leasehold_leases] WHERE name IN (@p1, @p2) AND session_id = @p3 AND resign_epoch = epoch AND resign_epoch > 0
+-- args: "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- release three leases
 UPDATE [leasehold_leases] SET holder = '', session_id = '', expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE session_id = @p1 AND ((name = @p2 AND epoch = 7) OR (name = @p3 AND epoch = 3) OR (name = @p4 AND epoch = 12))
@@ -54,21 +70,21 @@ DELETE FROM [leasehold_leases] WHERE name IN (@p1, @p2) AND (([leasehold_leases]
 -- args: "global/billing", "global/outbox";
 
 -- read leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name IN (@p1, @p2)
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name IN (@p1, @p2)
 -- args: "global/billing", "global/outbox";
 
 -- list all leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id ORDER BY l.name;
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id ORDER BY l.name;
 
 -- list leases by prefix
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name >= @p1 AND l.name < @p2 ORDER BY l.name
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name >= @p1 AND l.name < @p2 ORDER BY l.name
 -- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM [leasehold_sessions] s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM [leasehold_sessions] s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l WITH (HOLDLOCK, ROWLOCK) WHERE l.name = @p1
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM [leasehold_sessions] s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM [leasehold_sessions] s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l WITH (HOLDLOCK, ROWLOCK) WHERE l.name = @p1
 -- args: "global/billing";
 
 -- create the version table
@@ -114,6 +130,20 @@ IF COL_LENGTH(N'leasehold_leases', N'session_id') IS NULL ALTER TABLE [leasehold
 -- record migration 5
 INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (5, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
 -- args: "add the session column to the lease table";
+
+-- migration 6: add the resign request columns to the lease table
+IF COL_LENGTH(N'leasehold_leases', N'resign_epoch') IS NULL ALTER TABLE [leasehold_leases] ADD resign_epoch BIGINT NOT NULL DEFAULT 0, prefer_holder NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', prefer_until_us BIGINT NOT NULL DEFAULT 0;
+
+-- record migration 6
+INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (6, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "add the resign request columns to the lease table";
+
+-- migration 7: add the notice counter to the session table
+IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_sessions] ADD notice BIGINT NOT NULL DEFAULT 0;
+
+-- record migration 7
+INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "add the notice counter to the session table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM [leasehold_schema_migrations];

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/migrations"
+)
+
+func migrateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+	dryRun := fs.Bool("dry-run", false, "print the SQL that would bring the schema to the latest version, and apply nothing")
+	return func(ctx context.Context, e *env, args []string) error {
+		if len(args) > 0 {
+			return usagef("unexpected argument %q: migrate takes flags only", args[0])
+		}
+		db, closeDB, err := e.open(ctx, false)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		opts := migrations.Options{TablePrefix: e.db.prefix}
+		v, err := migrations.Version(ctx, db, opts)
+		if err != nil {
+			return fmt.Errorf("read the schema version: %w", err)
+		}
+		if v >= migrations.LatestVersion {
+			fmt.Fprintf(e.stdout, "schema at version %d, the latest: nothing to apply\n", v)
+			return nil
+		}
+		if *dryRun {
+			script, err := migrations.ScriptFrom(db.Name(), opts, v)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "-- dry run: the schema is at version %d; nothing was applied\n%s", v, script)
+			return nil
+		}
+		applied, err := migrations.Migrate(ctx, db, opts)
+		if err != nil {
+			return err
+		}
+		if len(applied) == 0 {
+			fmt.Fprintf(e.stdout, "schema at version %d, the latest: nothing to apply\n", migrations.LatestVersion)
+			return nil
+		}
+		fmt.Fprintf(e.stdout, "applied versions %s; schema at version %d\n", joinInts(applied), migrations.LatestVersion)
+		return nil
+	}
+}
+
+func joinInts(vs []int) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ", ")
+}
+
+func ddlFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+	dialect := fs.String("dialect", "", "database dialect: "+strings.Join(migrations.Dialects, ", ")+
+		" (default: the dialect of -driver)")
+	from := fs.Int("from", 0, "the schema version to start from; 0 means no tables yet")
+	return func(_ context.Context, e *env, args []string) error {
+		if len(args) > 0 {
+			return usagef("unexpected argument %q: ddl takes flags only", args[0])
+		}
+		d := *dialect
+		if d == "" {
+			d = dialectOf(e.db.driver)
+		}
+		if !contains(migrations.Dialects, d) {
+			return usagef("invalid value %q for flag -dialect: want one of %s", d, strings.Join(migrations.Dialects, ", "))
+		}
+		if *from < 0 || *from > migrations.LatestVersion {
+			return usagef("invalid value %d for flag -from: want a schema version from 0 to %d", *from, migrations.LatestVersion)
+		}
+		script, err := migrations.ScriptFrom(d, migrations.Options{TablePrefix: e.db.prefix}, *from)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprint(e.stdout, script)
+		return err
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func resignFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+	prefer := fs.String("prefer", "", "the process that should take the lease next: its holder (node/cluster/instance), node or instance id")
+	return func(ctx context.Context, e *env, args []string) error {
+		if len(args) != 1 {
+			return usagef("resign takes one lease name, as status prints it (cluster/<cluster>/<name> or global/<name>); got %d arguments", len(args))
+		}
+		name := args[0]
+		c, closeDB, err := e.coordinator(ctx)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		info, err := c.Resign(ctx, name, coordination.ResignOptions{PreferredHolder: *prefer})
+		switch {
+		case errors.Is(err, coordination.ErrUnknownLease):
+			return fmt.Errorf("no lease named %q (leasehold status lists them; names look like cluster/<cluster>/<name> or global/<name>)", name)
+		case errors.Is(err, coordination.ErrNotHeld):
+			return fmt.Errorf("lease %q has no live holder: there is nobody to ask", name)
+		case err != nil:
+			return err
+		}
+		next := "any other process"
+		if *prefer != "" {
+			next = *prefer
+		}
+		fmt.Fprintf(e.stdout, "asked %s to hand over %s (epoch %d) to %s; it sees the request at its next renewal\n",
+			info.Holder, info.Name, info.Epoch, next)
+		return nil
+	}
+}

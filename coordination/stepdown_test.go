@@ -1,0 +1,261 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+)
+
+// health is a health check a test switches between passing and failing.
+type health struct {
+	healthy atomic.Bool
+	failed  atomic.Int64 // failed checks so far
+}
+
+var errSick = errors.New("disk full")
+
+func (h *health) check(ctx context.Context) error {
+	if h.healthy.Load() {
+		return nil
+	}
+	h.failed.Add(1)
+	return errSick
+}
+
+// caseStepDownHandsOver: a leader whose health checks fail steps down
+// after HealthFailures of them, a healthy follower takes over, and the old
+// leader campaigns again once a check passes.
+func caseStepDownHandsOver(t *testing.T, b *bundle) {
+	h := &health{}
+	h.healthy.Store(true)
+	cfg := fastConfig()
+	cfg.HealthCheck, cfg.HealthInterval, cfg.HealthFailures = h.check, 100*time.Millisecond, 2
+	a := start(t, b.db, "node-a", cfg)
+	ea := election(t, a.Coordinator, ClusterScope, "stepdown")
+	la := runLeader(t, ea)
+	epoch := recvTerm(t, la.terms, "A")
+	bb := start(t, b.db, "node-b", fastConfig())
+	lb := runLeader(t, election(t, bb.Coordinator, ClusterScope, "stepdown"))
+	events, unsubscribe := a.Subscribe(64)
+	defer unsubscribe()
+
+	h.healthy.Store(false)
+	select {
+	case cause := <-la.ended:
+		if !errors.Is(cause, ErrUnhealthy) || !errors.Is(cause, errSick) || !EndOfTerm(cause) {
+			t.Fatalf("A's work ended with %v, want ErrUnhealthy wrapping the check's error", cause)
+		}
+	case <-time.After(wait):
+		t.Fatalf("A did not step down within %v", wait)
+	}
+	if n := h.failed.Load(); n < 2 {
+		t.Fatalf("A stepped down after %d failed checks, want at least 2", n)
+	}
+	ev := recvEvent(t, events, func(ev Event) bool { return ev.Kind == EventError && errors.Is(ev.Err, ErrUnhealthy) })
+	if ev.Lease != "" {
+		t.Fatalf("step-down event = %+v, want one not tied to a lease", ev)
+	}
+	if got := recvTerm(t, lb.terms, "B"); got != epoch+1 {
+		t.Fatalf("B took the lease at epoch %d, want %d", got, epoch+1)
+	}
+	other := election(t, a.Coordinator, ClusterScope, "other")
+	if _, err := other.TryAcquire(context.Background()); !errors.Is(err, ErrUnhealthy) {
+		t.Fatalf("TryAcquire while unhealthy = %v, want ErrUnhealthy", err)
+	}
+
+	h.healthy.Store(true)
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := other.TryAcquire(context.Background())
+		if err == nil {
+			release(t, l)
+			break
+		}
+		if !errors.Is(err, ErrUnhealthy) || time.Now().After(deadline) {
+			t.Fatalf("TryAcquire after the checks pass again = %v, want a lease within %v", err, wait)
+		}
+		time.Sleep(fastConfig().RetryInterval)
+	}
+}
+
+// TestUnhealthyNeverAcquires: a process whose checks fail, panic or
+// overrun HealthInterval never takes a lease, and TryAcquire says why.
+func TestUnhealthyNeverAcquires(t *testing.T) {
+	for name, check := range map[string]func(context.Context) error{
+		"error":   func(context.Context) error { return errSick },
+		"panic":   func(context.Context) error { panic("boom") },
+		"overrun": func(ctx context.Context) error { <-ctx.Done(); return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ms := newMemStore()
+				c, stop := bubbleCoordinator(t, ms, Config{HealthCheck: check, HealthInterval: time.Second})
+				defer stop()
+				e, err := c.Election(ClusterScope, "never")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if l, err := e.Campaign(ctx); !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("Campaign = %v, %v; want no lease within a minute", l, err)
+				}
+				if _, err := e.TryAcquire(context.Background()); !errors.Is(err, ErrUnhealthy) {
+					t.Fatalf("TryAcquire = %v, want ErrUnhealthy", err)
+				}
+				if r, ok := ms.rows[e.Name()]; ok && r.holder != "" {
+					t.Fatalf("row held by %q", r.holder)
+				}
+			})
+		})
+	}
+}
+
+// TestStepDownAfterFailures: a leader keeps its term through
+// HealthFailures-1 failed checks, steps down at the next, campaigns no
+// more while the checks fail, and takes the lease again once one passes.
+func TestStepDownAfterFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &health{}
+		h.healthy.Store(true)
+		ms := newMemStore()
+		c, stop := bubbleCoordinator(t, ms, Config{HealthCheck: h.check, HealthInterval: time.Second, HealthFailures: 3})
+		defer stop()
+		e, err := c.Election(ClusterScope, "stepdown")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		leases := make(chan *Lease, 4)
+		causes := make(chan error, 4)
+		runDone := make(chan struct{})
+		go func() {
+			defer close(runDone)
+			_ = e.Run(ctx, func(ctx context.Context, l *Lease) error {
+				leases <- l
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return ctx.Err()
+			})
+		}()
+		l := <-leases
+
+		h.healthy.Store(false)
+		for h.failed.Load() < 2 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		synctest.Wait()
+		if !l.Valid() {
+			t.Fatalf("the term ended after 2 failed checks, want it kept until 3")
+		}
+		for h.failed.Load() < 3 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		synctest.Wait()
+		select {
+		case cause := <-causes:
+			if !errors.Is(cause, ErrUnhealthy) {
+				t.Fatalf("cause = %v, want ErrUnhealthy", cause)
+			}
+		default:
+			t.Fatalf("the term did not end after 3 failed checks")
+		}
+		if r := ms.row(e.Name()); r.Holder != "" {
+			t.Fatalf("row held by %q after the step-down, want it released", r.Holder)
+		}
+
+		time.Sleep(time.Minute)
+		select {
+		case l2 := <-leases:
+			t.Fatalf("took the lease at epoch %d while unhealthy", l2.Epoch())
+		default:
+		}
+
+		h.healthy.Store(true)
+		if l2 := <-leases; l2.Epoch() != l.Epoch()+1 {
+			t.Fatalf("new term at epoch %d, want %d", l2.Epoch(), l.Epoch()+1)
+		}
+		cancel()
+		<-runDone
+	})
+}
+
+// TestStepDownLeavesPools: a pool member that steps down leaves the pool,
+// whose work moves to the healthy member, and joins again once a check
+// passes.
+func TestStepDownLeavesPools(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := newMemStore()
+		h := &health{}
+		h.healthy.Store(true)
+		type assignment struct {
+			node  int
+			count int
+		}
+		got := make(chan assignment, 64)
+		var stops []func()
+		defer func() {
+			for _, stop := range stops {
+				stop()
+			}
+		}()
+		for i, check := range []func(context.Context) error{h.check, nil} {
+			cfg := Config{Logger: zaptest.NewLogger(t), HealthCheck: check, HealthInterval: time.Second, HealthFailures: 2}.withDefaults()
+			c := newCoordinator(ms, testIdentity(t, fmt.Sprintf("node-%d", i)), cfg)
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { _ = c.Run(ctx) }()
+			<-c.Ready()
+			p, err := c.Pool(GlobalScope, "orders", PoolConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_ = p.Run(ctx, func(ctx context.Context, a Assignment) error {
+					got <- assignment{node: i, count: a.Count}
+					<-ctx.Done()
+					return nil
+				})
+			}()
+			stops = append(stops, func() { cancel(); <-done; <-c.Done() })
+		}
+		// await waits until node has an assignment among count members.
+		await := func(node, count int) {
+			t.Helper()
+			deadline := time.After(10 * time.Minute)
+			for {
+				select {
+				case a := <-got:
+					if a.node == node && a.count == count {
+						return
+					}
+				case <-deadline:
+					t.Fatalf("node-%d got no assignment among %d members", node, count)
+				}
+			}
+		}
+		await(0, 2)
+		await(1, 2)
+
+		h.healthy.Store(false)
+		await(1, 1) // node-0 left: node-1 works alone
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		for len(got) > 0 {
+			if a := <-got; a.node == 0 {
+				t.Fatalf("node-0 was assigned work while unhealthy: %+v", a)
+			}
+		}
+
+		h.healthy.Store(true)
+		await(0, 2)
+	})
+}
