@@ -18,6 +18,10 @@
 // primary. When that fails the handler answers 503 with a short message and
 // logs the error; the message never contains the error's text.
 //
+// The JSON is a Snapshot. Read returns the same data without a handler:
+// the leasehold command's "status -json" prints it, so a script reads one
+// format from either.
+//
 // The handler serves what the database shows to anyone who can reach it:
 // mount it where only operators can.
 package status

@@ -8,19 +8,24 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 )
 
-// snapshot is what one request serves; its JSON encoding is the JSON
-// format of the handler. Times are by the database clock, in UTC, except
-// those of renewal, which are by this process's clock.
-type snapshot struct {
-	Holder       string    `json:"holder"`                 // this process
-	DatabaseTime time.Time `json:"database_time,omitzero"` // the database clock at the read; absent with no rows
-	Renewal      renewal   `json:"renewal"`
-	Leases       []lease   `json:"leases"`
-	Pools        []pool    `json:"pools"`
+// Snapshot is one read of every lease and pool in a coordinator's database.
+// Its JSON encoding is what Handler serves as JSON and what the leasehold
+// command's "status -json" prints. Times are by the database clock, in UTC,
+// except those of Renewal, which are by the serving process's clock.
+type Snapshot struct {
+	// Holder is the serving process's holder string; empty from Read.
+	Holder string `json:"holder,omitempty"`
+	// DatabaseTime is the database clock at the read; zero when there
+	// are no rows.
+	DatabaseTime time.Time `json:"database_time,omitzero"`
+	// Renewal is the serving process's renewal state; nil from Read.
+	Renewal *Renewal `json:"renewal,omitempty"`
+	Leases  []Lease  `json:"leases"`
+	Pools   []Pool   `json:"pools"`
 }
 
-// renewal is this process's renewal state (coordination.RenewalState).
-type renewal struct {
+// Renewal is a process's renewal state (coordination.RenewalState).
+type Renewal struct {
 	Running     bool      `json:"running"`
 	Held        int       `json:"held"`
 	TrustLeft   *float64  `json:"trust_left_seconds,omitempty"` // until the trust deadline; absent with no session
@@ -28,8 +33,8 @@ type renewal struct {
 	LastSuccess time.Time `json:"last_success,omitzero"`
 }
 
-// lease is one election lease.
-type lease struct {
+// Lease is one election lease.
+type Lease struct {
 	Name       string    `json:"name"`
 	Holder     string    `json:"holder"` // "" when free
 	Epoch      int64     `json:"epoch"`
@@ -38,21 +43,21 @@ type lease struct {
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 	Left       float64   `json:"left_seconds"` // until ExpiresAt by the database clock; 0 when not live
 	Live       bool      `json:"live"`
-	Mine       bool      `json:"mine"`
+	Mine       bool      `json:"mine"` // held by the reading coordinator's process
 }
 
-// pool is one pool.
-type pool struct {
+// Pool is one pool.
+type Pool struct {
 	Key          string    `json:"pool"`
 	Generation   int64     `json:"generation"`
 	DatabaseTime time.Time `json:"database_time,omitzero"`
 	// Members lists the members of the generation in index order, then
 	// the member rows outside it (joining, or left and not yet pruned).
-	Members []member `json:"members"`
+	Members []Member `json:"members"`
 }
 
-// member is one member of a pool.
-type member struct {
+// Member is one member of a pool.
+type Member struct {
 	Index     *int      `json:"index"` // its index in the generation; null outside it
 	ID        string    `json:"id"`
 	Holder    string    `json:"holder"` // "" when its row is free or missing
@@ -68,32 +73,22 @@ type member struct {
 // the pools are listed by Coordinator.Pools instead.
 const poolRowPrefix = "pool|"
 
-// read reads the leases and pools of c's database, with now the process's
-// clock for the renewal state.
-func read(ctx context.Context, c *coordination.Coordinator, now time.Time) (snapshot, error) {
-	rs := c.Renewal()
-	s := snapshot{
-		Holder: c.Holder(),
-		Renewal: renewal{
-			Running: rs.Running, Held: rs.Held, Failures: rs.Failures, LastSuccess: rs.LastSuccess.UTC(),
-		},
-		Leases: []lease{},
-		Pools:  []pool{},
-	}
-	if !rs.TrustDeadline.IsZero() {
-		left := seconds(rs.TrustDeadline.Sub(now))
-		s.Renewal.TrustLeft = &left
-	}
+// Read reads every election lease and every pool of c's database, by the
+// database clock, in two statements. c need not be running. Holder and
+// Renewal are left empty: they describe a serving process (Handler fills
+// them in).
+func Read(ctx context.Context, c *coordination.Coordinator) (Snapshot, error) {
+	s := Snapshot{Leases: []Lease{}, Pools: []Pool{}}
 	infos, err := c.Leases(ctx)
 	if err != nil {
-		return snapshot{}, err
+		return Snapshot{}, err
 	}
 	for _, li := range infos {
 		s.DatabaseTime = li.DatabaseTime
 		if strings.HasPrefix(li.Name, poolRowPrefix) {
 			continue
 		}
-		l := lease{
+		l := Lease{
 			Name: li.Name, Holder: li.Holder, Epoch: li.Epoch,
 			AcquiredAt: li.AcquiredAt, RenewedAt: li.RenewedAt, ExpiresAt: li.ExpiresAt,
 			Live: li.Live, Mine: li.Mine,
@@ -105,24 +100,44 @@ func read(ctx context.Context, c *coordination.Coordinator, now time.Time) (snap
 	}
 	states, err := c.Pools(ctx)
 	if err != nil {
-		return snapshot{}, err
+		return Snapshot{}, err
 	}
 	for _, st := range states {
 		s.Pools = append(s.Pools, poolOf(st, c.Holder()))
+		if s.DatabaseTime.IsZero() {
+			s.DatabaseTime = st.DBNow
+		}
+	}
+	return s, nil
+}
+
+// read is Read with the serving process's holder and renewal state, with
+// now the process's clock.
+func read(ctx context.Context, c *coordination.Coordinator, now time.Time) (Snapshot, error) {
+	s, err := Read(ctx, c)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	rs := c.Renewal()
+	s.Holder = c.Holder()
+	s.Renewal = &Renewal{Running: rs.Running, Held: rs.Held, Failures: rs.Failures, LastSuccess: rs.LastSuccess.UTC()}
+	if !rs.TrustDeadline.IsZero() {
+		left := seconds(rs.TrustDeadline.Sub(now))
+		s.Renewal.TrustLeft = &left
 	}
 	return s, nil
 }
 
 // poolOf lays out one pool: the generation's members in index order, then
 // the rows outside it.
-func poolOf(st coordination.PoolState, self string) pool {
-	p := pool{Key: st.Pool, Generation: st.Generation, DatabaseTime: st.DBNow, Members: []member{}}
+func poolOf(st coordination.PoolState, self string) Pool {
+	p := Pool{Key: st.Pool, Generation: st.Generation, DatabaseTime: st.DBNow, Members: []Member{}}
 	rows := make(map[string]coordination.Member, len(st.Members))
 	for _, m := range st.Members {
 		rows[m.ID] = m
 	}
 	add := func(index *int, id string) {
-		m := member{Index: index, ID: id}
+		m := Member{Index: index, ID: id}
 		if r, ok := rows[id]; ok {
 			m.Holder, m.Ack, m.Acked, m.Live, m.ExpiresAt = r.Holder, r.Ack, r.Ack == st.Generation, r.Live, r.ExpiresAt
 			m.Mine = r.Holder != "" && r.Holder == self

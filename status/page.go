@@ -9,7 +9,7 @@ import (
 // view is what the page template renders.
 type view struct {
 	Options
-	Page           snapshot
+	Page           Snapshot
 	RefreshSeconds int
 }
 

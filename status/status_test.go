@@ -207,7 +207,7 @@ func TestPageListsLeasesAndPools(t *testing.T) {
 		t.Errorf("the page has a script")
 	}
 
-	var want snapshot
+	var want Snapshot
 	for _, url := range []string{srv.URL + "/status.json", srv.URL + "/status?format=json"} {
 		code, ct, body := fetch(t, url, "")
 		if code != http.StatusOK || ct != "application/json" {
@@ -221,6 +221,9 @@ func TestPageListsLeasesAndPools(t *testing.T) {
 		t.Fatalf("GET with Accept: application/json: %d %q", code, ct)
 	}
 
+	if want.Renewal == nil {
+		t.Fatalf("JSON has no renewal state: %+v", want)
+	}
 	if want.Holder != f.a.Holder() || !want.Renewal.Running || want.Renewal.Held != 2 ||
 		want.Renewal.TrustLeft == nil || *want.Renewal.TrustLeft <= 0 || want.DatabaseTime.IsZero() {
 		t.Errorf("JSON header = holder %q, renewal %+v, database time %v", want.Holder, want.Renewal, want.DatabaseTime)
@@ -285,7 +288,7 @@ func TestPageEscapes(t *testing.T) {
 		}
 	}
 	_, _, body := fetch(t, srv.URL+"/status.json", "")
-	var s snapshot
+	var s Snapshot
 	if err := json.Unmarshal([]byte(body), &s); err != nil {
 		t.Fatal(err)
 	}

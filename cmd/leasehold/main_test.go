@@ -20,6 +20,7 @@ import (
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/migrations"
+	"github.com/leasehold/leasehold/status"
 )
 
 const wait = 60 * time.Second
@@ -174,7 +175,7 @@ func caseStatus(t *testing.T, tg testdb.Target) {
 	if r.code != 0 {
 		t.Fatalf("status -json: %+v", r)
 	}
-	var s snapshot
+	var s status.Snapshot
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 		t.Fatalf("status -json does not decode: %v\n%s", err, r.stdout)
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/leasehold/leasehold/status"
 )
 
 // changeSet says what changed between two snapshots: per lease name and
@@ -19,9 +21,9 @@ type changeSet struct {
 }
 
 // diff compares s with the previous snapshot prev.
-func diff(prev, s snapshot) *changeSet {
+func diff(prev, s status.Snapshot) *changeSet {
 	c := &changeSet{leases: map[string]string{}, pools: map[string]string{}}
-	before := map[string]lease{}
+	before := map[string]status.Lease{}
 	for _, l := range prev.Leases {
 		before[l.Name] = l
 	}
@@ -52,7 +54,7 @@ func diff(prev, s snapshot) *changeSet {
 	}
 	slices.Sort(c.goneLeases)
 
-	pools := map[string]pool{}
+	pools := map[string]status.Pool{}
 	for _, p := range prev.Pools {
 		pools[p.Key] = p
 	}
@@ -83,7 +85,7 @@ func diff(prev, s snapshot) *changeSet {
 }
 
 // membersOf summarises a pool's members for comparison.
-func membersOf(p pool) string {
+func membersOf(p status.Pool) string {
 	var b strings.Builder
 	for _, m := range p.Members {
 		index := -1
@@ -113,9 +115,9 @@ func watchFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			return err
 		}
 		defer closeDB()
-		var prev *snapshot
+		var prev *status.Snapshot
 		for n := 1; ; n++ {
-			s, err := read(ctx, c)
+			s, err := status.Read(ctx, c)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
