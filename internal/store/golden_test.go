@@ -129,21 +129,7 @@ func TestGoldenSQL(t *testing.T) {
 				section("migration lock", render(db, s, lockArgs[:strings.Count(s, "?")]...))
 			}
 
-			path := filepath.Join("testdata", name+".sql")
-			got := b.String()
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/store/ -run TestGoldenSQL -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("SQL for %s differs from %s; review the change and rerun with -update.\n--- got:\n%s", name, path, got)
-			}
+			checkGolden(t, filepath.Join("testdata", name+".sql"), "TestGoldenSQL", b.String())
 		})
 	}
 }
@@ -234,21 +220,7 @@ func TestGoldenDDL(t *testing.T) {
 				}
 				fmt.Fprintf(&b, "-- ======== from version %d ========\n%s\n", from, script)
 			}
-			path := filepath.Join("testdata", "ddl-"+name+".sql")
-			got := b.String()
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/store/ -run TestGoldenDDL -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("DDL for %s differs from %s; review the change and rerun with -update.\n--- got:\n%s", name, path, got)
-			}
+			checkGolden(t, filepath.Join("testdata", "ddl-"+name+".sql"), "TestGoldenDDL", b.String())
 		})
 	}
 }
@@ -259,5 +231,24 @@ func TestDDLFromRejectsVersions(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprint(from)) || !strings.Contains(err.Error(), "from") {
 			t.Errorf("DDLFrom(%d): err = %v, want an error naming from and the value", from, err)
 		}
+	}
+}
+
+// checkGolden compares got with the golden file at path, or writes it there
+// with -update. test names the test that writes it.
+func checkGolden(t *testing.T, path, test, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/store/ -run %s -update to create it)", err, test)
+	}
+	if got != string(want) {
+		t.Errorf("%s: the statements differ from %s; review the change and rerun with -update.\n--- got:\n%s", test, path, got)
 	}
 }
