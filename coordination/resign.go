@@ -121,9 +121,11 @@ func notHeld(r store.Row) error {
 }
 
 // noticedLocked notes the notice counter a renewal of s returned, and
-// wakes the resign loop when requests are left to read. c.mu must be held.
+// wakes the resign loop when requests are left to read. The counter only
+// grows, so an older value that arrives late is ignored. c.mu must be
+// held.
 func (c *Coordinator) noticedLocked(s *session, notice int64) {
-	s.notice = notice
+	s.notice = max(s.notice, notice)
 	if s.notice != s.handled {
 		c.poke(c.resignWake)
 	}
