@@ -246,6 +246,17 @@ func caseResignUnknownAndFree(t *testing.T, b *bundle) {
 	if !lh.Valid() {
 		t.Fatalf("a refused request ended the term")
 	}
+
+	// Tables that were never migrated: the error says how to migrate.
+	cfg := resignConfig()
+	cfg.Logger, cfg.TablePrefix = zaptest.NewLogger(t), "never_migrated_"
+	bare, err := New(b.db, testIdentity(t, "operator"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bare.Resign(ctx, held.Name(), ResignOptions{}); !errors.Is(err, ErrSchemaMissing) {
+		t.Fatalf("Resign on tables never migrated = %v, want ErrSchemaMissing", err)
+	}
 }
 
 // caseResignPreferredHolder: with two followers, the one a request
