@@ -45,8 +45,9 @@ type ResignOptions struct {
 	// PreferredHolder, when set, names the process that should take the
 	// lease next: its holder string ("node/cluster/instance", as
 	// LeaseInfo.Holder and Coordinator.Holder show it), its node, or its
-	// instance id. Until twice TTL after the request, by the database
-	// clock, no other process takes the lease; then anyone may. A node
+	// instance id. Until twice TTL (the Config.TTL of the coordinator that
+	// calls Resign) after the request, by the database clock, no other
+	// process takes the lease; then anyone may. A node
 	// name matches every process of that node. It must not name the
 	// current holder, and is at most 255 bytes. Defaults to "" (anyone
 	// may take the lease next).
