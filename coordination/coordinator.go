@@ -44,7 +44,7 @@ type leaseStore interface {
 	List(ctx context.Context, prefix string) ([]store.Row, error)
 	Fence(tx *gorm.DB, name string) (store.Row, bool, error)
 	SerializesWriters() bool
-	RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (bool, error)
+	RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error)
 	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
 	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
 	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)

@@ -45,13 +45,17 @@ func (c *Coordinator) renewInFence(tx *gorm.DB, t Token) error {
 		// trusts is never extended.
 		return nil
 	}
-	ok, err := c.store.RenewSessionIn(tx, s.id, c.cfg.TTL)
+	ok, notice, err := c.store.RenewSessionIn(tx, s.id, c.cfg.TTL)
 	if err != nil {
 		return fmt.Errorf("coordination: fencing check of lease %q: renew the session in the transaction: %w", t.Name, err)
 	}
 	if ok {
+		// The notice is committed state whether tx commits or not: a
+		// resign request is acted on even while fenced transactions keep
+		// the renewal loop's own statement waiting.
 		c.mu.Lock()
 		s.fenceRenewals++
+		c.noticedLocked(s, notice)
 		c.mu.Unlock()
 	}
 	return nil

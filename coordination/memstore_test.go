@@ -165,8 +165,8 @@ func (m *memStore) PendingResigns(ctx context.Context, session string, names []s
 	return out, nil
 }
 
-func (m *memStore) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (bool, error) {
-	return false, nil
+func (m *memStore) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (bool, int64, error) {
+	return false, 0, nil
 }
 
 func (m *memStore) ReadSession(ctx context.Context, id string) (store.Session, bool, error) {

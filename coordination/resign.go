@@ -45,8 +45,9 @@ type ResignOptions struct {
 	// PreferredHolder, when set, names the process that should take the
 	// lease next: its holder string ("node/cluster/instance", as
 	// LeaseInfo.Holder and Coordinator.Holder show it), its node, or its
-	// instance id. Until twice TTL after the request, by the database
-	// clock, no other process takes the lease; then anyone may. A node
+	// instance id. Until twice TTL (the Config.TTL of the coordinator that
+	// calls Resign) after the request, by the database clock, no other
+	// process takes the lease; then anyone may. A node
 	// name matches every process of that node. It must not name the
 	// current holder, and is at most 255 bytes. Defaults to "" (anyone
 	// may take the lease next).
@@ -70,9 +71,11 @@ type ResignOptions struct {
 // hold-off.
 //
 // Resign needs no running coordinator: it works before and without Run,
-// like Leases, so a command-line tool can call it. It returns an error
-// wrapping ErrUnknownLease when the lease has no row, and ErrNotHeld when
-// it has no live holder. Pool memberships ("pool|..." rows) are refused:
+// like Leases, so a command-line tool can call it; it does not migrate,
+// and on a schema older than this build it returns an error wrapping
+// ErrSchemaMissing that says how to migrate. It returns an error wrapping
+// ErrUnknownLease when the lease has no row, and ErrNotHeld when it has
+// no live holder. Pool memberships ("pool|..." rows) are refused:
 // to move a pool's work off a process, stop its Pool.Run, or let its
 // health check fail (Config.HealthCheck).
 func (c *Coordinator) Resign(ctx context.Context, name string, opts ResignOptions) (LeaseInfo, error) {
@@ -85,7 +88,9 @@ func (c *Coordinator) Resign(ctx context.Context, name string, opts ResignOption
 		return LeaseInfo{}, fmt.Errorf("%w: ResignOptions.PreferredHolder %q is %d bytes long; the limit is %d",
 			ErrInvalidConfig, pref, len(pref), maxPreferredHolderLen)
 	}
-	row, found, notified, err := c.store.RequestResign(ctx, name, pref, preferWindowTTLs*c.cfg.TTL, func(r store.Row) error {
+	refused := false
+	row, found, notified, err := c.store.RequestResign(ctx, name, pref, preferWindowTTLs*c.cfg.TTL, func(r store.Row) (err error) {
+		defer func() { refused = err != nil }()
 		switch {
 		case !r.Live():
 			return notHeld(r)
@@ -98,6 +103,13 @@ func (c *Coordinator) Resign(ctx context.Context, name string, opts ResignOption
 		return nil
 	})
 	switch {
+	case err != nil && !refused && ctx.Err() == nil:
+		// A schema older than this build lacks the columns of the request:
+		// say so, and how to migrate, rather than which column is missing.
+		if serr := c.store.CheckSchema(ctx); errors.Is(serr, ErrSchemaMissing) {
+			err = serr
+		}
+		return LeaseInfo{}, fmt.Errorf("coordination: resign lease %q: %w", name, err)
 	case err != nil:
 		return LeaseInfo{}, fmt.Errorf("coordination: resign lease %q: %w", name, err)
 	case !found:
@@ -121,9 +133,11 @@ func notHeld(r store.Row) error {
 }
 
 // noticedLocked notes the notice counter a renewal of s returned, and
-// wakes the resign loop when requests are left to read. c.mu must be held.
+// wakes the resign loop when requests are left to read. The counter only
+// grows, so an older value that arrives late is ignored. c.mu must be
+// held.
 func (c *Coordinator) noticedLocked(s *session, notice int64) {
-	s.notice = notice
+	s.notice = max(s.notice, notice)
 	if s.notice != s.handled {
 		c.poke(c.resignWake)
 	}

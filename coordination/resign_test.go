@@ -67,11 +67,21 @@ func noTerm(t testing.TB, ch <-chan int64, who string, d time.Duration) {
 	}
 }
 
+// resignConfig renews and retries as often as fastConfig, but trusts a
+// term for 5s, so that no term ends by itself while a case runs on a busy
+// machine, and a resigning holder's hold-off (one TTL) stays well within
+// wait.
+func resignConfig() Config {
+	cfg := fastConfig()
+	cfg.TTL, cfg.Margin = 6*time.Second, time.Second
+	return cfg
+}
+
 // operator returns a coordinator that is never run, as a command-line
 // tool's would be.
 func operator(t testing.TB, b *bundle) *Coordinator {
 	t.Helper()
-	cfg := fastConfig()
+	cfg := resignConfig()
 	cfg.Logger = zaptest.NewLogger(t)
 	c, err := New(b.db, testIdentity(t, "operator"), cfg)
 	if err != nil {
@@ -84,8 +94,8 @@ func operator(t testing.TB, b *bundle) *Coordinator {
 // ErrResigned; its work returns, the lease is released, and the follower
 // takes it at the next epoch while the old holder holds off.
 func caseResignHandsOver(t *testing.T, b *bundle) {
-	a := start(t, b.db, "node-a", fastConfig())
-	bb := start(t, b.db, "node-b", fastConfig())
+	a := start(t, b.db, "node-a", resignConfig())
+	bb := start(t, b.db, "node-b", resignConfig())
 	ea := election(t, a.Coordinator, ClusterScope, "reports")
 	la := runLeader(t, ea)
 	epoch := recvTerm(t, la.terms, "A")
@@ -126,7 +136,7 @@ func caseResignHandsOver(t *testing.T, b *bundle) {
 // request in its row, nor one started after a release that beat the
 // holder to the request.
 func caseResignIsFencedByEpoch(t *testing.T, b *bundle) {
-	r := start(t, b.db, "node-a", fastConfig())
+	r := start(t, b.db, "node-a", resignConfig())
 	renewed := renewSignal(r)
 	e := election(t, r.Coordinator, GlobalScope, "fenced")
 	l1 := mustCampaign(t, e)
@@ -189,7 +199,7 @@ func caseResignIsFencedByEpoch(t *testing.T, b *bundle) {
 // caseResignUnknownAndFree: requests that cannot be recorded say why and
 // name the lease.
 func caseResignUnknownAndFree(t *testing.T, b *bundle) {
-	r := start(t, b.db, "node-a", fastConfig())
+	r := start(t, b.db, "node-a", resignConfig())
 	op := operator(t, b)
 	ctx := context.Background()
 
@@ -236,14 +246,25 @@ func caseResignUnknownAndFree(t *testing.T, b *bundle) {
 	if !lh.Valid() {
 		t.Fatalf("a refused request ended the term")
 	}
+
+	// Tables that were never migrated: the error says how to migrate.
+	cfg := resignConfig()
+	cfg.Logger, cfg.TablePrefix = zaptest.NewLogger(t), "never_migrated_"
+	bare, err := New(b.db, testIdentity(t, "operator"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bare.Resign(ctx, held.Name(), ResignOptions{}); !errors.Is(err, ErrSchemaMissing) {
+		t.Fatalf("Resign on tables never migrated = %v, want ErrSchemaMissing", err)
+	}
 }
 
 // caseResignPreferredHolder: with two followers, the one a request
 // prefers takes the lease, by node and then by instance id.
 func caseResignPreferredHolder(t *testing.T, b *bundle) {
-	a := start(t, b.db, "node-a", fastConfig())
-	bb := start(t, b.db, "node-b", fastConfig())
-	cc := start(t, b.db, "node-c", fastConfig())
+	a := start(t, b.db, "node-a", resignConfig())
+	bb := start(t, b.db, "node-b", resignConfig())
+	cc := start(t, b.db, "node-c", resignConfig())
 	ea := election(t, a.Coordinator, ClusterScope, "preferred")
 	la := runLeader(t, ea)
 	epoch := recvTerm(t, la.terms, "A")

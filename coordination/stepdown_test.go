@@ -34,13 +34,13 @@ func (h *health) check(ctx context.Context) error {
 func caseStepDownHandsOver(t *testing.T, b *bundle) {
 	h := &health{}
 	h.healthy.Store(true)
-	cfg := fastConfig()
+	cfg := resignConfig()
 	cfg.HealthCheck, cfg.HealthInterval, cfg.HealthFailures = h.check, 100*time.Millisecond, 2
 	a := start(t, b.db, "node-a", cfg)
 	ea := election(t, a.Coordinator, ClusterScope, "stepdown")
 	la := runLeader(t, ea)
 	epoch := recvTerm(t, la.terms, "A")
-	bb := start(t, b.db, "node-b", fastConfig())
+	bb := start(t, b.db, "node-b", resignConfig())
 	lb := runLeader(t, election(t, bb.Coordinator, ClusterScope, "stepdown"))
 	events, unsubscribe := a.Subscribe(64)
 	defer unsubscribe()

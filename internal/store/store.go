@@ -278,11 +278,11 @@ func (s *Store) RenewSession(ctx context.Context, id string, ttl time.Duration) 
 }
 
 // RenewSessionIn renews session id inside the caller's transaction tx,
-// with the same statement as RenewSession. It takes effect only if tx
-// commits. It reports whether the session was live to renew.
-func (s *Store) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (bool, error) {
-	ok, _, err := s.renew(tx, id, ttl)
-	return ok, err
+// with the same statement as RenewSession, and returns the same notice
+// counter. It takes effect only if tx commits. It reports whether the
+// session was live to renew.
+func (s *Store) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
+	return s.renew(tx, id, ttl)
 }
 
 // renew sends the renewal statement on db and reads back the notice.
