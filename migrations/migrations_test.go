@@ -42,6 +42,7 @@ func TestMigrations(t *testing.T) {
 		{"ConcurrentProcesses", caseConcurrentProcesses},
 		{"HandAppliedDDL", caseHandAppliedDDL},
 		{"DDLFromEveryVersionTwice", caseDDLFromTwice},
+		{"DDLFromAboveTheRealVersionKeepsRows", caseDDLFromAboveRealVersion},
 		{"ScriptFromThroughClientTwice", caseScriptThroughClient},
 		{"PrefixesAreIndependent", casePrefixes},
 		{"PoolRowsRenamed", casePoolRowsRenamed},
@@ -345,6 +346,66 @@ func caseDDLFromTwice(t *testing.T, tg testdb.Target) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("from %d: lease rows %+v, want %+v", from, got, want)
+		}
+	}
+}
+
+// caseDDLFromAboveRealVersion applies, on SQLite, the statements for a
+// version above the one the schema is really at: the lease table is rebuilt
+// for its columns at that version, and it must still keep every row and its
+// epoch (an emptied table would hand out epochs again). Elsewhere a column
+// addition is guarded on its own, and nothing is rebuilt.
+func caseDDLFromAboveRealVersion(t *testing.T, tg testdb.Target) {
+	if tg.Dialect != "sqlite" {
+		t.Skip("only SQLite rebuilds tables in its DDL")
+	}
+	db := tg.Open(t)
+	ctx := context.Background()
+	for real := 1; real < migrations.LatestVersion; real++ {
+		for from := real + 1; from <= migrations.LatestVersion; from++ {
+			prefix := fmt.Sprintf("real%d_from%d_", real, from)
+			opts := migrations.Options{TablePrefix: prefix}
+			st, err := store.New(db, store.Options{TablePrefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.MigrateTo(ctx, time.Minute, real); err != nil {
+				t.Fatalf("migrate to %d: %v", real, err)
+			}
+			leases := prefix + "leases"
+			if err := db.Exec("INSERT INTO " + leases + " (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us) " +
+				"VALUES ('global/kept', 'n/c/i', 41, 1, 2, 3)").Error; err != nil {
+				t.Fatal(err)
+			}
+			stmts, err := migrations.DDLFrom(db.Name(), opts, from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// As sqlite3 without -bail would: a failed statement does not stop
+			// the script. One connection, as the script needs.
+			sqlDB, err := db.DB()
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn, err := sqlDB.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range stmts {
+				if _, err := conn.ExecContext(ctx, s); err != nil {
+					t.Logf("real version %d, DDL from %d: %v (%.60s)", real, from, err, s)
+				}
+			}
+			if err := conn.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var epochs []int64
+			if err := db.Raw("SELECT epoch FROM " + leases + " WHERE name = 'global/kept'").Scan(&epochs).Error; err != nil {
+				t.Fatalf("real version %d, DDL from %d: read the lease table: %v", real, from, err)
+			}
+			if len(epochs) != 1 || epochs[0] != 41 {
+				t.Fatalf("real version %d, DDL from %d: epochs of the kept row %v, want [41]", real, from, epochs)
+			}
 		}
 	}
 }

@@ -949,23 +949,31 @@ func (d *dialect) unlessCounted(check, s string) []string {
 }
 
 // rebuildTable gives a SQLite table the columns want, copying its rows,
-// when it has the columns had (a prefix of want) or already all of want:
-// SQLite cannot add a column only if it is missing, and this copy works on
-// either. The columns want adds to had take their defaults; a NATURAL LEFT
-// JOIN with one row of those defaults keeps the table's own values where
-// it has the columns already. Run it inside one transaction.
-func (d *dialect) rebuildTable(table, pk string, had, want []column) []string {
+// when it has the columns before (a prefix of want) or already all of
+// want: SQLite cannot add a column only if it is missing, and this copy
+// works on either. The columns want adds to before take their defaults from
+// one row; a NATURAL LEFT JOIN with that row has no column in common with a
+// table that lacks them all (each row gets the defaults), and only those in
+// common with one that has them all (each row keeps its own values). The
+// columns of one migration step come and go together, so a rebuild per step
+// copies a table at any version. A missing table is created as before
+// first. Run it inside one transaction.
+func (d *dialect) rebuildTable(table, pk string, before, want []column) []string {
 	q, tmp := d.quote(table), table+"_rebuild"
 	names := make([]string, len(want))
 	for i, c := range want {
 		names[i] = c.name
 	}
 	var defaults []string
-	for _, c := range want[len(had):] {
+	for _, c := range want[len(before):] {
 		defaults = append(defaults, c.def+" AS "+c.name)
 	}
 	cols := strings.Join(names, ", ")
 	return []string{
+		// A table the script expects but that is not there yet is
+		// created as it was first, so that the copy and the rename
+		// below still make it.
+		d.createTable(table, pk, before),
 		"DROP TABLE IF EXISTS " + d.quote(tmp),
 		d.createTable(tmp, pk, want),
 		"INSERT INTO " + d.quote(tmp) + " (" + cols + ") SELECT " + cols + " FROM " + q +

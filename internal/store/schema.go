@@ -169,6 +169,9 @@ type tableAt struct {
 	name string
 	pk   string
 	cols []column
+	// created are the columns of the step that created the table, which
+	// every version that has the table has.
+	created []column
 }
 
 // tablesAt lists the tables that migration steps create, with their
@@ -183,7 +186,7 @@ func tablesAt(t Tables, version int) []tableAt {
 		i := slices.IndexFunc(out, func(ta tableAt) bool { return ta.name == name })
 		if i < 0 {
 			// The step that creates a table lists its key column first.
-			out = append(out, tableAt{name: name, pk: m.columns.cols[0].name})
+			out = append(out, tableAt{name: name, pk: m.columns.cols[0].name, created: m.columns.cols})
 			i = len(out) - 1
 		}
 		if m.Version <= version {
@@ -276,10 +279,15 @@ func DDL(dialectName, prefix string) ([]string, error) {
 // additions through a prepared statement chosen by a look at
 // information_schema). SQLite cannot guard a column addition, so there a
 // missing table is created in its latest form, and a table that lacks
-// columns is rebuilt with them, rows kept, all in one transaction (BEGIN
-// IMMEDIATE ... COMMIT).
+// columns at from is rebuilt with them, rows kept, all in one transaction
+// (BEGIN IMMEDIATE ... COMMIT), once for each step that added columns to
+// it. Each copy works whether the table has that step's columns or not,
+// so a from above the real version loses no row there; on the other
+// dialects such a from leaves out the steps between.
 //
-// The statements must run on one connection, in order.
+// The statements must run on one connection, in order; a caller that stops
+// at a failed statement must roll back (on SQLite the transaction holds the
+// database's write lock).
 func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 	d, err := lookupDialect(dialectName)
 	if err != nil {
@@ -301,8 +309,18 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 			case len(had) == 0:
 				stmts = append(stmts, d.createTable(ta.name, ta.pk, ta.cols))
 			case len(had) < len(ta.cols):
+				// One rebuild per step that added columns, whatever
+				// from says: each copy works whether the table has
+				// that step's columns already or not, so a table
+				// really older than from keeps its rows too.
 				rebuild = true
-				stmts = append(stmts, d.rebuildTable(ta.name, ta.pk, had, ta.cols)...)
+				before := ta.created
+				for v := 1; v <= LatestVersion; v++ {
+					if cols := tablesAt(t, v)[i].cols; len(cols) > len(before) {
+						stmts = append(stmts, d.rebuildTable(ta.name, ta.pk, before, cols)...)
+						before = cols
+					}
+				}
 			}
 		}
 		if rebuild {
