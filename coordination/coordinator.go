@@ -48,7 +48,7 @@ type leaseStore interface {
 	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
 	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
 	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
-	RequestResign(ctx context.Context, name, prefer string, window time.Duration, check func(store.Row) error) (row store.Row, found, notified bool, err error)
+	RequestResign(ctx context.Context, name, prefer string, check func(store.Row) (time.Duration, error)) (row store.Row, found, notified bool, err error)
 	PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error)
 	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
 	CheckSchema(ctx context.Context) error

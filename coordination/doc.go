@@ -178,7 +178,7 @@
 // holder ends the term with cause [ErrResigned], releases the lease once
 // the work has returned, and holds off taking it again for one TTL, so a
 // follower takes over; [ResignOptions].PreferredHolder reserves the lease
-// for one process for twice TTL.
+// for one process for twice the holder's TTL.
 //
 // [Config].HealthCheck makes a process step down when it is unfit to lead:
 // while its last check failed it does not campaign, and after

@@ -85,7 +85,10 @@ type RenewalState struct {
 	// holds ends then. Zero when there is no session.
 	TrustDeadline time.Time
 	// Failures is the number of consecutive failed renewal statements
-	// since the last successful one.
+	// of the renewal loop since its last successful one. The loop renews
+	// only while the process holds something, so the count stays as it
+	// was while nothing is held; renewals made on the way to an acquire
+	// are not counted.
 	Failures int
 	// LastError is the error of the last renewal statement; nil after a
 	// success.

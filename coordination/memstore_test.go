@@ -128,8 +128,8 @@ func (m *memStore) RenewSession(ctx context.Context, id string, ttl time.Duratio
 	return true, s.notice, nil
 }
 
-func (m *memStore) RequestResign(ctx context.Context, name, prefer string, window time.Duration,
-	check func(store.Row) error) (store.Row, bool, bool, error) {
+func (m *memStore) RequestResign(ctx context.Context, name, prefer string,
+	check func(store.Row) (time.Duration, error)) (store.Row, bool, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.rows[name]
@@ -138,7 +138,8 @@ func (m *memStore) RequestResign(ctx context.Context, name, prefer string, windo
 	}
 	now := nowUS()
 	row := m.rowLocked(r, now)
-	if err := check(row); err != nil {
+	window, err := check(row)
+	if err != nil {
 		return row, true, false, err
 	}
 	s := m.sessions[r.session]

@@ -28,12 +28,13 @@ import (
 // holder, so that a follower takes over; when nobody does, it may take it
 // back after the hold-off.
 //
-// A preferred holder is recorded with the request, until twice TTL after
-// it by the database clock: the acquire statement lets no other process
-// take the lease until then (takeable in internal/store/dialect.go).
+// A preferred holder is recorded with the request, until twice the
+// holder's TTL after it by the database clock: the acquire statement lets
+// no other process take the lease until then (takeable in
+// internal/store/dialect.go).
 
-// preferWindowTTLs is how long, in TTLs of the requesting coordinator, a
-// preferred holder has the lease reserved for it.
+// preferWindowTTLs is how long, in TTLs of the holder (the TTL its session
+// is renewed with), a preferred holder has the lease reserved for it.
 const preferWindowTTLs = 2
 
 // maxPreferredHolderLen bounds ResignOptions.PreferredHolder: it is stored
@@ -45,12 +46,16 @@ type ResignOptions struct {
 	// PreferredHolder, when set, names the process that should take the
 	// lease next: its holder string ("node/cluster/instance", as
 	// LeaseInfo.Holder and Coordinator.Holder show it), its node, or its
-	// instance id. Until twice TTL (the Config.TTL of the coordinator that
-	// calls Resign) after the request, by the database clock, no other
-	// process takes the lease; then anyone may. A node
-	// name matches every process of that node. It must not name the
-	// current holder, and is at most 255 bytes. Defaults to "" (anyone
-	// may take the lease next).
+	// instance id. Until twice the holder's TTL (the TTL its session is
+	// renewed with, as the database shows it) after the request, by the
+	// database clock, no other process takes the lease; then anyone may.
+	// A node name matches every process of that node. It must not name
+	// the current holder, and is at most 255 bytes of printable ASCII:
+	// Resign refuses it otherwise, with an error wrapping
+	// ErrInvalidConfig. Nothing checks that a process answers to it (a
+	// follower has no row until it acquires): a name that nobody answers
+	// to keeps the lease without a leader for the whole window. Defaults
+	// to "" (anyone may take the lease next).
 	PreferredHolder string
 }
 
@@ -87,20 +92,23 @@ func (c *Coordinator) Resign(ctx context.Context, name string, opts ResignOption
 	case len(pref) > maxPreferredHolderLen:
 		return LeaseInfo{}, fmt.Errorf("%w: ResignOptions.PreferredHolder %q is %d bytes long; the limit is %d",
 			ErrInvalidConfig, pref, len(pref), maxPreferredHolderLen)
+	case strings.IndexFunc(pref, func(r rune) bool { return r < ' ' || r > '~' }) >= 0:
+		return LeaseInfo{}, fmt.Errorf("%w: ResignOptions.PreferredHolder %q has a byte outside printable ASCII, which no holder string has",
+			ErrInvalidConfig, pref)
 	}
 	refused := false
-	row, found, notified, err := c.store.RequestResign(ctx, name, pref, preferWindowTTLs*c.cfg.TTL, func(r store.Row) (err error) {
+	row, found, notified, err := c.store.RequestResign(ctx, name, pref, func(r store.Row) (window time.Duration, err error) {
 		defer func() { refused = err != nil }()
 		switch {
 		case !r.Live():
-			return notHeld(r)
+			return 0, notHeld(r)
 		case r.Session == "":
-			return fmt.Errorf("lease %q is held by %q, a build of leasehold without sessions, which cannot be asked to resign",
+			return 0, fmt.Errorf("lease %q is held by %q, a build of leasehold without sessions, which cannot be asked to resign",
 				r.Name, r.Holder)
 		case pref != "" && store.Prefers(pref, r.Holder):
-			return fmt.Errorf("ResignOptions.PreferredHolder %q names the current holder %q", pref, r.Holder)
+			return 0, fmt.Errorf("%w: ResignOptions.PreferredHolder %q names the current holder %q", ErrInvalidConfig, pref, r.Holder)
 		}
-		return nil
+		return preferWindowTTLs * holderTTL(r, c.cfg.TTL), nil
 	})
 	switch {
 	case err != nil && !refused && ctx.Err() == nil:
@@ -122,6 +130,17 @@ func (c *Coordinator) Resign(ctx context.Context, name string, opts ResignOption
 	c.log.Info("requested resign", zap.String("lease", name), zap.String("holder", row.Holder),
 		zap.Int64("epoch", row.Epoch), zap.String("preferred_holder", pref))
 	return c.info(row), nil
+}
+
+// holderTTL is the TTL the holder of r renews its session with, as the
+// database shows it (the session's expiry less its last renewal), or
+// fallback when the row does not tell: the preference then lasts for the
+// holder's TTL, not for the requester's.
+func holderTTL(r store.Row, fallback time.Duration) time.Duration {
+	if ttl := r.ExpiresAt.Sub(r.RenewedAt); ttl > 0 && ttl <= MaxTTL {
+		return ttl
+	}
+	return fallback
 }
 
 // notHeld is the error of a resign request for a lease nobody holds.
@@ -157,9 +176,9 @@ func (c *Coordinator) resignLoop(ctx context.Context) {
 }
 
 // readResigns reads which leases of the current session have a resign
-// request for their current term, and ends those terms. A failed read is
-// tried again after the next renewal, which finds the counter still
-// unhandled.
+// request for their current term, and ends those terms. A failed read,
+// and a read while an acquire is under way on the session, are tried again
+// after the next renewal, which finds the counter still unhandled.
 func (c *Coordinator) readResigns(ctx context.Context) {
 	c.mu.Lock()
 	s := c.sess
@@ -191,7 +210,12 @@ func (c *Coordinator) readResigns(ctx context.Context) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s.handled = notice
+	// An acquire under way on s may have committed terms that are not in
+	// c.held yet; a request for one of them would go unread if the notice
+	// counted as handled now. It is read again after the next renewal.
+	if s.busy == 0 {
+		s.handled = notice
+	}
 	for _, t := range terms {
 		l := c.held[t.Name]
 		if l == nil || l.sess != s || l.epoch != t.Epoch {

@@ -237,6 +237,10 @@ func caseResignUnknownAndFree(t *testing.T, b *bundle) {
 		!strings.Contains(err.Error(), "PreferredHolder") {
 		t.Fatalf("Resign with a 256-byte PreferredHolder = %v, want ErrInvalidConfig naming the field", err)
 	}
+	if _, err := op.Resign(ctx, held.Name(), ResignOptions{PreferredHolder: "nöde"}); !errors.Is(err, ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), "printable ASCII") {
+		t.Fatalf("Resign with a non-ASCII PreferredHolder = %v, want ErrInvalidConfig", err)
+	}
 	if got := row(t, b.db, held.Name()); got.ResignEpoch != 0 || got.PreferredHolder != "" {
 		t.Fatalf("refused requests left %+v in the row", got)
 	}
@@ -296,7 +300,7 @@ func caseResignPreferredHolder(t *testing.T, b *bundle) {
 	if _, ok, err := acquireOne(ctx, s, holder, "node-h/test/h1", name); err != nil || !ok {
 		t.Fatalf("acquire %s: %v, %v", name, ok, err)
 	}
-	got, found, notified, err := s.RequestResign(ctx, name, "node-p", time.Minute, func(store.Row) error { return nil })
+	got, found, notified, err := s.RequestResign(ctx, name, "node-p", func(store.Row) (time.Duration, error) { return time.Minute, nil })
 	if err != nil || !found || !notified || got.Holder != "node-h/test/h1" {
 		t.Fatalf("RequestResign = %+v, %v, %v, %v", got, found, notified, err)
 	}
@@ -322,5 +326,27 @@ func caseResignPreferredHolder(t *testing.T, b *bundle) {
 	case e := <-la.terms:
 		t.Fatalf("A took the lease at epoch %d while B was preferred", e)
 	default:
+	}
+}
+
+// TestHolderTTL: a preference lasts twice the holder's TTL, read from its
+// session as the database shows it, not the TTL of the process that asks
+// (a command-line tool runs with the default).
+func TestHolderTTL(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		renewed, expires time.Time
+		want             time.Duration
+	}{
+		{at, at.Add(3 * time.Second), 3 * time.Second},
+		{at, at.Add(time.Hour), time.Hour},
+		{time.Time{}, time.Time{}, 15 * time.Second},         // nothing to read: the fallback
+		{at, at.Add(-time.Second), 15 * time.Second},         // not a TTL
+		{at, at.Add(MaxTTL + time.Second), 15 * time.Second}, // beyond any TTL accepted
+	} {
+		r := store.Row{RenewedAt: tc.renewed, ExpiresAt: tc.expires}
+		if got := holderTTL(r, 15*time.Second); got != tc.want {
+			t.Errorf("holderTTL(renewed %v, expires %v) = %v, want %v", tc.renewed, tc.expires, got, tc.want)
+		}
 	}
 }

@@ -309,7 +309,10 @@ func (c *Coordinator) renewOnce(ctx context.Context) renewOutcome {
 		c.events.emit(Event{Kind: EventError, Err: fmt.Errorf("renew the session of %d leases: %w", n, err)})
 		return renewFailed
 	case !ok:
+		// The statement worked but renewed nothing: no success to
+		// report, and no failure of the database either.
 		c.sessionGone(s)
+		return renewed
 	default:
 		c.sessionRenewed(s, start, notice)
 	}

@@ -115,6 +115,8 @@ func resignFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			return fmt.Errorf("no lease named %q (leasehold status lists them; names look like cluster/<cluster>/<name> or global/<name>)", name)
 		case errors.Is(err, coordination.ErrNotHeld):
 			return fmt.Errorf("lease %q has no live holder: there is nobody to ask", name)
+		case errors.Is(err, coordination.ErrInvalidConfig):
+			return usagef("invalid value %q for flag -prefer: %v", *prefer, err)
 		case err != nil:
 			return err
 		}

@@ -178,7 +178,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		positional = append(positional, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
-	if err := e.db.check(); err != nil {
+	// ddl connects to nothing: it needs a DSN no more than a database.
+	if err := e.db.check(cmd.name != "ddl"); err != nil {
 		return e.fail(err, fs.Usage)
 	}
 	return e.fail(action(ctx, e, positional), fs.Usage)
@@ -218,13 +219,13 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// check validates the database flags the flag package cannot, and fills
-// in the SQLite default.
-func (c *dbConfig) check() error {
+// check validates the database flags the flag package cannot. needDSN
+// makes -dsn required for the drivers that have no default.
+func (c *dbConfig) check(needDSN bool) error {
 	if !slices.Contains(drivers(), c.driver) {
 		return usagef("invalid value %q for flag -driver: want one of %s", c.driver, strings.Join(drivers(), ", "))
 	}
-	if c.dsn == "" && !isSQLite(c.driver) {
+	if needDSN && c.dsn == "" && !isSQLite(c.driver) {
 		return usagef("flag -dsn (or LEASEHOLD_DSN) is required with -driver %s; only the SQLite drivers have a default", c.driver)
 	}
 	if _, err := migrations.DDL(dialectOf(c.driver), migrations.Options{TablePrefix: c.prefix}); err != nil {

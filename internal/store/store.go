@@ -493,12 +493,13 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 // row, hands it to check, which refuses the request by returning an error
 // (a lease that is free, say), and otherwise records the request fenced
 // by the term's session and epoch (sqlRequestResign) and bumps the notice
-// counter of that session (sqlNotifySession). prefer and window are those
-// of sqlRequestResign. It returns the row as read, and found false when
-// the lease has no row. notified is false when the holder's session was
-// gone by the time its notice was to be bumped: nothing is recorded then.
-func (s *Store) RequestResign(ctx context.Context, name, prefer string, window time.Duration,
-	check func(Row) error) (row Row, found, notified bool, err error) {
+// counter of that session (sqlNotifySession). prefer is that of
+// sqlRequestResign; check returns the window the preference lasts.
+// It returns the row as read, and found false when the lease has no row.
+// notified is false when the holder's session was gone by the time its
+// notice was to be bumped: nothing is recorded then.
+func (s *Store) RequestResign(ctx context.Context, name, prefer string,
+	check func(Row) (window time.Duration, err error)) (row Row, found, notified bool, err error) {
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
 		return s.decideTx(db, func(tx *gorm.DB) error {
 			lock := s.d.sqlLockRows(s.tables, []string{name})
@@ -515,7 +516,8 @@ func (s *Store) RequestResign(ctx context.Context, name, prefer string, window t
 				return err
 			}
 			row, found = rows[0], true
-			if err := check(row); err != nil {
+			window, err := check(row)
+			if err != nil {
 				return err
 			}
 			if _, err := exec(tx, s.d.sqlRequestResign(s.tables, row.Session, Term{Name: name, Epoch: row.Epoch}, prefer, window)); err != nil {
