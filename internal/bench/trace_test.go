@@ -39,6 +39,9 @@ func TestIsRenewMatchesTheGoldenStatements(t *testing.T) {
 		t.Fatalf("no golden files under ../store/testdata (%v)", err)
 	}
 	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), "ddl-") {
+			continue // the schema scripts: no lease statement in them
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
