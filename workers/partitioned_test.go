@@ -121,6 +121,10 @@ func casePartitionedFive(t *testing.T, b *bundle) {
 		// of safety and of eventual settling, which no TTL weakens.
 		cfg.Coordination.TTL, cfg.Coordination.Margin = 4*time.Second, time.Second
 		cfg.Coordination.RenewInterval = 500 * time.Millisecond
+		// A member's work may be waiting for SQLite's write lock, up to
+		// the DSN's 5s busy timeout, when its pool leaves: the graceful
+		// leave needs a shutdown timeout longer than that wait.
+		cfg.Coordination.ShutdownTimeout = 15 * time.Second
 		cfg.Coordination.Logger = zaptest.NewLogger(t)
 		id := testIdentity(t, name, "test")
 		holder := id.Holder()
