@@ -120,7 +120,6 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 <table class="pool">
 <thead><tr><th>Index</th><th>Member</th><th>Holder</th><th>Ack</th><th>Left</th><th>Live</th><th>Mine</th></tr></thead>
 <tbody>
-{{- $gen := .Generation}}
 {{- range .Members}}
 <tr class="member{{if .Mine}} mine{{end}}{{if not .Live}} dead{{end}}">
 <td class="num">{{if .Index}}{{deref .Index}}{{else}}-{{end}}</td>
