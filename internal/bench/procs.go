@@ -245,13 +245,24 @@ func runFleet(ctx context.Context, r *runner, tg *target) *Table {
 	killed := stopAll(all, stopBound)
 	serrs, serr := sampler.end()
 	var slowExit time.Duration
+	var exits, inside []time.Duration
 	for _, c := range all {
 		slowExit = max(slowExit, c.exitTime())
+		exits = append(exits, c.exitTime())
+		if _, _, exit, _ := c.state(); exit != nil {
+			inside = append(inside, time.Duration(exit.TermToDoneMS)*time.Millisecond)
+		}
 	}
 	if killed > 0 {
 		t.fail("slowest exit after SIGTERM", fmt.Sprintf("%d killed after %s", killed, stopBound), "<= "+exitTarget.String())
 	} else {
 		t.add("slowest exit after SIGTERM", fmtDur(slowExit), "<= "+exitTarget.String(), slowExit <= exitTarget)
+		if s, _, err := p50p99(exits); err == nil {
+			t.info("exit after SIGTERM p50 / p99", s)
+		}
+		if s, _, err := p50p99(inside); err == nil {
+			t.info("signal to Run returned, inside the process, p50 / p99", s)
+		}
 	}
 	checkLive(ctx, t, tg)
 	most, who, samples := maxConns(all)
