@@ -58,7 +58,7 @@ const (
 type Config struct {
 	// TTL is how long a lease stays live in the database after an acquire
 	// or renewal, measured by the database clock. A crashed holder is
-	// replaced at most TTL plus one RetryInterval (with jitter) later.
+	// replaced at most TTL plus one RetryInterval (and its jitter) later.
 	// Must be at least MinTTL (10ms) and at most MaxTTL (24h). Defaults to
 	// 15s.
 	TTL time.Duration
@@ -71,8 +71,11 @@ type Config struct {
 	// Defaults to TTL/3 (5s).
 	RenewInterval time.Duration
 
-	// RetryInterval is the time between a follower's attempts to acquire;
-	// each wait adds a random 0-50% so that followers do not act in step.
+	// RetryInterval is the time between a follower's attempts to acquire
+	// (its polls); each wait adds a random 0-5%, at most 25ms, so that
+	// followers do not act in step. Where notifications work (see
+	// DisableNotifications), a release wakes followers at once and the
+	// polls only catch crashes and lost notifications.
 	// It is also the ceiling of the backoff between failed renewals.
 	// Must be at least MinInterval (1ms) and at most TTL. Defaults to 2s,
 	// or TTL/4 when that is shorter.
@@ -107,6 +110,19 @@ type Config struct {
 	// Only ASCII letters, digits and '_' are allowed, starting with a
 	// letter or '_', at most 40 bytes. Defaults to "leasehold_".
 	TablePrefix string
+
+	// DisableNotifications turns off release notifications. With them, a
+	// release wakes the processes campaigning for the lease, and a change
+	// to a pool wakes its members, so that they act at once instead of at
+	// their next poll: on PostgreSQL through LISTEN/NOTIFY, on one
+	// listening connection per process that also carries the reads and
+	// acquires (so within MaxConnections, which must be 2 or more for
+	// it); on SQLite through sockets next to the database file, between
+	// processes on one host. MySQL, MariaDB and SQL Server have none, and
+	// followers poll every RetryInterval there. Notifications are hints:
+	// safety never depends on them, and polling goes on with them.
+	// Defaults to false (notifications on).
+	DisableNotifications bool
 
 	// DisableAutoMigrate turns off the schema migration Run performs on
 	// start. Run then only checks the schema version and fails with

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -52,6 +53,8 @@ type leaseStore interface {
 	PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error)
 	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
 	CheckSchema(ctx context.Context) error
+	Listen(ctx context.Context, retry time.Duration, wake store.WakeFunc, state store.WakeState) error
+	Notify(ctx context.Context, names []string) error
 }
 
 var _ leaseStore = (*store.Store)(nil)
@@ -106,6 +109,11 @@ type Coordinator struct {
 	unhealthy   bool                 // no health check passed yet, or the last one failed: no campaigning
 	healthKnown bool                 // a health check has returned
 	renewals    renewals             // outcomes of the renewal loop's statements (Renewal)
+
+	// listening is true while wake-ups arrive (wake.go).
+	listening atomic.Bool
+	// dropWakes, when set by tests, drops every wake-up received.
+	dropWakes atomic.Bool
 
 	// afterRenew, when set by tests (under mu), is called after every
 	// renewal attempt with the number of leases it covered, the number it
@@ -210,6 +218,20 @@ func (c *Coordinator) closingNow() bool {
 // jitter returns d plus a random 0-50% of d.
 func jitter(d time.Duration) time.Duration {
 	return d + rand.N(d/2+1)
+}
+
+// maxPollJitter bounds the random part of a follower's poll interval.
+const maxPollJitter = 25 * time.Millisecond
+
+// pollJitter returns the wait between two campaign rounds for a poll
+// interval d: d plus a random 0-5% of d, at most maxPollJitter. Never less
+// than d, so an idle follower reads at most once per RetryInterval; never
+// much more, so that a release is noticed within about one RetryInterval
+// where there are no notifications, and an expiry within TTL plus that.
+// The small random part keeps followers that started together from
+// polling in step.
+func pollJitter(d time.Duration) time.Duration {
+	return d + rand.N(min(d/20, maxPollJitter)+1)
 }
 
 // backoff returns the wait after the n-th consecutive failure: 100ms

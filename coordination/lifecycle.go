@@ -66,6 +66,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	wg.Go(func() { c.campaignLoop(ctx) })
 	wg.Go(func() { c.resignLoop(ctx) })
 	wg.Go(func() { c.healthLoop(ctx) })
+	wg.Go(func() { c.listenLoop(ctx) })
 	abandoned := c.renewLoop(ctx)
 	wg.Wait()
 	c.endSession(abandoned)

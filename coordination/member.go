@@ -150,6 +150,7 @@ func (m *poolMember) step(ctx context.Context) bool {
 		}
 		m.me, m.mem, m.ack = me, l, -1
 		m.log.Info("joined pool", zap.Int64("epoch", l.Epoch()))
+		c.notify(opCtx, l.name)
 	}
 	for range maxReadsPerStep - 1 {
 		if settled, again := m.round(ctx, opCtx); !again {
@@ -239,6 +240,10 @@ func (m *poolMember) acknowledge(ctx context.Context, gen int64) bool {
 		return false // membership is over; the next step rejoins
 	}
 	m.ack = gen
+	// Wakes the other members: to the new generation, when this member
+	// just published it; to starting their work, when this was the last
+	// acknowledgement missing.
+	c.notify(ctx, m.mem.name)
 	return true
 }
 

@@ -353,3 +353,11 @@ func (m *memStore) row(name string) store.Row {
 	defer m.mu.Unlock()
 	return m.rowLocked(m.rows[name], nowUS())
 }
+
+// Listen: the memory store has no wake-ups; its coordinators poll.
+func (m *memStore) Listen(context.Context, time.Duration, store.WakeFunc, store.WakeState) error {
+	return store.ErrNoWakeups
+}
+
+// Notify does nothing: nobody listens.
+func (m *memStore) Notify(context.Context, []string) error { return nil }

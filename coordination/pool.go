@@ -59,6 +59,7 @@ type Pool struct {
 	rows  poolRows // the names of its rows
 	poll  time.Duration
 	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
+	wake  chan struct{}            // buffered 1: a wake-up for the pool's rows (wake.go)
 
 	// Guarded by c.mu.
 	busy    bool
@@ -154,6 +155,7 @@ func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, err
 	return &Pool{
 		c: c, scope: scope, name: name, key: key, rows: poolRowsFor(key),
 		poll:  poll,
+		wake:  make(chan struct{}, 1),
 		attrs: c.metrics.poolAttrs(key),
 	}, nil
 }
@@ -339,6 +341,7 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc) error {
 		case <-c.closing:
 			return ErrClosed
 		case <-m.lost():
+		case <-p.wake:
 		case <-timer.C:
 		}
 		began := time.Now()

@@ -83,6 +83,10 @@ type dialect struct {
 	// acquire says how an acquire reports its terms.
 	acquire acquireMode
 
+	// wake says how a release wakes the other processes on the same
+	// tables (wake.go).
+	wake wakeMode
+
 	// serialWriters is true when a writing transaction excludes every
 	// other writer on the whole database, not only on the rows it touches
 	// (SQLite's single write lock), while readers still see the last
@@ -107,6 +111,7 @@ var dialects = map[string]*dialect{
 		now:        "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)",
 		quote:      quoteDouble,
 		acquire:    acquireReturning,
+		wake:       wakeListen,
 		nameType:   "VARCHAR(255) COLLATE \"C\"",
 		bigintType: "BIGINT",
 		intType:    "INTEGER",
@@ -133,6 +138,7 @@ var dialects = map[string]*dialect{
 		now:           "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)",
 		quote:         quoteDouble,
 		acquire:       acquireReturning,
+		wake:          wakeLocal,
 		serialWriters: true,
 		nameType:      "TEXT",
 		bigintType:    "INTEGER",
@@ -525,6 +531,39 @@ func (d *dialect) sqlRelease(t Tables, session string, terms []Term) stmt {
 	}
 	filter, args := termsFilter(terms)
 	return stmt{set + " WHERE session_id = ? AND " + filter, append([]any{session}, args...)}
+}
+
+// sqlReleaseNotify is sqlRelease on PostgreSQL, in one statement that
+// also notifies the listeners of the tables (wake.go) with the names of
+// the leases it freed, when it freed any. The notification is sent at
+// commit, so nobody is woken for a release that did not happen. It
+// returns one row: the count and an empty string.
+func (d *dialect) sqlReleaseNotify(t Tables, session string, terms []Term) stmt {
+	up := d.sqlRelease(t, session, terms)
+	q := d.quote(t.Leases)
+	return stmt{"WITH r AS (" + up.q + " RETURNING " + q + ".name), a AS (SELECT count(*) AS n, string_agg(name, E'\\n') AS names FROM r) " +
+		"SELECT n, CASE WHEN n = 0 THEN '' ELSE CAST(pg_notify(?, CASE WHEN octet_length(names) <= " + strconv.Itoa(maxWakePayload) +
+		" THEN names ELSE '' END) AS text) END FROM a", append(up.args, wakeChannel(t))}
+}
+
+// sqlNotify notifies the listeners of the tables (PostgreSQL).
+func (d *dialect) sqlNotify(t Tables, payload string) stmt {
+	return stmt{"SELECT CAST(pg_notify(?, ?) AS text)", []any{wakeChannel(t), payload}}
+}
+
+// sqlListen subscribes the connection to the tables' notifications
+// (PostgreSQL). The channel is the lease table's name: an identifier of
+// ASCII letters, digits and '_' (TablesFor), quoted.
+func (d *dialect) sqlListen(t Tables) string { return "LISTEN " + d.quote(wakeChannel(t)) }
+
+// sqlBeginDecide begins the transaction of a decision (Store.decideTx)
+// by a statement, on the listening connection (PostgreSQL).
+func (d *dialect) sqlBeginDecide() string { return "BEGIN ISOLATION LEVEL READ COMMITTED" }
+
+// sqlDatabaseFile reads the file of the main database (SQLite), "" for
+// one in memory.
+func (d *dialect) sqlDatabaseFile() string {
+	return "SELECT file FROM pragma_database_list WHERE name = 'main'"
 }
 
 // sqlRequestResign records a resign request for one term of a lease,

@@ -97,6 +97,15 @@ func TestGoldenSQL(t *testing.T) {
 			st("notify a session of a resign request", d.sqlNotifySession(tables, session))
 			st("read a session's pending resign requests", d.sqlPendingResigns(tables, session, names))
 			st("release three leases", d.sqlRelease(tables, session, three))
+			switch d.wake {
+			case wakeListen:
+				st("release three leases, notifying the listeners at commit", d.sqlReleaseNotify(tables, session, three))
+				st("notify the listeners (a pool's change)", d.sqlNotify(tables, "pool|global/orders|generation"))
+				section("listen for notifications", d.sqlListen(tables))
+				section("begin a decision on the listening connection", d.sqlBeginDecide())
+			case wakeLocal:
+				section("the database file, for the wake-up sockets next to it", d.sqlDatabaseFile())
+			}
 			st("set a term's data (a member's acknowledged generation)", d.sqlSetData(tables, session, one[0], "42"))
 			st("publish a pool's next generation (compare-and-set)", d.sqlPublish(tables, "pool|global/orders|generation", 41, "a1b2,c3d4"))
 			lo, hi, _ := prefixRange("pool|global/orders|member|")

@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -112,10 +113,17 @@ type Store struct {
 	tables Tables
 
 	// renewal and general bound the connections in use: renewal carries
-	// the session renewal and the releases, general everything else. They
+	// the session's own statements (start, renewal, end) and the
+	// releases, general everything else. They
 	// are the same semaphore when MaxConnections is 1.
 	renewal, general *semaphore.Weighted
 	maxConns         int
+
+	// listener is the listening connection on PostgreSQL with two or more
+	// connections (wake.go); nil otherwise.
+	listener *pgListener
+	// local is the SQLite wake-up, once Listen has found the file.
+	local atomic.Pointer[localWake]
 }
 
 // New returns a store for the database behind db.
@@ -149,6 +157,9 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 	} else {
 		s.general = semaphore.NewWeighted(int64(n - 1))
 		s.renewal = semaphore.NewWeighted(1)
+		if d.wake == wakeListen {
+			s.listener = newPGListener(s)
+		}
 	}
 	return s, nil
 }
@@ -186,7 +197,18 @@ func (s *Store) session(ctx context.Context) *gorm.DB {
 // run runs fn with a connection slot of sem taken for its whole duration:
 // fn may send several statements, in a transaction or on a pinned
 // connection, but never two at once.
+//
+// On PostgreSQL, while the store listens for wake-ups, the general
+// statements run on the listening connection instead (pgListener).
 func (s *Store) run(ctx context.Context, sem *semaphore.Weighted, fn func(db *gorm.DB) error) error {
+	if sem == s.general && s.listener != nil {
+		return s.listener.run(ctx, fn)
+	}
+	return s.runOn(ctx, sem, fn)
+}
+
+// runOn is run on the pool.
+func (s *Store) runOn(ctx context.Context, sem *semaphore.Weighted, fn func(db *gorm.DB) error) error {
 	if err := sem.Acquire(ctx, 1); err != nil {
 		return err
 	}
@@ -255,8 +277,15 @@ func usTime(us int64) time.Time {
 
 // CreateSession starts session id of holder, live for ttl by the database
 // clock. The id must be new: sessions are never reused.
+//
+// It runs on the renewal's connection slot, like every statement of the
+// session's own row: a session is only started where its renewals can
+// run. On PostgreSQL the general statements may run on the listening
+// connection (pgListener), which outlives the pool when the caller closes
+// its *sql.DB; a coordinator whose renewals fail must not start session
+// after session there.
 func (s *Store) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
-	return s.run(ctx, s.general, func(db *gorm.DB) error {
+	return s.run(ctx, s.renewal, func(db *gorm.DB) error {
 		_, err := exec(db, s.d.sqlCreateSession(s.tables, id, holder, ttl))
 		return err
 	})
@@ -432,10 +461,37 @@ func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names
 // COMMITTED, so that each statement reads the sessions as of its own
 // start, where the database locks rows (dialect.lockFirst).
 func (s *Store) decideTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
+	if _, ok := db.Statement.ConnPool.(pinnedConn); ok {
+		// The listening connection (PostgreSQL): gorm would only set a
+		// savepoint on it, so the transaction is begun and ended here.
+		return pinnedTx(db, s.d.sqlBeginDecide(), fn)
+	}
 	if !s.d.lockFirst() {
 		return db.Transaction(fn)
 	}
 	return db.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+}
+
+// pinnedTx runs fn in a transaction on a pinned connection, begun by the
+// statement begin and ended by COMMIT, or by ROLLBACK when fn fails or
+// panics.
+func pinnedTx(db *gorm.DB, begin string, fn func(tx *gorm.DB) error) (err error) {
+	if err := db.Exec(begin).Error; err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			// A cancelled context fails this too; the driver then closes
+			// the connection, which ends the transaction.
+			db.Exec("ROLLBACK")
+		}
+	}()
+	if err := fn(db); err != nil {
+		return err
+	}
+	committed = true
+	return db.Exec("COMMIT").Error
 }
 
 // queryAll runs a query and scans every row with scan. A row error or an
@@ -480,11 +536,30 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 	var total int64
 	err := chunks(terms, WriteChunk, func(part []Term) error {
 		return s.run(ctx, s.renewal, func(db *gorm.DB) error {
-			n, err := exec(db, s.d.sqlRelease(s.tables, session, part))
-			total += n
+			if s.d.wake != wakeListen {
+				n, err := exec(db, s.d.sqlRelease(s.tables, session, part))
+				total += n
+				return err
+			}
+			got, err := queryAll(db, s.d.sqlReleaseNotify(s.tables, session, part), func(rs *sql.Rows, n *int64) error {
+				var empty string
+				return rs.Scan(n, &empty)
+			})
+			if err == nil && len(got) == 1 {
+				total += got[0]
+			}
 			return err
 		})
 	})
+	if total > 0 && s.d.wake == wakeLocal {
+		if lw := s.local.Load(); lw != nil {
+			names := make([]string, len(terms))
+			for i, t := range terms {
+				names[i] = t.Name
+			}
+			lw.send(names)
+		}
+	}
 	return total, err
 }
 
@@ -728,7 +803,9 @@ func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied
 // MigrateTo is Migrate up to version target only, for tests that need a
 // schema of an earlier version.
 func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target int) (applied []int, err error) {
-	err = s.run(ctx, s.general, func(db *gorm.DB) error {
+	// On the pool, never on the listening connection: the migration runs
+	// its own transactions and locks.
+	err = s.runOn(ctx, s.general, func(db *gorm.DB) error {
 		return s.d.withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
 			if err := tx.Exec(s.d.createMigrationsTable(s.tables)).Error; err != nil {
 				return fmt.Errorf("create %s: %w", s.tables.Migrations, err)

@@ -53,6 +53,20 @@ SELECT name, epoch FROM "leasehold_leases" WHERE name = ANY(CAST($1 AS text[])) 
 UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) FROM unnest(CAST($1 AS text[]), CAST($2 AS bigint[])) AS t(name, epoch) WHERE "leasehold_leases".session_id = $3 AND "leasehold_leases".name = t.name AND "leasehold_leases".epoch = t.epoch
 -- args: "{\"cluster/eu-1/reports\",\"global/billing\",\"global/outbox\"}", "{7,3,12}", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
+-- release three leases, notifying the listeners at commit
+WITH r AS (UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) FROM unnest(CAST($1 AS text[]), CAST($2 AS bigint[])) AS t(name, epoch) WHERE "leasehold_leases".session_id = $3 AND "leasehold_leases".name = t.name AND "leasehold_leases".epoch = t.epoch RETURNING "leasehold_leases".name), a AS (SELECT count(*) AS n, string_agg(name, E'\n') AS names FROM r) SELECT n, CASE WHEN n = 0 THEN '' ELSE CAST(pg_notify($4, CASE WHEN octet_length(names) <= 7900 THEN names ELSE '' END) AS text) END FROM a
+-- args: "{\"cluster/eu-1/reports\",\"global/billing\",\"global/outbox\"}", "{7,3,12}", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "leasehold_leases";
+
+-- notify the listeners (a pool's change)
+SELECT CAST(pg_notify($1, $2) AS text)
+-- args: "leasehold_leases", "pool|global/orders|generation";
+
+-- listen for notifications
+LISTEN "leasehold_leases";
+
+-- begin a decision on the listening connection
+BEGIN ISOLATION LEVEL READ COMMITTED;
+
 -- set a term's data (a member's acknowledged generation)
 UPDATE "leasehold_leases" SET data = $1 WHERE name = $2 AND epoch = 7 AND session_id = $3 AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $4 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
 -- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";

@@ -49,6 +49,9 @@ SELECT name, epoch FROM "leasehold_leases" WHERE name IN (?, ?) AND session_id =
 UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) WHERE session_id = ? AND ((name = ? AND epoch = 7) OR (name = ? AND epoch = 3) OR (name = ? AND epoch = 12))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "cluster/eu-1/reports", "global/billing", "global/outbox";
 
+-- the database file, for the wake-up sockets next to it
+SELECT file FROM pragma_database_list WHERE name = 'main';
+
 -- set a term's data (a member's acknowledged generation)
 UPDATE "leasehold_leases" SET data = ? WHERE name = ? AND epoch = 7 AND session_id = ? AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = ? AND s.expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
 -- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";

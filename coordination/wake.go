@@ -1,0 +1,97 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+
+	"go.uber.org/zap"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// Wake-ups make a graceful handoff immediate. A release, and a change to
+// a pool's rows, is announced to the other processes on the same tables
+// (PostgreSQL: NOTIFY, sent by the release statement itself and received
+// on one listening connection per process, within MaxConnections;
+// SQLite: datagram sockets next to the database file). A process woken
+// for a lease it campaigns for or observes runs a campaign round at once,
+// and one woken for a pool it runs reads the pool at once. Nothing else
+// changes: the round reads the rows and decides from them as on a poll,
+// so a lost or spurious wake-up only moves a read, and polling every
+// RetryInterval (a pool's PollInterval) goes on regardless.
+
+// listenLoop listens for wake-ups until ctx is done.
+func (c *Coordinator) listenLoop(ctx context.Context) {
+	if c.cfg.DisableNotifications {
+		return
+	}
+	failed := false
+	err := c.store.Listen(ctx, c.cfg.RetryInterval, c.wakeFor, func(err error) {
+		if err == nil {
+			c.listening.Store(true)
+			c.log.Info("listening for release notifications: followers take over a released lease at once")
+			failed = false
+			return
+		}
+		c.listening.Store(false)
+		if failed {
+			c.log.Debug("release notifications still unavailable", zap.Error(err))
+			return
+		}
+		failed = true
+		c.log.Warn("release notifications unavailable; followers poll every RetryInterval until they work again",
+			zap.Duration("retry_interval", c.cfg.RetryInterval), zap.Error(err))
+	})
+	c.listening.Store(false)
+	if errors.Is(err, store.ErrNoWakeups) {
+		c.log.Info("no release notifications on this database; followers poll every RetryInterval",
+			zap.String("dialect", c.store.Dialect()), zap.Duration("retry_interval", c.cfg.RetryInterval))
+	} else if err != nil {
+		c.log.Warn("release notifications unavailable; followers poll every RetryInterval", zap.Error(err))
+	}
+}
+
+// wakeFor hands a wake-up to the loops concerned: the campaign loop when
+// a name is campaigned for or observed, each pool whose rows are named;
+// every loop when names is nil.
+func (c *Coordinator) wakeFor(names []string) {
+	if c.dropWakes.Load() {
+		return
+	}
+	c.mu.Lock()
+	campaign := names == nil
+	var pools []*Pool
+	if names == nil {
+		for _, p := range c.pools {
+			pools = append(pools, p)
+		}
+	}
+	for _, n := range names {
+		if c.campaigns[n] != nil || c.observed[n] != nil {
+			campaign = true
+		}
+		if key, ok := poolKeyOf(n); ok {
+			if p := c.pools[key]; p != nil {
+				pools = append(pools, p)
+			}
+		}
+	}
+	c.mu.Unlock()
+	if campaign {
+		c.poke(c.campaignWake)
+	}
+	for _, p := range pools {
+		c.poke(p.wake)
+	}
+}
+
+// notify announces a change to the named rows (a pool's) to the other
+// processes. It is a hint: a failure is only logged.
+func (c *Coordinator) notify(ctx context.Context, names ...string) {
+	if c.cfg.DisableNotifications {
+		return
+	}
+	if err := c.store.Notify(ctx, names); err != nil && ctx.Err() == nil {
+		c.log.Debug("could not send a wake-up; the others notice at their next poll", zap.Strings("leases", names), zap.Error(err))
+	}
+}

@@ -1,0 +1,291 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+	zapobserver "go.uber.org/zap/zaptest/observer"
+	"gorm.io/gorm"
+)
+
+// TestWakeups runs the release-notification cases on every database.
+// MySQL and MariaDB have no notifications: there the cases that need
+// them skip, and the others check that polling alone still works.
+func TestWakeups(t *testing.T) {
+	runCases(t, []conformanceCase{
+		{"ReleaseWakesFollower", caseReleaseWakesFollower},
+		{"LostWakeupOnlyDelays", caseLostWakeupOnlyDelays},
+		{"FallbackWhenListenFails", caseFallbackWhenListenFails},
+		{"PoolRebalancesOnWakeup", casePoolRebalancesOnWakeup},
+	})
+}
+
+// slowPollConfig polls far less often than any wait of these tests: a
+// follower that acts within a test's bound was woken.
+func slowPollConfig() Config {
+	return Config{
+		TTL:             10 * time.Minute,
+		RenewInterval:   time.Second,
+		RetryInterval:   10 * time.Minute,
+		ShutdownTimeout: 5 * time.Second,
+	}
+}
+
+// hasWakeups reports whether the target's database has release
+// notifications.
+func hasWakeups(b *bundle) bool { return b.target.Dialect != "mysql" }
+
+// waitListening waits until every coordinator listens for wake-ups.
+func waitListening(t testing.TB, cs ...*running) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for _, c := range cs {
+		for !c.listening.Load() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s is not listening for wake-ups after %v", c.Holder(), wait)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// roundSignal reports every campaign round of c.
+func roundSignal(c *running) <-chan int {
+	ch := make(chan int, 64)
+	c.mu.Lock()
+	c.afterRound = func(n int) {
+		select {
+		case ch <- n:
+		default:
+		}
+	}
+	c.mu.Unlock()
+	return ch
+}
+
+// campaignAfterRound starts a Campaign of e on c and waits until c has run
+// a round for it, which found the lease held; the lease arrives on the
+// returned channel (nil on failure).
+func campaignAfterRound(t *testing.T, c *running, e *Election, limit time.Duration) <-chan *Lease {
+	t.Helper()
+	rounds := roundSignal(c)
+	got := make(chan *Lease, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		defer cancel()
+		l, err := e.Campaign(ctx)
+		if err != nil {
+			t.Errorf("follower Campaign: %v", err)
+		}
+		got <- l
+	}()
+	select {
+	case <-rounds:
+	case <-time.After(wait):
+		t.Fatalf("no campaign round within %v", wait)
+	}
+	return got
+}
+
+// caseReleaseWakesFollower: with a poll of ten minutes, a follower takes a
+// released lease within the test's bound, so the release woke it.
+func caseReleaseWakesFollower(t *testing.T, b *bundle) {
+	if !hasWakeups(b) {
+		t.Skip("MySQL and MariaDB have no release notifications; followers poll (docs/operations.md)")
+	}
+	a := start(t, b.db, "node-a", slowPollConfig())
+	f := start(t, b.db, "node-f", slowPollConfig())
+	waitListening(t, a, f)
+	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "wake"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "wake"), wait)
+	releasedAt := time.Now()
+	release(t, l)
+	select {
+	case l2 := <-got:
+		if l2 == nil {
+			return
+		}
+		if l2.Epoch() != l.Epoch()+1 {
+			t.Fatalf("follower epoch %d, want %d", l2.Epoch(), l.Epoch()+1)
+		}
+		t.Logf("LOUD: %s: release to follower's acquire: %v (poll %v)", b.target.Name, time.Since(releasedAt).Round(time.Microsecond), f.cfg.RetryInterval)
+		release(t, l2)
+	case <-time.After(wait):
+		t.Fatalf("follower did not take the released lease within %v; its poll is %v", wait, f.cfg.RetryInterval)
+	}
+}
+
+// caseLostWakeupOnlyDelays: a follower that loses every wake-up still
+// takes a released lease at its next poll, with the next epoch, and
+// spurious wake-ups while the lease is held take nothing.
+func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
+	cfg := slowPollConfig()
+	cfg.RetryInterval = 2 * time.Second
+	a := start(t, b.db, "node-a", cfg)
+	f := start(t, b.db, "node-f", cfg)
+	if hasWakeups(b) {
+		waitListening(t, a, f)
+	}
+	f.dropWakes.Store(true)
+	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "lost"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "lost"), wait)
+
+	// Spurious wake-ups, one at a time: each runs a round, which finds
+	// the lease held.
+	f.dropWakes.Store(false)
+	rounds := roundSignal(f)
+	var lastRound time.Time
+	for i := range 4 {
+		if i%2 == 0 {
+			f.wakeFor(nil)
+		} else {
+			f.wakeFor([]string{"global/lost"})
+		}
+		select {
+		case <-rounds:
+			lastRound = time.Now()
+		case <-time.After(wait):
+			t.Fatalf("a wake-up ran no round within %v", wait)
+		}
+	}
+	select {
+	case l2 := <-got:
+		t.Fatalf("follower acquired epoch %v while the leader holds epoch %d", l2, l.Epoch())
+	default:
+	}
+	if !l.Valid() {
+		t.Fatal("the leader's lease is no longer valid after the follower's wake-ups")
+	}
+
+	f.dropWakes.Store(true)
+	release(t, l)
+	select {
+	case l2 := <-got:
+		if l2 == nil {
+			return
+		}
+		if l2.Epoch() != l.Epoch()+1 {
+			t.Fatalf("follower epoch %d, want %d", l2.Epoch(), l.Epoch()+1)
+		}
+		// Its next poll comes at least RetryInterval after its last round;
+		// a slow machine only makes it later.
+		if took := time.Since(lastRound); took < cfg.RetryInterval/2 {
+			t.Fatalf("follower took the lease %v after its last round, before its poll (%v): a dropped wake-up woke it", took, cfg.RetryInterval)
+		}
+		release(t, l2)
+	case <-time.After(wait):
+		t.Fatalf("follower without wake-ups did not take the released lease within %v (poll %v)", wait, cfg.RetryInterval)
+	}
+}
+
+// caseFallbackWhenListenFails: when the database refuses what listening
+// needs, the coordinator says so in one warning, keeps retrying quietly,
+// and its followers poll.
+func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
+	if !hasWakeups(b) {
+		t.Skip("MySQL and MariaDB have no release notifications to fall back from")
+	}
+	refuse := func(db *gorm.DB) {
+		q := db.Statement.SQL.String()
+		if strings.HasPrefix(q, "LISTEN") || strings.Contains(q, "pragma_database_list") {
+			_ = db.AddError(errors.New("refused by the test"))
+		}
+	}
+	if err := b.db.Callback().Raw().Before("gorm:raw").Register("test:refuse-listen", refuse); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.db.Callback().Row().Before("gorm:row").Register("test:refuse-listen", refuse); err != nil {
+		t.Fatal(err)
+	}
+	core, logs := zapobserver.New(zapcore.DebugLevel)
+	cfg := slowPollConfig()
+	cfg.RetryInterval = 300 * time.Millisecond
+	cfg.Logger = zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core()))
+	f := start(t, b.db, "node-f", cfg)
+	a := start(t, b.db, "node-a", slowPollConfig())
+
+	unavailable := func() int {
+		return logs.FilterLevelExact(zapcore.WarnLevel).FilterMessageSnippet("release notifications unavailable").Len()
+	}
+	deadline := time.Now().Add(wait)
+	for unavailable() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning that notifications are unavailable within %v", wait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "fallback"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "fallback"), wait)
+	release(t, l)
+	select {
+	case l2 := <-got:
+		if l2 != nil {
+			release(t, l2)
+		}
+	case <-time.After(wait):
+		t.Fatalf("follower without notifications did not take the released lease within %v (poll %v)", wait, cfg.RetryInterval)
+	}
+	if f.listening.Load() {
+		t.Fatal("the coordinator reports listening though LISTEN is refused")
+	}
+	if n := unavailable(); n != 1 {
+		t.Fatalf("%d warnings that notifications are unavailable, want 1 however often it retries", n)
+	}
+}
+
+// casePoolRebalancesOnWakeup: with a pool poll of ten minutes, a join and a
+// graceful leave rebalance the pool within the test's bound, and no index
+// is held twice at once.
+func casePoolRebalancesOnWakeup(t *testing.T, b *bundle) {
+	if !hasWakeups(b) {
+		t.Skip("MySQL and MariaDB have no release notifications; pools rebalance at their next poll")
+	}
+	rec := newRecorder()
+	pcfg := PoolConfig{PollInterval: 10 * time.Minute}
+	run := func(node string) (*running, context.CancelFunc, chan struct{}) {
+		r := start(t, b.db, node, slowPollConfig())
+		waitListening(t, r)
+		p, err := r.Pool(GlobalScope, "wake", pcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, leave := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = p.Run(ctx, rec.fn(r.id.Instance))
+		}()
+		t.Cleanup(func() {
+			leave()
+			select {
+			case <-done:
+			case <-time.After(wait):
+				t.Errorf("Pool.Run of %s did not return", node)
+			}
+		})
+		return r, leave, done
+	}
+	run("node-a")
+	rec.waitSettled(t, 1, wait)
+
+	start := time.Now()
+	_, leaveB, doneB := run("node-b")
+	rec.waitSettled(t, 2, wait)
+	join := time.Since(start)
+
+	start = time.Now()
+	leaveB()
+	<-doneB
+	rec.waitSettled(t, 1, wait)
+	leave := time.Since(start)
+
+	rec.check(t)
+	t.Logf("LOUD: %s: pool rebalance with a 10m poll: join %v, graceful leave %v",
+		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond))
+}
