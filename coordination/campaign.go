@@ -36,7 +36,7 @@ func (c *Coordinator) campaignLoop(ctx context.Context) {
 		if after != nil {
 			after(len(names))
 		}
-		timer.Reset(jitter(c.cfg.RetryInterval))
+		timer.Reset(pollJitter(c.cfg.RetryInterval))
 	}
 }
 

@@ -56,7 +56,8 @@ func (e *Election) Scope() Scope { return e.scope }
 
 // Campaign blocks until this process holds the lease, ctx is done, or the
 // coordinator stops (ErrClosed). The coordinator tries at once and then
-// every RetryInterval with jitter; campaigns for many names share one read
+// every RetryInterval (plus at most 25ms of jitter), and at once when a
+// release of the lease is notified; campaigns for many names share one read
 // per attempt. The caller must Release the returned lease after the work
 // done under it has returned.
 func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
@@ -191,7 +192,8 @@ func (e *Election) Leader(ctx context.Context) (LeaseInfo, error) {
 //
 // The lease is read by the coordinator's campaign loop, in the one
 // statement per thousand names that already reads every lease this
-// process campaigns for, every RetryInterval (with jitter): observing adds
+// process campaigns for, every RetryInterval (with jitter) and on a
+// release notification: observing adds
 // no statement per name, and any number of observers of any number of
 // elections share that read.
 //
