@@ -71,7 +71,7 @@ func (o *Options) defaults() {
 		o.Dialects = Dialects
 	}
 	if o.Ticks <= 0 {
-		o.Ticks = 20
+		o.Ticks = 10
 	}
 	if o.Procs <= 0 {
 		o.Procs = 100

@@ -7,7 +7,7 @@
 //
 //	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool)
 //	BENCH_DIALECTS  comma-separated subset of postgres,mysql,sqlite (default: all)
-//	BENCH_TICKS     renew ticks measured at each size in the renew section (default 20)
+//	BENCH_TICKS     renew ticks measured at each size in the renew section (default 10)
 //	BENCH_SIZES     lease counts of the renew section (default 1,100,1000,10000, and 100000 on postgres)
 //	BENCH_PROCS     processes of the fleet section (default 100)
 //	BENCH_FLEET_LEASES     leases of each fleet process (default 100)
