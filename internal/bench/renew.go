@@ -105,6 +105,18 @@ func waitCount(ctx context.Context, get func() int, want int, bound, stall time.
 	}
 }
 
+// waitUntil waits at most bound for cond to hold, and reports whether it
+// did.
+func waitUntil(ctx context.Context, bound time.Duration, cond func() bool) bool {
+	ok, _, _ := waitCount(ctx, func() int {
+		if cond() {
+			return 1
+		}
+		return 0
+	}, 1, bound, bound)
+	return ok
+}
+
 // runRenew is the renew section: one process (this one) holding more and
 // more leases, each with an election whose work waits for its context.
 // At each size it measures Ticks renew ticks once every lease is held.

@@ -5,7 +5,7 @@
 //
 // Environment:
 //
-//	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool)
+//	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool,handoff,rebalance)
 //	BENCH_DIALECTS  comma-separated subset of postgres,mysql,sqlite (default: all)
 //	BENCH_TICKS     renew ticks measured at each size in the renew section (default 10)
 //	BENCH_SIZES     lease counts of the renew section (default 1,100,1000,10000, and 100000 on postgres)
@@ -13,6 +13,7 @@
 //	BENCH_FLEET_LEASES     leases of each fleet process (default 100)
 //	BENCH_SHUTDOWN_LEASES  leases of the shutdown section's process (default 10000)
 //	BENCH_POOL_SIZES       member counts of the pool section (default 20,50)
+//	BENCH_REPS      times the handoff and rebalance sections repeat each kind of signal (default 10)
 package main
 
 import (
@@ -47,6 +48,7 @@ func run(ctx context.Context) int {
 		{"BENCH_PROCS", &o.Procs},
 		{"BENCH_FLEET_LEASES", &o.FleetLeases},
 		{"BENCH_SHUTDOWN_LEASES", &o.ShutdownLeases},
+		{"BENCH_REPS", &o.Reps},
 	} {
 		if *v.to, err = number(v.env, os.Getenv(v.env)); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
