@@ -110,6 +110,7 @@ var sections = []section{
 	{name: "shutdown", dialects: Dialects, run: runShutdown},
 	{name: "pool", dialects: Dialects, run: runPool},
 	{name: "handoff", dialects: Dialects, run: runHandoff},
+	{name: "rebalance", dialects: Dialects, run: runRebalance},
 }
 
 // SectionNames returns the names of the sections, in order.

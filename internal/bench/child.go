@@ -175,6 +175,13 @@ func (c *child) signal(sig syscall.Signal) time.Time {
 	return at
 }
 
+// assignment returns the child's latest "assigned" report.
+func (c *child) assignment() Report {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.assigned
+}
+
 // readyAt returns the instant the worker reported "ready", or zero.
 func (c *child) readyAt() time.Time {
 	c.mu.Lock()
