@@ -3,6 +3,16 @@
 // The last line is "bench: OK ..." or "bench: FAIL <which>"; it exits 1 on
 // FAIL and 2 on bad settings.
 //
+// Sections, in order (docs/performance.md has the figures and targets):
+//
+//	renew      one process holding 1 to 100,000 leases: statements per tick and per second, connections, renewal time
+//	fleet      100 processes x 100 leases start, renew and stop at once (PostgreSQL)
+//	shutdown   one process holding 10,000 leases gets SIGTERM
+//	pool       pools of 20 and 50 members start at once
+//	handoff    three candidates: graceful handoff (SIGTERM, coordination's defaults), crash failover
+//	           (SIGKILL), a pause beyond the TTL (SIGSTOP, SIGCONT); an idle follower's statements
+//	rebalance  a pool of 20 members: joins, graceful leaves, SIGKILLs
+//
 // Environment:
 //
 //	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool,handoff,rebalance)
