@@ -78,7 +78,7 @@ func run(ctx context.Context) error {
 	began := time.Now()
 	driver := flag.String("driver", "", "database driver (dbopen names)")
 	dsn := flag.String("dsn", "", "database DSN")
-	node := flag.String("node", "w", "node name of this process; also the prefix of its election names")
+	node := flag.String("node", "w", "node name of this process; also the prefix of its election names unless -prefix is given")
 	elections := flag.Int("elections", 0, "run this many elections")
 	prefix := flag.String("prefix", "", "prefix of the election names (default: -node); processes given the same one campaign for the same elections")
 	poolName := flag.String("pool", "", "run one member of this pool")
