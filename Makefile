@@ -46,5 +46,5 @@ demo: ## run the failover demo: three copies of ./sample on SQLite, the leader k
 chaos: ## fault injection: worker processes on SQLite, PostgreSQL and MariaDB; 7 fault kinds; histories checked (CHAOS_FAULTS=300, CHAOS_SEED)
 	GO="$(GO)" CHAOS_FAULTS="$(or $(CHAOS_FAULTS),300)" $(GO) run ./internal/chaos/cmd/chaos
 
-bench: ## scale benchmark: leases per process, 100 processes, shutdown, pool joins, per dialect vs targets (BENCH_SECTIONS, BENCH_DIALECTS; under 10 min)
+bench: ## scale benchmark: leases per process, 100 processes, shutdown, pool joins, handoff and failover, pool rebalance, per dialect vs targets (BENCH_SECTIONS, BENCH_DIALECTS; under 10 min)
 	GO="$(GO)" $(GO) run ./internal/bench/cmd/bench

@@ -57,6 +57,9 @@ type Options struct {
 	ShutdownLeases int
 	// PoolSizes are the member counts of the pool section (default 20, 50).
 	PoolSizes []int
+	// Reps is how many times the handoff and rebalance sections repeat
+	// each kind of signal (default 10).
+	Reps int
 	// Out receives the report (default os.Stdout).
 	Out io.Writer
 }
@@ -71,7 +74,7 @@ func (o *Options) defaults() {
 		o.Dialects = Dialects
 	}
 	if o.Ticks <= 0 {
-		o.Ticks = 20
+		o.Ticks = 10
 	}
 	if o.Procs <= 0 {
 		o.Procs = 100
@@ -84,6 +87,9 @@ func (o *Options) defaults() {
 	}
 	if len(o.PoolSizes) == 0 {
 		o.PoolSizes = []int{20, 50}
+	}
+	if o.Reps <= 0 {
+		o.Reps = 10
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout
@@ -103,6 +109,8 @@ var sections = []section{
 	{name: "fleet", dialects: []string{"postgres"}, run: runFleet},
 	{name: "shutdown", dialects: Dialects, run: runShutdown},
 	{name: "pool", dialects: Dialects, run: runPool},
+	{name: "handoff", dialects: Dialects, run: runHandoff},
+	{name: "rebalance", dialects: Dialects, run: runRebalance},
 }
 
 // SectionNames returns the names of the sections, in order.
@@ -241,7 +249,8 @@ func (r *runner) header() {
 	fmt.Fprintf(r.out, "leasehold scale benchmark, %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(r.out, "machine: %d CPUs (nproc), %s, memory %s, load average %s\n", runtime.NumCPU(), cpu, mem, load)
 	fmt.Fprintf(r.out, "go: %s (runner built with %s, cgo SQLite: %v)\n", goVersion, runtime.Version(), cgoEnabled)
-	fmt.Fprintf(r.out, "timing: TTL %v, renew every %v, shutdown timeout %v\n", TTL, RenewInterval, ShutdownTimeout)
+	fmt.Fprintf(r.out, "timing: TTL %v, renew every %v, shutdown timeout %v (handoff and rebalance: as their notes say)\n",
+		TTL, RenewInterval, ShutdownTimeout)
 	fmt.Fprintf(r.out, "sections: %s; dialects: %s\n", strings.Join(r.o.Sections, ","), strings.Join(r.o.Dialects, ","))
 }
 

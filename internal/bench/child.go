@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,16 +26,32 @@ type child struct {
 	exited  chan struct{} // closed once exitedAt is set
 
 	mu       sync.Mutex
-	ready    time.Time // receipt of "ready"
+	ready    time.Time // "ready": the worker's instant
 	held     time.Time // receipt of "held"
 	assigned Report    // the latest "assigned"
 	last     Report    // the latest "stats" or "exit"
 	exit     *Report
 	renews   []renewSample
-	termAt   time.Time // when the runner sent SIGTERM
-	exitedAt time.Time // when the runner reaped it
-	maxConns int       // most connections at any sample
-	samples  int       // connection samples taken
+	terms    []termSpan // "elected" and "ended", in order
+	units    []unitMark // "unit"
+	termAt   time.Time  // when the runner sent SIGTERM
+	exitedAt time.Time  // when the runner reaped it
+	maxConns int        // most connections at any sample
+	samples  int        // connection samples taken
+}
+
+// termSpan is one term a worker reported, on its clock: the start of its
+// leader work ("elected") and its return ("ended"; zero until then).
+type termSpan struct {
+	epoch      int64
+	start, end time.Time
+}
+
+// unitMark is one unit of leader work a worker reported: its term's
+// epoch and the instant it was done.
+type unitMark struct {
+	epoch int64
+	at    time.Time
 }
 
 // renewSample is one renewal round trip and when its line arrived.
@@ -104,9 +121,21 @@ func (r *runner) spawn(ctx context.Context, tg *target, name string, args ...str
 func (c *child) receive(rep Report, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	wall := time.Unix(0, rep.WallNS)
 	switch rep.Type {
 	case "ready":
-		c.ready = at
+		c.ready = wall
+	case "elected":
+		c.terms = append(c.terms, termSpan{epoch: rep.Epoch, start: wall})
+	case "ended":
+		for i := len(c.terms) - 1; i >= 0; i-- {
+			if c.terms[i].epoch == rep.Epoch {
+				c.terms[i].end = wall
+				break
+			}
+		}
+	case "unit":
+		c.units = append(c.units, unitMark{epoch: rep.Epoch, at: wall})
 	case "held":
 		c.held = at
 	case "assigned":
@@ -130,12 +159,85 @@ func (c *child) state() (last Report, held time.Time, exit *Report, exitedAt tim
 	return c.last, c.held, c.exit, c.exitedAt
 }
 
-// term sends SIGTERM and notes when.
-func (c *child) term() {
+// term sends SIGTERM and returns when.
+func (c *child) term() time.Time { return c.signal(syscall.SIGTERM) }
+
+// signal sends sig and returns the instant just before it was sent; the
+// instant of SIGTERM is also kept for exitTime.
+func (c *child) signal(sig syscall.Signal) time.Time {
+	at := time.Now()
+	if sig == syscall.SIGTERM {
+		c.mu.Lock()
+		c.termAt = at
+		c.mu.Unlock()
+	}
+	_ = c.p.Signal(sig)
+	return at
+}
+
+// assignment returns the child's latest "assigned" report.
+func (c *child) assignment() Report {
 	c.mu.Lock()
-	c.termAt = time.Now()
-	c.mu.Unlock()
-	_ = c.p.Signal(syscall.SIGTERM)
+	defer c.mu.Unlock()
+	return c.assigned
+}
+
+// readyAt returns the instant the worker reported "ready", or zero.
+func (c *child) readyAt() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ready
+}
+
+// openTerm returns the child's latest term if it has not ended.
+func (c *child) openTerm() (termSpan, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.terms); n > 0 && c.terms[n-1].end.IsZero() {
+		return c.terms[n-1], true
+	}
+	return termSpan{}, false
+}
+
+// termSince returns the child's first term that started at or after t.
+func (c *child) termSince(t time.Time) (termSpan, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.terms {
+		if !s.start.Before(t) {
+			return s, true
+		}
+	}
+	return termSpan{}, false
+}
+
+// termEnded reports whether the child's term of epoch has ended.
+func (c *child) termEnded(epoch int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.terms {
+		if s.epoch == epoch {
+			return !s.end.IsZero()
+		}
+	}
+	return false
+}
+
+// unitsOf counts the units of the term of epoch done before t and at or
+// after t.
+func (c *child) unitsOf(epoch int64, t time.Time) (before, after int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, u := range c.units {
+		switch {
+		case u.epoch != epoch:
+		case u.at.Before(t):
+			before++
+		default:
+			after++
+		}
+	}
+	return before, after
 }
 
 // stopAll sends SIGTERM to every child and waits at most bound for all to
@@ -159,7 +261,9 @@ func stopAll(children []*child, bound time.Duration) int {
 // killAll kills every child still running (after a failed phase).
 func killAll(children []*child) {
 	for _, c := range children {
-		_ = c.p.Signal(syscall.SIGKILL)
+		if !c.p.Exited() { // a reaped child's pid may be another's by now
+			_ = c.p.Signal(syscall.SIGKILL)
+		}
 	}
 	for _, c := range children {
 		c.waitExited(10 * time.Second)
@@ -350,3 +454,55 @@ func maxConns(children []*child) (most int, who string, samples int) {
 	}
 	return most, who, samples
 }
+
+// readyBound bounds the wait for a started worker to report "ready".
+const readyBound = 30 * time.Second
+
+// group is worker processes started alike on one database: those a
+// section keeps running, and every one it started, for the cleanup.
+type group struct {
+	r    *runner
+	tg   *target
+	name string   // prefix of the process names
+	args []string // every process's arguments
+	live []*child // started, and not yet signalled to end
+	all  []*child // every process started
+}
+
+// start starts n more processes at once and waits at most readyBound
+// for each to report "ready". It returns the last one started.
+func (g *group) start(ctx context.Context, n int) (*child, error) {
+	var started []*child
+	for range n {
+		c, err := g.r.spawn(ctx, g.tg, fmt.Sprintf("%s%02d", g.name, len(g.all)+1), g.args...)
+		if err != nil {
+			return nil, err
+		}
+		g.all = append(g.all, c)
+		g.live = append(g.live, c)
+		started = append(started, c)
+	}
+	for _, c := range started {
+		if !waitUntil(ctx, readyBound, func() bool { return !c.readyAt().IsZero() || c.p.Exited() }) || c.readyAt().IsZero() {
+			return nil, fmt.Errorf("%s did not report ready within %s (log: %s.log)", c.name, readyBound, c.name)
+		}
+	}
+	return started[len(started)-1], nil
+}
+
+// drop takes c out of the live processes, once it was signalled to end.
+func (g *group) drop(c *child) {
+	g.live = slices.DeleteFunc(g.live, func(x *child) bool { return x == c })
+}
+
+// stop sends SIGTERM to the live processes and waits at most stopBound
+// for them to exit; it returns how many had to be killed.
+func (g *group) stop() int {
+	killed := stopAll(g.live, stopBound)
+	g.live = nil
+	return killed
+}
+
+// kill kills every process still running; a section defers it, so that
+// a phase that ends early leaves nothing behind (it is a no-op after stop).
+func (g *group) kill() { killAll(g.all) }

@@ -105,6 +105,18 @@ func waitCount(ctx context.Context, get func() int, want int, bound, stall time.
 	}
 }
 
+// waitUntil waits at most bound for cond to hold, and reports whether it
+// did.
+func waitUntil(ctx context.Context, bound time.Duration, cond func() bool) bool {
+	ok, _, _ := waitCount(ctx, func() int {
+		if cond() {
+			return 1
+		}
+		return 0
+	}, 1, bound, bound)
+	return ok
+}
+
 // runRenew is the renew section: one process (this one) holding more and
 // more leases, each with an election whose work waits for its context.
 // At each size it measures Ticks renew ticks once every lease is held.
@@ -121,17 +133,22 @@ func runRenew(ctx context.Context, r *runner, tg *target) *Table {
 		return t
 	}
 	defer closeDB(db)
-	log := &stmtLog{}
-	var pg *pgss
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.fail("open", err.Error(), "")
+		return t
+	}
+	w := &renewWatch{log: &stmtLog{}, conns: startConnGauge(sqlDB, connGaugeEvery), dialect: tg.dialect}
+	defer w.conns.end()
 	if tg.dialect == "postgres" {
-		if pg, err = newPGSS(tg.dsn); err != nil {
+		if w.pg, err = newPGSS(tg.dsn); err != nil {
 			t.fail("pg_stat_statements", err.Error(), "readable")
 			return t
 		}
-		defer pg.close()
-		log.onRenew = pg.poke
+		defer w.pg.close()
+		w.log.onRenew = w.pg.poke
 	}
-	if err := Trace(db, log.add); err != nil {
+	if err := Trace(db, w.log.add); err != nil {
 		t.fail("trace", err.Error(), "")
 		return t
 	}
@@ -145,12 +162,12 @@ func runRenew(ctx context.Context, r *runner, tg *target) *Table {
 		t.fail("coordinator", err.Error(), "")
 		return t
 	}
-	var ev EventCounts
+	w.ev = &EventCounts{}
 	events, unsubscribe := c.Subscribe(1 << 16)
 	defer unsubscribe()
 	go func() {
 		for e := range events {
-			ev.Add(e)
+			w.ev.Add(e)
 		}
 	}()
 	cctx, cancel := context.WithCancel(ctx)
@@ -191,11 +208,11 @@ func runRenew(ctx context.Context, r *runner, tg *target) *Table {
 		if !ok {
 			t.fail(label+": all leases held", fmt.Sprintf("%d of %d after %s", got, n, fmtDur(took)), target)
 			t.note("N=%d: acquisition stopped (bound %v, or no new lease for %v); larger N not measured; first errors: %v",
-				n, acquireBound, acquireStall, ev.Report().FirstErrors)
+				n, acquireBound, acquireStall, w.ev.Report().FirstErrors)
 			break
 		}
 		t.add(label+": all leases held", fmtDur(took), target, true)
-		measureTicks(ctx, t, label, n, r.o.Ticks, log, pg, &ev, tg.dialect)
+		measureTicks(ctx, t, label, n, r.o.Ticks, w)
 	}
 
 	cancel()
@@ -210,7 +227,7 @@ func runRenew(ctx context.Context, r *runner, tg *target) *Table {
 	case <-time.After(ShutdownTimeout + 30*time.Second):
 		t.note("the coordinator had not stopped %v after its context ended", ShutdownTimeout+30*time.Second)
 	}
-	if pg != nil {
+	if w.pg != nil {
 		t.note("server time: PostgreSQL's own planning + execution time of each renewal, from pg_stat_statements " +
 			"(track_planning on): the change in total_plan_time + total_exec_time over calls, read after every tick; " +
 			"it excludes network, protocol and queueing")
@@ -219,13 +236,28 @@ func runRenew(ctx context.Context, r *runner, tg *target) *Table {
 	}
 	t.note("client round trip: from gorm starting the renewal to its last callback, in this process; " +
 		"statements per tick: statements sent from one renewal's start to the next; p99 of fewer than 100 ticks is their maximum")
+	t.note("statements per second: every statement sent over the measured ticks, over their time; "+
+		"connections: database/sql's open connections of the process's pool (DB.Stats), every %v from every lease held to the last tick", connGaugeEvery)
 	return t
+}
+
+// renewWatch is what the renew section watches in its process: every
+// statement, the renewal's server time (PostgreSQL only, else nil), the
+// coordinator's events and database/sql's open connections.
+type renewWatch struct {
+	log     *stmtLog
+	pg      *pgss
+	ev      *EventCounts
+	conns   *connGauge
+	dialect string
 }
 
 // measureTicks waits for ticks renew ticks that cover all n leases and
 // adds their figures to t.
-func measureTicks(ctx context.Context, t *Table, label string, n, ticks int, log *stmtLog, pg *pgss, ev *EventCounts, dialect string) {
+func measureTicks(ctx context.Context, t *Table, label string, n, ticks int, w *renewWatch) {
+	log, pg, ev := w.log, w.pg, w.ev
 	mark := time.Now()
+	w.conns.reset()
 	// The first renewal after mark may have read the held leases just
 	// before the last one arrived: it is skipped.
 	need := ticks + 2
@@ -247,6 +279,11 @@ func measureTicks(ctx context.Context, t *Table, label string, n, ticks int, log
 		client = append(client, rs[i].Dur)
 	}
 	t.add(label+": statements per tick (max; mean)", fmt.Sprintf("%d; %.2f", maxStmts, float64(total)/float64(ticks)), "1", maxStmts == 1)
+	span := to.Sub(from)
+	t.info(label+": statements per second", fmt.Sprintf("%.2f (%d in %s)", float64(total)/span.Seconds(), total, fmtDur(span)))
+	most, samples := w.conns.read()
+	t.add(fmt.Sprintf("%s: most open connections (%d samples)", label, samples), fmt.Sprint(most),
+		fmt.Sprintf("<= %d", connTarget), most <= connTarget && samples > 0)
 	lost := ev.LostBetween(mark, to)
 	t.add(label+": leases lost", fmt.Sprint(lost), "0", lost == 0)
 	if e := ev.ErrorsBetween(mark, to); e > 0 {
@@ -264,7 +301,7 @@ func measureTicks(ctx context.Context, t *Table, label string, n, ticks int, log
 	case err != nil:
 		t.fail(label+": renew server time p50 / p99", "no pg_stat_statements samples", "")
 		return
-	case n == serverTargetSize && dialect == "postgres":
+	case n == serverTargetSize && w.dialect == "postgres":
 		t.add(label+": renew server time p50 / p99", s, "p99 <= "+fmtDur(serverTarget), p99 <= serverTarget)
 	default:
 		t.info(label+": renew server time p50 / p99", s)
@@ -399,4 +436,62 @@ func (p *pgss) between(from, to time.Time) ([]time.Duration, int) {
 func (p *pgss) close() {
 	close(p.done)
 	_ = p.db.Close()
+}
+
+// connGaugeEvery is how often a connGauge samples.
+const connGaugeEvery = 100 * time.Millisecond
+
+// connGauge samples database/sql's count of the open connections of one
+// pool, in this process, and keeps the most since its last reset.
+type connGauge struct {
+	db   *sql.DB
+	stop chan struct{}
+	done chan struct{}
+
+	mu            sync.Mutex
+	most, samples int
+}
+
+// startConnGauge samples db every interval until end.
+func startConnGauge(db *sql.DB, every time.Duration) *connGauge {
+	g := &connGauge{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			n := db.Stats().OpenConnections
+			g.mu.Lock()
+			g.most = max(g.most, n)
+			g.samples++
+			g.mu.Unlock()
+			select {
+			case <-g.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return g
+}
+
+// reset forgets the samples taken so far.
+func (g *connGauge) reset() {
+	g.mu.Lock()
+	g.most, g.samples = 0, 0
+	g.mu.Unlock()
+}
+
+// read returns the most open connections at a sample since the last
+// reset, and the number of samples.
+func (g *connGauge) read() (most, samples int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.most, g.samples
+}
+
+// end stops the sampling.
+func (g *connGauge) end() {
+	close(g.stop)
+	<-g.done
 }

@@ -20,6 +20,16 @@ const (
 	Cluster = "bench"
 )
 
+// Timing of the coordinators in the parts that wait for leases to expire
+// (the handoff section's crash and pause, the rebalance section): a TTL
+// short enough that ten failovers take seconds, with the RenewInterval
+// and RetryInterval coordination derives from it (TTL/3, TTL/4).
+const (
+	FastTTL           = time.Second
+	FastRenewInterval = FastTTL / 3
+	FastRetryInterval = FastTTL / 4
+)
+
 // maxFirstErrors is how many error texts EventCounts keeps.
 const maxFirstErrors = 5
 
@@ -123,4 +133,26 @@ func p50p99(ds []time.Duration) (string, time.Duration, error) {
 	}
 	p99, _ := percentile(ds, 99)
 	return fmt.Sprintf("%s / %s (n=%d)", fmtDur(p50), fmtDur(p99), len(ds)), p99, nil
+}
+
+// p50p99max formats the median, the 99th percentile and the largest of
+// ds, and returns the 99th percentile.
+func p50p99max(ds []time.Duration) (string, time.Duration, error) {
+	p50, ok := percentile(ds, 50)
+	if !ok {
+		return "", 0, errors.New("no samples")
+	}
+	p99, _ := percentile(ds, 99)
+	most, _ := percentile(ds, 100)
+	return fmt.Sprintf("%s / %s / %s (n=%d)", fmtDur(p50), fmtDur(p99), fmtDur(most), len(ds)), p99, nil
+}
+
+// ratiosOf formats the median, the 99th percentile and the largest of ds
+// as multiples of unit.
+func ratiosOf(ds []time.Duration, unit time.Duration) string {
+	r := func(p float64) float64 {
+		d, _ := percentile(ds, p)
+		return float64(d) / float64(unit)
+	}
+	return fmt.Sprintf("%.2f / %.2f / %.2f", r(50), r(99), r(100))
 }

@@ -4,12 +4,23 @@ import "strings"
 
 // Report is one line a worker process writes to its stdout, as JSON.
 type Report struct {
-	// Type is "ready" (the coordinator serves elections), "held" (every
-	// election of the process is held), "assigned" (a pool assignment
-	// started), "stats" (every second) or "exit" (the last line).
+	// Type is "ready" (the coordinator serves, and the elections or the
+	// pool member have started), "held" (every election of the process
+	// is held), "assigned" (a pool assignment started), "stats" (every
+	// second) or "exit" (the last line); with -terms also "elected" (a
+	// term's leader work started) and "ended" (it returned); with -units
+	// also "unit" (a unit of leader work done).
 	Type string `json:"t"`
 	// AtMS is the time since the process started, in milliseconds.
 	AtMS int64 `json:"at_ms"`
+	// WallNS is the wall-clock instant ("ready", "assigned", "elected",
+	// "ended", "unit") as time.Now().UnixNano(): the runner, on the same
+	// host, compares it with the instants at which it sent signals.
+	WallNS int64 `json:"wall_ns,omitempty"`
+	// Epoch is the term's epoch ("elected", "ended", "unit"), and Unit
+	// the count of units done in the process ("unit").
+	Epoch int64 `json:"epoch,omitempty"`
+	Unit  int64 `json:"unit,omitempty"`
 
 	Held int `json:"held,omitempty"` // elections whose work is running now
 	Want int `json:"want,omitempty"` // elections the process runs

@@ -1,11 +1,13 @@
 // Command worker is one process of the scale benchmark (make bench): a
 // coordinator that runs either N elections, each with leader work that
-// only waits for its context, or one member of a pool whose work does the
-// same. It writes bench.Report lines as JSON to stdout and stops
+// only waits for its context (or, with -units, does units of work while
+// its term is valid), or one member of a pool whose work waits for its
+// context. It writes bench.Report lines as JSON to stdout and stops
 // gracefully on SIGTERM or SIGINT.
 //
 //	worker -driver postgres -dsn DSN -node w1 -elections 100
 //	worker -driver sqlite -dsn DSN -node w1 -pool orders
+//	worker -driver postgres -dsn DSN -node c1 -prefix handoff -elections 1 -defaults -terms
 package main
 
 import (
@@ -76,17 +78,29 @@ func run(ctx context.Context) error {
 	began := time.Now()
 	driver := flag.String("driver", "", "database driver (dbopen names)")
 	dsn := flag.String("dsn", "", "database DSN")
-	node := flag.String("node", "w", "node name of this process; also the prefix of its election names")
+	node := flag.String("node", "w", "node name of this process; also the prefix of its election names unless -prefix is given")
 	elections := flag.Int("elections", 0, "run this many elections")
+	prefix := flag.String("prefix", "", "prefix of the election names (default: -node); processes given the same one campaign for the same elections")
 	poolName := flag.String("pool", "", "run one member of this pool")
 	ttl := flag.Duration("ttl", bench.TTL, "lease TTL")
 	renew := flag.Duration("renew", bench.RenewInterval, "renew interval")
+	retry := flag.Duration("retry", 0, "retry interval (0: coordination's default for the TTL)")
+	defaults := flag.Bool("defaults", false, "run with coordination's default timing (TTL 15s, RetryInterval 2s); -ttl, -renew and -retry are ignored")
+	terms := flag.Bool("terms", false, "report the start and the end of every term (\"elected\", \"ended\")")
+	units := flag.Duration("units", 0, "leader work does one unit every this long while its term is valid, and reports each (\"unit\"); 0: it only waits for its context")
 	flag.Parse()
 	if *driver == "" || *dsn == "" {
 		return errors.New("-driver and -dsn are required")
 	}
 	if (*elections > 0) == (*poolName != "") {
 		return fmt.Errorf("give exactly one of -elections (%d) and -pool (%q)", *elections, *poolName)
+	}
+	if *prefix == "" {
+		*prefix = *node
+	}
+	cfg := coordination.Config{TTL: *ttl, RenewInterval: *renew, RetryInterval: *retry, ShutdownTimeout: bench.ShutdownTimeout}
+	if *defaults {
+		cfg = coordination.Config{}
 	}
 	o := &out{enc: json.NewEncoder(os.Stdout), began: began}
 
@@ -123,7 +137,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := coordination.New(db, id, coordination.Config{TTL: *ttl, RenewInterval: *renew, ShutdownTimeout: bench.ShutdownTimeout})
+	c, err := coordination.New(db, id, cfg)
 	if err != nil {
 		return err
 	}
@@ -149,23 +163,30 @@ func run(ctx context.Context) error {
 	case err := <-runDone:
 		return fmt.Errorf("coordinator: %w", err)
 	}
-	o.send(bench.Report{Type: "ready"})
 
-	var held atomic.Int64
+	var held, unitsDone atomic.Int64
 	var work sync.WaitGroup
 	if *elections > 0 {
 		var once sync.Once
 		n := *elections
-		fn := func(ctx context.Context, _ *coordination.Lease) error {
+		fn := func(ctx context.Context, l *coordination.Lease) error {
+			if *terms {
+				o.send(bench.Report{Type: "elected", Epoch: l.Epoch(), WallNS: time.Now().UnixNano()})
+				defer func() { o.send(bench.Report{Type: "ended", Epoch: l.Epoch(), WallNS: time.Now().UnixNano()}) }()
+			}
 			if held.Add(1) == int64(n) {
 				once.Do(func() { o.send(bench.Report{Type: "held", Held: n, Want: n}) })
 			}
-			<-ctx.Done()
+			if *units > 0 {
+				doUnits(ctx, l, *units, o, &unitsDone)
+			} else {
+				<-ctx.Done()
+			}
 			held.Add(-1)
 			return nil
 		}
 		for i := range n {
-			e, err := c.Election(coordination.GlobalScope, fmt.Sprintf("%s-%06d", *node, i))
+			e, err := c.Election(coordination.GlobalScope, fmt.Sprintf("%s-%06d", *prefix, i))
 			if err != nil {
 				return err
 			}
@@ -178,12 +199,13 @@ func run(ctx context.Context) error {
 		}
 		work.Go(func() {
 			_ = p.Run(ctx, func(ctx context.Context, a coordination.Assignment) error {
-				o.send(bench.Report{Type: "assigned", Index: a.Index, Count: a.Count, Generation: a.Generation})
+				o.send(bench.Report{Type: "assigned", Index: a.Index, Count: a.Count, Generation: a.Generation, WallNS: time.Now().UnixNano()})
 				<-ctx.Done()
 				return nil
 			})
 		})
 	}
+	o.send(bench.Report{Type: "ready", WallNS: time.Now().UnixNano()})
 
 	stats := func(typ string) bench.Report {
 		mu.Lock()
@@ -242,4 +264,26 @@ loop:
 	runErrMu.Unlock()
 	o.send(rep)
 	return nil
+}
+
+// doUnits is leader work made of units, one every interval: before each,
+// Lease.Valid (which reads the clock itself) must report true, and the
+// unit is then done at once, by reporting it with its instant. Once Valid
+// reports false no unit starts: the work waits for the term's context,
+// which the coordinator ends.
+func doUnits(ctx context.Context, l *coordination.Lease, every time.Duration, o *out, done *atomic.Int64) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !l.Valid() {
+			<-ctx.Done()
+			return
+		}
+		o.send(bench.Report{Type: "unit", Epoch: l.Epoch(), Unit: done.Add(1), WallNS: time.Now().UnixNano()})
+	}
 }

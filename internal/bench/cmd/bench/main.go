@@ -3,16 +3,27 @@
 // The last line is "bench: OK ..." or "bench: FAIL <which>"; it exits 1 on
 // FAIL and 2 on bad settings.
 //
+// Sections, in order (docs/performance.md has the figures and targets):
+//
+//	renew      one process holding 1 to 100,000 leases: statements per tick and per second, connections, renewal time
+//	fleet      100 processes x 100 leases start, renew and stop at once (PostgreSQL)
+//	shutdown   one process holding 10,000 leases gets SIGTERM
+//	pool       pools of 20 and 50 members start at once
+//	handoff    three candidates: graceful handoff (SIGTERM, coordination's defaults), crash failover
+//	           (SIGKILL), a pause beyond the TTL (SIGSTOP, SIGCONT); an idle follower's statements
+//	rebalance  a pool of 20 members: joins, graceful leaves, SIGKILLs
+//
 // Environment:
 //
-//	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool)
+//	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool,handoff,rebalance)
 //	BENCH_DIALECTS  comma-separated subset of postgres,mysql,sqlite (default: all)
-//	BENCH_TICKS     renew ticks measured at each size in the renew section (default 20)
+//	BENCH_TICKS     renew ticks measured at each size in the renew section (default 10)
 //	BENCH_SIZES     lease counts of the renew section (default 1,100,1000,10000, and 100000 on postgres)
 //	BENCH_PROCS     processes of the fleet section (default 100)
 //	BENCH_FLEET_LEASES     leases of each fleet process (default 100)
 //	BENCH_SHUTDOWN_LEASES  leases of the shutdown section's process (default 10000)
 //	BENCH_POOL_SIZES       member counts of the pool section (default 20,50)
+//	BENCH_REPS      times the handoff and rebalance sections repeat each kind of signal (default 10)
 package main
 
 import (
@@ -47,6 +58,7 @@ func run(ctx context.Context) int {
 		{"BENCH_PROCS", &o.Procs},
 		{"BENCH_FLEET_LEASES", &o.FleetLeases},
 		{"BENCH_SHUTDOWN_LEASES", &o.ShutdownLeases},
+		{"BENCH_REPS", &o.Reps},
 	} {
 		if *v.to, err = number(v.env, os.Getenv(v.env)); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
