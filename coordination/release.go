@@ -41,8 +41,9 @@ func (c *Coordinator) release(ctx context.Context, req *releaseReq) error {
 	if c.closingNow() {
 		// At shutdown every term ends at about the same moment: a short
 		// wait lets the releases of the terms whose work is returning join
-		// this batch.
-		time.Sleep(shutdownBatchWait)
+		// this batch. It ends as soon as no term is left to join it, so
+		// the last lease (or the only one) goes out at once.
+		c.awaitReleases(shutdownBatchWait)
 	}
 	c.mu.Lock()
 	batch := c.releaseQ
@@ -52,6 +53,24 @@ func (c *Coordinator) release(ctx context.Context, req *releaseReq) error {
 	c.relMu.Unlock()
 	return <-req.done
 }
+
+// awaitReleases waits up to d for every lease still held to queue its
+// release.
+func (c *Coordinator) awaitReleases(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		c.mu.Lock()
+		left := len(c.held)
+		c.mu.Unlock()
+		if left == 0 || !time.Now().Before(deadline) {
+			return
+		}
+		time.Sleep(releasePoll)
+	}
+}
+
+// releasePoll is how often awaitReleases looks.
+const releasePoll = 200 * time.Microsecond
 
 // sendReleases releases a batch, one statement per session and chunk, and
 // tells every request its result.
