@@ -44,8 +44,8 @@ func (c *Coordinator) listenLoop(ctx context.Context) {
 	})
 	c.listening.Store(false)
 	if errors.Is(err, store.ErrNoWakeups) {
-		c.log.Info("no release notifications on this database; followers poll every RetryInterval",
-			zap.String("dialect", c.store.Dialect()), zap.Duration("retry_interval", c.cfg.RetryInterval))
+		c.log.Info("no release notifications; followers poll every RetryInterval",
+			zap.String("dialect", c.store.Dialect()), zap.Duration("retry_interval", c.cfg.RetryInterval), zap.Error(err))
 	} else if err != nil {
 		c.log.Warn("release notifications unavailable; followers poll every RetryInterval", zap.Error(err))
 	}

@@ -23,6 +23,7 @@ func TestWakeups(t *testing.T) {
 		{"LostWakeupOnlyDelays", caseLostWakeupOnlyDelays},
 		{"FallbackWhenListenFails", caseFallbackWhenListenFails},
 		{"PoolRebalancesOnWakeup", casePoolRebalancesOnWakeup},
+		{"NoListeningOnAOneConnectionPool", caseNoListeningOnAOneConnectionPool},
 	})
 }
 
@@ -288,4 +289,34 @@ func casePoolRebalancesOnWakeup(t *testing.T, b *bundle) {
 	rec.check(t)
 	t.Logf("LOUD: %s: pool rebalance with a 10m poll: join %v, graceful leave %v",
 		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond))
+}
+
+// caseNoListeningOnAOneConnectionPool: a pool capped at one open
+// connection is never taken by listening; the leases are renewed as
+// without notifications.
+func caseNoListeningOnAOneConnectionPool(t *testing.T, b *bundle) {
+	if b.target.Dialect != "postgres" {
+		t.Skip("only PostgreSQL listens on a connection of the pool")
+	}
+	sqlDB, err := b.db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB.SetMaxOpenConns(1)
+	cfg := fastConfig()
+	cfg.TTL, cfg.Margin = 10*time.Second, 2*time.Second
+	r := start(t, b.db, "node-a", cfg)
+	renews := renewSignal(r)
+	l := mustCampaign(t, election(t, r.Coordinator, GlobalScope, "one-conn"))
+	for range 3 {
+		select {
+		case <-renews:
+		case <-time.After(wait):
+			t.Fatalf("no renewal within %v on a pool of one connection", wait)
+		}
+	}
+	if !l.Valid() || r.listening.Load() {
+		t.Fatalf("lease valid %v, listening %v; want valid and not listening", l.Valid(), r.listening.Load())
+	}
+	release(t, l)
 }

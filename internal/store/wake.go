@@ -97,6 +97,9 @@ func (s *Store) Listen(ctx context.Context, retry time.Duration, wake WakeFunc, 
 	var listen func(ctx context.Context, wake WakeFunc, up func()) error
 	switch {
 	case s.listener != nil:
+		if err := s.listener.poolAllows(); err != nil {
+			return err
+		}
 		listen = s.listener.listen
 	case s.d.wake == wakeLocal:
 		lw, err := s.localWaker(ctx)
@@ -174,6 +177,22 @@ func newPGListener(s *Store) *pgListener {
 	l := &pgListener{s: s, turn: make(chan struct{}, 1)}
 	l.idle = sync.NewCond(&l.mu)
 	return l
+}
+
+// poolAllows returns an error wrapping ErrNoWakeups when the caller's pool
+// is capped below two open connections: the listening connection is taken
+// from it for as long as listening runs, and the session's renewal must
+// still find one.
+func (l *pgListener) poolAllows() error {
+	sqlDB, err := l.s.db.DB()
+	if err != nil {
+		return nil // not a *sql.DB pool: nothing to check
+	}
+	if m := sqlDB.Stats().MaxOpenConnections; m > 0 && m < 2 {
+		return fmt.Errorf("%w: the pool allows %d open connection (SetMaxOpenConns); listening would hold it and leave none for the renewals",
+			ErrNoWakeups, m)
+	}
+	return nil
 }
 
 // errNotPGX is returned when the driver under gorm is not pgx.
