@@ -211,6 +211,19 @@ func (c *child) termSince(t time.Time) (termSpan, bool) {
 	return termSpan{}, false
 }
 
+// termEnd returns when the child's term of epoch ended, zero when it has
+// not (or was not reported).
+func (c *child) termEnd(epoch int64) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.terms {
+		if s.epoch == epoch {
+			return s.end
+		}
+	}
+	return time.Time{}
+}
+
 // termEnded reports whether the child's term of epoch has ended.
 func (c *child) termEnded(epoch int64) bool {
 	c.mu.Lock()

@@ -165,8 +165,9 @@ func runHandoff(ctx context.Context, r *runner, tg *target) *Table {
 	idle.report(t)
 
 	t.note("graceful: %s; handoff: from the runner sending SIGTERM to the leader until the successor's leader work "+
-		"started, as the successor's wall clock says (same host); a follower finds a released lease on its next poll, "+
-		"every RetryInterval plus 0-50%%, unless something wakes it sooner", defaultTiming.about)
+		"started, as the successor's wall clock says (same host); the leader releases the lease once its work has returned; "+
+		"on PostgreSQL and SQLite the release wakes the followers at once, on MariaDB a follower finds it on its next poll, "+
+		"every RetryInterval plus at most 25ms", defaultTiming.about)
 	t.note("crash and pause: %s, so that each failover takes about a second; failover: SIGKILL to the successor's "+
 		"leader work started; failover/TTL: the same over the TTL", fastTiming.about)
 	t.note("each signal follows a random wait of 0 to RetryInterval, so it falls at a random moment of the followers' polls; " +
@@ -193,7 +194,7 @@ func (r *runner) handoffGraceful(ctx context.Context, tg *target, t *Table) {
 		t.fail(name, "start: "+err.Error(), target)
 		return
 	}
-	var took []time.Duration
+	var took, down, up []time.Duration
 	for i := range r.o.Reps {
 		h, err := handOff(ctx, g, tm, syscall.SIGTERM)
 		if err == nil {
@@ -204,9 +205,21 @@ func (r *runner) handoffGraceful(ctx context.Context, tg *target, t *Table) {
 			t.fail(name, fmt.Sprintf("handoff %d of %d: %v", i+1, r.o.Reps, err), target)
 			return
 		}
+		// The leader has exited: its last report, the end of its work,
+		// has arrived.
+		if end := h.leader.termEnd(h.term.epoch); !end.IsZero() {
+			down = append(down, end.Sub(h.at))
+			up = append(up, h.next.start.Sub(end))
+		}
 	}
 	s, p99, _ := p50p99max(took)
 	t.add(name, s, target, p99 <= gracefulTarget(tg.dialect))
+	if s, _, err := p50p99max(down); err == nil {
+		t.info("graceful: SIGTERM to the leader's work returned p50 / p99 / max", s)
+	}
+	if s, _, err := p50p99max(up); err == nil {
+		t.info("graceful: the leader's work returned to the successor's work started p50 / p99 / max", s)
+	}
 	if killed := g.stop(); killed > 0 {
 		t.note("graceful: %d candidates had not exited %v after the last SIGTERM and were killed", killed, stopBound)
 	}

@@ -195,6 +195,20 @@ func (l *pgListener) poolAllows() error {
 	return nil
 }
 
+// warmRenewal makes sure the pool holds a connection for the renewal's
+// slot, once listening works. The listening connection is the one the
+// pool had; without this, a follower woken by a release would open a
+// connection (on PostgreSQL a new server process: milliseconds) to start
+// its session, on the critical path of the handoff. A failure only
+// leaves that for later.
+func (l *pgListener) warmRenewal(ctx context.Context) {
+	_ = l.s.runOn(ctx, l.s.renewal, func(db *gorm.DB) error {
+		st := l.s.d.sqlNow()
+		_, err := queryAll(db, st, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
+		return err
+	})
+}
+
 // errNotPGX is returned when the driver under gorm is not pgx.
 var errNotPGX = errors.New("leasehold: listening needs the pgx driver (gorm.io/driver/postgres)")
 
@@ -319,7 +333,10 @@ func (l *pgListener) listen(ctx context.Context, wake WakeFunc, up func()) error
 			}
 			l.mu.Unlock()
 		}()
-		return l.serve(ctx, raw, wake, up)
+		return l.serve(ctx, raw, wake, func() {
+			l.warmRenewal(ctx)
+			up()
+		})
 	})
 }
 
