@@ -142,7 +142,7 @@ func sendDatagram(path string, msg []byte) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetWriteDeadline(time.Now().Add(localSendTimeout))
 	_, err = c.Write(msg)
 	return err
