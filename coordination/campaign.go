@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -26,6 +27,9 @@ func (c *Coordinator) campaignLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.wokenWake:
+			c.acquireWoken(ctx)
+			continue
 		case <-c.campaignWake:
 		case <-timer.C:
 		}
@@ -109,6 +113,12 @@ func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
 		}
 		c.grant(name, epoch, s, gap)
 	})
+	c.acquireFailed(failed, err)
+}
+
+// acquireFailed reports the failure of a round's acquire (acquireNames),
+// if any.
+func (c *Coordinator) acquireFailed(failed []string, err error) {
 	switch {
 	case err == nil || errors.Is(err, context.Canceled):
 	case failed == nil:
@@ -122,6 +132,40 @@ func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
 			c.events.emit(Event{Kind: EventError, Lease: name, Err: err})
 		}
 	}
+}
+
+// acquireWoken attempts at once the leases a release notification named
+// (wakeFor) that this process campaigns for, without the round's read:
+// the acquire statement itself takes only a lease that is free, expired
+// or held by a dead session, and not reserved for another process, so a
+// stale or spurious notification takes nothing. Leases this process
+// resigned and holds off are left out. The handoff gap is counted from
+// the notification's arrival, which follows the release's commit.
+func (c *Coordinator) acquireWoken(ctx context.Context) {
+	c.mu.Lock()
+	want := make([]string, 0, len(c.woken))
+	for name := range c.woken {
+		if c.campaigns[name] != nil {
+			want = append(want, name)
+		}
+	}
+	clear(c.woken)
+	at, after := c.wokenAt, c.afterWoken
+	c.mu.Unlock()
+	want = slices.DeleteFunc(want, func(name string) bool { return c.holdingOff(name, store.Row{}, false) })
+	if after != nil {
+		defer func() { after(len(want)) }()
+	}
+	if len(want) == 0 || c.isUnhealthy() {
+		return
+	}
+	sort.Strings(want)
+	opCtx, cancel := context.WithTimeout(ctx, c.roundTimeout(len(want)))
+	defer cancel()
+	failed, err := c.acquireNames(opCtx, want, nil, func(name string, epoch int64, s *session) {
+		c.grant(name, epoch, s, time.Since(at))
+	})
+	c.acquireFailed(failed, err)
 }
 
 // takeable reports whether an acquire under the session mine ("" for

@@ -86,6 +86,7 @@ type Coordinator struct {
 
 	renewWake    chan struct{}
 	campaignWake chan struct{}
+	wokenWake    chan struct{} // woken holds names to attempt at once
 	resignWake   chan struct{}
 
 	// sessMu serialises starting and topping up the session (ensureSession).
@@ -103,6 +104,8 @@ type Coordinator struct {
 	campaigns   map[string]*campaign
 	observed    map[string]*Election // elections with observers
 	elections   map[string]*Election
+	woken       map[string]struct{}  // campaigned leases a notification named, not attempted yet (acquireWoken)
+	wokenAt     time.Time            // when the latest of them arrived
 	pools       map[string]*Pool     // the pools whose Run is active in this process, by key
 	joins       map[string]int       // per pool key, the memberships this process started (memberID)
 	holdOff     map[string]time.Time // leases this process resigned, until when it does not take them again
@@ -122,6 +125,10 @@ type Coordinator struct {
 	// afterRound, when set by tests, is called after every campaign round
 	// with the number of names it read.
 	afterRound func(names int)
+	// afterWoken, when set by tests (under mu), is called after every
+	// attempt of leases named by a notification (acquireWoken) with the
+	// number it attempted.
+	afterWoken func(attempted int)
 }
 
 // campaign is one waiting Campaign call.
@@ -169,6 +176,8 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		done:         make(chan struct{}),
 		renewWake:    make(chan struct{}, 1),
 		campaignWake: make(chan struct{}, 1),
+		wokenWake:    make(chan struct{}, 1),
+		woken:        make(map[string]struct{}),
 		resignWake:   make(chan struct{}, 1),
 		held:         make(map[string]*Lease),
 		campaigns:    make(map[string]*campaign),

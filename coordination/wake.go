@@ -3,6 +3,7 @@ package coordination
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -51,15 +52,16 @@ func (c *Coordinator) listenLoop(ctx context.Context) {
 	}
 }
 
-// wakeFor hands a wake-up to the loops concerned: the campaign loop when
-// a name is campaigned for or observed, each pool whose rows are named;
-// every loop when names is nil.
+// wakeFor hands a wake-up to the loops concerned: the campaign loop
+// attempts the named leases it campaigns for at once, and runs a round
+// for those only observed; each pool whose rows are named reads them;
+// every loop runs a full round when names is nil.
 func (c *Coordinator) wakeFor(names []string) {
 	if c.dropWakes.Load() {
 		return
 	}
 	c.mu.Lock()
-	campaign := names == nil
+	round, woken := names == nil, false
 	var pools []*Pool
 	if names == nil {
 		for _, p := range c.pools {
@@ -67,8 +69,13 @@ func (c *Coordinator) wakeFor(names []string) {
 		}
 	}
 	for _, n := range names {
-		if c.campaigns[n] != nil || c.observed[n] != nil {
-			campaign = true
+		switch {
+		case c.campaigns[n] != nil:
+			// Attempted at once, without a read (acquireWoken).
+			c.woken[n] = struct{}{}
+			woken = true
+		case c.observed[n] != nil:
+			round = true // its observers get the read
 		}
 		if key, ok := poolKeyOf(n); ok {
 			if p := c.pools[key]; p != nil {
@@ -76,8 +83,14 @@ func (c *Coordinator) wakeFor(names []string) {
 			}
 		}
 	}
+	if woken {
+		c.wokenAt = time.Now()
+	}
 	c.mu.Unlock()
-	if campaign {
+	if woken {
+		c.poke(c.wokenWake)
+	}
+	if round {
 		c.poke(c.campaignWake)
 	}
 	for _, p := range pools {

@@ -137,23 +137,40 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "lost"))
 	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "lost"), wait)
 
-	// Spurious wake-ups, one at a time: each runs a round, which finds
-	// the lease held.
+	// Spurious wake-ups, one at a time: one for anything runs a round,
+	// one naming the lease attempts it at once; each finds it held.
 	f.dropWakes.Store(false)
 	rounds := roundSignal(f)
+	attempts := make(chan int, 16)
+	f.mu.Lock()
+	f.afterWoken = func(n int) {
+		select {
+		case attempts <- n:
+		default:
+		}
+	}
+	f.mu.Unlock()
 	var lastRound time.Time
 	for i := range 4 {
 		if i%2 == 0 {
 			f.wakeFor(nil)
+			select {
+			case <-rounds:
+			case <-time.After(wait):
+				t.Fatalf("a wake-up ran no round within %v", wait)
+			}
 		} else {
 			f.wakeFor([]string{"global/lost"})
+			select {
+			case n := <-attempts:
+				if n != 1 {
+					t.Fatalf("a wake-up naming the lease attempted %d leases, want 1", n)
+				}
+			case <-time.After(wait):
+				t.Fatalf("a wake-up naming the lease attempted nothing within %v", wait)
+			}
 		}
-		select {
-		case <-rounds:
-			lastRound = time.Now()
-		case <-time.After(wait):
-			t.Fatalf("a wake-up ran no round within %v", wait)
-		}
+		lastRound = time.Now()
 	}
 	select {
 	case l2 := <-got:
