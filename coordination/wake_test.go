@@ -107,18 +107,26 @@ func caseReleaseWakesFollower(t *testing.T, b *bundle) {
 	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "wake"), wait)
 	releasedAt := time.Now()
 	release(t, l)
-	select {
-	case l2 := <-got:
-		if l2 == nil {
-			return
-		}
-		if l2.Epoch() != l.Epoch()+1 {
-			t.Fatalf("follower epoch %d, want %d", l2.Epoch(), l.Epoch()+1)
-		}
+	if l2 := successor(t, got, l, "follower"); l2 != nil {
 		t.Logf("LOUD: %s: release to follower's acquire: %v (poll %v)", b.target.Name, time.Since(releasedAt).Round(time.Microsecond), f.cfg.RetryInterval)
 		release(t, l2)
+	}
+}
+
+// successor waits, at most wait, for the lease the follower's Campaign
+// got after l was released, and checks that it is the next term. It
+// returns nil when the Campaign failed (reported already).
+func successor(t *testing.T, got <-chan *Lease, l *Lease, who string) *Lease {
+	t.Helper()
+	select {
+	case l2 := <-got:
+		if l2 != nil && l2.Epoch() != l.Epoch()+1 {
+			t.Fatalf("%s epoch %d, want %d", who, l2.Epoch(), l.Epoch()+1)
+		}
+		return l2
 	case <-time.After(wait):
-		t.Fatalf("follower did not take the released lease within %v; its poll is %v", wait, f.cfg.RetryInterval)
+		t.Fatalf("%s did not take the released lease within %v", who, wait)
+		return nil
 	}
 }
 
@@ -183,22 +191,13 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 
 	f.dropWakes.Store(true)
 	release(t, l)
-	select {
-	case l2 := <-got:
-		if l2 == nil {
-			return
-		}
-		if l2.Epoch() != l.Epoch()+1 {
-			t.Fatalf("follower epoch %d, want %d", l2.Epoch(), l.Epoch()+1)
-		}
+	if l2 := successor(t, got, l, "follower without wake-ups"); l2 != nil {
 		// Its next poll comes at least RetryInterval after its last round;
 		// a slow machine only makes it later.
 		if took := time.Since(lastRound); took < cfg.RetryInterval/2 {
 			t.Fatalf("follower took the lease %v after its last round, before its poll (%v): a dropped wake-up woke it", took, cfg.RetryInterval)
 		}
 		release(t, l2)
-	case <-time.After(wait):
-		t.Fatalf("follower without wake-ups did not take the released lease within %v (poll %v)", wait, cfg.RetryInterval)
 	}
 }
 
