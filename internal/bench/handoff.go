@@ -177,7 +177,7 @@ func runHandoff(ctx context.Context, r *runner, tg *target) *Table {
 		"was done after resuming", pauseTTLs, unitEvery)
 	t.note("idle follower: one process campaigning for %d elections that another process holds (both with coordination's defaults), "+
 		"on a database of its own, during the whole section; its statements counted by its gorm callbacks between two of its "+
-		"stats lines; as each poll waits RetryInterval plus 0-50%%, a window of W holds at most floor(W/RetryInterval)+1 of them",
+		"stats lines; as each poll waits RetryInterval plus at most 25ms, never less, a window of W holds at most floor(W/RetryInterval)+1 of them",
 		idleElections)
 	return t
 }
