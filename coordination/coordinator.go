@@ -88,6 +88,7 @@ type Coordinator struct {
 	campaignWake chan struct{}
 	wokenWake    chan struct{} // woken holds names to attempt at once
 	resignWake   chan struct{}
+	heldDropped  chan struct{} // a term left held (awaitReleases)
 
 	// sessMu serialises starting and topping up the session (ensureSession).
 	sessMu sync.Mutex
@@ -113,8 +114,11 @@ type Coordinator struct {
 	healthKnown bool                 // a health check has returned
 	renewals    renewals             // outcomes of the renewal loop's statements (Renewal)
 
-	// listening is true while wake-ups arrive (wake.go).
-	listening atomic.Bool
+	// listening is true while wake-ups arrive (wake.go); listenChanged
+	// (buffered 1) is signalled after each change of listening's state
+	// has been logged.
+	listening     atomic.Bool
+	listenChanged chan struct{}
 	// dropWakes, when set by tests, drops every wake-up received.
 	dropWakes atomic.Bool
 
@@ -165,29 +169,31 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		log.Warn("the meter provider refused an instrument; no metrics are recorded", zap.Error(err))
 	}
 	return &Coordinator{
-		cfg:          cfg,
-		id:           id,
-		holder:       holder,
-		store:        st,
-		log:          log,
-		metrics:      m,
-		ready:        make(chan struct{}),
-		closing:      make(chan struct{}),
-		done:         make(chan struct{}),
-		renewWake:    make(chan struct{}, 1),
-		campaignWake: make(chan struct{}, 1),
-		wokenWake:    make(chan struct{}, 1),
-		woken:        make(map[string]struct{}),
-		resignWake:   make(chan struct{}, 1),
-		held:         make(map[string]*Lease),
-		campaigns:    make(map[string]*campaign),
-		observed:     make(map[string]*Election),
-		elections:    make(map[string]*Election),
-		pools:        make(map[string]*Pool),
-		joins:        make(map[string]int),
-		holdOff:      make(map[string]time.Time),
-		unhealthy:    cfg.HealthCheck != nil,
-		events:       broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
+		cfg:           cfg,
+		id:            id,
+		holder:        holder,
+		store:         st,
+		log:           log,
+		metrics:       m,
+		ready:         make(chan struct{}),
+		closing:       make(chan struct{}),
+		done:          make(chan struct{}),
+		renewWake:     make(chan struct{}, 1),
+		campaignWake:  make(chan struct{}, 1),
+		wokenWake:     make(chan struct{}, 1),
+		woken:         make(map[string]struct{}),
+		resignWake:    make(chan struct{}, 1),
+		heldDropped:   make(chan struct{}, 1),
+		listenChanged: make(chan struct{}, 1),
+		held:          make(map[string]*Lease),
+		campaigns:     make(map[string]*campaign),
+		observed:      make(map[string]*Election),
+		elections:     make(map[string]*Election),
+		pools:         make(map[string]*Pool),
+		joins:         make(map[string]int),
+		holdOff:       make(map[string]time.Time),
+		unhealthy:     cfg.HealthCheck != nil,
+		events:        broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
 	}
 }
 

@@ -204,6 +204,7 @@ func (c *Coordinator) dropLocked(l *Lease) {
 	if c.held[l.name] == l {
 		delete(c.held, l.name)
 		l.sess.held--
+		c.poke(c.heldDropped)
 	}
 }
 

@@ -55,22 +55,24 @@ func (c *Coordinator) release(ctx context.Context, req *releaseReq) error {
 }
 
 // awaitReleases waits up to d for every lease still held to queue its
-// release.
+// release: each term leaving c.held signals heldDropped.
 func (c *Coordinator) awaitReleases(d time.Duration) {
-	deadline := time.Now().Add(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
 	for {
 		c.mu.Lock()
 		left := len(c.held)
 		c.mu.Unlock()
-		if left == 0 || !time.Now().Before(deadline) {
+		if left == 0 {
 			return
 		}
-		time.Sleep(releasePoll)
+		select {
+		case <-c.heldDropped:
+		case <-t.C:
+			return
+		}
 	}
 }
-
-// releasePoll is how often awaitReleases looks.
-const releasePoll = 200 * time.Microsecond
 
 // sendReleases releases a batch, one statement per session and chunk, and
 // tells every request its result.

@@ -15,10 +15,11 @@ import (
 // (PostgreSQL: NOTIFY, sent by the release statement itself and received
 // on one listening connection per process, within MaxConnections;
 // SQLite: datagram sockets next to the database file). A process woken
-// for a lease it campaigns for or observes runs a campaign round at once,
-// and one woken for a pool it runs reads the pool at once. Nothing else
-// changes: the round reads the rows and decides from them as on a poll,
-// so a lost or spurious wake-up only moves a read, and polling every
+// for a lease it campaigns for attempts it at once (acquireWoken), one
+// woken for a lease it only observes runs a campaign round, and one woken
+// for a pool it runs reads the pool at once. Nothing else changes: the
+// acquire statement, or the round's read, decides as on a poll, so a lost
+// or spurious wake-up only moves an attempt, and polling every
 // RetryInterval (a pool's PollInterval) goes on regardless.
 
 // listenLoop listens for wake-ups until ctx is done.
@@ -28,6 +29,7 @@ func (c *Coordinator) listenLoop(ctx context.Context) {
 	}
 	failed := false
 	err := c.store.Listen(ctx, c.cfg.RetryInterval, c.wakeFor, func(err error) {
+		defer c.poke(c.listenChanged)
 		if err == nil {
 			c.listening.Store(true)
 			c.log.Info("listening for release notifications: followers take over a released lease at once")
@@ -50,6 +52,7 @@ func (c *Coordinator) listenLoop(ctx context.Context) {
 	} else if err != nil {
 		c.log.Warn("release notifications unavailable; followers poll every RetryInterval", zap.Error(err))
 	}
+	c.poke(c.listenChanged)
 }
 
 // wakeFor hands a wake-up to the loops concerned: the campaign loop

@@ -45,13 +45,21 @@ func hasWakeups(b *bundle) bool { return b.target.Dialect != "mysql" }
 // waitListening waits until every coordinator listens for wake-ups.
 func waitListening(t testing.TB, cs ...*running) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
 	for _, c := range cs {
-		for !c.listening.Load() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s is not listening for wake-ups after %v", c.Holder(), wait)
-			}
-			time.Sleep(10 * time.Millisecond)
+		waitListenState(t, c, func() bool { return c.listening.Load() }, "listening for wake-ups")
+	}
+}
+
+// waitListenState waits, at most wait in all, until ok holds, looking
+// again at each change of c's listening state.
+func waitListenState(t testing.TB, c *running, ok func() bool, what string) {
+	t.Helper()
+	deadline := time.After(wait)
+	for !ok() {
+		select {
+		case <-c.listenChanged:
+		case <-deadline:
+			t.Fatalf("%s: not %s within %v", c.Holder(), what, wait)
 		}
 	}
 }
@@ -230,13 +238,7 @@ func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
 	unavailable := func() int {
 		return logs.FilterLevelExact(zapcore.WarnLevel).FilterMessageSnippet("release notifications unavailable").Len()
 	}
-	deadline := time.Now().Add(wait)
-	for unavailable() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no warning that notifications are unavailable within %v", wait)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitListenState(t, f, func() bool { return unavailable() > 0 }, "warning that notifications are unavailable")
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "fallback"))
 	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "fallback"), wait)
 	release(t, l)

@@ -270,8 +270,7 @@ func (l *pgListener) runOn(ctx context.Context, conn *gorm.DB, fn func(db *gorm.
 // closed first: then it reports switched and runs nothing.
 func (l *pgListener) runOnPoolUnless(ctx context.Context, up chan struct{}, fn func(db *gorm.DB) error) (err error, switched bool) {
 	actx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(ctx, cancel)
-	defer stop()
+	defer cancel()
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -367,10 +366,11 @@ func (l *pgListener) serve(ctx context.Context, raw *sql.Conn, wake WakeFunc, up
 		for l.users > 0 {
 			l.idle.Wait()
 		}
-		wctx, cancel := context.WithCancel(ctx)
+		deadline := time.Time{}
 		if !probed {
-			wctx, cancel = context.WithDeadline(ctx, probeBy)
+			deadline = probeBy
 		}
+		wctx, cancel := waitContext(ctx, deadline)
 		l.stop = cancel
 		l.mu.Unlock()
 		payload, err := waitNotification(wctx, raw)
@@ -405,15 +405,30 @@ func (l *pgListener) serve(ctx context.Context, raw *sql.Conn, wake WakeFunc, up
 	}
 }
 
-// waitNotification waits on raw for the next notification and returns
-// its payload.
-func waitNotification(ctx context.Context, raw *sql.Conn) (payload string, err error) {
-	err = raw.Raw(func(dc any) error {
+// waitContext is ctx, cancellable, and with deadline unless it is zero.
+func waitContext(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, deadline)
+}
+
+// withPGX runs fn with the pgx connection behind raw.
+func withPGX(raw *sql.Conn, fn func(c *pgx.Conn) error) error {
+	return raw.Raw(func(dc any) error {
 		c, ok := dc.(interface{ Conn() *pgx.Conn })
 		if !ok {
 			return errNotPGX
 		}
-		n, err := c.Conn().WaitForNotification(ctx)
+		return fn(c.Conn())
+	})
+}
+
+// waitNotification waits on raw for the next notification and returns
+// its payload.
+func waitNotification(ctx context.Context, raw *sql.Conn) (payload string, err error) {
+	err = withPGX(raw, func(c *pgx.Conn) error {
+		n, err := c.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
@@ -426,12 +441,8 @@ func waitNotification(ctx context.Context, raw *sql.Conn) (payload string, err e
 // connAlive returns an error when the pgx connection behind raw is
 // closed.
 func connAlive(raw *sql.Conn) error {
-	return raw.Raw(func(dc any) error {
-		c, ok := dc.(interface{ Conn() *pgx.Conn })
-		if !ok {
-			return errNotPGX
-		}
-		if c.Conn().IsClosed() {
+	return withPGX(raw, func(c *pgx.Conn) error {
+		if c.IsClosed() {
 			return errors.New("leasehold: the listening connection closed")
 		}
 		return nil
