@@ -167,15 +167,18 @@ type pgListener struct {
 	conn  *gorm.DB
 	users int                // statements that use or wait for conn
 	stop  context.CancelFunc // ends the wait for notifications in progress
-	// up is closed when conn is set, and replaced when it is cleared; nil
-	// while Listen is not running, when statements take the pool at once.
-	up   chan struct{}
-	turn chan struct{} // buffered 1: one statement at a time on conn
+	// up is cancelled (by setUp) when conn is set, and replaced when it
+	// is cleared: a statement waiting for a pool slot, which the listener
+	// may hold, goes to conn instead once it is there.
+	up    context.Context
+	setUp context.CancelFunc
+	turn  chan struct{} // buffered 1: one statement at a time on conn
 }
 
 func newPGListener(s *Store) *pgListener {
 	l := &pgListener{s: s, turn: make(chan struct{}, 1)}
 	l.idle = sync.NewCond(&l.mu)
+	l.up, l.setUp = context.WithCancel(context.Background())
 	return l
 }
 
@@ -234,11 +237,8 @@ func (l *pgListener) run(ctx context.Context, fn func(db *gorm.DB) error) error 
 		}
 		up := l.up
 		l.mu.Unlock()
-		if up == nil {
-			return l.s.runOn(ctx, l.s.general, fn)
-		}
-		// Listening is being set up, or will be again: take a pool slot,
-		// unless the listening connection is there first.
+		// Not listening: take a pool slot, unless the listening connection
+		// is there first (the listener takes every slot while it listens).
 		err, switched := l.runOnPoolUnless(ctx, up, fn)
 		if !switched {
 			return err
@@ -267,19 +267,12 @@ func (l *pgListener) runOn(ctx context.Context, conn *gorm.DB, fn func(db *gorm.
 }
 
 // runOnPoolUnless runs fn on the pool within a general slot, unless up is
-// closed first: then it reports switched and runs nothing.
-func (l *pgListener) runOnPoolUnless(ctx context.Context, up chan struct{}, fn func(db *gorm.DB) error) (err error, switched bool) {
+// done first: then it reports switched and runs nothing.
+func (l *pgListener) runOnPoolUnless(ctx, up context.Context, fn func(db *gorm.DB) error) (err error, switched bool) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-up:
-			cancel()
-		case <-done:
-		}
-	}()
+	stop := context.AfterFunc(up, cancel)
+	defer stop()
 	if err := l.s.general.Acquire(actx, 1); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err(), false
@@ -294,16 +287,6 @@ func (l *pgListener) runOnPoolUnless(ctx context.Context, up chan struct{}, fn f
 // listen runs one listening connection until ctx is done or the
 // connection fails; up is called once it listens.
 func (l *pgListener) listen(ctx context.Context, wake WakeFunc, up func()) error {
-	l.mu.Lock()
-	if l.up == nil {
-		l.up = make(chan struct{})
-	}
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.up = nil
-		l.mu.Unlock()
-	}()
 	// Every general slot: the statements on the pool end first, and the
 	// listening connection stands for all of them while it is there.
 	slots := int64(l.s.maxConns - 1)
@@ -322,11 +305,12 @@ func (l *pgListener) listen(ctx context.Context, wake WakeFunc, up func()) error
 		}
 		l.mu.Lock()
 		l.conn = conn
-		close(l.up)
+		l.setUp()
 		l.mu.Unlock()
 		defer func() {
 			l.mu.Lock()
-			l.conn, l.up = nil, make(chan struct{})
+			l.conn = nil
+			l.up, l.setUp = context.WithCancel(context.Background())
 			for l.users > 0 {
 				l.idle.Wait()
 			}
