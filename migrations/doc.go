@@ -2,7 +2,7 @@
 //
 // # Tables
 //
-// With the default prefix "leasehold_" the schema has three tables:
+// With the default prefix "leasehold_" the schema has four tables:
 //
 //   - leasehold_schema_migrations: one row per applied schema version.
 //   - leasehold_leases: one row per lease name, with its holder, the
@@ -13,7 +13,12 @@
 //     coordination package).
 //   - leasehold_sessions: one row per running process that holds leases,
 //     renewed by one statement per tick, with a counter of the resign
-//     requests made to it (version 7).
+//     requests made to it (version 7) and the database incarnation it was
+//     last checked in (version 9).
+//   - leasehold_incarnation (version 8): one row, the incarnation of the
+//     database server the lease rows were last known to live in, so that
+//     a failover that lost writes is noticed and no epoch is issued twice
+//     (docs/design.md, "Failover of the database").
 //
 // # When it runs
 //

@@ -34,7 +34,7 @@ func ExampleMigrate() {
 	applied, err = migrations.Migrate(ctx, db, migrations.Options{})
 	fmt.Println("again:", applied, err)
 	// Output:
-	// applied: [1 2 3 4 5 6 7] <nil>
+	// applied: [1 2 3 4 5 6 7 8 9] <nil>
 	// again: [] <nil>
 }
 
@@ -51,7 +51,7 @@ func ExampleDDL() {
 // DDLFrom gives a DBA the statements that upgrade a schema from the
 // version Version reports; each is safe to apply twice.
 func ExampleDDLFrom() {
-	stmts, err := migrations.DDLFrom("postgres", migrations.Options{TablePrefix: "coord_"}, 6)
+	stmts, err := migrations.DDLFrom("postgres", migrations.Options{TablePrefix: "coord_"}, 8)
 	if err != nil {
 		panic(err)
 	}
@@ -59,6 +59,6 @@ func ExampleDDLFrom() {
 		fmt.Println(s)
 	}
 	// Output:
-	// ALTER TABLE "coord_sessions" ADD COLUMN IF NOT EXISTS notice BIGINT NOT NULL DEFAULT 0
-	// INSERT INTO "coord_schema_migrations" (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING
+	// ALTER TABLE "coord_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT ''
+	// INSERT INTO "coord_schema_migrations" (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING
 }

@@ -80,6 +80,12 @@ type dialect struct {
 	// quote quotes one identifier.
 	quote func(string) string
 
+	// incarnation is an expression for the current incarnation of the
+	// database server, as text: it changes when a standby is promoted or
+	// the database is restored, and never otherwise (incarnation.go). ""
+	// where leasehold does not detect failovers.
+	incarnation string
+
 	// acquire says how an acquire reports its terms.
 	acquire acquireMode
 
@@ -108,8 +114,14 @@ var dialects = map[string]*dialect{
 		// statement_timestamp() is constant within one statement and, unlike
 		// now(), advances inside a long transaction, which matters for the
 		// fencing check that runs inside the caller's transaction.
-		now:        "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)",
-		quote:      quoteDouble,
+		now:   "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)",
+		quote: quoteDouble,
+		// The cluster's system identifier, which a restore into a new
+		// cluster changes, and the timeline of the WAL being written,
+		// which every promotion and point-in-time recovery raises. Both are
+		// readable by any role, and only on a server that accepts writes.
+		incarnation: "(SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || " +
+			"substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)",
 		acquire:    acquireReturning,
 		wake:       wakeListen,
 		nameType:   "VARCHAR(255) COLLATE \"C\"",
@@ -147,9 +159,12 @@ var dialects = map[string]*dialect{
 	SQLServer: {
 		name: SQLServer,
 		// DATEDIFF_BIG needs SQL Server 2016 or newer.
-		now:     "DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())",
-		quote:   quoteBracket,
-		acquire: acquireReturning,
+		now:   "DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())",
+		quote: quoteBracket,
+		// The name of the server instance answering: an availability
+		// group's failover moves the primary to another instance.
+		incarnation: "CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255))",
+		acquire:     acquireReturning,
 		// NVARCHAR because go-mssqldb binds Go strings as NVARCHAR: a VARCHAR
 		// key compared with an NVARCHAR parameter is converted row by row and
 		// loses its index seek. Binary collation: byte-for-byte comparison,
@@ -270,7 +285,7 @@ func (d *dialect) rowColumns(t Tables, joined bool) string {
 	return "l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, " +
 		d.sessionColumn(t, "l", "renewed_at_us", "l.renewed_at_us", joined) + ", " +
 		d.sessionColumn(t, "l", "expires_at_us", "0", joined) + ", COALESCE(l.data, ''), " +
-		"l.resign_epoch, l.prefer_holder, l.prefer_until_us, " + d.now + " AS now_us"
+		"l.resign_epoch, l.prefer_holder, l.prefer_until_us, " + d.now + " AS now_us, " + d.incarnationColumns(t)
 }
 
 // readFrom is the FROM clause of a plain read: each lease with its
@@ -283,9 +298,15 @@ func (d *dialect) readFrom(t Tables) string {
 // Sessions
 
 // sqlCreateSession starts a session, live for ttl by the database clock.
+// Where failovers are detected, it records the database incarnation it
+// started in.
 func (d *dialect) sqlCreateSession(t Tables, id, holder string, ttl time.Duration) stmt {
-	return stmt{"INSERT INTO " + d.quote(t.Sessions) + " (id, holder, created_at_us, renewed_at_us, expires_at_us) VALUES (?, ?, " +
-		d.now + ", " + d.now + ", " + d.now + " + " + us(ttl) + ")", []any{id, holder}}
+	cols, vals := "", ""
+	if d.incarnation != "" {
+		cols, vals = ", incarnation", ", "+d.incarnation
+	}
+	return stmt{"INSERT INTO " + d.quote(t.Sessions) + " (id, holder, created_at_us, renewed_at_us, expires_at_us" + cols + ") VALUES (?, ?, " +
+		d.now + ", " + d.now + ", " + d.now + " + " + us(ttl) + vals + ")", []any{id, holder}}
 }
 
 // sqlRenewSession extends a session that has not expired by the database
@@ -301,7 +322,7 @@ func (d *dialect) sqlCreateSession(t Tables, id, holder string, ttl time.Duratio
 // which the server sends back with the affected-row count.
 func (d *dialect) sqlRenewSession(t Tables, id string, ttl time.Duration) stmt {
 	set := "UPDATE " + d.quote(t.Sessions) + " SET renewed_at_us = " + d.now + ", expires_at_us = " + d.now + " + " + us(ttl)
-	where := " WHERE id = ? AND expires_at_us >= " + d.now
+	where := " WHERE id = ? AND expires_at_us >= " + d.now + d.sameIncarnation("")
 	switch d.name {
 	case MySQL:
 		return stmt{set + ", notice = LAST_INSERT_ID(notice)" + where, []any{id}}
@@ -385,7 +406,7 @@ func (d *dialect) valuesNow(n int) string {
 // names another process. Arguments: takeableArgs.
 func (d *dialect) takeable(t Tables, l string) string {
 	return "(NOT " + d.heldExpr(t, l) + " OR " + l + ".session_id = ?) AND " + d.sessionLive(t, "?", "") +
-		" AND (" + l + ".prefer_until_us < " + d.now + " OR " + l + ".prefer_holder IN (?, ?, ?))"
+		" AND (" + l + ".prefer_until_us < " + d.now + " OR " + l + ".prefer_holder IN (?, ?, ?))" + d.takingAllowed(t)
 }
 
 // takeableArgs are the arguments of takeable: the session twice, then the
@@ -409,11 +430,11 @@ func HolderForms(holder string) [3]string {
 	return [3]string{holder, node, instance}
 }
 
-// acquireSet starts a new term: the epoch goes up by one in the same
-// statement, and a resign request or preference left from an earlier term
+// acquireSet starts a new term: the epoch goes up by one (above the
+// incarnation's floor, incarnation.go) in the same statement, and a resign request or preference left from an earlier term
 // is cleared. Arguments: holder, session.
-func (d *dialect) acquireSet() string {
-	return "holder = ?, session_id = ?, epoch = epoch + 1, acquired_at_us = " + d.now + ", renewed_at_us = " + d.now +
+func (d *dialect) acquireSet(t Tables) string {
+	return "holder = ?, session_id = ?, epoch = " + d.nextEpoch(t) + ", acquired_at_us = " + d.now + ", renewed_at_us = " + d.now +
 		", expires_at_us = " + heldForever + ", resign_epoch = 0, prefer_holder = '', prefer_until_us = 0"
 }
 
@@ -429,9 +450,9 @@ func (d *dialect) sqlAcquire(t Tables, session, holder string, names []string) s
 	args = append(args, takeableArgs(session, holder)...)
 	where := " WHERE " + in + " AND " + d.takeable(t, q)
 	if d.name == SQLServer {
-		return stmt{"UPDATE " + q + " SET " + d.acquireSet() + " OUTPUT inserted.name, inserted.epoch" + where, args}
+		return stmt{"UPDATE " + q + " SET " + d.acquireSet(t) + " OUTPUT inserted.name, inserted.epoch" + where, args}
 	}
-	return stmt{"UPDATE " + q + " SET " + d.acquireSet() + where + " RETURNING name, epoch", args}
+	return stmt{"UPDATE " + q + " SET " + d.acquireSet(t) + where + " RETURNING name, epoch", args}
 }
 
 // nameIn matches the given names: one text[] parameter on PostgreSQL (see
@@ -495,7 +516,7 @@ func (d *dialect) sqlAcquireLock(t Tables, session, holder string, names []strin
 // of exactly the terms sqlAcquireLock locked.
 func (d *dialect) sqlAcquireTerms(t Tables, session, holder string, terms []Term) stmt {
 	filter, targs := termsFilter(terms)
-	return stmt{"UPDATE " + d.quote(t.Leases) + " SET " + d.acquireSet() + " WHERE " + filter,
+	return stmt{"UPDATE " + d.quote(t.Leases) + " SET " + d.acquireSet(t) + " WHERE " + filter,
 		append([]any{holder, session}, targs...)}
 }
 
@@ -697,10 +718,11 @@ func (d *dialect) sqlSetData(t Tables, session string, term Term, data string) s
 }
 
 // sqlPublish is the compare-and-set that publishes a pool's next
-// generation.
+// generation: one above from, or above the incarnation's floor, and only
+// where a lease could be taken now (incarnation.go).
 func (d *dialect) sqlPublish(t Tables, name string, from int64, data string) stmt {
-	return stmt{"UPDATE " + d.quote(t.Leases) + " SET epoch = epoch + 1, data = ?, renewed_at_us = " + d.now +
-		" WHERE name = ? AND holder = '' AND epoch = " + strconv.FormatInt(from, 10), []any{data, name}}
+	return stmt{"UPDATE " + d.quote(t.Leases) + " SET epoch = " + d.nextEpoch(t) + ", data = ?, renewed_at_us = " + d.now +
+		" WHERE name = ? AND holder = '' AND epoch = " + strconv.FormatInt(from, 10) + d.takingAllowed(t), []any{data, name}}
 }
 
 // sqlPruneDead deletes the rows under a name prefix (lo, hi from

@@ -121,6 +121,12 @@ func TestGoldenSQL(t *testing.T) {
 			st("list leases by prefix", d.sqlList(tables, lo, hi))
 			st("database clock", d.sqlNow())
 			st("fencing check inside the caller's transaction", d.sqlFence(tables, "global/billing"))
+			if d.incarnation != "" {
+				st("failover: create the incarnation row unless it exists", d.sqlEnsureIncarnation(tables))
+				st("failover: adopt the incarnation answering, with a hold-off and a new epoch floor", d.sqlAdopt(tables, ttl))
+				st("failover: move a live session to the incarnation answering", d.sqlRebind(tables, session))
+				st("failover: the terms the rows show a session holding", d.sqlSessionTerms(tables, session))
+			}
 			section("create the version table", d.createMigrationsTable(tables))
 			for _, m := range migrations {
 				for _, s := range m.statements(d, tables) {

@@ -39,6 +39,9 @@ type Tables struct {
 	Migrations string
 	Leases     string
 	Sessions   string
+	// Incarnation holds one row: the database incarnation (incarnation.go)
+	// the lease rows were last known to live in.
+	Incarnation string
 }
 
 // TablesFor returns the table names for a prefix ("" means the default).
@@ -50,10 +53,11 @@ func TablesFor(prefix string) (Tables, error) {
 		return Tables{}, err
 	}
 	return Tables{
-		Prefix:     prefix,
-		Migrations: prefix + "schema_migrations",
-		Leases:     prefix + "leases",
-		Sessions:   prefix + "sessions",
+		Prefix:      prefix,
+		Migrations:  prefix + "schema_migrations",
+		Leases:      prefix + "leases",
+		Sessions:    prefix + "sessions",
+		Incarnation: prefix + "incarnation",
 	}, nil
 }
 
@@ -142,6 +146,23 @@ var migrations = []Migration{
 		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Sessions, noticeColumn.name) },
 		columns: &tableColumns{sessions, []column{noticeColumn}},
 	},
+	{
+		Version:     8,
+		Description: "create the incarnation table",
+		statements: func(d *dialect, t Tables) []string {
+			return []string{d.createTable(t.Incarnation, "id", incarnationColumns)}
+		},
+		columns: &tableColumns{incarnationTable, incarnationColumns},
+	},
+	{
+		Version:     9,
+		Description: "add the incarnation column to the session table",
+		statements: func(d *dialect, t Tables) []string {
+			return []string{d.addColumn(t.Sessions, sessionIncarnationColumn)}
+		},
+		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Sessions, sessionIncarnationColumn.name) },
+		columns: &tableColumns{sessions, []column{sessionIncarnationColumn}},
+	},
 }
 
 // leaseColumns1 are the columns of the lease table as version 1 created it.
@@ -160,8 +181,9 @@ type tableColumns struct {
 	cols  []column
 }
 
-func leases(t Tables) string   { return t.Leases }
-func sessions(t Tables) string { return t.Sessions }
+func leases(t Tables) string           { return t.Leases }
+func sessions(t Tables) string         { return t.Sessions }
+func incarnationTable(t Tables) string { return t.Incarnation }
 
 // tableAt is a table of the schema and its columns at some version, in the
 // order the steps added them; no columns when the table does not exist.
@@ -228,6 +250,26 @@ var sessionColumns = []column{
 // sessionIDColumn names the session that holds a lease; ” when the lease
 // is free, or held by a build before sessions (with its own expiry).
 var sessionIDColumn = column{name: "session_id", typ: nameCol, def: "''"}
+
+// incarnationColumns are the columns of the incarnation table, which has
+// one row (id 1) once a process has looked (incarnation.go): the database
+// incarnation the lease rows were last known to live in, the one before
+// it, when the change was noticed and until when no lease may be taken
+// (by the database clock), and the floor every new epoch goes above.
+var incarnationColumns = []column{
+	{name: "id", typ: intCol},
+	{name: "incarnation", typ: nameCol, def: "''"},
+	{name: "previous", typ: nameCol, def: "''"},
+	{name: "adopted_at_us", typ: bigintCol, def: "0"},
+	{name: "hold_until_us", typ: bigintCol, def: "0"},
+	{name: "epoch_floor", typ: bigintCol, def: "0"},
+}
+
+// sessionIncarnationColumn is the database incarnation a session was last
+// checked against: its renewal succeeds only in that incarnation, so a
+// process learns of a failover at its next renewal and checks its terms
+// before it trusts them again.
+var sessionIncarnationColumn = column{name: "incarnation", typ: nameCol, def: "''"}
 
 // LatestVersion is the schema version this build of leasehold needs.
 var LatestVersion = migrations[len(migrations)-1].Version

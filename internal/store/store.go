@@ -61,7 +61,22 @@ type Row struct {
 	PreferredUntil  time.Time
 	// Now is the database clock at the read.
 	Now time.Time
+	// HoldUntil is, after a failover of the database (incarnation.go),
+	// when leases may be taken again by the database clock; zero when
+	// there is no hold-off.
+	HoldUntil time.Time
+	// EpochFloor is the floor every new epoch goes above (incarnation.go):
+	// a pool whose generation is below it publishes its next one.
+	EpochFloor int64
+
+	// incarnationStale is set when the read found the incarnation row
+	// missing or naming another incarnation than the one answering.
+	incarnationStale bool
 }
+
+// HeldOff reports whether, at the read, no lease could be taken because
+// the database failed over less than a hold-off ago.
+func (r Row) HeldOff() bool { return r.HoldUntil.After(r.Now) }
 
 // Live reports whether the lease was held and unexpired at the read. It is
 // the same rule as the SQL the store writes (heldExpr in dialect.go).
@@ -97,6 +112,11 @@ const DefaultMaxConnections = 2
 type Options struct {
 	// TablePrefix selects the tables ("" means DefaultTablePrefix).
 	TablePrefix string
+	// FailoverHold is the least time no lease may be taken after a
+	// failover of the database (incarnation.go): the TTL of the process.
+	// The longest TTL among the sessions on record counts when it is
+	// longer.
+	FailoverHold time.Duration
 	// MaxConnections bounds how many statements of the store run at once,
 	// and so how many connections of the caller's pool they use. With two
 	// or more, one is kept for the session's renewal and the releases, so
@@ -124,6 +144,11 @@ type Store struct {
 	listener *pgListener
 	// local is the SQLite wake-up, once Listen has found the file.
 	local atomic.Pointer[localWake]
+
+	// failoverHold is Options.FailoverHold; incarnationRow is set once
+	// the incarnation row is known to exist (incarnation.go).
+	failoverHold   time.Duration
+	incarnationRow atomic.Bool
 }
 
 // New returns a store for the database behind db.
@@ -149,7 +174,7 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 	s := &Store{
 		// A fresh session: the caller's scopes and conditions must not leak
 		// into the library's statements.
-		db: db.Session(&gorm.Session{NewDB: true}), d: d, tables: t, maxConns: n,
+		db: db.Session(&gorm.Session{NewDB: true}), d: d, tables: t, maxConns: n, failoverHold: o.FailoverHold,
 	}
 	if n == 1 {
 		s.general = semaphore.NewWeighted(1)
@@ -411,6 +436,9 @@ func (s *Store) Acquire(ctx context.Context, session, holder string, names []str
 	var out []Term
 	err := chunks(names, WriteChunk, func(part []string) error {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
+			if err := s.ensureIncarnation(db); err != nil {
+				return err
+			}
 			var got []Term
 			err := s.decideTx(db, func(tx *gorm.DB) (err error) {
 				if s.d.lockFirst() {
@@ -636,7 +664,26 @@ func (s *Store) PendingResigns(ctx context.Context, session string, names []stri
 
 // Get reads the named leases with the database clock, in statements of at
 // most ReadChunk names. Names without a row are absent from the result.
+// A read that finds the database failed over records that (adoptIfStale)
+// and reads again, so the rows show the hold-off.
 func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
+	return s.readAdopting(ctx, func() ([]Row, error) { return s.get(ctx, names) })
+}
+
+// readAdopting runs read, and once more if its rows show a failover that
+// nobody had recorded, once this call has recorded it.
+func (s *Store) readAdopting(ctx context.Context, read func() ([]Row, error)) ([]Row, error) {
+	rows, err := read()
+	if err != nil {
+		return nil, err
+	}
+	if again, err := s.adoptIfStale(ctx, rows); err != nil || !again {
+		return rows, err
+	}
+	return read()
+}
+
+func (s *Store) get(ctx context.Context, names []string) ([]Row, error) {
 	var out []Row
 	err := chunks(names, ReadChunk, func(part []string) error {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
@@ -649,8 +696,13 @@ func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
 }
 
 // List reads every lease whose name starts with prefix ("" for all),
-// ordered by name. The match is byte for byte, also on SQLite.
+// ordered by name. The match is byte for byte, also on SQLite. A failover
+// is recorded as Get does.
 func (s *Store) List(ctx context.Context, prefix string) ([]Row, error) {
+	return s.readAdopting(ctx, func() ([]Row, error) { return s.list(ctx, prefix) })
+}
+
+func (s *Store) list(ctx context.Context, prefix string) ([]Row, error) {
 	var lo, hi string
 	if prefix != "" {
 		var err error
@@ -689,11 +741,12 @@ func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
 
 func queryRows(db *gorm.DB, st stmt) ([]Row, error) {
 	return queryAll(db, st, func(rs *sql.Rows, r *Row) error {
-		var acquired, renewed, expires, preferUntil, now int64
+		var acquired, renewed, expires, preferUntil, now, hold int64
 		if err := rs.Scan(&r.Name, &r.Holder, &r.Session, &r.Epoch, &acquired, &renewed, &expires, &r.Data,
-			&r.ResignEpoch, &r.PreferredHolder, &preferUntil, &now); err != nil {
+			&r.ResignEpoch, &r.PreferredHolder, &preferUntil, &now, &hold, &r.EpochFloor); err != nil {
 			return err
 		}
+		scanIncarnation(r, hold)
 		r.AcquiredAt, r.RenewedAt, r.ExpiresAt, r.Now = usTime(acquired), usTime(renewed), usTime(expires), usTime(now)
 		r.PreferredUntil = usTime(preferUntil)
 		return nil
@@ -721,10 +774,15 @@ func (s *Store) SetData(ctx context.Context, session string, t Term, data string
 }
 
 // Publish moves an unheld row (a pool's generation row) from epoch from to
-// from+1 with new data, only if it is still at from: a compare-and-set.
+// from+1 (or above the incarnation's floor, incarnation.go) with new data,
+// only if it is still at from: a compare-and-set. After a failover of the
+// database it publishes nothing until the hold-off has passed.
 func (s *Store) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
 	var n int64
 	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
+		if err := s.ensureIncarnation(db); err != nil {
+			return err
+		}
 		n, err = exec(db, s.d.sqlPublish(s.tables, name, from, data))
 		return err
 	})

@@ -1,5 +1,5 @@
 -- ======== from version 0 ========
--- leasehold coordination schema version 7 for sqlserver
+-- leasehold coordination schema version 9 for sqlserver
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -35,9 +35,17 @@ IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_s
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF OBJECT_ID(N'leasehold_incarnation', N'U') IS NULL CREATE TABLE [leasehold_incarnation] (id INT NOT NULL, incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', previous NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', adopted_at_us BIGINT NOT NULL DEFAULT 0, hold_until_us BIGINT NOT NULL DEFAULT 0, epoch_floor BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 8) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (8, 'create the incarnation table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leasehold_sessions] ADD incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 1 ========
--- leasehold coordination schema for sqlserver, from version 1 to 7
+-- leasehold coordination schema for sqlserver, from version 1 to 9
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -69,9 +77,17 @@ IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_s
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF OBJECT_ID(N'leasehold_incarnation', N'U') IS NULL CREATE TABLE [leasehold_incarnation] (id INT NOT NULL, incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', previous NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', adopted_at_us BIGINT NOT NULL DEFAULT 0, hold_until_us BIGINT NOT NULL DEFAULT 0, epoch_floor BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 8) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (8, 'create the incarnation table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leasehold_sessions] ADD incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 2 ========
--- leasehold coordination schema for sqlserver, from version 2 to 7
+-- leasehold coordination schema for sqlserver, from version 2 to 9
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -99,9 +115,17 @@ IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_s
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF OBJECT_ID(N'leasehold_incarnation', N'U') IS NULL CREATE TABLE [leasehold_incarnation] (id INT NOT NULL, incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', previous NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', adopted_at_us BIGINT NOT NULL DEFAULT 0, hold_until_us BIGINT NOT NULL DEFAULT 0, epoch_floor BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 8) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (8, 'create the incarnation table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leasehold_sessions] ADD incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 3 ========
--- leasehold coordination schema for sqlserver, from version 3 to 7
+-- leasehold coordination schema for sqlserver, from version 3 to 9
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -121,9 +145,17 @@ IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_s
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF OBJECT_ID(N'leasehold_incarnation', N'U') IS NULL CREATE TABLE [leasehold_incarnation] (id INT NOT NULL, incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', previous NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', adopted_at_us BIGINT NOT NULL DEFAULT 0, hold_until_us BIGINT NOT NULL DEFAULT 0, epoch_floor BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 8) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (8, 'create the incarnation table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leasehold_sessions] ADD incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 4 ========
--- leasehold coordination schema for sqlserver, from version 4 to 7
+-- leasehold coordination schema for sqlserver, from version 4 to 9
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -139,9 +171,17 @@ IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_s
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF OBJECT_ID(N'leasehold_incarnation', N'U') IS NULL CREATE TABLE [leasehold_incarnation] (id INT NOT NULL, incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', previous NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', adopted_at_us BIGINT NOT NULL DEFAULT 0, hold_until_us BIGINT NOT NULL DEFAULT 0, epoch_floor BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 8) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (8, 'create the incarnation table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leasehold_sessions] ADD incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 5 ========
--- leasehold coordination schema for sqlserver, from version 5 to 7
+-- leasehold coordination schema for sqlserver, from version 5 to 9
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -153,9 +193,17 @@ IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_s
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF OBJECT_ID(N'leasehold_incarnation', N'U') IS NULL CREATE TABLE [leasehold_incarnation] (id INT NOT NULL, incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', previous NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', adopted_at_us BIGINT NOT NULL DEFAULT 0, hold_until_us BIGINT NOT NULL DEFAULT 0, epoch_floor BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 8) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (8, 'create the incarnation table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leasehold_sessions] ADD incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 6 ========
--- leasehold coordination schema for sqlserver, from version 6 to 7
+-- leasehold coordination schema for sqlserver, from version 6 to 9
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -163,9 +211,41 @@ IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_s
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 7) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, 'add the notice counter to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF OBJECT_ID(N'leasehold_incarnation', N'U') IS NULL CREATE TABLE [leasehold_incarnation] (id INT NOT NULL, incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', previous NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', adopted_at_us BIGINT NOT NULL DEFAULT 0, hold_until_us BIGINT NOT NULL DEFAULT 0, epoch_floor BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 8) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (8, 'create the incarnation table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leasehold_sessions] ADD incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 7 ========
--- leasehold coordination schema for sqlserver, from version 7 to 7
+-- leasehold coordination schema for sqlserver, from version 7 to 9
+-- Every statement is safe to apply again.
+IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
+GO
+IF OBJECT_ID(N'leasehold_incarnation', N'U') IS NULL CREATE TABLE [leasehold_incarnation] (id INT NOT NULL, incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', previous NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', adopted_at_us BIGINT NOT NULL DEFAULT 0, hold_until_us BIGINT NOT NULL DEFAULT 0, epoch_floor BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 8) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (8, 'create the incarnation table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leasehold_sessions] ADD incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+
+-- ======== from version 8 ========
+-- leasehold coordination schema for sqlserver, from version 8 to 9
+-- Every statement is safe to apply again.
+IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leasehold_sessions] ADD incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+
+-- ======== from version 9 ========
+-- leasehold coordination schema for sqlserver, from version 9 to 9
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO

@@ -1,9 +1,9 @@
 -- start a session
-INSERT INTO "leasehold_sessions" (id, holder, created_at_us, renewed_at_us, expires_at_us) VALUES ($1, $2, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000)
+INSERT INTO "leasehold_sessions" (id, holder, created_at_us, renewed_at_us, expires_at_us, incarnation) VALUES ($1, $2, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000, (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
 -- renew the session: the one statement of a renewal tick
-UPDATE "leasehold_sessions" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000 WHERE id = $1 AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) RETURNING notice
+UPDATE "leasehold_sessions" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 15000000 WHERE id = $1 AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AND incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) RETURNING notice
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- read the session
@@ -26,7 +26,7 @@ SELECT name FROM "leasehold_leases" WHERE name = ANY(CAST($1 AS text[])) ORDER B
 -- args: "{\"global/billing\",\"global/outbox\"}";
 
 -- acquire (new epochs in the same statement)
-UPDATE "leasehold_leases" SET holder = $1, session_id = $2, epoch = epoch + 1, acquired_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = 253402300799999999, resign_epoch = 0, prefer_holder = '', prefer_until_us = 0 WHERE name = ANY(CAST($3 AS text[])) AND (NOT ("leasehold_leases".holder <> '' AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) OR EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)))) OR "leasehold_leases".session_id = $4) AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $5 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) AND ("leasehold_leases".prefer_until_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) OR "leasehold_leases".prefer_holder IN ($6, $7, $8)) RETURNING name, epoch
+UPDATE "leasehold_leases" SET holder = $1, session_id = $2, epoch = CASE WHEN epoch >= COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) THEN epoch ELSE COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) END + 1, acquired_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = 253402300799999999, resign_epoch = 0, prefer_holder = '', prefer_until_us = 0 WHERE name = ANY(CAST($3 AS text[])) AND (NOT ("leasehold_leases".holder <> '' AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) OR EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)))) OR "leasehold_leases".session_id = $4) AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $5 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) AND ("leasehold_leases".prefer_until_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) OR "leasehold_leases".prefer_holder IN ($6, $7, $8)) AND EXISTS (SELECT 1 FROM "leasehold_incarnation" i WHERE i.id = 1 AND i.incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AND i.hold_until_us <= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) RETURNING name, epoch
 -- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "{\"global/billing\",\"global/outbox\"}", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef", "node-a", "0123456789abcdef0123456789abcdef";
 
 -- release one lease
@@ -72,7 +72,7 @@ UPDATE "leasehold_leases" SET data = $1 WHERE name = $2 AND epoch = 7 AND sessio
 -- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- publish a pool's next generation (compare-and-set)
-UPDATE "leasehold_leases" SET epoch = epoch + 1, data = $1, renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE name = $2 AND holder = '' AND epoch = 41
+UPDATE "leasehold_leases" SET epoch = CASE WHEN epoch >= COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) THEN epoch ELSE COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) END + 1, data = $1, renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE name = $2 AND holder = '' AND epoch = 41 AND EXISTS (SELECT 1 FROM "leasehold_incarnation" i WHERE i.id = 1 AND i.incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AND i.hold_until_us <= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
 
 -- prune dead pool members, 1 of 2: lock those that look dead
@@ -84,22 +84,36 @@ DELETE FROM "leasehold_leases" WHERE name = ANY(CAST($1 AS text[])) AND (("lease
 -- args: "{\"global/billing\",\"global/outbox\"}";
 
 -- read leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name = ANY(CAST($1 AS text[]))
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) THEN i.hold_until_us ELSE -1 END FROM "leasehold_incarnation" i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) AS epoch_floor FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name = ANY(CAST($1 AS text[]))
 -- args: "{\"global/billing\",\"global/outbox\"}";
 
 -- list all leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id ORDER BY l.name;
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) THEN i.hold_until_us ELSE -1 END FROM "leasehold_incarnation" i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) AS epoch_floor FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id ORDER BY l.name;
 
 -- list leases by prefix
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name >= $1 AND l.name < $2 ORDER BY l.name
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) THEN i.hold_until_us ELSE -1 END FROM "leasehold_incarnation" i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) AS epoch_floor FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name >= $1 AND l.name < $2 ORDER BY l.name
 -- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us FROM "leasehold_leases" l WHERE l.name = $1 FOR SHARE OF l
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) THEN i.hold_until_us ELSE -1 END FROM "leasehold_incarnation" i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) AS epoch_floor FROM "leasehold_leases" l WHERE l.name = $1 FOR SHARE OF l
 -- args: "global/billing";
+
+-- failover: create the incarnation row unless it exists
+INSERT INTO "leasehold_incarnation" (id, incarnation, previous, adopted_at_us, hold_until_us, epoch_floor) VALUES (1, (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8), '', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), 0, 0) ON CONFLICT (id) DO NOTHING;
+
+-- failover: adopt the incarnation answering, with a hold-off and a new epoch floor
+UPDATE "leasehold_incarnation" SET hold_until_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + CASE WHEN COALESCE((SELECT MAX(s.expires_at_us - s.renewed_at_us) FROM "leasehold_sessions" s), 0) > 15000000 THEN COALESCE((SELECT MAX(s.expires_at_us - s.renewed_at_us) FROM "leasehold_sessions" s), 0) ELSE 15000000 END, epoch_floor = CASE WHEN epoch_floor >= COALESCE((SELECT MAX(l.epoch) FROM "leasehold_leases" l), 0) THEN epoch_floor ELSE COALESCE((SELECT MAX(l.epoch) FROM "leasehold_leases" l), 0) END + 4294967296, previous = incarnation, adopted_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) WHERE id = 1 AND incarnation <> (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8);
+
+-- failover: move a live session to the incarnation answering
+UPDATE "leasehold_sessions" SET incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) WHERE id = $1 AND expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AND incarnation <> (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- failover: the terms the rows show a session holding
+SELECT name, epoch FROM "leasehold_leases" WHERE session_id = $1 AND holder <> ''
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- create the version table
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
@@ -158,6 +172,20 @@ ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS notice BIGINT NOT NULL
 -- record migration 7
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (7, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
 -- args: "add the notice counter to the session table";
+
+-- migration 8: create the incarnation table
+CREATE TABLE IF NOT EXISTS "leasehold_incarnation" (id INTEGER NOT NULL, incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', previous VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', adopted_at_us BIGINT NOT NULL DEFAULT 0, hold_until_us BIGINT NOT NULL DEFAULT 0, epoch_floor BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+
+-- record migration 8
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (8, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
+-- args: "create the incarnation table";
+
+-- migration 9: add the incarnation column to the session table
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+
+-- record migration 9
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (9, $1, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
+-- args: "add the incarnation column to the session table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM "leasehold_schema_migrations";

@@ -1,9 +1,9 @@
 -- start a session
-INSERT INTO [leasehold_sessions] (id, holder, created_at_us, renewed_at_us, expires_at_us) VALUES (@p1, @p2, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000)
+INSERT INTO [leasehold_sessions] (id, holder, created_at_us, renewed_at_us, expires_at_us, incarnation) VALUES (@p1, @p2, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000, CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
 -- renew the session: the one statement of a renewal tick
-UPDATE [leasehold_sessions] SET renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000 OUTPUT inserted.notice WHERE id = @p1 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())
+UPDATE [leasehold_sessions] SET renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000 OUTPUT inserted.notice WHERE id = @p1 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AND incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- read the session
@@ -26,7 +26,7 @@ SELECT name FROM [leasehold_leases] WITH (UPDLOCK, ROWLOCK) WHERE name IN (@p1, 
 -- args: "global/billing", "global/outbox";
 
 -- acquire (new epochs in the same statement)
-UPDATE [leasehold_leases] SET holder = @p1, session_id = @p2, epoch = epoch + 1, acquired_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = 253402300799999999, resign_epoch = 0, prefer_holder = '', prefer_until_us = 0 OUTPUT inserted.name, inserted.epoch WHERE name IN (@p3, @p4) AND (NOT ([leasehold_leases].holder <> '' AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())) OR EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())))) OR [leasehold_leases].session_id = @p5) AND EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = @p6 AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())) AND ([leasehold_leases].prefer_until_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) OR [leasehold_leases].prefer_holder IN (@p7, @p8, @p9))
+UPDATE [leasehold_leases] SET holder = @p1, session_id = @p2, epoch = CASE WHEN epoch >= COALESCE((SELECT i.epoch_floor FROM [leasehold_incarnation] i WHERE i.id = 1), 0) THEN epoch ELSE COALESCE((SELECT i.epoch_floor FROM [leasehold_incarnation] i WHERE i.id = 1), 0) END + 1, acquired_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = 253402300799999999, resign_epoch = 0, prefer_holder = '', prefer_until_us = 0 OUTPUT inserted.name, inserted.epoch WHERE name IN (@p3, @p4) AND (NOT ([leasehold_leases].holder <> '' AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())) OR EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())))) OR [leasehold_leases].session_id = @p5) AND EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = @p6 AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())) AND ([leasehold_leases].prefer_until_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) OR [leasehold_leases].prefer_holder IN (@p7, @p8, @p9)) AND EXISTS (SELECT 1 FROM [leasehold_incarnation] i WHERE i.id = 1 AND i.incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) AND i.hold_until_us <= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
 -- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef", "node-a", "0123456789abcdef0123456789abcdef";
 
 -- release one lease
@@ -58,7 +58,7 @@ UPDATE [leasehold_leases] SET data = @p1 WHERE name = @p2 AND epoch = 7 AND sess
 -- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- publish a pool's next generation (compare-and-set)
-UPDATE [leasehold_leases] SET epoch = epoch + 1, data = @p1, renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE name = @p2 AND holder = '' AND epoch = 41
+UPDATE [leasehold_leases] SET epoch = CASE WHEN epoch >= COALESCE((SELECT i.epoch_floor FROM [leasehold_incarnation] i WHERE i.id = 1), 0) THEN epoch ELSE COALESCE((SELECT i.epoch_floor FROM [leasehold_incarnation] i WHERE i.id = 1), 0) END + 1, data = @p1, renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) WHERE name = @p2 AND holder = '' AND epoch = 41 AND EXISTS (SELECT 1 FROM [leasehold_incarnation] i WHERE i.id = 1 AND i.incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) AND i.hold_until_us <= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
 
 -- prune dead pool members, 1 of 2: lock those that look dead
@@ -70,22 +70,36 @@ DELETE FROM [leasehold_leases] WHERE name IN (@p1, @p2) AND (([leasehold_leases]
 -- args: "global/billing", "global/outbox";
 
 -- read leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name IN (@p1, @p2)
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) THEN i.hold_until_us ELSE -1 END FROM [leasehold_incarnation] i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM [leasehold_incarnation] i WHERE i.id = 1), 0) AS epoch_floor FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name IN (@p1, @p2)
 -- args: "global/billing", "global/outbox";
 
 -- list all leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id ORDER BY l.name;
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) THEN i.hold_until_us ELSE -1 END FROM [leasehold_incarnation] i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM [leasehold_incarnation] i WHERE i.id = 1), 0) AS epoch_floor FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id ORDER BY l.name;
 
 -- list leases by prefix
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name >= @p1 AND l.name < @p2 ORDER BY l.name
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) THEN i.hold_until_us ELSE -1 END FROM [leasehold_incarnation] i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM [leasehold_incarnation] i WHERE i.id = 1), 0) AS epoch_floor FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name >= @p1 AND l.name < @p2 ORDER BY l.name
 -- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM [leasehold_sessions] s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM [leasehold_sessions] s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_leases] l WITH (HOLDLOCK, ROWLOCK) WHERE l.name = @p1
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM [leasehold_sessions] s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM [leasehold_sessions] s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) THEN i.hold_until_us ELSE -1 END FROM [leasehold_incarnation] i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM [leasehold_incarnation] i WHERE i.id = 1), 0) AS epoch_floor FROM [leasehold_leases] l WITH (HOLDLOCK, ROWLOCK) WHERE l.name = @p1
 -- args: "global/billing";
+
+-- failover: create the incarnation row unless it exists
+INSERT INTO [leasehold_incarnation] (id, incarnation, previous, adopted_at_us, hold_until_us, epoch_floor) SELECT 1, CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)), '', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), 0, 0 WHERE NOT EXISTS (SELECT 1 FROM [leasehold_incarnation] WITH (UPDLOCK, HOLDLOCK) WHERE id = 1);
+
+-- failover: adopt the incarnation answering, with a hold-off and a new epoch floor
+UPDATE [leasehold_incarnation] SET hold_until_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + CASE WHEN COALESCE((SELECT MAX(s.expires_at_us - s.renewed_at_us) FROM [leasehold_sessions] s), 0) > 15000000 THEN COALESCE((SELECT MAX(s.expires_at_us - s.renewed_at_us) FROM [leasehold_sessions] s), 0) ELSE 15000000 END, epoch_floor = CASE WHEN epoch_floor >= COALESCE((SELECT MAX(l.epoch) FROM [leasehold_leases] l), 0) THEN epoch_floor ELSE COALESCE((SELECT MAX(l.epoch) FROM [leasehold_leases] l), 0) END + 4294967296, previous = incarnation, adopted_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) WHERE id = 1 AND incarnation <> CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255));
+
+-- failover: move a live session to the incarnation answering
+UPDATE [leasehold_sessions] SET incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) WHERE id = @p1 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AND incarnation <> CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- failover: the terms the rows show a session holding
+SELECT name, epoch FROM [leasehold_leases] WHERE session_id = @p1 AND holder <> ''
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- create the version table
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
@@ -144,6 +158,20 @@ IF COL_LENGTH(N'leasehold_sessions', N'notice') IS NULL ALTER TABLE [leasehold_s
 -- record migration 7
 INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (7, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
 -- args: "add the notice counter to the session table";
+
+-- migration 8: create the incarnation table
+IF OBJECT_ID(N'leasehold_incarnation', N'U') IS NULL CREATE TABLE [leasehold_incarnation] (id INT NOT NULL, incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', previous NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', adopted_at_us BIGINT NOT NULL DEFAULT 0, hold_until_us BIGINT NOT NULL DEFAULT 0, epoch_floor BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
+
+-- record migration 8
+INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (8, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "create the incarnation table";
+
+-- migration 9: add the incarnation column to the session table
+IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leasehold_sessions] ADD incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+
+-- record migration 9
+INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "add the incarnation column to the session table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM [leasehold_schema_migrations];
