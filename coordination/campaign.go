@@ -171,13 +171,13 @@ func (c *Coordinator) acquireWoken(ctx context.Context) {
 // takeable reports whether an acquire under the session mine ("" for
 // none) by holder would take the lease of r, as Store.Acquire decides: the
 // row is missing (EnsureRows creates it), free, expired, held by a dead
-// session, or held by mine; and no unexpired resign preference names
-// another process.
+// session, or held by mine; no unexpired resign preference names another
+// process; and no failover of the database is less than a hold-off ago.
 func takeable(r store.Row, exists bool, mine, holder string) bool {
 	if !exists {
 		return true
 	}
-	return (!r.Live() || (mine != "" && r.Session == mine)) && !r.ReservedAgainst(holder)
+	return (!r.Live() || (mine != "" && r.Session == mine)) && !r.ReservedAgainst(holder) && !r.HeldOff()
 }
 
 // sessionID returns the id of the current session, or "" when there is

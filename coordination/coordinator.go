@@ -23,6 +23,7 @@ import (
 //   - lifecycle.go: Run, start-up and shutdown;
 //   - session.go: the session that every held lease rides on, and its
 //     renewal loop;
+//   - failover.go: what a holder does when the database failed over;
 //   - release.go: releases, batched across concurrent callers;
 //   - campaign.go: the campaign loop and acquiring;
 //   - queries.go: what the process holds and what the database shows;
@@ -36,6 +37,7 @@ type leaseStore interface {
 	Dialect() string
 	CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error
 	RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error)
+	Rebind(ctx context.Context, id string) (terms []store.Term, ok bool, err error)
 	ReadSession(ctx context.Context, id string) (store.Session, bool, error)
 	EndSession(ctx context.Context, id string, pruneAfter time.Duration) error
 	EnsureRows(ctx context.Context, names []string) error
@@ -154,7 +156,7 @@ func New(db *gorm.DB, id identity.Identity, cfg Config) (*Coordinator, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: db is nil", ErrInvalidConfig)
 	}
-	st, err := store.New(db, store.Options{TablePrefix: cfg.TablePrefix, MaxConnections: cfg.MaxConnections})
+	st, err := store.New(db, store.Options{TablePrefix: cfg.TablePrefix, MaxConnections: cfg.MaxConnections, FailoverHold: cfg.TTL})
 	if err != nil {
 		return nil, err
 	}

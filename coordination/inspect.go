@@ -54,7 +54,7 @@ func poolKeyOf(rowKey string) (string, bool) {
 func poolStateOf(key string, pr poolRows, rows []store.Row) PoolState {
 	st := PoolState{Pool: key}
 	for _, r := range rows {
-		st.DBNow = r.Now
+		st.DBNow, st.HoldUntil, st.floor = r.Now, r.HoldUntil, r.EpochFloor
 		if r.Name == pr.generation {
 			st.Generation = r.Epoch
 			if r.Data != "" {

@@ -182,11 +182,22 @@ func (m *poolMember) round(ctx, opCtx context.Context) (settled, again bool) {
 		return false, false
 	}
 
-	// Publish a new generation when the live members differ from the list.
+	// After a failover of the database, the generations the old primary
+	// published last may be lost while members still work in them: no
+	// publish and no new work until the hold-off has passed, by when every
+	// membership the old primary granted has passed its trust deadline.
+	if st.heldOff() {
+		return false, false
+	}
+
+	// Publish a new generation when the live members differ from the
+	// list, or when the generation is below the floor of a failover (the
+	// next one goes above it, so no generation is numbered twice).
 	live := st.live()
 	live[m.me] = Member{ID: m.me, Holder: c.holder, Ack: m.ack, Live: true}
 	next := nextList(st.List, live)
-	if !slices.Equal(next, st.List) {
+	if !slices.Equal(next, st.List) || st.Generation < st.floor {
+		published := max(st.Generation, st.floor) + 1
 		ok, err := c.store.Publish(opCtx, p.rows.generation, st.Generation, strings.Join(next, ","))
 		switch {
 		case err != nil:
@@ -195,10 +206,10 @@ func (m *poolMember) round(ctx, opCtx context.Context) (settled, again bool) {
 		case !ok:
 			return false, true // another member published first
 		}
-		m.log.Info("published generation", zap.Int64("generation", st.Generation+1), zap.Strings("members", next))
+		m.log.Info("published generation", zap.Int64("generation", published), zap.Strings("members", next))
 		// The publisher acknowledges its generation at once rather than on
 		// its next read: the others need not wait a read longer for it.
-		m.acknowledge(opCtx, st.Generation+1)
+		m.acknowledge(opCtx, published)
 		m.pruneDead(opCtx)
 		return false, false // read again soon, as everyone else will
 	}
@@ -361,7 +372,7 @@ func (m *poolMember) leave(ctx context.Context) {
 		if i := slices.Index(st.List, m.me); i >= 0 {
 			next := slices.Delete(slices.Clone(st.List), i, i+1)
 			if ok, err := c.store.Publish(opCtx, p.rows.generation, st.Generation, strings.Join(next, ",")); err == nil && ok {
-				m.log.Info("left pool", zap.Int64("generation", st.Generation+1), zap.Strings("members", next))
+				m.log.Info("left pool", zap.Int64("generation", max(st.Generation, st.floor)+1), zap.Strings("members", next))
 			}
 		}
 	}

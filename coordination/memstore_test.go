@@ -100,6 +100,11 @@ func (m *memStore) CreateSession(ctx context.Context, id, holder string, ttl tim
 	return nil
 }
 
+// Rebind finds no failover: the in-memory database has one incarnation.
+func (m *memStore) Rebind(ctx context.Context, id string) ([]store.Term, bool, error) {
+	return nil, false, nil
+}
+
 func (m *memStore) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, int64, error) {
 	m.mu.Lock()
 	delay, fail := m.renewDelay, m.renewErr

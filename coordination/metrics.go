@@ -97,10 +97,14 @@ const (
 	// lossUnhealthy: the process stepped down after HealthFailures failed
 	// health checks in a row; it is released once its work has returned.
 	lossUnhealthy
+	// lossFailover: the database failed over, and the new primary does not
+	// show this process holding the term: the old primary's record of it
+	// was lost.
+	lossFailover
 	numLossCauses
 )
 
-var lossCauseNames = [numLossCauses]string{"trust_deadline", "late_renewal", "session_gone", "shutdown_timeout", "resigned", "unhealthy"}
+var lossCauseNames = [numLossCauses]string{"trust_deadline", "late_renewal", "session_gone", "shutdown_timeout", "resigned", "unhealthy", "failover"}
 
 func (c lossCause) String() string { return lossCauseNames[c] }
 

@@ -254,7 +254,19 @@ type PoolState struct {
 	List       []string // member ids of the current generation, in index order
 	Members    []Member // every member row, live or not, by id
 	DBNow      time.Time
+	// HoldUntil is, after a failover of the database, when the pool may
+	// publish and start work again, by the database clock; zero when
+	// there is no hold-off (docs/design.md, "Failover of the database").
+	HoldUntil time.Time
+
+	// floor is the epoch floor of the database's incarnation: a
+	// generation below it is republished above it.
+	floor int64
 }
+
+// heldOff reports whether a failover of the database was less than a
+// hold-off ago at the read.
+func (s PoolState) heldOff() bool { return s.HoldUntil.After(s.DBNow) }
 
 // live returns the live member ids.
 func (s PoolState) live() map[string]Member {

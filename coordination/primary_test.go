@@ -205,7 +205,7 @@ func caseUserCallbacksSeeAcquire(t *testing.T, b *bundle) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, q := range seen {
-		if strings.Contains(q, "SET holder = ") && strings.Contains(q, "epoch = epoch + 1") {
+		if strings.Contains(q, "SET holder = ") && strings.Contains(q, ", acquired_at_us = ") {
 			return
 		}
 	}

@@ -93,7 +93,7 @@ func (c *Coordinator) ensureSession(ctx context.Context) (*session, error) {
 	}
 	if alive {
 		start := time.Now()
-		ok, notice, err := c.store.RenewSession(ctx, s.id, c.cfg.TTL)
+		ok, notice, err := c.renewSession(ctx, s)
 		c.metrics.renewal(time.Since(start), err)
 		if err != nil {
 			return nil, fmt.Errorf("renew session: %w", err)
@@ -281,7 +281,7 @@ func (c *Coordinator) renewOnce(ctx context.Context) renewOutcome {
 		stopWatch = c.watchRenewal(ctx, s)
 	}
 	opCtx, cancel := context.WithTimeout(ctx, timeout)
-	ok, notice, err := c.store.RenewSession(opCtx, s.id, c.cfg.TTL)
+	ok, notice, err := c.renewSession(opCtx, s)
 	cancel()
 	c.metrics.renewal(time.Since(start), err)
 	covered := false

@@ -1,0 +1,84 @@
+package coordination
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// A failover of the database to an asynchronous standby can lose the last
+// writes the old primary acknowledged: acquires, renewals, releases. The
+// store records the change of database incarnation, holds every lease off
+// for a TTL, and takes new epochs above anything the old primary could
+// have issued (internal/store/incarnation.go). What is left to the holder
+// is its own terms: a session's renewal succeeds only in the incarnation
+// the session was last checked in, so the first renewal after a failover
+// fails, and renewSession checks the session's terms against the new
+// primary's rows before any of them is trusted again.
+
+// renewSession sends the session's renewal. If the database renewed
+// nothing because it failed over since the session was last checked
+// (Store.Rebind), the terms the new primary does not show are dropped, the
+// ones it shows but this process does not hold are released, and the
+// renewal is sent again. ok is false when the session is over.
+func (c *Coordinator) renewSession(ctx context.Context, s *session) (ok bool, notice int64, err error) {
+	ok, notice, err = c.store.RenewSession(ctx, s.id, c.cfg.TTL)
+	if err != nil || ok {
+		return ok, notice, err
+	}
+	terms, live, err := c.store.Rebind(ctx, s.id)
+	if err != nil {
+		return false, 0, fmt.Errorf("check the session after a database failover: %w", err)
+	}
+	if !live {
+		return false, 0, nil
+	}
+	c.keepTerms(ctx, s, terms)
+	return c.store.RenewSession(ctx, s.id, c.cfg.TTL)
+}
+
+// keepTerms is the check of a session's terms after a failover: each term
+// of s that the new primary's rows (terms) do not show at its epoch ends
+// now, with cause lossFailover; each one they show that this process does
+// not hold is released, unless an acquire is under way on s, whose terms
+// may not have been handed over yet.
+func (c *Coordinator) keepTerms(ctx context.Context, s *session, terms []store.Term) {
+	shown := make(map[string]int64, len(terms))
+	for _, t := range terms {
+		shown[t.Name] = t.Epoch
+	}
+	c.mu.Lock()
+	kept, dropped := 0, 0
+	for _, l := range c.held {
+		if l.sess != s {
+			continue
+		}
+		if epoch, ok := shown[l.name]; ok && epoch == l.epoch {
+			delete(shown, l.name)
+			kept++
+			continue
+		}
+		dropped++
+		c.loseLocked(l, fmt.Errorf("%w: the database failed over, and the new primary does not show this term", ErrLeaseLost), lossFailover)
+	}
+	busy := s.busy > 0
+	c.mu.Unlock()
+	c.log.Warn("database failed over; checked this process's terms against the new primary",
+		zap.String("session", s.id), zap.Int("kept", kept), zap.Int("dropped", dropped), zap.Int("unknown", len(shown)))
+	if len(shown) == 0 || busy {
+		return
+	}
+	stray := make([]store.Term, 0, len(shown))
+	for name, epoch := range shown {
+		stray = append(stray, store.Term{Name: name, Epoch: epoch})
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.ShutdownTimeout)
+	defer cancel()
+	if _, err := c.store.Release(rctx, s.id, stray); err != nil {
+		c.log.Warn("could not release terms the new primary shows but this process does not hold; they are free once its session ends",
+			zap.Int("leases", len(stray)), zap.Error(err))
+	}
+}

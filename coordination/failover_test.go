@@ -1,0 +1,295 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/testdb"
+)
+
+// TestFailoverRollback puts the database, in one transaction, in the state
+// a failover to an asynchronous standby leaves it in: the incarnation row
+// and the sessions name an older incarnation, and the last writes of the
+// old primary are undone. The real failover, with a promoted standby, is
+// TestFailoverOfAReplicatedPair; this test pins each rule on its own. It
+// runs on the dialects that tell incarnations apart.
+func TestFailoverRollback(t *testing.T) {
+	for _, tc := range []conformanceCase{
+		{"LostAcquireIsDroppedAndHeldOff", caseRollbackLostAcquire},
+		{"KeptTermSurvives", caseRollbackKeptTerm},
+		{"LostReleaseIsReleased", caseRollbackLostRelease},
+		{"PoolRepublishesAboveTheFloor", caseRollbackPool},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := testdb.Target{Name: "postgres", Dialect: "postgres"}
+			tc.fn(t, &bundle{t: t, target: tg, db: tg.Open(t)})
+		})
+	}
+}
+
+// oldIncarnation is what the rolled-back rows name as their incarnation.
+const oldIncarnation = "old-primary"
+
+// rollBack runs undo and marks the incarnation row and every session as of
+// the old incarnation, all in one transaction: what a promoted standby
+// shows when the old primary's last writes did not reach it.
+func rollBack(t *testing.T, db *gorm.DB, undo ...string) {
+	t.Helper()
+	tables, _ := store.TablesFor("")
+	err := db.Transaction(func(tx *gorm.DB) error {
+		for _, q := range append(undo,
+			"UPDATE "+tables.Incarnation+" SET incarnation = '"+oldIncarnation+"'",
+			"UPDATE "+tables.Sessions+" SET incarnation = '"+oldIncarnation+"'") {
+			if err := tx.Exec(q).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("roll the database back: %v", err)
+	}
+}
+
+// incarnationRow reads the incarnation row.
+func incarnationRow(t *testing.T, db *gorm.DB) (incarnation string, holdUntilUS, floor int64) {
+	t.Helper()
+	tables, _ := store.TablesFor("")
+	r := db.Raw("SELECT incarnation, hold_until_us, epoch_floor FROM " + tables.Incarnation + " WHERE id = 1").Row()
+	if err := r.Scan(&incarnation, &holdUntilUS, &floor); err != nil {
+		t.Fatalf("read the incarnation row: %v", err)
+	}
+	return incarnation, holdUntilUS, floor
+}
+
+// waitAdopted waits until a process has recorded the new incarnation and
+// returns the row.
+func waitAdopted(t *testing.T, db *gorm.DB) (holdUntilUS, floor int64) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		inc, hold, floor := incarnationRow(t, db)
+		if inc != oldIncarnation {
+			return hold, floor
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no process recorded the new incarnation within %v", wait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// campaignFor campaigns in the background, for at most twice wait.
+func campaignFor(t *testing.T, e *Election) <-chan campaignResult {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	t.Cleanup(cancel)
+	return campaignAsync(ctx, e)
+}
+
+// recvLease waits for a background campaign's lease.
+func recvLease(t *testing.T, ch <-chan campaignResult, what string) *Lease {
+	t.Helper()
+	res := <-ch // bounded by campaignFor's context
+	if res.err != nil {
+		t.Fatalf("%s: campaign: %v", what, res.err)
+	}
+	return res.l
+}
+
+// caseRollbackLostAcquire: the old primary granted A a term that the new
+// primary never saw. A drops it at its first renewal, B waits out the
+// hold-off, which starts when the new incarnation is recorded, and takes a
+// new epoch above the floor, so A's epoch is never issued twice.
+func caseRollbackLostAcquire(t *testing.T, b *bundle) {
+	if !rawStore(t, b.db).DetectsFailover() {
+		t.Skipf("%s does not tell database incarnations apart", b.target.Name)
+	}
+	a := start(t, b.db, "node-a", fastConfig())
+	bb := start(t, b.db, "node-b", fastConfig())
+	events, stop := a.Subscribe(64)
+	defer stop()
+	ea := election(t, a.Coordinator, GlobalScope, "job")
+	for range 3 {
+		release(t, mustCampaign(t, ea))
+	}
+	la := mustCampaign(t, ea)
+	won := campaignFor(t, election(t, bb.Coordinator, GlobalScope, "job"))
+
+	tables, _ := store.TablesFor("")
+	rollBack(t, b.db, "UPDATE "+tables.Leases+" SET holder = '', session_id = '', epoch = epoch - 1 WHERE name = 'global/job'")
+
+	ev := recvEvent(t, events, kindIs(EventLost, "global/job"))
+	if !errors.Is(ev.Err, ErrLeaseLost) || ev.Epoch != la.Epoch() {
+		t.Fatalf("A's loss: %+v; want ErrLeaseLost for epoch %d", ev, la.Epoch())
+	}
+	hold, floor := waitAdopted(t, b.db)
+	lb := recvLease(t, won, "B")
+	if la.Context().Err() == nil {
+		t.Fatalf("B holds epoch %d while A still trusts epoch %d", lb.Epoch(), la.Epoch())
+	}
+	if lb.Epoch() <= floor || floor < la.Epoch() {
+		t.Fatalf("B's epoch %d, floor %d: want the floor above A's lost epoch %d and B's epoch above the floor", lb.Epoch(), floor, la.Epoch())
+	}
+	if got := row(t, b.db, "global/job"); got.AcquiredAt.UnixMicro() < hold {
+		t.Fatalf("B acquired at %d µs by the database clock, before the hold-off ended at %d µs", got.AcquiredAt.UnixMicro(), hold)
+	}
+}
+
+// caseRollbackKeptTerm: the new primary has A's term (a synchronous
+// standby, or a term older than the lost writes). A checks it at its next
+// renewal and keeps it without a pause; its epoch stays valid.
+func caseRollbackKeptTerm(t *testing.T, b *bundle) {
+	if !rawStore(t, b.db).DetectsFailover() {
+		t.Skipf("%s does not tell database incarnations apart", b.target.Name)
+	}
+	a := start(t, b.db, "node-a", fastConfig())
+	bb := start(t, b.db, "node-b", fastConfig())
+	la := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "job"))
+	won := campaignFor(t, election(t, bb.Coordinator, GlobalScope, "job"))
+	renewals := renewSignal(a)
+
+	rollBack(t, b.db)
+	hold, floor := waitAdopted(t, b.db)
+	// Wait out the hold-off by the database clock, then two renewals of A.
+	for {
+		var now int64
+		if err := b.db.Raw("SELECT CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)").Row().Scan(&now); err != nil {
+			t.Fatal(err)
+		}
+		if now > hold {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for range 2 {
+		select {
+		case <-renewals:
+		case <-time.After(wait):
+			t.Fatalf("A did not renew within %v after the failover", wait)
+		}
+	}
+	if err := la.Context().Err(); err != nil {
+		t.Fatalf("A lost a term the new primary has: %v", context.Cause(la.Context()))
+	}
+	if err := fenceOK(b, la); err != nil {
+		t.Fatalf("A's fence after the failover: %v", err)
+	}
+	select {
+	case res := <-won:
+		t.Fatalf("B's campaign ended while A holds the lease: %v, %v", res.l, res.err)
+	default:
+	}
+	release(t, la)
+	lb := recvLease(t, won, "B")
+	if lb.Epoch() <= floor {
+		t.Fatalf("B's epoch %d is not above the floor %d", lb.Epoch(), floor)
+	}
+}
+
+// fenceOK runs a fenced transaction for l.
+func fenceOK(b *bundle, l *Lease) error {
+	return b.db.Transaction(func(tx *gorm.DB) error { return l.Fence(tx) })
+}
+
+// caseRollbackLostRelease: A released a lease, but the new primary still
+// shows A's session holding it. A releases it when it checks its terms, and
+// B takes it once the hold-off has passed.
+func caseRollbackLostRelease(t *testing.T, b *bundle) {
+	if !rawStore(t, b.db).DetectsFailover() {
+		t.Skipf("%s does not tell database incarnations apart", b.target.Name)
+	}
+	a := start(t, b.db, "node-a", fastConfig())
+	bb := start(t, b.db, "node-b", fastConfig())
+	keep := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "keep"))
+	gone := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "gone"))
+	session, epoch := keep.sess.id, gone.Epoch()
+	release(t, gone)
+	tables, _ := store.TablesFor("")
+	rollBack(t, b.db, "UPDATE "+tables.Leases+" SET holder = '"+a.Holder()+"', session_id = '"+session+"', epoch = "+
+		strconv.FormatInt(epoch, 10)+" WHERE name = 'global/gone'")
+	won := campaignFor(t, election(t, bb.Coordinator, GlobalScope, "gone"))
+	hold, _ := waitAdopted(t, b.db)
+	lb := recvLease(t, won, "B")
+	if got := row(t, b.db, "global/gone"); got.AcquiredAt.UnixMicro() < hold {
+		t.Fatalf("B acquired at %d µs by the database clock, before the hold-off ended at %d µs", got.AcquiredAt.UnixMicro(), hold)
+	}
+	if lb.Epoch() <= epoch {
+		t.Fatalf("B's epoch %d is not above A's %d", lb.Epoch(), epoch)
+	}
+	if keep.Context().Err() != nil {
+		t.Fatalf("A lost the lease it kept: %v", context.Cause(keep.Context()))
+	}
+}
+
+// caseRollbackPool: after a failover a pool publishes nothing until the
+// hold-off has passed, then republishes its members above the floor, and
+// every member works in that generation.
+func caseRollbackPool(t *testing.T, b *bundle) {
+	if !rawStore(t, b.db).DetectsFailover() {
+		t.Skipf("%s does not tell database incarnations apart", b.target.Name)
+	}
+	a := start(t, b.db, "node-a", fastConfig())
+	bb := start(t, b.db, "node-b", fastConfig())
+	got := make(chan Assignment, 16)
+	work := func(ctx context.Context, as Assignment) error {
+		got <- as
+		<-ctx.Done()
+		return nil
+	}
+	runPool := func(c *running) {
+		p, err := c.Pool(GlobalScope, "batch", PoolConfig{PollInterval: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = p.Run(ctx, work) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
+	runPool(a)
+	runPool(bb)
+	// Both members working in one generation of two.
+	var gen int64
+	seen := map[int]bool{}
+	for len(seen) < 2 {
+		select {
+		case as := <-got:
+			if as.Count == 2 {
+				if as.Generation != gen {
+					gen, seen = as.Generation, map[int]bool{}
+				}
+				seen[as.Index] = true
+			}
+		case <-time.After(wait):
+			t.Fatalf("the pool of two did not settle within %v", wait)
+		}
+	}
+	rollBack(t, b.db)
+	hold, floor := waitAdopted(t, b.db)
+	seen = map[int]bool{}
+	for len(seen) < 2 {
+		select {
+		case as := <-got:
+			if as.Generation <= floor {
+				t.Fatalf("assignment %+v after the failover: want a generation above the floor %d", as, floor)
+			}
+			seen[as.Index] = true
+		case <-time.After(wait):
+			t.Fatalf("the pool did not republish above the floor within %v", wait)
+		}
+	}
+	tables, _ := store.TablesFor("")
+	var published int64
+	if err := b.db.Raw("SELECT renewed_at_us FROM " + tables.Leases + " WHERE name = 'pool|global/batch|generation'").Row().Scan(&published); err != nil {
+		t.Fatal(err)
+	}
+	if published < hold {
+		t.Fatalf("the generation was published at %d µs by the database clock, before the hold-off ended at %d µs", published, hold)
+	}
+}
