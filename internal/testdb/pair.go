@@ -55,13 +55,13 @@ const pairTimeout = 60 * time.Second
 // A Pair's methods may be called from several goroutines, but a failover
 // and a Rebuild must not overlap each other.
 type Pair struct {
-	mode       ReplicationMode
 	basebackup string // the pg_basebackup binary
 	// ports are the first primary's and the first standby's ports: the
 	// DSN's hosts, which Rebuild keeps.
 	ports [2]int
 
 	mu               sync.Mutex
+	mode             ReplicationMode
 	primary, standby *Server
 }
 
@@ -169,7 +169,7 @@ func (p *Pair) startStandby(ctx context.Context, primary, s *Server, first bool)
 	if err := waitCaughtUp(ctx, primary, s); err != nil {
 		return err
 	}
-	if p.mode != Sync {
+	if p.Mode() != Sync {
 		return nil
 	}
 	return p.setSyncStandby(ctx, primary, "*")
@@ -203,7 +203,29 @@ func (p *Pair) setSyncStandby(ctx context.Context, primary *Server, names string
 }
 
 // Mode returns the pair's replication mode.
-func (p *Pair) Mode() ReplicationMode { return p.mode }
+func (p *Pair) Mode() ReplicationMode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode
+}
+
+// SetMode switches the running pair to mode, without a restart: in Sync
+// mode it returns once the standby is synchronous. Both servers must be
+// running, as after StartPostgresPair or Rebuild.
+func (p *Pair) SetMode(ctx context.Context, mode ReplicationMode) error {
+	if mode != Async && mode != Sync {
+		return fmt.Errorf("testdb: pair: unknown mode %v", mode)
+	}
+	p.mu.Lock()
+	p.mode = mode
+	primary := p.primary
+	p.mu.Unlock()
+	names := ""
+	if mode == Sync {
+		names = "*"
+	}
+	return p.setSyncStandby(ctx, primary, names)
+}
 
 // Primary returns the server that is the primary: the promoted one after
 // Promote.

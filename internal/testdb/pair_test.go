@@ -259,6 +259,25 @@ func TestPairAsyncLosesWrites(t *testing.T) {
 	if err := p.WaitCaughtUp(pairCtx(t)); err != nil {
 		t.Fatal(err)
 	}
+	// Switched to Sync, the rebuilt standby is reported synchronous.
+	if err := p.SetMode(pairCtx(t), Sync); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	if err := rawDB(t, p.Primary()).QueryRowContext(pairCtx(t), "SELECT sync_state FROM pg_stat_replication").Scan(&state); err != nil || state != "sync" {
+		t.Fatalf("sync_state %q after SetMode(Sync): %v", state, err)
+	}
+	insertRows(t, db, 22, 30)
+	if err := p.SetMode(pairCtx(t), Async); err != nil {
+		t.Fatal(err)
+	}
+	retry(t, "see the standby asynchronous", func(ctx context.Context) error {
+		err := rawDB(t, p.Primary()).QueryRowContext(ctx, "SELECT sync_state FROM pg_stat_replication").Scan(&state)
+		if err == nil && state != "async" {
+			err = fmt.Errorf("sync_state %q", state)
+		}
+		return err
+	})
 }
 
 // rawDB returns s's admin pool.
