@@ -32,4 +32,8 @@
 // Fault tests get the Server behind a target with Target.Server and may stop
 // and restart it. Such tests must not run in parallel with other tests of
 // the same package that use the same kind of server.
+//
+// Failover tests get a replicated PostgreSQL pair with PostgresPair (or
+// StartPostgresPair): a primary and a streaming standby, synchronous or
+// asynchronous, behind one multi-host DSN that follows the primary.
 package testdb

@@ -202,16 +202,23 @@ func (s *Server) DropDatabase(ctx context.Context, name string) error {
 }
 
 // exec runs one statement on the admin pool.
-func (s *Server) exec(ctx context.Context, stmt string) error {
-	s.mu.Lock()
-	admin := s.admin
-	running := s.proc != nil && !s.proc.exited()
-	s.mu.Unlock()
-	if admin == nil || !running {
-		return errors.New("the server is not running")
+func (s *Server) exec(ctx context.Context, stmt string, args ...any) error {
+	admin, err := s.adminPool()
+	if err != nil {
+		return err
 	}
-	_, err := admin.ExecContext(ctx, stmt)
+	_, err = admin.ExecContext(ctx, stmt, args...)
 	return err
+}
+
+// adminPool returns the admin pool of the running server.
+func (s *Server) adminPool() (*sql.DB, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.admin == nil || s.proc == nil || s.proc.exited() {
+		return nil, errors.New("the server is not running")
+	}
+	return s.admin, nil
 }
 
 // Start starts the server again after Stop, on the same port and data
@@ -308,37 +315,65 @@ func (s *Server) stopLocked() error {
 		return nil
 	case <-timer.C:
 	}
-	// The fast shutdown did not finish in time. The leader has not been
-	// reaped yet (done is still open), so its process group id cannot have
-	// been reused: kill the whole group, and the leader's children, which
-	// PostgreSQL moves to sessions of their own (setsid): they hold the
-	// shared memory that a restart must find released. They are listed
-	// before the kill, while they are still the leader's.
+	// The fast shutdown did not finish in time.
+	if err := s.killProcess(p); err != nil {
+		return fmt.Errorf("testdb: stop %s server (pid %d): it ignored %v for %s: %w", s.kind, p.pid, sig, stopTimeout, err)
+	}
+	return nil
+}
+
+// Kill kills the server at once with SIGKILL, the postmaster and every
+// backend, as a crash of the machine or an OOM kill would: nothing is
+// flushed or shut down cleanly, and a standby gets no more WAL from it.
+// Start brings it back through crash recovery. Kill does nothing if the
+// server is not running.
+func (s *Server) Kill() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.proc
+	if p == nil {
+		return nil
+	}
+	s.clearLocked()
+	if p.exited() {
+		return nil
+	}
+	if err := s.killProcess(p); err != nil {
+		return fmt.Errorf("testdb: kill %s server (pid %d): %w", s.kind, p.pid, err)
+	}
+	return nil
+}
+
+// killProcess kills p's process group and its children and waits until
+// they are gone. The leader has not been reaped yet (done is still open),
+// so its process group id cannot have been reused: kill the whole group,
+// and the leader's children, which PostgreSQL moves to sessions of their
+// own (setsid): they hold the shared memory that a restart must find
+// released. They are listed before the kill, while they are still the
+// leader's.
+func (s *Server) killProcess(p *process) error {
 	children := running(func(_, ppid, _ int) bool { return ppid == p.pid })
 	for _, pid := range children {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("testdb: stop %s server (pid %d): it ignored %v for %s, and killing its process group failed: %w",
-			s.kind, p.pid, sig, stopTimeout, err)
+		return fmt.Errorf("killing its process group failed: %w", err)
 	}
-	timer.Reset(killTimeout)
+	timer := time.NewTimer(killTimeout)
+	defer timer.Stop()
 	select {
 	case <-p.done:
 	case <-timer.C:
-		return fmt.Errorf("testdb: stop %s server (pid %d): still running %s after SIGKILL to its process group",
-			s.kind, p.pid, killTimeout)
+		return fmt.Errorf("still running %s after SIGKILL to its process group", killTimeout)
 	}
 	// The leader is reaped, but its backends may still be exiting, and a
 	// PostgreSQL started before they have refuses the data directory
 	// ("pre-existing shared memory block is still in use").
 	if live := waitGroupExited(p.pid, killTimeout); len(live) > 0 {
-		return fmt.Errorf("testdb: stop %s server (pid %d): processes %v of its group still running %s after SIGKILL",
-			s.kind, p.pid, live, killTimeout)
+		return fmt.Errorf("processes %v of its group still running %s after SIGKILL", live, killTimeout)
 	}
 	if live := waitExited(killTimeout, func(pid, _, _ int) bool { return slices.Contains(children, pid) }); len(live) > 0 {
-		return fmt.Errorf("testdb: stop %s server (pid %d): its children %v still running %s after SIGKILL",
-			s.kind, p.pid, live, killTimeout)
+		return fmt.Errorf("its children %v still running %s after SIGKILL", live, killTimeout)
 	}
 	return nil
 }
