@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
 )
@@ -58,31 +60,39 @@ func rollBack(t *testing.T, db *gorm.DB, undo ...string) {
 }
 
 // incarnationRow reads the incarnation row.
-func incarnationRow(t *testing.T, db *gorm.DB) (incarnation string, holdUntilUS, floor int64) {
-	t.Helper()
+func incarnationRow(db *gorm.DB) (incarnation string, holdUntilUS, floor int64, err error) {
 	tables, _ := store.TablesFor("")
 	r := db.Raw("SELECT incarnation, hold_until_us, epoch_floor FROM " + tables.Incarnation + " WHERE id = 1").Row()
-	if err := r.Scan(&incarnation, &holdUntilUS, &floor); err != nil {
-		t.Fatalf("read the incarnation row: %v", err)
-	}
-	return incarnation, holdUntilUS, floor
+	err = r.Scan(&incarnation, &holdUntilUS, &floor)
+	return incarnation, holdUntilUS, floor, err
 }
 
-// waitAdopted waits until a process has recorded the new incarnation and
-// returns the row.
-func waitAdopted(t *testing.T, db *gorm.DB) (holdUntilUS, floor int64) {
+// waitAdopted waits until a process has recorded an incarnation other
+// than before and returns the row. A read that fails (a connection
+// to a server that has gone) is tried again.
+func waitAdopted(t *testing.T, db *gorm.DB, before string) (holdUntilUS, floor int64) {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		inc, hold, floor := incarnationRow(t, db)
-		if inc != oldIncarnation {
+		inc, hold, floor, err := incarnationRow(db)
+		if err == nil && inc != before {
 			return hold, floor
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no process recorded the new incarnation within %v", wait)
+			t.Fatalf("no process recorded the new incarnation within %v (last read: %q, %v)", wait, inc, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// currentIncarnation reads the incarnation the row names now.
+func currentIncarnation(t *testing.T, db *gorm.DB) string {
+	t.Helper()
+	inc, _, _, err := incarnationRow(db)
+	if err != nil {
+		t.Fatalf("read the incarnation row: %v", err)
+	}
+	return inc
 }
 
 // campaignFor campaigns in the background, for at most twice wait.
@@ -128,7 +138,7 @@ func caseRollbackLostAcquire(t *testing.T, b *bundle) {
 	if !errors.Is(ev.Err, ErrLeaseLost) || ev.Epoch != la.Epoch() {
 		t.Fatalf("A's loss: %+v; want ErrLeaseLost for epoch %d", ev, la.Epoch())
 	}
-	hold, floor := waitAdopted(t, b.db)
+	hold, floor := waitAdopted(t, b.db, oldIncarnation)
 	lb := recvLease(t, won, "B")
 	if la.Context().Err() == nil {
 		t.Fatalf("B holds epoch %d while A still trusts epoch %d", lb.Epoch(), la.Epoch())
@@ -155,7 +165,7 @@ func caseRollbackKeptTerm(t *testing.T, b *bundle) {
 	renewals := renewSignal(a)
 
 	rollBack(t, b.db)
-	hold, floor := waitAdopted(t, b.db)
+	hold, floor := waitAdopted(t, b.db, oldIncarnation)
 	// Wait out the hold-off by the database clock, then two renewals of A.
 	for {
 		var now int64
@@ -214,7 +224,7 @@ func caseRollbackLostRelease(t *testing.T, b *bundle) {
 	rollBack(t, b.db, "UPDATE "+tables.Leases+" SET holder = '"+a.Holder()+"', session_id = '"+session+"', epoch = "+
 		strconv.FormatInt(epoch, 10)+" WHERE name = 'global/gone'")
 	won := campaignFor(t, election(t, bb.Coordinator, GlobalScope, "gone"))
-	hold, _ := waitAdopted(t, b.db)
+	hold, _ := waitAdopted(t, b.db, oldIncarnation)
 	lb := recvLease(t, won, "B")
 	if got := row(t, b.db, "global/gone"); got.AcquiredAt.UnixMicro() < hold {
 		t.Fatalf("B acquired at %d µs by the database clock, before the hold-off ended at %d µs", got.AcquiredAt.UnixMicro(), hold)
@@ -271,7 +281,7 @@ func caseRollbackPool(t *testing.T, b *bundle) {
 		}
 	}
 	rollBack(t, b.db)
-	hold, floor := waitAdopted(t, b.db)
+	hold, floor := waitAdopted(t, b.db, oldIncarnation)
 	seen = map[int]bool{}
 	for len(seen) < 2 {
 		select {
@@ -292,4 +302,166 @@ func caseRollbackPool(t *testing.T, b *bundle) {
 	if published < hold {
 		t.Fatalf("the generation was published at %d µs by the database clock, before the hold-off ended at %d µs", published, hold)
 	}
+}
+
+// TestFailoverOfAReplicatedPair fails over a real PostgreSQL pair, a
+// primary and a streaming standby the test starts, while coordinators
+// hold and campaign through the pair's multi-host DSN. The old primary is
+// stopped first, as a failover tool does.
+func TestFailoverOfAReplicatedPair(t *testing.T) {
+	t.Run("Sync", caseFailoverSync)
+	t.Run("AsyncLostAcquire", caseFailoverAsyncLostAcquire)
+}
+
+// pairConfig rides out a promotion: a renewal retried through the outage
+// still fits the trust window.
+func pairConfig() Config {
+	return Config{
+		TTL:             6 * time.Second,
+		RenewInterval:   500 * time.Millisecond,
+		RetryInterval:   200 * time.Millisecond,
+		Margin:          time.Second,
+		ShutdownTimeout: 5 * time.Second,
+	}
+}
+
+// openPairDB creates a database on the pair and opens it through the
+// pair's DSN.
+func openPairDB(t *testing.T, p *testdb.Pair) *gorm.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.CreateDatabase(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	return outageOpen(t, dbopen.Postgres, p.DSN("app"))
+}
+
+// promote stops (or kills) the primary, optionally after stopping the
+// standby and restarting it, and promotes the standby.
+func promote(t *testing.T, p *testdb.Pair, kill bool) {
+	t.Helper()
+	stop := p.Primary().Stop
+	if kill {
+		stop = p.Primary().Kill
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Standby().Running() {
+		if err := p.Standby().Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := p.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lostInFailover reports whether ev ended a term because the new primary
+// did not show it.
+func lostInFailover(ev Event) bool {
+	return ev.Kind == EventLost && ev.Err != nil && strings.Contains(ev.Err.Error(), "failed over")
+}
+
+// caseFailoverSync: nothing acknowledged is lost. The holder's term is on
+// the new primary: it is never dropped as lost in the failover, and it
+// fences there. The follower takes the lease only after it is released,
+// and above the floor.
+func caseFailoverSync(t *testing.T) {
+	p := testdb.PostgresPair(t, testdb.Sync)
+	db := openPairDB(t, p)
+	a := start(t, db, "node-a", pairConfig())
+	bb := start(t, db, "node-b", pairConfig())
+	events, stop := a.Subscribe(256)
+	defer stop()
+	la := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "job"))
+	won := campaignFor(t, election(t, bb.Coordinator, GlobalScope, "job"))
+
+	before := currentIncarnation(t, db)
+	promote(t, p, true)
+	_, floor := waitAdopted(t, db, before)
+
+	if la.Context().Err() == nil {
+		if err := fenceOK(&bundle{db: db}, la); err != nil {
+			t.Fatalf("A's fence on the new primary: %v", err)
+		}
+		release(t, la)
+	}
+	lb := recvLease(t, won, "B")
+	if la.Context().Err() == nil {
+		t.Fatalf("B holds epoch %d while A still trusts epoch %d", lb.Epoch(), la.Epoch())
+	}
+	if lb.Epoch() <= floor {
+		t.Fatalf("B's epoch %d is not above the floor %d", lb.Epoch(), floor)
+	}
+	for {
+		select {
+		case ev := <-events:
+			if lostInFailover(ev) {
+				t.Fatalf("a synchronous failover dropped a term the new primary has: %+v", ev)
+			}
+			continue
+		default:
+		}
+		break
+	}
+}
+
+// caseFailoverAsyncLostAcquire: the standby is stopped, so B's acquire
+// reaches only the old primary, which is then killed. B drops the lost
+// term at its first renewal on the new primary and keeps the one the new
+// primary has; C takes the lease only after B stopped trusting it and the
+// hold-off passed, at an epoch above everything B was given.
+func caseFailoverAsyncLostAcquire(t *testing.T) {
+	p := testdb.PostgresPair(t, testdb.Async)
+	db := openPairDB(t, p)
+	bb := start(t, db, "node-b", pairConfig())
+	cc := start(t, db, "node-c", pairConfig())
+	events, stop := bb.Subscribe(256)
+	defer stop()
+	kept := mustCampaign(t, election(t, bb.Coordinator, GlobalScope, "kept"))
+	eb := election(t, bb.Coordinator, GlobalScope, "job")
+	release(t, mustCampaign(t, eb))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Standby().Stop(); err != nil {
+		t.Fatal(err)
+	}
+	lost := mustCampaign(t, eb) // on the old primary only
+	won := campaignFor(t, election(t, cc.Coordinator, GlobalScope, "job"))
+
+	before := currentIncarnation(t, db)
+	promote(t, p, true)
+
+	ev := recvEvent(t, events, func(ev Event) bool { return ev.Kind == EventLost && ev.Lease == "global/job" })
+	if ev.Epoch != lost.Epoch() || !errors.Is(ev.Err, ErrLeaseLost) {
+		t.Fatalf("B's loss: %+v; want ErrLeaseLost for epoch %d", ev, lost.Epoch())
+	}
+	hold, floor := waitAdopted(t, db, before)
+	lc := recvLease(t, won, "C")
+	if lost.Context().Err() == nil {
+		t.Fatalf("C holds epoch %d while B still trusts the lost epoch %d", lc.Epoch(), lost.Epoch())
+	}
+	if floor < lost.Epoch() || lc.Epoch() <= floor {
+		t.Fatalf("C's epoch %d, floor %d: want the floor at or above B's lost epoch %d and C's epoch above it", lc.Epoch(), floor, lost.Epoch())
+	}
+	if got := row(t, db, "global/job"); got.AcquiredAt.UnixMicro() < hold {
+		t.Fatalf("C acquired at %d µs by the database clock, before the hold-off ended at %d µs", got.AcquiredAt.UnixMicro(), hold)
+	}
+	if kept.Context().Err() != nil && lostInFailoverCause(kept) {
+		t.Fatalf("B dropped a term the new primary has: %v", context.Cause(kept.Context()))
+	}
+}
+
+// lostInFailoverCause reports whether l ended because the new primary did
+// not show it.
+func lostInFailoverCause(l *Lease) bool {
+	err := context.Cause(l.Context())
+	return err != nil && strings.Contains(err.Error(), "failed over")
 }
