@@ -43,7 +43,7 @@ ddl: ## print the schema DDL, safe to apply twice: make ddl DIALECT=postgres|mys
 demo: ## run the failover demo: three copies of ./sample on SQLite, the leader killed (under 2 min; KEEP=1 keeps its database)
 	GO="$(GO)" $(GO) run ./sample/demo $(if $(KEEP),-keep)
 
-chaos: ## fault injection: worker processes on SQLite, PostgreSQL and MariaDB; 7 fault kinds; histories checked (CHAOS_FAULTS=300, CHAOS_SEED)
+chaos: ## fault injection: worker processes on SQLite, PostgreSQL, MariaDB and a replicated PostgreSQL pair; 9 fault kinds; histories checked (CHAOS_FAULTS=300, CHAOS_SEED, CHAOS_KINDS=failover-sync,...)
 	GO="$(GO)" CHAOS_FAULTS="$(or $(CHAOS_FAULTS),300)" $(GO) run ./internal/chaos/cmd/chaos
 
 bench: ## scale benchmark: leases per process, 100 processes, shutdown, pool joins, handoff and failover, pool rebalance, per dialect vs targets (BENCH_SECTIONS, BENCH_DIALECTS; under 10 min)

@@ -1,6 +1,9 @@
 package chaos
 
 import (
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/leasehold/leasehold/coordination"
@@ -21,5 +24,56 @@ func TestKillBound(t *testing.T) {
 	}
 	if err := (coordination.PoolConfig{PollInterval: PollInterval}).Validate(); err != nil {
 		t.Errorf("PollInterval: %v", err)
+	}
+}
+
+// TestFailoverBound checks the failover bound against its derivation, by
+// the library's own rebalance formula, and that CHAOS_KINDS parsing names
+// an unknown kind and lists the valid ones.
+func TestFailoverBound(t *testing.T) {
+	want := RenewInterval + TTL + RetryInterval*3/2 + 2*coordination.RebalanceBound(PollInterval) + slack
+	for _, k := range []history.FaultKind{history.FaultFailoverSync, history.FaultFailoverAsync} {
+		if b := Bounds()[k]; b != want {
+			t.Errorf("%s bound %v, want %v", k, b, want)
+		}
+	}
+	kinds, err := ParseKinds(" failover-sync,failover-async,failover-sync ")
+	if err != nil || !slices.Equal(kinds, []history.FaultKind{history.FaultFailoverSync, history.FaultFailoverAsync}) {
+		t.Errorf("ParseKinds = %v, %v", kinds, err)
+	}
+	if kinds, err := ParseKinds(""); kinds != nil || err != nil {
+		t.Errorf("ParseKinds(\"\") = %v, %v; want every kind (nil)", kinds, err)
+	}
+	_, err = ParseKinds("kill,failover")
+	if err == nil || !strings.Contains(err.Error(), `"failover"`) || !strings.Contains(err.Error(), "failover-async") || !strings.Contains(err.Error(), "db-restart") {
+		t.Errorf("ParseKinds(kill,failover) error %v, want it to name failover and list the valid kinds", err)
+	}
+}
+
+// TestPlanShares checks that the faults are shared in proportion to the
+// kinds of each dialect, and that CHAOS_KINDS leaves out the dialects
+// that inject none of the kinds.
+func TestPlanShares(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := plan(Options{Faults: 40, Dialects: Dialects, Extended: true}, true, rng)
+	n := 0
+	for _, d := range Dialects {
+		want := 40 * len(Kinds(d, true, true)) / 20
+		if len(p[d]) < want || len(p[d]) > want+1 {
+			t.Errorf("%s: %d faults, want about %d", d, len(p[d]), want)
+		}
+		n += len(p[d])
+	}
+	if n != 40 {
+		t.Errorf("%d faults planned, want 40", n)
+	}
+	p = plan(Options{Faults: 7, Dialects: Dialects, Extended: true, Kinds: []history.FaultKind{history.FaultFailoverSync}}, true, rng)
+	if len(p) != 1 || len(p[PostgresPair]) != 7 {
+		t.Errorf("plan with only failover-sync: %v", p)
+	}
+	for _, k := range p[PostgresPair] {
+		if k != history.FaultFailoverSync {
+			t.Errorf("planned %s, want only failover-sync", k)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -93,6 +94,40 @@ const (
 	clockNote = "clock-skew: "
 )
 
+// FailoverBound is the recovery bound of both failover kinds, measured
+// from the end of the promotion (the heal), when the promoted server
+// accepts writes:
+//
+//   - RenewInterval until every process has made a statement on the new
+//     primary: the leader renews every RenewInterval, followers retry
+//     every RetryInterval × 1.5 and pool members poll every PollInterval,
+//     both shorter. Reconnecting adds nothing: the old primary's port
+//     refuses at once, so the DSN's next host is tried without waiting
+//     for connect_timeout.
+//   - TTL of hold-off: after a change of database incarnation (a new
+//     timeline) the library acquires nothing for TTL, so that a holder
+//     whose renewals were lost with the old primary has lost its trust
+//     before anyone acquires on the new one. The rows on the new primary
+//     were last renewed before the promotion, so by then they have expired
+//     too.
+//   - then as after a kill whose rows have already expired: a follower
+//     acquires within RetryInterval × 1.5, and the pool, whose members all
+//     join again, settles within two rebalances (the joins, then the
+//     barrier), 2 × coordination.RebalanceBound.
+//
+// The same bound holds for both kinds: a synchronous failover loses no
+// commit, but it changes the incarnation all the same, so the hold-off
+// applies; an asynchronous one loses commits, which moves no deadline
+// later, since the lost renewals only make the rows on the new primary
+// older. slack is added as for every kind.
+const FailoverBound = RenewInterval + TTL + RetryInterval*3/2 + 2*(PollInterval+PollInterval/4) + slack
+
+// FailoverWindow is how long, in the failover-async fault, the primary
+// goes on without its standby after the leader's successor is in place:
+// the leader renews and writes, and the pool's members process items, on
+// the old primary only, so all of it is lost with it.
+const FailoverWindow = RenewInterval * 2
+
 // Bounds returns the recovery bound of each fault kind: how soon after the
 // kill, or after the heal of any other fault, a leader and a full
 // assignment must be back.
@@ -113,6 +148,7 @@ const (
 //   - latency: the same, plus Latency, which chunks queued before the
 //     heal still wait.
 //   - db-restart: the same, plus RestartAllowance for the server to start.
+//   - failover-sync, failover-async: FailoverBound, from the promotion.
 //
 // Each has slack added.
 func Bounds() map[history.FaultKind]time.Duration {
@@ -127,6 +163,8 @@ func Bounds() map[history.FaultKind]time.Duration {
 		history.FaultClockSkew:      rejoin,
 		history.FaultLatency:        Latency + rejoin,
 		history.FaultDBRestart:      RestartAllowance + rejoin,
+		history.FaultFailoverSync:   FailoverBound,
+		history.FaultFailoverAsync:  FailoverBound,
 	}
 }
 
@@ -135,8 +173,13 @@ func Bounds() map[history.FaultKind]time.Duration {
 // overlay could be built), a database restart where there is a server,
 // and with extended a worker exhausting its own pool and, where there is
 // a network, a cut and latency. SQLite has neither a server to restart
-// nor a network.
+// nor a network. The replicated pair (PostgresPair) gets the failovers
+// only: the other kinds act on the workers or on one server, and the
+// postgres dialect has them.
 func Kinds(dialect string, extended, clock bool) []history.FaultKind {
+	if dialect == PostgresPair {
+		return []history.FaultKind{history.FaultFailoverSync, history.FaultFailoverAsync}
+	}
 	ks := []history.FaultKind{history.FaultKill, history.FaultPause}
 	if clock {
 		ks = append(ks, history.FaultClockSkew)
@@ -154,14 +197,69 @@ func Kinds(dialect string, extended, clock bool) []history.FaultKind {
 	return ks
 }
 
+// PostgresPair is the dialect name of the replicated PostgreSQL pair
+// (testdb.Pair): the workers reach it through its multi-host DSN.
+const PostgresPair = "postgres-pair"
+
 // Dialects are the dialects the suite runs on, in order.
-var Dialects = []string{"sqlite", "postgres", "mysql"}
+var Dialects = []string{"sqlite", "postgres", "mysql", PostgresPair}
+
+// AllKinds returns every fault kind the suite can inject, in a fixed
+// order.
+func AllKinds() []history.FaultKind {
+	var all []history.FaultKind
+	for _, d := range Dialects {
+		for _, k := range Kinds(d, true, true) {
+			if !slices.Contains(all, k) {
+				all = append(all, k)
+			}
+		}
+	}
+	return all
+}
+
+// ParseKinds parses a comma-separated list of fault kinds, such as
+// CHAOS_KINDS. An empty list is nil: every kind. An unknown kind is an
+// error that names it and lists the valid ones.
+func ParseKinds(list string) ([]history.FaultKind, error) {
+	all := AllKinds()
+	var out []history.FaultKind
+	for _, f := range strings.Split(list, ",") {
+		k := history.FaultKind(strings.TrimSpace(f))
+		if k == "" {
+			continue
+		}
+		if !slices.Contains(all, k) {
+			valid := make([]string, len(all))
+			for i, a := range all {
+				valid[i] = string(a)
+			}
+			return nil, fmt.Errorf("unknown fault kind %q; valid kinds: %s", k, strings.Join(valid, ","))
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// requiredAs is the dialect that REQUIRE_DIALECTS names for d.
+func requiredAs(d string) string {
+	if d == PostgresPair {
+		return "postgres"
+	}
+	return d
+}
 
 // Options configure Run.
 type Options struct {
-	// Faults is the total number of faults across the dialects. Zero or
+	// Faults is the total number of faults across the dialects, shared
+	// in proportion to the number of kinds each dialect injects. Zero or
 	// less means each applicable fault kind exactly once per dialect.
 	Faults int
+	// Kinds restricts the fault kinds injected (default: every kind).
+	// A dialect that injects none of them is not run.
+	Kinds []history.FaultKind
 	// Seed seeds the pseudo-random choices.
 	Seed uint64
 	// Items is the number of items seeded per dialect before the first
@@ -227,11 +325,18 @@ func Run(ctx context.Context, o Options) (ok bool, err error) {
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	plans := plan(o, clock, rng)
+	if len(plans) == 0 {
+		return false, fmt.Errorf("no dialect of %s injects any of the fault kinds %v", strings.Join(o.Dialects, ","), o.Kinds)
+	}
 	var results []history.DialectResult
 	var problems []string
 	for _, d := range o.Dialects {
+		if len(plans[d]) == 0 {
+			fmt.Fprintf(o.Out, "chaos: %s: none of the selected fault kinds applies; not run\n", d)
+			continue
+		}
 		r := &dialectRun{name: d, dir: filepath.Join(root, d), bin: bin, out: o.Out, rng: rng, items: o.Items, extended: o.Extended, slack: o.Slack}
-		res, probs, skipped, err := r.run(ctx, plans[d], o.Required(d))
+		res, probs, skipped, err := r.run(ctx, plans[d], o.Required(requiredAs(d)))
 		if err != nil {
 			return false, fmt.Errorf("%s: %w", d, err)
 		}
@@ -251,19 +356,45 @@ func Run(ctx context.Context, o Options) (ok bool, err error) {
 	return ok && len(problems) == 0, nil
 }
 
-// plan chooses the faults of each dialect: every applicable kind once
-// (in random order), then random kinds up to the dialect's share of
-// o.Faults.
+// plan chooses the faults of each dialect: every applicable kind of
+// o.Kinds once (in random order), then random kinds up to the dialect's
+// share of o.Faults, which is in proportion to its number of kinds, so
+// that every kind gets about as many faults on every dialect. Dialects
+// with no applicable kind are left out.
 func plan(o Options, clock bool, rng *rand.Rand) map[string][]history.FaultKind {
+	kindsOf := map[string][]history.FaultKind{}
+	total := 0
+	for _, d := range o.Dialects {
+		for _, k := range Kinds(d, o.Extended, clock) {
+			if len(o.Kinds) == 0 || slices.Contains(o.Kinds, k) {
+				kindsOf[d] = append(kindsOf[d], k)
+			}
+		}
+		total += len(kindsOf[d])
+	}
+	share := map[string]int{}
+	if o.Faults > 0 && total > 0 {
+		given := 0
+		for _, d := range o.Dialects {
+			share[d] = o.Faults * len(kindsOf[d]) / total
+			given += share[d]
+		}
+		for _, d := range o.Dialects {
+			if given < o.Faults && len(kindsOf[d]) > 0 {
+				share[d]++
+				given++
+			}
+		}
+	}
 	out := map[string][]history.FaultKind{}
-	for i, d := range o.Dialects {
-		kinds := Kinds(d, o.Extended, clock)
+	for _, d := range o.Dialects {
+		kinds := kindsOf[d]
+		if len(kinds) == 0 {
+			continue
+		}
 		n := len(kinds)
 		if o.Faults > 0 {
-			n = o.Faults / len(o.Dialects)
-			if i < o.Faults%len(o.Dialects) {
-				n++
-			}
+			n = share[d]
 		}
 		var ks []history.FaultKind
 		for _, j := range rng.Perm(len(kinds)) {
@@ -286,6 +417,7 @@ type dialectRun struct {
 
 	driver, dsn string
 	srv         *testdb.Server
+	pair        *testdb.Pair // PostgresPair only; srv is then nil
 	db          *gorm.DB
 	histDir     string
 	rec         *history.Recorder
@@ -379,6 +511,11 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 		} else {
 			r.logf("fault %d/%d %s: leader and full assignment again %v after the fault", i+1, len(faults), k, rec.Round(time.Millisecond))
 		}
+		if isFailover(k) {
+			if err := r.rebuild(ctx); err != nil {
+				return res, nil, false, err
+			}
+		}
 	}
 	stopFeeding()
 	if err := r.waitItems(ctx); err != nil {
@@ -453,6 +590,15 @@ func (r *dialectRun) openDB(ctx context.Context) error {
 				return "root@tcp(" + addr + ")/chaos?parseTime=true&loc=UTC&timeout=2s"
 			}
 		}
+	case PostgresPair:
+		r.pair, err = testdb.StartPostgresPair(ctx, testdb.Sync)
+		if err != nil {
+			return err
+		}
+		if err := r.pair.CreateDatabase(ctx, "chaos"); err != nil {
+			return err
+		}
+		r.driver, r.dsn = dbopen.Postgres, r.pair.DSN("chaos")
 	default:
 		return fmt.Errorf("unknown dialect %q", r.name)
 	}
@@ -469,6 +615,11 @@ func (r *dialectRun) closeDB() {
 	if r.srv != nil {
 		if err := r.srv.Close(); err != nil {
 			r.problem("closing the %s server: %v", r.name, err)
+		}
+	}
+	if r.pair != nil {
+		if err := r.pair.Close(); err != nil {
+			r.problem("closing the %s: %v", r.name, err)
 		}
 	}
 }
@@ -786,7 +937,94 @@ func (r *dialectRun) inject(k history.FaultKind) (time.Time, error) {
 		r.fault(history.Event{FaultKind: k, TargetPID: target.Pid, Phase: history.PhaseHeal})
 		return time.Now(), target.Signal(syscall.SIGUSR2)
 	}
+	if isFailover(k) {
+		return r.injectFailover(k)
+	}
 	return r.injectExtended(k, ps, byPID(leader))
+}
+
+// isFailover reports whether k is a failover of the replicated pair.
+func isFailover(k history.FaultKind) bool {
+	return k == history.FaultFailoverSync || k == history.FaultFailoverAsync
+}
+
+// injectFailover fails the pair's primary over to its standby and returns
+// the time the promoted server accepted writes. The old primary is
+// stopped (fast shutdown) or killed (SIGKILL), at random.
+//
+// failover-sync: the pair is synchronous, so every acknowledged commit is
+// on the standby; the primary goes while leaders, fenced writers and
+// pools are busy, and the standby is promoted.
+//
+// failover-async: the pair is asynchronous and the standby is stopped
+// first, so that nothing more reaches it. A worker is then killed (the
+// kill fault, on the leader or at random) and the runner waits for the
+// leader and the full assignment that follow, and FailoverWindow longer:
+// that acquisition, the rebalance, the renewals and the writes exist on
+// the old primary only. The primary goes, the standby starts again and
+// is promoted: all of that is lost.
+func (r *dialectRun) injectFailover(k history.FaultKind) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	mode := testdb.Sync
+	if k == history.FaultFailoverAsync {
+		mode = testdb.Async
+	}
+	if r.pair.Mode() != mode {
+		if err := r.pair.SetMode(ctx, mode); err != nil {
+			return time.Now(), fmt.Errorf("switch the pair to %s: %w", mode, err)
+		}
+	}
+	old, standby := r.pair.Primary(), r.pair.Standby()
+	r.logf("fault %s: primary on port %d, standby on port %d", k, old.Port(), standby.Port())
+	r.fault(history.Event{FaultKind: k, Target: r.name, Phase: history.PhaseStart})
+	if k == history.FaultFailoverAsync {
+		if err := standby.Stop(); err != nil {
+			return time.Now(), fmt.Errorf("stop the standby: %w", err)
+		}
+		if _, err := r.inject(history.FaultKill); err != nil {
+			return time.Now(), err
+		}
+		if err := r.waitReady(ctx, readyTimeout); err != nil {
+			r.problem("fault %s: after the kill on the old primary: %v", k, err)
+		}
+		timer := time.NewTimer(FailoverWindow)
+		<-timer.C
+	}
+	how := "stopped"
+	var err error
+	if r.rng.IntN(2) == 0 {
+		how, err = "killed", old.Kill()
+	} else {
+		err = old.Stop()
+	}
+	if err != nil {
+		return time.Now(), fmt.Errorf("stop the primary: %w", err)
+	}
+	began := time.Now()
+	if k == history.FaultFailoverAsync {
+		if err := standby.Start(); err != nil {
+			return time.Now(), fmt.Errorf("start the standby again: %w", err)
+		}
+	}
+	if err := r.pair.Promote(ctx); err != nil {
+		return time.Now(), err
+	}
+	r.fault(history.Event{FaultKind: k, Target: r.name, Phase: history.PhaseHeal})
+	at := time.Now()
+	r.logf("old primary %s; standby promoted %v later, on port %d", how, at.Sub(began).Round(time.Millisecond), standby.Port())
+	return at, nil
+}
+
+// rebuild makes the old primary the standby of the new one, after a
+// failover's recovery and before the next fault.
+func (r *dialectRun) rebuild(ctx context.Context) error {
+	began := time.Now()
+	if err := r.pair.Rebuild(ctx); err != nil {
+		return err
+	}
+	r.logf("rebuilt the old primary as a standby on port %d in %v", r.pair.Standby().Port(), time.Since(began).Round(time.Millisecond))
+	return nil
 }
 
 // verifyClock checks that every clock-skew fault took: each worker that

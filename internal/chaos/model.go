@@ -3,7 +3,8 @@
 // a real database, injects faults (SIGKILL, SIGSTOP/SIGCONT, a database
 // restart, a network cut or latency through each worker's own TCP proxy,
 // a worker exhausting its own connection pool, a worker's wall clock set
-// hours off; see Kinds), and checks the histories the processes recorded
+// hours off, a failover of a replicated PostgreSQL pair; see Kinds), and
+// checks the histories the processes recorded
 // with package internal/history.
 package chaos
 

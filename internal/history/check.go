@@ -47,6 +47,7 @@ type ViolationKind string
 // The violation kinds, one per rule of the package documentation.
 const (
 	LeaseOverlap       ViolationKind = "lease-overlap"     // rule A
+	ReusedEpoch        ViolationKind = "reused-epoch"      // rule A2
 	PartitionOverlap   ViolationKind = "partition-overlap" // rule B1
 	GenerationMismatch ViolationKind = "generation"        // rule B2
 	StaleWrite         ViolationKind = "stale-write"       // rule C
@@ -235,6 +236,7 @@ func Check(h History, cfg Config) Result {
 	st.Truncated = slices.Clone(h.Truncated)
 	c.scan()
 	c.checkOverlaps()
+	c.checkEpochs()
 	c.checkGenerations()
 	c.checkFencing()
 	c.checkSupersededWrites()
@@ -524,6 +526,29 @@ func (c *checker) pauseException(x, y *term) (*faultRec, []*Event) {
 		}
 	}
 	return pause, accepted
+}
+
+// checkEpochs applies rule A2: an epoch of a lease belongs to one holder.
+func (c *checker) checkEpochs() {
+	for _, lease := range sortedKeys(c.leaseTerms) {
+		byEpoch := map[int64][]*term{}
+		for _, t := range c.leaseTerms[lease] {
+			byEpoch[t.epoch] = append(byEpoch[t.epoch], t)
+		}
+		for _, e := range sortedKeys(byEpoch) {
+			var hs, terms []string
+			var evs []*Event
+			for _, t := range byEpoch[e] {
+				hs = appendNew(hs, strconv.Quote(t.holder))
+				terms = append(terms, c.describe(t))
+				evs = append(evs, t.startEv)
+			}
+			if len(hs) > 1 {
+				c.violate(ReusedEpoch, evs, "lease %q epoch %d was held by holders %s: %s",
+					lease, e, strings.Join(hs, ", "), strings.Join(terms, "; "))
+			}
+		}
+	}
 }
 
 // checkGenerations applies rule B2.

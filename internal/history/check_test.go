@@ -67,6 +67,23 @@ func TestCheckCatches(t *testing.T) {
 			msg:  []string{`"a" was paused at +5.000000s but 1 of its writes were accepted after "b" started at +22.000000s`},
 		},
 		{
+			name: "epoch reused by another holder, without overlap",
+			events: []Event{
+				lstart(0, "a", "L", 1),
+				lstop(5, "a", "L", 1),
+				lstart(6, "b", "L", 2),
+				lstop(8, "b", "L", 2),
+				lstart(9, "c", "L", 2),
+				lstop(12, "c", "L", 2),
+				lstart(13, "a", "L", 3),
+				lstop(14, "a", "L", 3),
+				lstart(15, "a", "L", 3),
+				lstop(16, "a", "L", 3),
+			},
+			want: []ViolationKind{ReusedEpoch},
+			msg:  []string{`lease "L" epoch 2 was held by holders "b", "c": holder "b" (epoch 2, +6.000000s to +8.000000s`},
+		},
+		{
 			name: "overlapping partition index",
 			events: []Event{
 				pstart(0, "a", "P", 1, 0, 2),

@@ -92,6 +92,15 @@
 // not empty). Touching terms (X.end == Y.start) do not overlap. Violation
 // [LeaseOverlap].
 //
+// # Rule A2: one holder per epoch
+//
+// For each lease and epoch, every term of that epoch has the same holder,
+// whenever it held it: a fencing token names one holder, so a successor
+// that gets an epoch already issued (an acquisition lost with a database
+// that failed over) could pass a fence meant for the other. The same
+// holder may hold an epoch in several terms (rule T). Violation
+// [ReusedEpoch].
+//
 // # Rule P: the pause exception, the only one
 //
 // An overlap of X and its successor Y is allowed when

@@ -55,6 +55,8 @@ const (
 	FaultDBRestart      FaultKind = "db-restart"      // the database server restarted
 	FaultClockSkew      FaultKind = "clock-skew"      // an application wall clock set hours off
 	FaultPoolExhaustion FaultKind = "pool-exhaustion" // the connection pool held by leaked transactions
+	FaultFailoverSync   FaultKind = "failover-sync"   // a synchronous standby promoted, the primary stopped
+	FaultFailoverAsync  FaultKind = "failover-async"  // an asynchronous standby promoted, the primary's last writes lost
 )
 
 // Phase says whether a Fault event starts or heals its fault.

@@ -8,7 +8,9 @@
 // the seed (default: from the clock; printed), CHAOS_ITEMS the items
 // seeded per dialect before the first fault (default 3000; chaos.FeedRate
 // more a second are added while faults are injected), CHAOS_DIALECTS a
-// comma-separated subset of sqlite,postgres,mysql.
+// comma-separated subset of sqlite,postgres,mysql,postgres-pair, and
+// CHAOS_KINDS a comma-separated subset of the fault kinds (chaos.AllKinds;
+// default every kind): a dialect that injects none of them is not run.
 package main
 
 import (
@@ -55,6 +57,12 @@ func run(ctx context.Context) int {
 	if d := os.Getenv("CHAOS_DIALECTS"); d != "" {
 		o.Dialects = strings.Split(d, ",")
 	}
+	kinds, err := chaos.ParseKinds(os.Getenv("CHAOS_KINDS"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chaos: CHAOS_KINDS=%q: %v\n", os.Getenv("CHAOS_KINDS"), err)
+		return 2
+	}
+	o.Kinds = kinds
 	ok, err := chaos.Run(ctx, o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "chaos: FAIL: %v\n", err)
