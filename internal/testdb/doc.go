@@ -5,7 +5,7 @@
 // Servers are private to the test binary. Each one runs in a fresh
 // directory under os.TempDir, listens only on 127.0.0.1 on a free port, and
 // is stopped and removed when the tests end. The shared system servers on
-// the default ports are never used.
+// the default ports are never used, unless a variable below names one.
 //
 // A package that uses the shared servers calls Main from its TestMain:
 //
@@ -32,4 +32,12 @@
 // Fault tests get the Server behind a target with Target.Server and may stop
 // and restart it. Such tests must not run in parallel with other tests of
 // the same package that use the same kind of server.
+//
+// LEASEHOLD_TEST_POSTGRES_DSN and LEASEHOLD_TEST_MYSQL_DSN point the tests of
+// their dialect at a server of the user's own instead of the private one,
+// and LEASEHOLD_TEST_SQLSERVER_DSN adds the target "sqlserver", which has no
+// private server. Each test still gets a fresh database, created and dropped
+// through the DSN, so its user must be allowed to create and drop databases.
+// On such a target Target.Server, and SkipExternal, skip the test: it cannot
+// stop someone else's server.
 package testdb
