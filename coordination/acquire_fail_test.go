@@ -54,6 +54,12 @@ func failAcquireTrigger(dialect, table, name string) (install, remove []string) 
 // Once the failure is gone the same session takes the lease with the next
 // epoch.
 func caseFailedAcquireGrantsNothing(t *testing.T, b *bundle) {
+	if b.target.Dialect == "sqlserver" {
+		// Any enabled trigger makes SQL Server refuse the acquire's
+		// UPDATE ... OUTPUT outright (error 334), whichever row it
+		// touches, so no trigger can fail just the one acquire.
+		t.Skip("SQL Server: a trigger on the lease table fails every acquire, not one")
+	}
 	ctx := context.Background()
 	s := rawStore(t, b.db)
 	if _, err := s.Migrate(ctx, time.Minute); err != nil {

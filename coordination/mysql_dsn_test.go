@@ -1,13 +1,15 @@
 package coordination
 
 import (
-	"strings"
 	"testing"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/redact"
 	"github.com/leasehold/leasehold/internal/testdb"
 )
 
@@ -40,17 +42,31 @@ func TestMySQLDSNOptions(t *testing.T) {
 	})
 }
 
+// withMySQLOptions returns dsn with the options this file varies
+// (clientFoundRows, parseTime, loc) set as params, a query string, says,
+// and at their defaults where it does not name them. Every other setting
+// of dsn, such as an external server's tls, is kept.
+func withMySQLOptions(t *testing.T, dsn, params string) string {
+	t.Helper()
+	cfg, err := mysqldrv.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(redact.Message(dbopen.MySQL, dsn, err.Error()))
+	}
+	want, err := mysqldrv.ParseDSN("/?" + params)
+	if err != nil {
+		t.Fatalf("variant %q: %v", params, err)
+	}
+	cfg.ClientFoundRows, cfg.ParseTime, cfg.Loc = want.ClientFoundRows, want.ParseTime, want.Loc
+	return cfg.FormatDSN()
+}
+
 func runDSNVariants(t *testing.T, mysql testdb.Target, variants map[string]string, cases []conformanceCase) {
 	for name, params := range variants {
 		t.Run(name, func(t *testing.T) {
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					_, dsn := mysql.OpenDSN(t) // skips or fails loudly without MariaDB
-					base, _, _ := strings.Cut(dsn, "?")
-					if params != "" {
-						base += "?" + params
-					}
-					db, err := dbopen.Open(dbopen.MySQL, base, &gorm.Config{Logger: logger.Discard})
+					db, err := dbopen.Open(dbopen.MySQL, withMySQLOptions(t, dsn, params), &gorm.Config{Logger: logger.Discard})
 					if err != nil {
 						t.Fatal(err)
 					}

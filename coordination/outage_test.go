@@ -61,8 +61,12 @@ type outageEnv struct {
 // or testdb.KindMySQL, which are also the dialect names) for this test
 // alone, and closes it when the test ends. It skips the test when the
 // binaries are missing, or fails it when REQUIRE_DIALECTS names the dialect.
+//
+// When the dialect's tests run against an external server
+// (testdb.External), it skips the test: they run on that server alone.
 func dedicatedServer(t *testing.T, kind string) *testdb.Server {
 	t.Helper()
+	testdb.SkipExternal(t, kind)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var srv *testdb.Server

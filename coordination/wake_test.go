@@ -15,8 +15,9 @@ import (
 )
 
 // TestWakeups runs the release-notification cases on every database.
-// MySQL and MariaDB have no notifications: there the cases that need
-// them skip, and the others check that polling alone still works.
+// MySQL, MariaDB and SQL Server have no notifications: there the cases
+// that need them skip, and the others check that polling alone still
+// works.
 func TestWakeups(t *testing.T) {
 	runCases(t, []conformanceCase{
 		{"ReleaseWakesFollower", caseReleaseWakesFollower},
@@ -39,8 +40,11 @@ func slowPollConfig() Config {
 }
 
 // hasWakeups reports whether the target's database has release
-// notifications.
-func hasWakeups(b *bundle) bool { return b.target.Dialect != "mysql" }
+// notifications: PostgreSQL's NOTIFY and, for processes sharing an SQLite
+// file, its sockets.
+func hasWakeups(b *bundle) bool {
+	return b.target.Dialect == "postgres" || b.target.Dialect == "sqlite"
+}
 
 // waitListening waits until every coordinator listens for wake-ups.
 func waitListening(t testing.TB, cs ...*running) {
@@ -106,7 +110,7 @@ func campaignAfterRound(t *testing.T, c *running, e *Election, limit time.Durati
 // released lease within the test's bound, so the release woke it.
 func caseReleaseWakesFollower(t *testing.T, b *bundle) {
 	if !hasWakeups(b) {
-		t.Skip("MySQL and MariaDB have no release notifications; followers poll (docs/operations.md)")
+		t.Skipf("%s has no release notifications; followers poll (docs/operations.md)", b.target.Name)
 	}
 	a := start(t, b.db, "node-a", slowPollConfig())
 	f := start(t, b.db, "node-f", slowPollConfig())
@@ -214,7 +218,7 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 // and its followers poll.
 func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
 	if !hasWakeups(b) {
-		t.Skip("MySQL and MariaDB have no release notifications to fall back from")
+		t.Skipf("%s has no release notifications to fall back from", b.target.Name)
 	}
 	refuse := func(db *gorm.DB) {
 		q := db.Statement.SQL.String()
@@ -263,7 +267,7 @@ func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
 // is held twice at once.
 func casePoolRebalancesOnWakeup(t *testing.T, b *bundle) {
 	if !hasWakeups(b) {
-		t.Skip("MySQL and MariaDB have no release notifications; pools rebalance at their next poll")
+		t.Skipf("%s has no release notifications; pools rebalance at their next poll", b.target.Name)
 	}
 	rec := newRecorder()
 	pcfg := PoolConfig{PollInterval: 10 * time.Minute}

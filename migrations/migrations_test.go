@@ -7,17 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	mysqldrv "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/redact"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/migrations"
@@ -412,21 +414,33 @@ func caseDDLFromAboveRealVersion(t *testing.T, tg testdb.Target) {
 
 // clientCommand returns the command-line client that applies a script
 // read from stdin to the database at dsn: psql, mysql or sqlite3, the way
-// docs/operations.md says to run them.
+// docs/operations.md says to run them. It skips the test on SQL Server,
+// whose client this test does not drive.
 func clientCommand(t *testing.T, driver, dsn string) *exec.Cmd {
 	t.Helper()
 	var name string
-	var args []string
+	var args, env []string
 	switch driver {
 	case dbopen.Postgres:
 		name, args = "psql", []string{"-X", "-q", "-v", "ON_ERROR_STOP=1", "-1", "-f", "-", dsn}
 	case dbopen.MySQL:
-		// root@tcp(127.0.0.1:PORT)/DB?params
-		m := regexp.MustCompile(`^(\w+)@tcp\(([\d.]+):(\d+)\)/(\w+)`).FindStringSubmatch(dsn)
-		if m == nil {
-			t.Fatalf("cannot read the MySQL DSN %q", dsn)
+		cfg, err := mysqldrv.ParseDSN(dsn)
+		if err != nil {
+			t.Fatalf("cannot read the MySQL DSN: %s", redact.Message(driver, dsn, err.Error()))
 		}
-		name, args = "mysql", []string{"--protocol=TCP", "-h", m[2], "-P", m[3], "-u", m[1], m[4]}
+		if cfg.Net != "tcp" {
+			t.Skipf("the MySQL DSN connects over %s; this test drives the client over TCP only", cfg.Net)
+		}
+		host, port, err := net.SplitHostPort(cfg.Addr)
+		if err != nil {
+			host, port = cfg.Addr, "3306"
+		}
+		name, args = "mysql", []string{"--protocol=TCP", "-h", host, "-P", port, "-u", cfg.User, cfg.DBName}
+		if cfg.Passwd != "" {
+			env = append(env, "MYSQL_PWD="+cfg.Passwd) // not on the command line, where ps shows it
+		}
+	case dbopen.SQLServer:
+		t.Skip("SQL Server: no sqlcmd run here")
 	default:
 		path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
 		name, args = "sqlite3", []string{"-bail", path}
@@ -438,7 +452,7 @@ func clientCommand(t *testing.T, driver, dsn string) *exec.Cmd {
 	cmd := exec.Command(bin, args...)
 	// IF NOT EXISTS on an existing table is a NOTICE; anything else printed
 	// fails the test.
-	cmd.Env = append(os.Environ(), "PGOPTIONS=-c client_min_messages=warning")
+	cmd.Env = append(append(os.Environ(), "PGOPTIONS=-c client_min_messages=warning"), env...)
 	return cmd
 }
 

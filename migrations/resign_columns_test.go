@@ -32,6 +32,16 @@ var resignColumns = []struct{ table, column string }{
 // dropColumn drops a column, as a database of an earlier version lacks it.
 func dropColumn(t *testing.T, db *gorm.DB, table, column string) {
 	t.Helper()
+	if db.Name() == "sqlserver" {
+		// The column's DEFAULT is a constraint of its own, named by the
+		// server, which must go first.
+		if err := db.Exec("DECLARE @c sysname = (SELECT dc.name FROM sys.default_constraints dc" +
+			" JOIN sys.columns c ON c.object_id = dc.parent_object_id AND c.column_id = dc.parent_column_id" +
+			" WHERE dc.parent_object_id = OBJECT_ID(N'" + table + "') AND c.name = N'" + column + "');" +
+			" IF @c IS NOT NULL EXEC(N'ALTER TABLE [" + table + "] DROP CONSTRAINT [' + @c + N']')").Error; err != nil {
+			t.Fatalf("drop the default of %s.%s: %v", table, column, err)
+		}
+	}
 	if err := db.Exec("ALTER TABLE " + table + " DROP COLUMN " + column).Error; err != nil {
 		t.Fatalf("drop %s.%s: %v", table, column, err)
 	}

@@ -5,7 +5,7 @@
 // Servers are private to the test binary. Each one runs in a fresh
 // directory under os.TempDir, listens only on 127.0.0.1 on a free port, and
 // is stopped and removed when the tests end. The shared system servers on
-// the default ports are never used.
+// the default ports are never used, unless a variable below names one.
 //
 // A package that uses the shared servers calls Main from its TestMain:
 //
@@ -36,4 +36,12 @@
 // Failover tests get a replicated PostgreSQL pair with PostgresPair (or
 // StartPostgresPair): a primary and a streaming standby, synchronous or
 // asynchronous, behind one multi-host DSN that follows the primary.
+//
+// LEASEHOLD_TEST_POSTGRES_DSN and LEASEHOLD_TEST_MYSQL_DSN point the tests of
+// their dialect at a server of the user's own instead of the private one,
+// and LEASEHOLD_TEST_SQLSERVER_DSN adds the target "sqlserver", which has no
+// private server. Each test still gets a fresh database, created and dropped
+// through the DSN, so its user must be allowed to create and drop databases.
+// On such a target Target.Server, and SkipExternal, skip the test: it cannot
+// stop someone else's server.
 package testdb

@@ -26,22 +26,30 @@ const RequireEnv = "REQUIRE_DIALECTS"
 
 // Target is one database the tests run against.
 type Target struct {
-	// Name is "postgres", "mysql", "sqlite-cgo" or "sqlite-pure".
+	// Name is "postgres", "mysql", "sqlite-cgo", "sqlite-pure" or
+	// "sqlserver".
 	Name string
-	// Dialect is "postgres", "mysql" or "sqlite". It is what
+	// Dialect is "postgres", "mysql", "sqlite" or "sqlserver". It is what
 	// REQUIRE_DIALECTS lists.
 	Dialect string
 }
 
 // Targets returns every target: PostgreSQL, MariaDB, SQLite through the cgo
-// driver, and SQLite through the pure-Go driver.
+// driver, and SQLite through the pure-Go driver; and SQL Server when
+// LEASEHOLD_TEST_SQLSERVER_DSN is set or REQUIRE_DIALECTS names sqlserver
+// (there is no private SQL Server, so without the variable its tests
+// fail as required).
 func Targets() []Target {
-	return []Target{
+	tgs := []Target{
 		{Name: "postgres", Dialect: "postgres"},
 		{Name: "mysql", Dialect: "mysql"},
 		{Name: "sqlite-cgo", Dialect: "sqlite"},
 		{Name: "sqlite-pure", Dialect: "sqlite"},
 	}
+	if External("sqlserver") || Required("sqlserver") {
+		tgs = append(tgs, Target{Name: "sqlserver", Dialect: "sqlserver"})
+	}
+	return tgs
 }
 
 // Open gives the test a fresh, empty database on tg and a gorm handle to it
@@ -53,6 +61,12 @@ func Targets() []Target {
 // parseTime=true&loc=UTC, so DATETIME columns scan into time.Time. For
 // SQLite the database is a new file in t.TempDir(), opened as
 // dbopen.SQLiteDSN describes.
+//
+// When an environment variable names a server for tg's dialect
+// (PostgresDSNEnv, MySQLDSNEnv, SQLServerDSNEnv), the database is created
+// on that server instead, through the DSN given, and the DSN returned is
+// that one with its database replaced. A server that cannot be reached
+// within 20 s fails the test.
 //
 // If tg cannot be tested on this machine (the server binaries are missing,
 // or cgo is off for sqlite-cgo), Open skips the test, or fails it when
@@ -78,12 +92,18 @@ func (tg Target) Open(t testing.TB) *gorm.DB {
 }
 
 // OpenDSN creates a fresh, empty database on tg just as Open does, and
-// returns a driver name for dbopen.Open ("postgres", "mysql", "sqlite" or
-// "sqlite-pure") and a DSN for it that another OS process can use too.
+// returns a driver name for dbopen.Open ("postgres", "mysql", "sqlserver",
+// "sqlite" or "sqlite-pure") and a DSN for it that another OS process can use too.
 // It skips or fails the test as Open does.
 func (tg Target) OpenDSN(t testing.TB) (driver, dsn string) {
 	t.Helper()
+	if es := externalFor(tg.Dialect); es != nil {
+		return es.openDSN(t)
+	}
 	switch tg.Name {
+	case "sqlserver":
+		unavailable(t, tg.Dialect, fmt.Errorf("there is no private SQL Server; set %s to test against one", SQLServerDSNEnv))
+		return "", ""
 	case "sqlite-cgo":
 		if !cgoEnabled {
 			unavailable(t, tg.Dialect, errors.New("sqlite-cgo needs cgo, but this test binary was built with CGO_ENABLED=0"))
@@ -113,7 +133,7 @@ func (tg Target) OpenDSN(t testing.TB) (driver, dsn string) {
 		}
 		return dbopen.Postgres, srv.DSN(name)
 	default:
-		t.Fatalf("testdb: unknown target %q (want one of postgres, mysql, sqlite-cgo, sqlite-pure)", tg.Name)
+		t.Fatalf("testdb: unknown target %q (want one of postgres, mysql, sqlite-cgo, sqlite-pure, sqlserver)", tg.Name)
 		return "", ""
 	}
 }
@@ -123,10 +143,17 @@ func (tg Target) OpenDSN(t testing.TB) (driver, dsn string) {
 // test leaves the server stopped, it is started again when the test ends.
 // Tests that stop the server must not run in parallel with other tests of
 // the package that use it. It skips or fails the test as Open does.
+//
+// A target whose tests run against a server named by an environment
+// variable (External) has no server the test may stop: Server skips the
+// test, as it does for "sqlserver", which never has a private server.
 func (tg Target) Server(t testing.TB) *Server {
 	t.Helper()
+	SkipExternal(t, tg.Dialect)
 	switch tg.Name {
 	case "postgres", "mysql":
+	case "sqlserver":
+		unavailable(t, tg.Dialect, fmt.Errorf("there is no private SQL Server to stop; set %s to test against one", SQLServerDSNEnv))
 	default:
 		return nil
 	}
@@ -272,7 +299,7 @@ var ignoreGormLRU = goleak.IgnoreTopFunction("gorm.io/gorm/internal/lru.NewLRU[.
 func Run(m *testing.M) int {
 	before := goleak.IgnoreCurrent()
 	code := m.Run()
-	if err := closeAll(); err != nil {
+	if err := errors.Join(closeAll(), closeExternal()); err != nil {
 		fmt.Fprintf(os.Stderr, "testdb: stopping the test database servers failed: %v\n", err)
 		if code == 0 {
 			code = 1

@@ -1,0 +1,489 @@
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	mssql "github.com/microsoft/go-mssqldb"
+	"github.com/microsoft/go-mssqldb/msdsn"
+
+	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/redact"
+)
+
+// Environment variables that point a dialect's tests at a server of the
+// user's own instead of a private one. Each holds a DSN in the form the
+// dialect's driver takes; its user must be allowed to create and drop
+// databases, since every test gets a database of its own on that server.
+//
+// SQLite has none: its targets already use plain files, and a file
+// elsewhere would test nothing they do not.
+const (
+	// PostgresDSNEnv replaces the private PostgreSQL server (target
+	// "postgres"). Key=value and URL forms are accepted.
+	PostgresDSNEnv = "LEASEHOLD_TEST_POSTGRES_DSN"
+	// MySQLDSNEnv replaces the private MariaDB server (target "mysql"),
+	// as a go-sql-driver/mysql DSN.
+	MySQLDSNEnv = "LEASEHOLD_TEST_MYSQL_DSN"
+	// SQLServerDSNEnv adds the target "sqlserver", which has no private
+	// server. URL (sqlserver://…) and ADO key=value forms are accepted.
+	SQLServerDSNEnv = "LEASEHOLD_TEST_SQLSERVER_DSN"
+)
+
+// externalEnv maps a dialect to the variable naming its external server.
+var externalEnv = map[string]string{
+	"postgres":  PostgresDSNEnv,
+	"mysql":     MySQLDSNEnv,
+	"sqlserver": SQLServerDSNEnv,
+}
+
+// External reports whether the tests of dialect run against a server
+// named by an environment variable (see PostgresDSNEnv) rather than a
+// private one. Such a server cannot be stopped by a test.
+func External(dialect string) bool {
+	env, ok := externalEnv[dialect]
+	return ok && os.Getenv(env) != ""
+}
+
+// External reports whether tg runs against a server named by an
+// environment variable; see the package function External.
+func (tg Target) External() bool { return External(tg.Dialect) }
+
+// SkipExternal skips t when dialect's tests run against an external
+// server: t needs to stop or restart the server, and cannot stop someone
+// else's.
+func SkipExternal(t testing.TB, dialect string) {
+	t.Helper()
+	if !External(dialect) {
+		return
+	}
+	env := externalEnv[dialect]
+	t.Skipf("testdb: SKIPPING: this test stops and restarts a private %s server, but %s points the %s tests at %s, which it cannot stop",
+		dialect, env, dialect, redact.DSN(driverOf(dialect), os.Getenv(env)))
+}
+
+// driverOf returns the dbopen driver name of a server dialect.
+func driverOf(dialect string) string {
+	switch dialect {
+	case "mysql":
+		return dbopen.MySQL
+	case "sqlserver":
+		return dbopen.SQLServer
+	default:
+		return dbopen.Postgres
+	}
+}
+
+// externalConnectTimeout bounds the first connection to an external
+// server, so that a DSN naming an unreachable host fails the tests rather
+// than hanging them. It is a variable so that a test can shorten it.
+var externalConnectTimeout = 20 * time.Second
+
+// externalServer is the server an environment variable names, shared by
+// the test binary's tests of one dialect.
+type externalServer struct {
+	dialect string
+	env     string
+	dsn     string // as given
+
+	once  sync.Once
+	admin *sql.DB // a pool on the DSN as given, to create and drop databases
+	err   error   // why the server cannot be used; redacted
+}
+
+var (
+	externalMu      sync.Mutex
+	externalServers = map[string]*externalServer{}
+)
+
+// externalFor returns the external server of dialect, or nil when its
+// variable is unset.
+func externalFor(dialect string) *externalServer {
+	env, ok := externalEnv[dialect]
+	if !ok {
+		return nil
+	}
+	dsn := os.Getenv(env)
+	if dsn == "" {
+		return nil
+	}
+	externalMu.Lock()
+	defer externalMu.Unlock()
+	es := externalServers[dialect]
+	if es == nil || es.dsn != dsn {
+		es = &externalServer{dialect: dialect, env: env, dsn: dsn}
+		externalServers[dialect] = es
+	}
+	return es
+}
+
+// closeExternal closes the admin pools of the external servers.
+func closeExternal() error {
+	externalMu.Lock()
+	defer externalMu.Unlock()
+	var errs []error
+	for d, es := range externalServers {
+		if es.admin != nil {
+			errs = append(errs, es.admin.Close())
+		}
+		delete(externalServers, d)
+	}
+	return errors.Join(errs...)
+}
+
+// driver is the dbopen driver name for the server's DSNs.
+func (es *externalServer) driver() string { return driverOf(es.dialect) }
+
+// redacted returns the DSN as given, with its password replaced.
+func (es *externalServer) redacted() string { return redact.DSN(es.driver(), es.dsn) }
+
+// errorf makes an error about the server whose message quotes neither the
+// DSN's password nor any part of it a driver error may repeat.
+func (es *externalServer) errorf(format string, args ...any) error {
+	return errors.New(redact.Message(es.driver(), es.dsn, fmt.Sprintf(format, args...)))
+}
+
+// ready opens the admin pool and checks, within externalConnectTimeout,
+// that the server answers. Only the first call connects; later calls
+// return its result.
+func (es *externalServer) ready() (*sql.DB, error) {
+	es.once.Do(func() {
+		// A DSN the driver cannot read is not quoted, not even redacted:
+		// where its password ends is anyone's guess.
+		if _, err := withDatabase(es.dialect, es.dsn, "t_check"); err != nil {
+			es.err = es.errorf("testdb: %s does not hold a DSN the %s driver accepts: %v", es.env, es.driver(), err)
+			return
+		}
+		admin, err := es.open(0)
+		if err != nil {
+			es.err = es.errorf("testdb: %s does not hold a DSN the %s driver accepts: %v", es.env, es.driver(), err)
+			return
+		}
+		if err := es.probe(); err != nil {
+			_ = admin.Close()
+			es.err = es.errorf("testdb: %s=%s: cannot connect within %s: %v", es.env, es.redacted(), externalConnectTimeout, err)
+			return
+		}
+		admin.SetMaxOpenConns(4)
+		admin.SetMaxIdleConns(2)
+		admin.SetConnMaxIdleTime(30 * time.Second)
+		es.admin = admin
+	})
+	return es.admin, es.err
+}
+
+// probe connects once, bounded by externalConnectTimeout.
+func (es *externalServer) probe() error {
+	db, err := es.open(externalConnectTimeout)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = db.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), externalConnectTimeout)
+	defer cancel()
+	return db.PingContext(ctx)
+}
+
+// open returns a pool on the DSN as given. pgx and go-sql-driver/mysql
+// give up connecting when the context ends; go-mssqldb does not, so on
+// SQL Server every read and write of the pool's connections is bounded by
+// ioTimeout instead, unless it is zero or the DSN sets its own
+// "connection timeout".
+func (es *externalServer) open(ioTimeout time.Duration) (*sql.DB, error) {
+	switch es.dialect {
+	case "mysql":
+		return sql.Open("mysql", es.dsn)
+	case "sqlserver":
+		cfg, err := msdsn.Parse(es.dsn)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.ConnTimeout == 0 {
+			cfg.ConnTimeout = ioTimeout
+		}
+		return sql.OpenDB(mssql.NewConnectorConfig(cfg)), nil
+	default:
+		return sql.Open("pgx", es.dsn)
+	}
+}
+
+// createStmt and dropStmts are the statements that create and drop the
+// database name, which validName has accepted.
+func (es *externalServer) createStmt(name string) string {
+	switch es.dialect {
+	case "mysql":
+		return fmt.Sprintf("CREATE DATABASE `%s` CHARACTER SET utf8mb4", name)
+	case "sqlserver":
+		return fmt.Sprintf("CREATE DATABASE [%s]", name)
+	default:
+		return fmt.Sprintf(`CREATE DATABASE "%s"`, name)
+	}
+}
+
+// dropStmts returns the statements to try, in order, until one succeeds.
+// PostgreSQL before 13 has no WITH (FORCE); SQL Server drops a database
+// only when no session uses it, so they are ended first.
+func (es *externalServer) dropStmts(name string) []string {
+	switch es.dialect {
+	case "mysql":
+		return []string{fmt.Sprintf("DROP DATABASE IF EXISTS `%s`", name)}
+	case "sqlserver":
+		return []string{fmt.Sprintf("IF DB_ID(N'%s') IS NOT NULL BEGIN "+
+			"ALTER DATABASE [%s] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE [%s]; END", name, name, name)}
+	default:
+		return []string{
+			fmt.Sprintf(`DROP DATABASE IF EXISTS "%s" WITH (FORCE)`, name),
+			fmt.Sprintf(`DROP DATABASE IF EXISTS "%s"`, name),
+		}
+	}
+}
+
+// openDSN creates a fresh database for t on the server, dropped when t
+// ends, and returns the driver name and the DSN for it. It fails t if the
+// server cannot be reached or the database cannot be created.
+func (es *externalServer) openDSN(t testing.TB) (driver, dsn string) {
+	t.Helper()
+	admin, err := es.ready()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := externalName(t)
+	dsn, err = withDatabase(es.dialect, es.dsn, name)
+	if err != nil {
+		t.Fatal(es.errorf("testdb: %s does not hold a DSN the %s driver accepts: %v", es.env, es.driver(), err))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, es.createStmt(name)); err != nil {
+		t.Fatal(es.errorf("testdb: create database %s on the server %s names (%s); its user must be allowed to create and drop databases: %v",
+			name, es.env, es.redacted(), err))
+	}
+	t.Cleanup(func() {
+		// As on the private servers, a failed drop only leaves a database
+		// behind; it is logged, not a test failure.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var errs []error
+		for _, stmt := range es.dropStmts(name) {
+			_, err := admin.ExecContext(ctx, stmt)
+			if err == nil {
+				return
+			}
+			errs = append(errs, err)
+		}
+		t.Log(es.errorf("testdb: drop database %s on the server %s names (%s): %v", name, es.env, es.redacted(), errors.Join(errs...)))
+	})
+	return es.driver(), dsn
+}
+
+// runToken tells this test binary's databases apart from those of other
+// binaries using the same external server at the same time, on this
+// machine or another: the counter in uniqueName is only per binary.
+var runToken = sync.OnceValue(func() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+})
+
+// externalName is uniqueName with runToken in it, such as
+// "t_testlease_acquire_1f2e3d4c_12".
+func externalName(t testing.TB) string {
+	name := uniqueName(t)
+	i := strings.LastIndexByte(name, '_')
+	return name[:i] + "_" + runToken() + name[i:]
+}
+
+// withDatabase returns dsn, a DSN for dialect's driver, with its database
+// replaced by name, which must be a plain identifier (validName). Every
+// other setting, the password included, is kept as it is.
+//
+// For MySQL the result also has parseTime=true and loc=UTC, as the
+// private MariaDB target's DSNs have.
+func withDatabase(dialect, dsn, name string) (string, error) {
+	if !validName.MatchString(name) {
+		return "", fmt.Errorf("database name %q must match %s", name, validName)
+	}
+	switch dialect {
+	case "postgres":
+		if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+			return postgresURLWithDatabase(dsn, name)
+		}
+		return postgresPairsWithDatabase(dsn, name)
+	case "mysql":
+		return mysqlWithDatabase(dsn, name)
+	case "sqlserver":
+		switch {
+		case strings.HasPrefix(dsn, "sqlserver://"):
+			return sqlserverURLWithDatabase(dsn, name)
+		case strings.HasPrefix(dsn, "odbc:"):
+			return "", errors.New("the ODBC form (odbc:…) is not supported; use sqlserver://user:password@host:port?database=db or the ADO form server=host;user id=user;password=…")
+		default:
+			return sqlserverADOWithDatabase(dsn, name), nil
+		}
+	default:
+		return "", fmt.Errorf("no external server for dialect %q", dialect)
+	}
+}
+
+// postgresURLWithDatabase sets the path of a postgres:// URL to name, and
+// drops a dbname or database query parameter, which pgx would prefer to
+// the path.
+func postgresURLWithDatabase(dsn, name string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		// url.Error quotes the whole URL, password and all.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("not a URL: %w", err)
+	}
+	u.Path, u.RawPath = "/"+name, ""
+	if u.RawQuery != "" {
+		q := u.Query()
+		if q.Has("dbname") || q.Has("database") {
+			q.Del("dbname")
+			q.Del("database")
+			u.RawQuery = q.Encode()
+		}
+	}
+	return u.String(), nil
+}
+
+// postgresPairsWithDatabase replaces the value of dbname (or database) in
+// a libpq key=value DSN, or adds dbname when there is none. It reads the
+// string as pgx does (values quoted with '…' or bare, backslash escapes)
+// and leaves every other byte of it alone.
+func postgresPairsWithDatabase(dsn, name string) (string, error) {
+	const space = " \t\n\r\v\f"
+	var b strings.Builder
+	found := false
+	s := dsn
+	for {
+		rest := strings.TrimLeft(s, space)
+		b.WriteString(s[:len(s)-len(rest)])
+		s = rest
+		if s == "" {
+			break
+		}
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 {
+			return "", errors.New("not a key=value DSN: text without '='")
+		}
+		key := strings.Trim(s[:eq], space)
+		afterEq := strings.TrimLeft(s[eq+1:], space)
+		valStart := len(s) - len(afterEq)
+		end := 0
+		if afterEq != "" && afterEq[0] == '\'' {
+			end = 1
+			for ; end < len(afterEq) && afterEq[end] != '\''; end++ {
+				if afterEq[end] == '\\' {
+					end++
+				}
+			}
+			if end >= len(afterEq) {
+				return "", errors.New("not a key=value DSN: unterminated quoted value")
+			}
+			end++ // the closing quote
+		} else {
+			for ; end < len(afterEq) && !strings.ContainsRune(space, rune(afterEq[end])); end++ {
+				if afterEq[end] == '\\' {
+					end++
+				}
+			}
+			end = min(end, len(afterEq))
+		}
+		if key == "dbname" || key == "database" {
+			if !found {
+				b.WriteString(s[:valStart])
+				b.WriteString(name)
+				found = true
+			}
+			// A second dbname would win; drop it.
+		} else {
+			b.WriteString(s[:valStart+end])
+		}
+		s = s[valStart+end:]
+	}
+	out := b.String()
+	if !found {
+		if out != "" && !strings.ContainsRune(space, rune(out[len(out)-1])) {
+			out += " "
+		}
+		out += "dbname=" + name
+	}
+	return out, nil
+}
+
+// mysqlWithDatabase parses dsn as go-sql-driver/mysql does, sets the
+// database, parseTime=true and loc=UTC, and formats it again: the driver's
+// own parser is the only one that agrees with it on where the password
+// ends.
+func mysqlWithDatabase(dsn, name string) (string, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("not a go-sql-driver/mysql DSN (user:password@tcp(host:port)/db?params): %w", err)
+	}
+	cfg.DBName = name
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	return cfg.FormatDSN(), nil
+}
+
+// sqlserverDatabaseKeys are go-mssqldb's names for the database setting,
+// lower-cased as it compares them.
+var sqlserverDatabaseKeys = []string{"database", "initial catalog"}
+
+// sqlserverURLWithDatabase sets the database query parameter of a
+// sqlserver:// URL to name, removing any other spelling of it.
+func sqlserverURLWithDatabase(dsn, name string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("not a URL: %w", err)
+	}
+	q := u.Query()
+	for k := range q {
+		for _, d := range sqlserverDatabaseKeys {
+			if strings.EqualFold(k, d) {
+				q.Del(k)
+			}
+		}
+	}
+	q.Set("database", name)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// sqlserverADOWithDatabase replaces the database setting of an ADO
+// key=value DSN (server=h;user id=u;password=p;database=d), splitting it
+// on ';' as go-mssqldb does, and keeps the other settings byte for byte.
+func sqlserverADOWithDatabase(dsn, name string) string {
+	var kept []string
+	for _, part := range strings.Split(dsn, ";") {
+		key, _, _ := strings.Cut(part, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		drop := part == ""
+		for _, d := range sqlserverDatabaseKeys {
+			drop = drop || key == d
+		}
+		if !drop {
+			kept = append(kept, part)
+		}
+	}
+	return strings.Join(append(kept, "database="+name), ";")
+}
