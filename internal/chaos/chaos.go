@@ -418,6 +418,10 @@ type dialectRun struct {
 	driver, dsn string
 	srv         *testdb.Server
 	pair        *testdb.Pair // PostgresPair only; srv is then nil
+	// lossWindows are, for each failover to an asynchronous standby, the
+	// history times from the standby's last catch-up to the promotion:
+	// commits made then on the old primary were lost (recordLostItems).
+	lossWindows [][2]int64
 	db          *gorm.DB
 	histDir     string
 	rec         *history.Recorder
@@ -534,6 +538,9 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 	}
 	r.verifyClock()
 	if err := r.recordKilledItems(ctx); err != nil {
+		r.problem("%v", err)
+	}
+	if err := r.recordLostItems(ctx); err != nil {
 		r.problem("%v", err)
 	}
 	_ = r.rec.Close()
@@ -978,7 +985,14 @@ func (r *dialectRun) injectFailover(k history.FaultKind) (time.Time, error) {
 	old, standby := r.pair.Primary(), r.pair.Standby()
 	r.logf("fault %s: primary on port %d, standby on port %d", k, old.Port(), standby.Port())
 	r.fault(history.Event{FaultKind: k, Target: r.name, Phase: history.PhaseStart})
+	var lossFrom int64
 	if k == history.FaultFailoverAsync {
+		// Every commit acknowledged before lossFrom is on the standby
+		// once it has caught up; from the stop on, nothing reaches it.
+		lossFrom = history.Now()
+		if err := r.pair.WaitCaughtUp(ctx); err != nil {
+			return time.Now(), fmt.Errorf("let the standby catch up: %w", err)
+		}
 		if err := standby.Stop(); err != nil {
 			return time.Now(), fmt.Errorf("stop the standby: %w", err)
 		}
@@ -1009,6 +1023,9 @@ func (r *dialectRun) injectFailover(k history.FaultKind) (time.Time, error) {
 	}
 	if err := r.pair.Promote(ctx); err != nil {
 		return time.Now(), err
+	}
+	if k == history.FaultFailoverAsync {
+		r.lossWindows = append(r.lossWindows, [2]int64{lossFrom, history.Now()})
 	}
 	r.fault(history.Event{FaultKind: k, Target: r.name, Phase: history.PhaseHeal})
 	at := time.Now()
@@ -1236,6 +1253,57 @@ func (r *dialectRun) recordKilledItems(ctx context.Context) error {
 	}
 	if n > 0 {
 		r.logf("%d items processed by killed workers were committed but not recorded; taken from the table", n)
+	}
+	return nil
+}
+
+// recordLostItems records, in the runner's history, an ItemLost for each
+// item processing that a failover to an asynchronous standby lost: one
+// recorded between the moment the standby last caught up and the
+// promotion (a lossWindow), which the final table does not show. Only the
+// new primary's table survives, and the item was processed again there.
+// A processing outside those windows that the table does not show is left
+// as it is, for rule D to report.
+func (r *dialectRun) recordLostItems(ctx context.Context) error {
+	if len(r.lossWindows) == 0 {
+		return nil
+	}
+	h, err := history.ReadDir(r.histDir)
+	if err != nil {
+		return err
+	}
+	var items []Item
+	if err := r.db.WithContext(ctx).Order("id").Find(&items).Error; err != nil {
+		return fmt.Errorf("read the items: %w", err)
+	}
+	final := make(map[int64]Item, len(items))
+	for _, it := range items {
+		final[it.ID] = it
+	}
+	inWindow := func(t int64) bool {
+		for _, w := range r.lossWindows {
+			if t >= w[0] && t <= w[1] {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	for _, e := range h.Events {
+		if e.Kind != history.ItemProcessed || !inWindow(e.Time) {
+			continue
+		}
+		if it := final[e.Item]; it.ProcessedBy == e.Holder && it.Generation == e.Generation {
+			continue
+		}
+		n++
+		if err := r.rec.Record(history.Event{Kind: history.ItemLost, Item: e.Item, Holder: e.Holder, Generation: e.Generation,
+			Text: "committed on the old primary after the standby last caught up; lost in the failover"}); err != nil {
+			return fmt.Errorf("record item %d: %w", e.Item, err)
+		}
+	}
+	if n > 0 {
+		r.logf("%d item processings were committed on an old primary after its standby last caught up, and lost in the failover", n)
 	}
 	return nil
 }

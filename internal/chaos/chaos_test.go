@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/leasehold/leasehold/internal/history"
 )
 
 // testWriter passes complete lines to t.Log.
@@ -78,14 +76,7 @@ func TestChaosShort(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CHAOS_KINDS: %v", err)
 	}
-	if kinds == nil {
-		for _, k := range AllKinds() {
-			if k != history.FaultFailoverAsync {
-				kinds = append(kinds, k)
-			}
-		}
-	}
-	o.Kinds = kinds
+	o.Kinds = kinds // nil: every kind
 	ok, err := Run(ctx, o)
 	if err != nil {
 		t.Fatalf("chaos (seed %d): %v", seed, err)

@@ -133,6 +133,9 @@ type Stats struct {
 	AcceptedWrites int
 	RejectedWrites int
 	ItemsProcessed int
+	// ItemsLost counts the processings taken back by ItemLost events:
+	// committed on a database that a failover lost.
+	ItemsLost int
 	// Truncated is copied from the History: files whose cut-off last line
 	// was dropped. Not a violation: a killed process may die mid-write.
 	Truncated []string
@@ -211,6 +214,7 @@ type checker struct {
 	poolTerms   map[string][]*term
 	writes      []*Event
 	items       map[int64][]*Event
+	lostItems   []*Event // ItemLost events, in the order read
 	segCache    map[string][]seg
 }
 
@@ -352,6 +356,8 @@ func (c *checker) scan() {
 		case ItemProcessed:
 			c.items[e.Item] = append(c.items[e.Item], e)
 			st.ItemsProcessed++
+		case ItemLost:
+			c.lostItems = append(c.lostItems, e)
 		case Fault:
 			c.scanFault(e, openFault)
 		case Note:
@@ -731,12 +737,32 @@ func (c *checker) checkSupersededWrites() {
 	}
 }
 
+// takeBackLostItems removes, for each ItemLost, the ItemProcessed of the
+// same item, holder and generation recorded before it: a processing the
+// database lost (rule D).
+func (c *checker) takeBackLostItems() {
+	for _, l := range c.lostItems {
+		evs := c.items[l.Item]
+		i := slices.IndexFunc(evs, func(e *Event) bool {
+			return e.Holder == l.Holder && e.Generation == l.Generation && e.Time <= l.Time
+		})
+		if i < 0 {
+			c.violate(Malformed, []*Event{l}, "item %d lost at %s by holder %q generation %d, which has no such processing before it",
+				l.Item, c.at(l.Time), l.Holder, l.Generation)
+			continue
+		}
+		c.items[l.Item] = slices.Delete(evs, i, i+1)
+		c.res.Stats.ItemsLost++
+	}
+}
+
 // checkItems applies rule D.
 func (c *checker) checkItems() {
 	n := c.cfg.Items
 	if n <= 0 {
 		return
 	}
+	c.takeBackLostItems()
 	var lost []int64
 	for i := int64(1); i <= n; i++ {
 		if len(c.items[i]) == 0 {

@@ -197,6 +197,29 @@ func TestCheckCatches(t *testing.T) {
 			msg:  []string{`1 items processed more than once: 2 (2 times: "a" gen 1 at +1.000000s, "b" gen 2 at +2.000000s)`},
 		},
 		{
+			name: "a lost item takes back one processing only",
+			events: []Event{
+				item(1, "a", 1, 1),
+				item(2, "a", 2, 1),
+				item(3, "b", 2, 2),
+				lostItem(4, "a", 2, 1),
+				item(5, "c", 2, 3),
+			},
+			cfg:  Config{Items: 2},
+			want: []ViolationKind{DuplicateItems},
+			msg:  []string{`1 items processed more than once: 2 (2 times: "b" gen 2 at +2.000000s, "c" gen 3 at +4.000000s)`},
+		},
+		{
+			name: "a lost item that was never processed",
+			events: []Event{
+				item(1, "a", 1, 1),
+				lostItem(2, "a", 1, 2),
+				lostItem(3, "b", 1, 1),
+			},
+			cfg:  Config{Items: 1},
+			want: []ViolationKind{Malformed, Malformed},
+		},
+		{
 			name: "item outside 1..N",
 			events: []Event{
 				item(1, "a", 1, 1),
@@ -400,6 +423,16 @@ func TestCheckAccepts(t *testing.T) {
 				withLease(write(5, "b", "ledger", 2, true), "L"),
 				lstop(9, "b", "L", 2),
 			},
+		},
+		{
+			name: "item lost with the old primary and processed again",
+			events: []Event{
+				item(1, "a", 1, 1),
+				item(2, "a", 2, 1),
+				lostItem(3, "a", 2, 1),
+				item(4, "b", 2, 2),
+			},
+			cfg: Config{Items: 2},
 		},
 		{
 			name:      "clean history with failovers",

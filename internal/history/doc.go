@@ -53,6 +53,10 @@
 //     attempt; Accepted says whether the database committed it.
 //   - ItemProcessed: Item, Holder, Generation. Recorded only after the
 //     write that processed the item was accepted.
+//   - ItemLost: Item, Holder, Generation. Recorded by the harness for an
+//     ItemProcessed whose commit the database lost: one made on the old
+//     primary of a failover to an asynchronous standby, after the standby
+//     last caught up (see rule D).
 //   - Fault: FaultKind, Target and/or TargetPID, Phase (start or heal), and
 //     optionally Members (pool -> member count expected once recovered).
 //     Recorded by the harness, just before it injects (start) or removes
@@ -147,7 +151,11 @@
 // ItemProcessed event. Items with none are reported together
 // ([LostItems]), items with more than one together with the holders and
 // generations that processed them ([DuplicateItems]), and items outside
-// 1..N ([UnknownItems]).
+// 1..N ([UnknownItems]). An ItemLost event takes back the ItemProcessed
+// of the same item, holder and generation recorded before it: the
+// database that acknowledged that processing is gone, so the item is
+// processed again, and that is the one that counts. An ItemLost that
+// matches no such event is [Malformed].
 //
 // # Rule E: recovery
 //

@@ -19,6 +19,7 @@ const (
 	PartitionStop  Kind = "partition-stop"
 	Write          Kind = "write"
 	ItemProcessed  Kind = "item"
+	ItemLost       Kind = "item-lost"
 	Fault          Kind = "fault"
 	Note           Kind = "note"
 )
@@ -26,7 +27,7 @@ const (
 // Known reports whether k is one of the kinds above.
 func (k Kind) Known() bool {
 	switch k {
-	case LeaderStart, LeaderStop, PartitionStart, PartitionStop, Write, ItemProcessed, Fault, Note:
+	case LeaderStart, LeaderStop, PartitionStart, PartitionStop, Write, ItemProcessed, ItemLost, Fault, Note:
 		return true
 	}
 	return false
@@ -36,7 +37,7 @@ func (k Kind) Known() bool {
 // an empty Holder means the recording process.
 func (k Kind) holderKind() bool {
 	switch k {
-	case LeaderStart, LeaderStop, PartitionStart, PartitionStop, Write, ItemProcessed:
+	case LeaderStart, LeaderStop, PartitionStart, PartitionStop, Write, ItemProcessed, ItemLost:
 		return true
 	}
 	return false
@@ -168,7 +169,7 @@ func Format(e Event, start int64) string {
 		if e.Err != "" {
 			add("err", q(e.Err))
 		}
-	case ItemProcessed:
+	case ItemProcessed, ItemLost:
 		add("item", strconv.FormatInt(e.Item, 10))
 		if e.Generation != 0 {
 			add("gen", strconv.FormatInt(e.Generation, 10))

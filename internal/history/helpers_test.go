@@ -54,6 +54,13 @@ func item(s float64, h string, n, gen int64) Event {
 	return on(h, s, Event{Kind: ItemProcessed, Item: n, Generation: gen})
 }
 
+// lostItem is recorded by the harness, for the holder that processed it.
+func lostItem(s float64, h string, n, gen int64) Event {
+	e := on("chaos", s, Event{Kind: ItemLost, Item: n, Generation: gen})
+	e.Holder = h
+	return e
+}
+
 func fault(s float64, kind FaultKind, target string, phase Phase) Event {
 	return on("chaos", s, Event{Kind: Fault, FaultKind: kind, Target: target, Phase: phase})
 }
