@@ -112,16 +112,31 @@ func recvLease(t *testing.T, ch <-chan campaignResult, what string) *Lease {
 	return res.l
 }
 
+// twoCoordinators starts A and B on the case's database, or skips the
+// case where the dialect does not tell incarnations apart.
+func twoCoordinators(t *testing.T, b *bundle) (a, bb *running) {
+	t.Helper()
+	if !rawStore(t, b.db).DetectsFailover() {
+		t.Skipf("%s does not tell database incarnations apart", b.target.Name)
+	}
+	return start(t, b.db, "node-a", fastConfig()), start(t, b.db, "node-b", fastConfig())
+}
+
+// acquiredAfterHold fails the test if the lease's current term began,
+// by the database clock, before the hold-off ended at holdUS.
+func acquiredAfterHold(t *testing.T, db *gorm.DB, name string, holdUS int64) {
+	t.Helper()
+	if got := row(t, db, name); got.AcquiredAt.UnixMicro() < holdUS {
+		t.Fatalf("%s was acquired at %d µs by the database clock, before the hold-off ended at %d µs", name, got.AcquiredAt.UnixMicro(), holdUS)
+	}
+}
+
 // caseRollbackLostAcquire: the old primary granted A a term that the new
 // primary never saw. A drops it at its first renewal, B waits out the
 // hold-off, which starts when the new incarnation is recorded, and takes a
 // new epoch above the floor, so A's epoch is never issued twice.
 func caseRollbackLostAcquire(t *testing.T, b *bundle) {
-	if !rawStore(t, b.db).DetectsFailover() {
-		t.Skipf("%s does not tell database incarnations apart", b.target.Name)
-	}
-	a := start(t, b.db, "node-a", fastConfig())
-	bb := start(t, b.db, "node-b", fastConfig())
+	a, bb := twoCoordinators(t, b)
 	events, stop := a.Subscribe(64)
 	defer stop()
 	ea := election(t, a.Coordinator, GlobalScope, "job")
@@ -146,20 +161,14 @@ func caseRollbackLostAcquire(t *testing.T, b *bundle) {
 	if lb.Epoch() <= floor || floor < la.Epoch() {
 		t.Fatalf("B's epoch %d, floor %d: want the floor above A's lost epoch %d and B's epoch above the floor", lb.Epoch(), floor, la.Epoch())
 	}
-	if got := row(t, b.db, "global/job"); got.AcquiredAt.UnixMicro() < hold {
-		t.Fatalf("B acquired at %d µs by the database clock, before the hold-off ended at %d µs", got.AcquiredAt.UnixMicro(), hold)
-	}
+	acquiredAfterHold(t, b.db, "global/job", hold)
 }
 
 // caseRollbackKeptTerm: the new primary has A's term (a synchronous
 // standby, or a term older than the lost writes). A checks it at its next
 // renewal and keeps it without a pause; its epoch stays valid.
 func caseRollbackKeptTerm(t *testing.T, b *bundle) {
-	if !rawStore(t, b.db).DetectsFailover() {
-		t.Skipf("%s does not tell database incarnations apart", b.target.Name)
-	}
-	a := start(t, b.db, "node-a", fastConfig())
-	bb := start(t, b.db, "node-b", fastConfig())
+	a, bb := twoCoordinators(t, b)
 	la := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "job"))
 	won := campaignFor(t, election(t, bb.Coordinator, GlobalScope, "job"))
 	renewals := renewSignal(a)
@@ -211,11 +220,7 @@ func fenceOK(b *bundle, l *Lease) error {
 // shows A's session holding it. A releases it when it checks its terms, and
 // B takes it once the hold-off has passed.
 func caseRollbackLostRelease(t *testing.T, b *bundle) {
-	if !rawStore(t, b.db).DetectsFailover() {
-		t.Skipf("%s does not tell database incarnations apart", b.target.Name)
-	}
-	a := start(t, b.db, "node-a", fastConfig())
-	bb := start(t, b.db, "node-b", fastConfig())
+	a, bb := twoCoordinators(t, b)
 	keep := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "keep"))
 	gone := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "gone"))
 	session, epoch := keep.sess.id, gone.Epoch()
@@ -226,9 +231,7 @@ func caseRollbackLostRelease(t *testing.T, b *bundle) {
 	won := campaignFor(t, election(t, bb.Coordinator, GlobalScope, "gone"))
 	hold, _ := waitAdopted(t, b.db, oldIncarnation)
 	lb := recvLease(t, won, "B")
-	if got := row(t, b.db, "global/gone"); got.AcquiredAt.UnixMicro() < hold {
-		t.Fatalf("B acquired at %d µs by the database clock, before the hold-off ended at %d µs", got.AcquiredAt.UnixMicro(), hold)
-	}
+	acquiredAfterHold(t, b.db, "global/gone", hold)
 	if lb.Epoch() <= epoch {
 		t.Fatalf("B's epoch %d is not above A's %d", lb.Epoch(), epoch)
 	}
@@ -241,11 +244,7 @@ func caseRollbackLostRelease(t *testing.T, b *bundle) {
 // hold-off has passed, then republishes its members above the floor, and
 // every member works in that generation.
 func caseRollbackPool(t *testing.T, b *bundle) {
-	if !rawStore(t, b.db).DetectsFailover() {
-		t.Skipf("%s does not tell database incarnations apart", b.target.Name)
-	}
-	a := start(t, b.db, "node-a", fastConfig())
-	bb := start(t, b.db, "node-b", fastConfig())
+	a, bb := twoCoordinators(t, b)
 	got := make(chan Assignment, 16)
 	work := func(ctx context.Context, as Assignment) error {
 		got <- as
@@ -451,9 +450,7 @@ func caseFailoverAsyncLostAcquire(t *testing.T) {
 	if floor < lost.Epoch() || lc.Epoch() <= floor {
 		t.Fatalf("C's epoch %d, floor %d: want the floor at or above B's lost epoch %d and C's epoch above it", lc.Epoch(), floor, lost.Epoch())
 	}
-	if got := row(t, db, "global/job"); got.AcquiredAt.UnixMicro() < hold {
-		t.Fatalf("C acquired at %d µs by the database clock, before the hold-off ended at %d µs", got.AcquiredAt.UnixMicro(), hold)
-	}
+	acquiredAfterHold(t, db, "global/job", hold)
 	if kept.Context().Err() != nil && lostInFailoverCause(kept) {
 		t.Fatalf("B dropped a term the new primary has: %v", context.Cause(kept.Context()))
 	}

@@ -336,18 +336,27 @@ func withDatabase(dialect, dsn, name string) (string, error) {
 	}
 }
 
-// postgresURLWithDatabase sets the path of a postgres:// URL to name, and
-// drops a dbname or database query parameter, which pgx would prefer to
-// the path.
-func postgresURLWithDatabase(dsn, name string) (string, error) {
+// parseURL parses a URL DSN. Its error leaves the URL out: url.Error
+// quotes the whole URL, password and all.
+func parseURL(dsn string) (*url.URL, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
-		// url.Error quotes the whole URL, password and all.
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return "", fmt.Errorf("not a URL: %w", err)
+		return nil, fmt.Errorf("not a URL: %w", err)
+	}
+	return u, nil
+}
+
+// postgresURLWithDatabase sets the path of a postgres:// URL to name, and
+// drops a dbname or database query parameter, which pgx would prefer to
+// the path.
+func postgresURLWithDatabase(dsn, name string) (string, error) {
+	u, err := parseURL(dsn)
+	if err != nil {
+		return "", err
 	}
 	u.Path, u.RawPath = "/"+name, ""
 	if u.RawQuery != "" {
@@ -448,13 +457,9 @@ var sqlserverDatabaseKeys = []string{"database", "initial catalog"}
 // sqlserverURLWithDatabase sets the database query parameter of a
 // sqlserver:// URL to name, removing any other spelling of it.
 func sqlserverURLWithDatabase(dsn, name string) (string, error) {
-	u, err := url.Parse(dsn)
+	u, err := parseURL(dsn)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return "", fmt.Errorf("not a URL: %w", err)
+		return "", err
 	}
 	q := u.Query()
 	for k := range q {
