@@ -156,6 +156,16 @@
 //     becomes ready when the database returns. It never panics.
 //   - Confirmed loss (the database shows another holder or epoch, or the
 //     lease expired): the term ends at once.
+//   - Failover of the database (PostgreSQL; SQL Server by the same rule):
+//     a promoted standby is noticed by its incarnation (system identifier
+//     and timeline). A holder's first renewal there checks its terms: those
+//     the new primary does not show end at once with [ErrLeaseLost], the
+//     rest go on. No lease is taken and no pool generation published for
+//     one TTL after the failover is first seen, and new epochs go 2^32
+//     above the highest the new primary has, so an asynchronous standby
+//     that lost the last writes never leads to two holders or to an epoch
+//     issued twice. The old primary must be fenced by the failover tool:
+//     writes it still accepts are out of reach (docs/design.md).
 //   - Leader or pool work that returns an error or panics while its term
 //     is valid ([Election.Run], [Pool.Run]): the panic is recovered into a
 //     [*PanicError] with its stack, the failure is logged and emitted as
