@@ -984,7 +984,6 @@ func (r *dialectRun) injectFailover(k history.FaultKind) (time.Time, error) {
 	}
 	old, standby := r.pair.Primary(), r.pair.Standby()
 	r.logf("fault %s: primary on port %d, standby on port %d", k, old.Port(), standby.Port())
-	r.fault(history.Event{FaultKind: k, Target: r.name, Phase: history.PhaseStart})
 	var lossFrom int64
 	if k == history.FaultFailoverAsync {
 		// Every commit acknowledged before lossFrom is on the standby
@@ -1005,6 +1004,11 @@ func (r *dialectRun) injectFailover(k history.FaultKind) (time.Time, error) {
 		timer := time.NewTimer(FailoverWindow)
 		<-timer.C
 	}
+	// The failover starts when the primary goes. Recorded here, after the
+	// kill of failover-async has recovered, it also ends that kill's
+	// recovery window (rule E): what the primary's death does to the pool
+	// is this fault's to recover from, not the kill's.
+	r.fault(history.Event{FaultKind: k, Target: r.name, Phase: history.PhaseStart})
 	how := "stopped"
 	var err error
 	if r.rng.IntN(2) == 0 {

@@ -751,7 +751,13 @@ func (c *checker) takeBackLostItems() {
 				l.Item, c.at(l.Time), l.Holder, l.Generation)
 			continue
 		}
-		c.items[l.Item] = slices.Delete(evs, i, i+1)
+		if evs = slices.Delete(evs, i, i+1); len(evs) == 0 {
+			// An item that exists only on a database that was lost (fed
+			// and processed there) is neither processed nor outside 1..N.
+			delete(c.items, l.Item)
+		} else {
+			c.items[l.Item] = evs
+		}
 		c.res.Stats.ItemsLost++
 	}
 }

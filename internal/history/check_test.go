@@ -210,6 +210,20 @@ func TestCheckCatches(t *testing.T) {
 			msg:  []string{`1 items processed more than once: 2 (2 times: "b" gen 2 at +2.000000s, "c" gen 3 at +4.000000s)`},
 		},
 		{
+			name: "an item fed and processed only on a lost database is not outside 1..N",
+			events: []Event{
+				item(1, "a", 1, 1),
+				item(2, "a", 2, 1),
+				lostItem(3, "a", 2, 1),
+				item(4, "b", 2, 2),
+				item(5, "b", 3, 2),
+				lostItem(6, "b", 3, 2),
+			},
+			cfg:  Config{Items: 1},
+			want: []ViolationKind{UnknownItems},
+			msg:  []string{"1 processed items are outside 1..1: 2"},
+		},
+		{
 			name: "a lost item that was never processed",
 			events: []Event{
 				item(1, "a", 1, 1),
