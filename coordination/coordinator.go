@@ -55,6 +55,7 @@ type leaseStore interface {
 	PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error)
 	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
 	CheckSchema(ctx context.Context) error
+	ProbeFailover(ctx context.Context) (unsupported, err error)
 	Listen(ctx context.Context, retry time.Duration, wake store.WakeFunc, state store.WakeState) error
 	Notify(ctx context.Context, names []string) error
 }

@@ -19,6 +19,19 @@ import (
 // fails, and renewSession checks the session's terms against the new
 // primary's rows before any of them is trusted again.
 
+// probeFailover asks the store whether the database can say which
+// incarnation of the server answers (Store.ProbeFailover), before any
+// other statement runs. Where it cannot, the coordinator works on without
+// failover detection and says so once.
+func (c *Coordinator) probeFailover(ctx context.Context) error {
+	unsupported, err := c.store.ProbeFailover(ctx)
+	if unsupported != nil {
+		c.log.Warn("this database cannot say which incarnation of the server answers; a failover to a standby that lost writes is not detected (docs/operations.md, High availability of the database)",
+			zap.Error(unsupported))
+	}
+	return err
+}
+
 // renewSession sends the session's renewal. If the database renewed
 // nothing because it failed over since the session was last checked
 // (Store.Rebind), the terms the new primary does not show are dropped, the

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+	zapobserver "go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/internal/dbopen"
@@ -461,4 +464,44 @@ func caseFailoverAsyncLostAcquire(t *testing.T) {
 func lostInFailoverCause(l *Lease) bool {
 	err := context.Cause(l.Context())
 	return err != nil && strings.Contains(err.Error(), "failed over")
+}
+
+// TestFailoverDetectionUnavailable runs a coordinator as a role that may
+// not call pg_control_system(), as on a PostgreSQL-compatible service
+// without it: the coordinator says once that failovers are not detected,
+// and leases are taken, renewed and released as on a database without
+// detection.
+func TestFailoverDetectionUnavailable(t *testing.T) {
+	tg := testdb.Target{Name: "postgres", Dialect: "postgres"}
+	driver, dsn := tg.OpenDSN(t)
+	admin := outageOpen(t, driver, dsn)
+	role := "noinc_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	for _, q := range []string{
+		"REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC",
+		"CREATE ROLE " + role + " LOGIN",
+		"GRANT ALL ON SCHEMA public TO " + role,
+	} {
+		if err := admin.Exec(q).Error; err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db := outageOpen(t, driver, strings.Replace(dsn, "user=postgres", "user="+role, 1))
+	core, logs := zapobserver.New(zap.WarnLevel)
+	cfg := fastConfig()
+	cfg.Logger = zap.New(core)
+	a := start(t, db, "node-a", cfg)
+	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "job"))
+	renewals := renewSignal(a)
+	select {
+	case <-renewals:
+	case <-time.After(wait):
+		t.Fatalf("no renewal within %v", wait)
+	}
+	release(t, l)
+	if n := logs.FilterMessageSnippet("cannot say which incarnation").Len(); n != 1 {
+		t.Fatalf("%d warnings that failovers are not detected, want 1: %v", n, logs.All())
+	}
+	if a.store.(*store.Store).DetectsFailover() {
+		t.Fatal("the store still detects failovers")
+	}
 }

@@ -89,6 +89,9 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 				c.log.Info("migrated coordination schema", zap.Ints("versions", applied))
 			}
 		}
+		if err == nil {
+			err = c.probeFailover(opCtx)
+		}
 		cancel()
 		if err == nil {
 			return nil

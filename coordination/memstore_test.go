@@ -100,6 +100,10 @@ func (m *memStore) CreateSession(ctx context.Context, id, holder string, ttl tim
 	return nil
 }
 
+// ProbeFailover finds nothing to probe: the in-memory database has one
+// incarnation.
+func (m *memStore) ProbeFailover(ctx context.Context) (error, error) { return nil, nil }
+
 // Rebind finds no failover: the in-memory database has one incarnation.
 func (m *memStore) Rebind(ctx context.Context, id string) ([]store.Term, bool, error) {
 	return nil, false, nil

@@ -144,15 +144,52 @@ func (d *dialect) sqlSessionTerms(t Tables, id string) stmt {
 
 // DetectsFailover reports whether the store tells one incarnation of the
 // database server from the next (see the top of this file).
-func (s *Store) DetectsFailover() bool { return s.d.incarnation != "" }
+func (s *Store) DetectsFailover() bool { return s.dl().incarnation != "" }
+
+// ProbeFailover reads the server's incarnation once. A server that cannot
+// say it (a PostgreSQL-compatible service without pg_control_system or
+// pg_current_wal_lsn, a role refused them) would fail every statement that
+// names it, so the store then runs without failover detection, as on
+// MySQL, and ProbeFailover returns why in unsupported. err is set when the
+// database could not be asked at all; the caller tries again. Call it
+// before the store's other statements run: the coordinator does, right
+// after its schema check.
+func (s *Store) ProbeFailover(ctx context.Context) (unsupported, err error) {
+	d := s.dl()
+	if d.incarnation == "" {
+		return nil, nil
+	}
+	err = s.run(ctx, s.general, func(db *gorm.DB) error {
+		var inc string
+		probe := db.Raw("SELECT " + d.incarnation).Row().Scan(&inc)
+		if probe == nil {
+			return nil
+		}
+		// The same connection answers a plain query: the expression is
+		// what failed, not the database.
+		var one int
+		if err := db.Raw("SELECT 1").Row().Scan(&one); err != nil {
+			return probe
+		}
+		unsupported = probe
+		return nil
+	})
+	if err != nil || unsupported == nil {
+		return nil, err
+	}
+	off := *d
+	off.incarnation = ""
+	s.dialect.Store(&off)
+	return unsupported, nil
+}
 
 // ensureIncarnation creates the incarnation row, once per store, before
 // the first acquire: without it no lease can be taken.
 func (s *Store) ensureIncarnation(db *gorm.DB) error {
-	if s.d.incarnation == "" || s.incarnationRow.Load() {
+	if s.dl().incarnation == "" || s.incarnationRow.Load() {
 		return nil
 	}
-	if _, err := exec(db, s.d.sqlEnsureIncarnation(s.tables)); err != nil {
+	if _, err := exec(db, s.dl().sqlEnsureIncarnation(s.tables)); err != nil {
 		return err
 	}
 	s.incarnationRow.Store(true)
@@ -166,7 +203,7 @@ func (s *Store) adopt(db *gorm.DB) (changed bool, err error) {
 	if err := s.ensureIncarnation(db); err != nil {
 		return false, err
 	}
-	n, err := exec(db, s.d.sqlAdopt(s.tables, s.failoverHold))
+	n, err := exec(db, s.dl().sqlAdopt(s.tables, s.failoverHold))
 	return n > 0, err
 }
 
@@ -180,19 +217,19 @@ func (s *Store) adopt(db *gorm.DB) (changed bool, err error) {
 // when the session has expired or is gone, or where failovers are not
 // detected.
 func (s *Store) Rebind(ctx context.Context, id string) (terms []Term, ok bool, err error) {
-	if s.d.incarnation == "" {
+	if s.dl().incarnation == "" {
 		return nil, false, nil
 	}
 	err = s.run(ctx, s.renewal, func(db *gorm.DB) error {
 		if _, err := s.adopt(db); err != nil {
 			return err
 		}
-		n, err := exec(db, s.d.sqlRebind(s.tables, id))
+		n, err := exec(db, s.dl().sqlRebind(s.tables, id))
 		if err != nil || n == 0 {
 			return err
 		}
 		ok = true
-		terms, err = scanTerms(db, s.d.sqlSessionTerms(s.tables, id))
+		terms, err = scanTerms(db, s.dl().sqlSessionTerms(s.tables, id))
 		return err
 	})
 	if err != nil {

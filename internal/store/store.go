@@ -128,9 +128,13 @@ type Options struct {
 
 // Store runs the coordination statements on one database.
 type Store struct {
-	db     *gorm.DB
-	d      *dialect
-	tables Tables
+	db *gorm.DB
+	// dialect is the dialect's SQL, as dl returns it: with failover
+	// detection, or without it once probeIncarnation found that the server
+	// cannot say its incarnation (incarnation.go). It is set before the
+	// coordinator's loops start and never changes after.
+	dialect atomic.Pointer[dialect]
+	tables  Tables
 
 	// renewal and general bound the connections in use: renewal carries
 	// the session's own statements (start, renewal, end) and the
@@ -174,8 +178,9 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 	s := &Store{
 		// A fresh session: the caller's scopes and conditions must not leak
 		// into the library's statements.
-		db: db.Session(&gorm.Session{NewDB: true}), d: d, tables: t, maxConns: n, failoverHold: o.FailoverHold,
+		db: db.Session(&gorm.Session{NewDB: true}), tables: t, maxConns: n, failoverHold: o.FailoverHold,
 	}
+	s.dialect.Store(d)
 	if n == 1 {
 		s.general = semaphore.NewWeighted(1)
 		s.renewal = s.general
@@ -189,8 +194,11 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 	return s, nil
 }
 
+// dl returns the SQL of the store's dialect.
+func (s *Store) dl() *dialect { return s.dialect.Load() }
+
 // Dialect returns the dialect name.
-func (s *Store) Dialect() string { return s.d.name }
+func (s *Store) Dialect() string { return s.dl().name }
 
 // Tables returns the table names in use.
 func (s *Store) Tables() Tables { return s.tables }
@@ -204,7 +212,7 @@ func (s *Store) MaxConnections() int { return s.maxConns }
 // as long as it is open; RenewSessionIn lets the fenced transaction renew
 // the session itself, and ReadSession sees the result once it commits,
 // without waiting for the writer.
-func (s *Store) SerializesWriters() bool { return s.d.serialWriters }
+func (s *Store) SerializesWriters() bool { return s.dl().serialWriters }
 
 // session returns the handle every library statement outside the caller's
 // transactions starts from. It is bound to ctx and carries dbresolver's
@@ -311,7 +319,7 @@ func usTime(us int64) time.Time {
 // after session there.
 func (s *Store) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
 	return s.run(ctx, s.renewal, func(db *gorm.DB) error {
-		_, err := exec(db, s.d.sqlCreateSession(s.tables, id, holder, ttl))
+		_, err := exec(db, s.dl().sqlCreateSession(s.tables, id, holder, ttl))
 		return err
 	})
 }
@@ -341,8 +349,8 @@ func (s *Store) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bo
 
 // renew sends the renewal statement on db and reads back the notice.
 func (s *Store) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
-	st := s.d.sqlRenewSession(s.tables, id, ttl)
-	if s.d.renewReturnsRows() {
+	st := s.dl().sqlRenewSession(s.tables, id, ttl)
+	if s.dl().renewReturnsRows() {
 		got, err := queryAll(db, st, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
 		if err != nil || len(got) != 1 {
 			return false, 0, err
@@ -376,7 +384,7 @@ func (s *Store) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, notic
 // session (SerializesWriters).
 func (s *Store) ReadSession(ctx context.Context, id string) (sess Session, ok bool, err error) {
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
-		st := s.d.sqlReadSession(s.tables, id)
+		st := s.dl().sqlReadSession(s.tables, id)
 		var renewed, expires, now int64
 		switch err := db.Raw(st.q, st.args...).Row().Scan(&renewed, &expires, &now); {
 		case errors.Is(err, sql.ErrNoRows):
@@ -394,10 +402,10 @@ func (s *Store) ReadSession(ctx context.Context, id string) (sess Session, ok bo
 // once. Sessions expired long ago are pruned on the way.
 func (s *Store) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
 	return s.run(ctx, s.renewal, func(db *gorm.DB) error {
-		if _, err := exec(db, s.d.sqlEndSession(s.tables, id)); err != nil {
+		if _, err := exec(db, s.dl().sqlEndSession(s.tables, id)); err != nil {
 			return err
 		}
-		_, err := exec(db, s.d.sqlPruneSessions(s.tables, pruneAfter))
+		_, err := exec(db, s.dl().sqlPruneSessions(s.tables, pruneAfter))
 		return err
 	})
 }
@@ -410,7 +418,7 @@ func (s *Store) EndSession(ctx context.Context, id string, pruneAfter time.Durat
 func (s *Store) EnsureRows(ctx context.Context, names []string) error {
 	return chunks(names, WriteChunk, func(part []string) error {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
-			_, err := exec(db, s.d.sqlEnsureRows(s.tables, part))
+			_, err := exec(db, s.dl().sqlEnsureRows(s.tables, part))
 			return err
 		})
 	})
@@ -441,15 +449,15 @@ func (s *Store) Acquire(ctx context.Context, session, holder string, names []str
 			}
 			var got []Term
 			err := s.decideTx(db, func(tx *gorm.DB) (err error) {
-				if s.d.lockFirst() {
-					if _, err := lockNames(tx, s.d.sqlLockRows(s.tables, part)); err != nil {
+				if s.dl().lockFirst() {
+					if _, err := lockNames(tx, s.dl().sqlLockRows(s.tables, part)); err != nil {
 						return err
 					}
 				}
-				if s.d.acquire == acquireLockThenUpdate {
+				if s.dl().acquire == acquireLockThenUpdate {
 					got, err = s.acquireLockThenUpdate(tx, session, holder, part)
 				} else {
-					got, err = scanTerms(tx, s.d.sqlAcquire(s.tables, session, holder, part))
+					got, err = scanTerms(tx, s.dl().sqlAcquire(s.tables, session, holder, part))
 				}
 				return err
 			})
@@ -464,11 +472,11 @@ func (s *Store) Acquire(ctx context.Context, session, holder string, names []str
 }
 
 func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names []string) ([]Term, error) {
-	locked, err := scanTerms(tx, s.d.sqlAcquireLock(s.tables, session, holder, names))
+	locked, err := scanTerms(tx, s.dl().sqlAcquireLock(s.tables, session, holder, names))
 	if err != nil || len(locked) == 0 {
 		return nil, err
 	}
-	n, err := exec(tx, s.d.sqlAcquireTerms(s.tables, session, holder, locked))
+	n, err := exec(tx, s.dl().sqlAcquireTerms(s.tables, session, holder, locked))
 	if err != nil {
 		return nil, err
 	}
@@ -492,9 +500,9 @@ func (s *Store) decideTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	if _, ok := db.Statement.ConnPool.(pinnedConn); ok {
 		// The listening connection (PostgreSQL): gorm would only set a
 		// savepoint on it, so the transaction is begun and ended here.
-		return pinnedTx(db, s.d.sqlBeginDecide(), fn)
+		return pinnedTx(db, s.dl().sqlBeginDecide(), fn)
 	}
-	if !s.d.lockFirst() {
+	if !s.dl().lockFirst() {
 		return db.Transaction(fn)
 	}
 	return db.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
@@ -564,12 +572,12 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 	var total int64
 	err := chunks(terms, WriteChunk, func(part []Term) error {
 		return s.run(ctx, s.renewal, func(db *gorm.DB) error {
-			if s.d.wake != wakeListen {
-				n, err := exec(db, s.d.sqlRelease(s.tables, session, part))
+			if s.dl().wake != wakeListen {
+				n, err := exec(db, s.dl().sqlRelease(s.tables, session, part))
 				total += n
 				return err
 			}
-			got, err := queryAll(db, s.d.sqlReleaseNotify(s.tables, session, part), func(rs *sql.Rows, n *int64) error {
+			got, err := queryAll(db, s.dl().sqlReleaseNotify(s.tables, session, part), func(rs *sql.Rows, n *int64) error {
 				var empty string
 				return rs.Scan(n, &empty)
 			})
@@ -579,7 +587,7 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 			return err
 		})
 	})
-	if total > 0 && s.d.wake == wakeLocal {
+	if total > 0 && s.dl().wake == wakeLocal {
 		if lw := s.local.Load(); lw != nil {
 			names := make([]string, len(terms))
 			for i, t := range terms {
@@ -605,16 +613,16 @@ func (s *Store) RequestResign(ctx context.Context, name, prefer string,
 	check func(Row) (window time.Duration, err error)) (row Row, found, notified bool, err error) {
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
 		return s.decideTx(db, func(tx *gorm.DB) error {
-			lock := s.d.sqlLockRows(s.tables, []string{name})
-			if !s.d.lockFirst() {
+			lock := s.dl().sqlLockRows(s.tables, []string{name})
+			if !s.dl().lockFirst() {
 				// SQLite: take the write lock before the read, so the
 				// writes that follow cannot find the read's snapshot stale.
-				lock = s.d.sqlWriteLock(s.tables)
+				lock = s.dl().sqlWriteLock(s.tables)
 			}
 			if _, err := lockNames(tx, lock); err != nil {
 				return err
 			}
-			rows, err := queryRows(tx, s.d.sqlSelect(s.tables, []string{name}))
+			rows, err := queryRows(tx, s.dl().sqlSelect(s.tables, []string{name}))
 			if err != nil || len(rows) == 0 {
 				return err
 			}
@@ -623,12 +631,12 @@ func (s *Store) RequestResign(ctx context.Context, name, prefer string,
 			if err != nil {
 				return err
 			}
-			if _, err := exec(tx, s.d.sqlRequestResign(s.tables, row.Session, Term{Name: name, Epoch: row.Epoch}, prefer, window)); err != nil {
+			if _, err := exec(tx, s.dl().sqlRequestResign(s.tables, row.Session, Term{Name: name, Epoch: row.Epoch}, prefer, window)); err != nil {
 				return err
 			}
 			// notice + 1 always changes the row: the count is exact with
 			// or without MySQL's clientFoundRows.
-			n, err := exec(tx, s.d.sqlNotifySession(s.tables, row.Session))
+			n, err := exec(tx, s.dl().sqlNotifySession(s.tables, row.Session))
 			if err != nil {
 				return err
 			}
@@ -654,7 +662,7 @@ func (s *Store) PendingResigns(ctx context.Context, session string, names []stri
 	var out []Term
 	err := chunks(names, ReadChunk, func(part []string) error {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
-			terms, err := scanTerms(db, s.d.sqlPendingResigns(s.tables, session, part))
+			terms, err := scanTerms(db, s.dl().sqlPendingResigns(s.tables, session, part))
 			out = append(out, terms...)
 			return err
 		})
@@ -687,7 +695,7 @@ func (s *Store) get(ctx context.Context, names []string) ([]Row, error) {
 	var out []Row
 	err := chunks(names, ReadChunk, func(part []string) error {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
-			rows, err := queryRows(db, s.d.sqlSelect(s.tables, part))
+			rows, err := queryRows(db, s.dl().sqlSelect(s.tables, part))
 			out = append(out, rows...)
 			return err
 		})
@@ -712,7 +720,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]Row, error) {
 	}
 	var out []Row
 	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
-		out, err = queryRows(db, s.d.sqlList(s.tables, lo, hi))
+		out, err = queryRows(db, s.dl().sqlList(s.tables, lo, hi))
 		return err
 	})
 	return out, err
@@ -722,7 +730,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]Row, error) {
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	var now int64
 	err := s.run(ctx, s.general, func(db *gorm.DB) error {
-		st := s.d.sqlNow()
+		st := s.dl().sqlNow()
 		return db.Raw(st.q).Row().Scan(&now)
 	})
 	return usTime(now), err
@@ -732,7 +740,7 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 // against a change of holder until tx ends, and returns it. The caller
 // compares session, epoch and liveness.
 func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
-	rows, err := queryRows(tx, s.d.sqlFence(s.tables, name))
+	rows, err := queryRows(tx, s.dl().sqlFence(s.tables, name))
 	if err != nil || len(rows) == 0 {
 		return Row{}, false, err
 	}
@@ -758,7 +766,7 @@ func queryRows(db *gorm.DB, st stmt) ([]Row, error) {
 func (s *Store) SetData(ctx context.Context, session string, t Term, data string) (bool, error) {
 	var n int64
 	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
-		n, err = exec(db, s.d.sqlSetData(s.tables, session, t, data))
+		n, err = exec(db, s.dl().sqlSetData(s.tables, session, t, data))
 		return err
 	})
 	if err != nil || n == 1 {
@@ -783,7 +791,7 @@ func (s *Store) Publish(ctx context.Context, name string, from int64, data strin
 		if err := s.ensureIncarnation(db); err != nil {
 			return err
 		}
-		n, err = exec(db, s.d.sqlPublish(s.tables, name, from, data))
+		n, err = exec(db, s.dl().sqlPublish(s.tables, name, from, data))
 		return err
 	})
 	return n == 1, err
@@ -801,18 +809,18 @@ func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duratio
 	}
 	var n int64
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
-		if !s.d.lockFirst() {
-			n, err = exec(db, s.d.sqlPruneDead(s.tables, lo, hi, grace))
+		if !s.dl().lockFirst() {
+			n, err = exec(db, s.dl().sqlPruneDead(s.tables, lo, hi, grace))
 			return err
 		}
 		// Lock the rows that look dead, then delete those still dead on a
 		// snapshot taken after the locks (dialect.lockFirst).
 		return s.decideTx(db, func(tx *gorm.DB) (err error) {
-			dead, err := lockNames(tx, s.d.sqlLockDead(s.tables, lo, hi, grace))
+			dead, err := lockNames(tx, s.dl().sqlLockDead(s.tables, lo, hi, grace))
 			if err != nil || len(dead) == 0 {
 				return err
 			}
-			n, err = exec(tx, s.d.sqlPruneNames(s.tables, dead, grace))
+			n, err = exec(tx, s.dl().sqlPruneNames(s.tables, dead, grace))
 			return err
 		})
 	})
@@ -831,7 +839,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 			// HasTable swallows errors; tell "absent" from "unreachable".
 			return db.Exec("SELECT 1").Error
 		}
-		return db.Raw(s.d.sqlCurrentVersion(s.tables)).Row().Scan(&v)
+		return db.Raw(s.dl().sqlCurrentVersion(s.tables)).Row().Scan(&v)
 	})
 	return v, err
 }
@@ -864,12 +872,12 @@ func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target
 	// On the pool, never on the listening connection: the migration runs
 	// its own transactions and locks.
 	err = s.runOn(ctx, s.general, func(db *gorm.DB) error {
-		return s.d.withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
-			if err := tx.Exec(s.d.createMigrationsTable(s.tables)).Error; err != nil {
+		return s.dl().withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
+			if err := tx.Exec(s.dl().createMigrationsTable(s.tables)).Error; err != nil {
 				return fmt.Errorf("create %s: %w", s.tables.Migrations, err)
 			}
 			var current int
-			if err := tx.Raw(s.d.sqlCurrentVersion(s.tables)).Row().Scan(&current); err != nil {
+			if err := tx.Raw(s.dl().sqlCurrentVersion(s.tables)).Row().Scan(&current); err != nil {
 				return fmt.Errorf("read schema version: %w", err)
 			}
 			for _, m := range migrations {
@@ -902,7 +910,7 @@ func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target
 func (s *Store) applyStep(tx *gorm.DB, m Migration) error {
 	done := false
 	if m.applied != nil {
-		if q := m.applied(s.d, s.tables); q != "" {
+		if q := m.applied(s.dl(), s.tables); q != "" {
 			var n int
 			if err := tx.Raw(q).Row().Scan(&n); err != nil {
 				return fmt.Errorf("migration %d (%s): check: %w", m.Version, m.Description, err)
@@ -911,13 +919,13 @@ func (s *Store) applyStep(tx *gorm.DB, m Migration) error {
 		}
 	}
 	if !done {
-		for _, stmt := range m.statements(s.d, s.tables) {
+		for _, stmt := range m.statements(s.dl(), s.tables) {
 			if err := tx.Exec(stmt).Error; err != nil {
 				return fmt.Errorf("migration %d (%s): %w", m.Version, m.Description, err)
 			}
 		}
 	}
-	if err := tx.Exec(s.d.sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
+	if err := tx.Exec(s.dl().sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
 		return fmt.Errorf("record migration %d: %w", m.Version, err)
 	}
 	return nil

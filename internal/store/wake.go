@@ -101,7 +101,7 @@ func (s *Store) Listen(ctx context.Context, retry time.Duration, wake WakeFunc, 
 			return err
 		}
 		listen = s.listener.listen
-	case s.d.wake == wakeLocal:
+	case s.dl().wake == wakeLocal:
 		lw, err := s.localWaker(ctx)
 		if err != nil {
 			return err
@@ -139,10 +139,10 @@ func (s *Store) Listen(ctx context.Context, retry time.Duration, wake WakeFunc, 
 // notify by themselves; pools call it after changing their rows. Where
 // there is no way to wake others it does nothing.
 func (s *Store) Notify(ctx context.Context, names []string) error {
-	switch s.d.wake {
+	switch s.dl().wake {
 	case wakeListen:
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
-			st := s.d.sqlNotify(s.tables, wakePayload(names))
+			st := s.dl().sqlNotify(s.tables, wakePayload(names))
 			return db.Exec(st.q, st.args...).Error
 		})
 	case wakeLocal:
@@ -206,7 +206,7 @@ func (l *pgListener) poolAllows() error {
 // leaves that for later.
 func (l *pgListener) warmRenewal(ctx context.Context) {
 	_ = l.s.runOn(ctx, l.s.renewal, func(db *gorm.DB) error {
-		st := l.s.d.sqlNow()
+		st := l.s.dl().sqlNow()
 		_, err := queryAll(db, st, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
 		return err
 	})
@@ -328,10 +328,10 @@ func (l *pgListener) listen(ctx context.Context, wake WakeFunc, up func()) error
 // does not keep one server connection per client (PgBouncer in
 // transaction mode) it never arrives, and listening is given up.
 func (l *pgListener) subscribe(conn *gorm.DB) error {
-	if err := conn.Exec(l.s.d.sqlListen(l.s.tables)).Error; err != nil {
+	if err := conn.Exec(l.s.dl().sqlListen(l.s.tables)).Error; err != nil {
 		return fmt.Errorf("LISTEN: %w", err)
 	}
-	st := l.s.d.sqlNotify(l.s.tables, probePayload)
+	st := l.s.dl().sqlNotify(l.s.tables, probePayload)
 	if err := conn.Exec(st.q, st.args...).Error; err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}

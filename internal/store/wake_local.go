@@ -43,7 +43,7 @@ func (s *Store) localWaker(ctx context.Context) (*localWake, error) {
 	}
 	var files []string
 	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
-		files, err = queryAll(db, stmt{q: s.d.sqlDatabaseFile()}, func(rs *sql.Rows, f *string) error { return rs.Scan(f) })
+		files, err = queryAll(db, stmt{q: s.dl().sqlDatabaseFile()}, func(rs *sql.Rows, f *string) error { return rs.Scan(f) })
 		return err
 	})
 	if err != nil {
