@@ -504,4 +504,13 @@ func TestFailoverDetectionUnavailable(t *testing.T) {
 	if a.store.(*store.Store).DetectsFailover() {
 		t.Fatal("the store still detects failovers")
 	}
+	// A coordinator that never runs, as the leasehold command uses for
+	// status, reads as well: its first read probes.
+	c, err := New(db, testIdentity(t, "operator"), Config{DisableAutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Leases(context.Background()); err != nil {
+		t.Fatalf("read the leases as an operator: %v", err)
+	}
 }

@@ -159,6 +159,11 @@ func (s *Store) ProbeFailover(ctx context.Context) (unsupported, err error) {
 	if d.incarnation == "" {
 		return nil, nil
 	}
+	defer func() {
+		if err == nil {
+			s.probed.Store(true)
+		}
+	}()
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
 		var inc string
 		probe := db.Raw("SELECT " + d.incarnation).Row().Scan(&inc)

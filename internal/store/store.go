@@ -153,6 +153,8 @@ type Store struct {
 	// the incarnation row is known to exist (incarnation.go).
 	failoverHold   time.Duration
 	incarnationRow atomic.Bool
+	// probed is set once ProbeFailover has asked the database.
+	probed atomic.Bool
 }
 
 // New returns a store for the database behind db.
@@ -682,6 +684,13 @@ func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
 // nobody had recorded, once this call has recorded it.
 func (s *Store) readAdopting(ctx context.Context, read func() ([]Row, error)) ([]Row, error) {
 	rows, err := read()
+	if err != nil && !s.probed.Load() {
+		// A read before the coordinator's start-up probe (an operator's
+		// status command) may have failed on the incarnation alone.
+		if unsupported, perr := s.ProbeFailover(ctx); perr == nil && unsupported != nil {
+			rows, err = read()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
