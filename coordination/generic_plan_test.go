@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
-	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/testdb"
 )
 
@@ -37,16 +35,11 @@ func TestNamesMatchedFastOnGenericPlansOfASmallTable(t *testing.T) {
 			continue
 		}
 		t.Run(tg.Name, func(t *testing.T) {
-			driver, dsn := tg.OpenDSN(t)
-			db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
-			if err != nil {
-				t.Fatal(err)
-			}
+			db := tg.Open(t)
 			sqlDB, err := db.DB()
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer func() { _ = sqlDB.Close() }()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			s := rawStore(t, db)
