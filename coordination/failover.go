@@ -19,6 +19,10 @@ import (
 // fails, and renewSession checks the session's terms against the new
 // primary's rows before any of them is trusted again.
 
+// errLostInFailover is the cause of a term that a failover of the
+// database lost: the new primary does not show it.
+var errLostInFailover = fmt.Errorf("%w: the database failed over, and the new primary does not show this term", ErrLeaseLost)
+
 // probeFailover asks the store whether the database can say which
 // incarnation of the server answers (Store.ProbeFailover), before any
 // other statement runs. Where it cannot, the coordinator works on without
@@ -75,7 +79,7 @@ func (c *Coordinator) keepTerms(ctx context.Context, s *session, terms []store.T
 			continue
 		}
 		dropped++
-		c.loseLocked(l, fmt.Errorf("%w: the database failed over, and the new primary does not show this term", ErrLeaseLost), lossFailover)
+		c.loseLocked(l, errLostInFailover, lossFailover)
 	}
 	busy := s.busy > 0
 	c.mu.Unlock()

@@ -365,7 +365,7 @@ func promote(t *testing.T, p *testdb.Pair, kill bool) {
 // lostInFailover reports whether ev ended a term because the new primary
 // did not show it.
 func lostInFailover(ev Event) bool {
-	return ev.Kind == EventLost && ev.Err != nil && strings.Contains(ev.Err.Error(), "failed over")
+	return ev.Kind == EventLost && errors.Is(ev.Err, errLostInFailover)
 }
 
 // caseFailoverSync: nothing acknowledged is lost. The holder's term is on
@@ -462,8 +462,7 @@ func caseFailoverAsyncLostAcquire(t *testing.T) {
 // lostInFailoverCause reports whether l ended because the new primary did
 // not show it.
 func lostInFailoverCause(l *Lease) bool {
-	err := context.Cause(l.Context())
-	return err != nil && strings.Contains(err.Error(), "failed over")
+	return errors.Is(context.Cause(l.Context()), errLostInFailover)
 }
 
 // TestFailoverDetectionUnavailable runs a coordinator as a role that may

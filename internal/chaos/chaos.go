@@ -537,10 +537,7 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 		r.problem("%v", err)
 	}
 	r.verifyClock()
-	if err := r.recordKilledItems(ctx); err != nil {
-		r.problem("%v", err)
-	}
-	if err := r.recordLostItems(ctx); err != nil {
+	if err := r.reconcileItems(ctx); err != nil {
 		r.problem("%v", err)
 	}
 	_ = r.rec.Close()
@@ -1214,16 +1211,28 @@ func (r *dialectRun) verifyTable(ctx context.Context) error {
 	return nil
 }
 
+// reconcileItems reads the histories and the final items table once, and
+// records in the runner's history what the table shows that the workers
+// could not record (recordKilledItems) and the processings a failover
+// lost (recordLostItems).
+func (r *dialectRun) reconcileItems(ctx context.Context) error {
+	h, err := history.ReadDir(r.histDir)
+	if err != nil {
+		return err
+	}
+	var items []Item
+	if err := r.db.WithContext(ctx).Order("id").Find(&items).Error; err != nil {
+		return fmt.Errorf("read the items: %w", err)
+	}
+	return errors.Join(r.recordKilledItems(h, items), r.recordLostItems(h, items))
+}
+
 // recordKilledItems records, in the runner's history, the items that the
 // table shows processed by a worker killed before it could record them: a
 // SIGKILL can fall between a commit and the line that records it. Only
 // killed workers' items are taken from the table, so an item that a live
 // worker processed without recording is still reported as lost.
-func (r *dialectRun) recordKilledItems(ctx context.Context) error {
-	h, err := history.ReadDir(r.histDir)
-	if err != nil {
-		return err
-	}
+func (r *dialectRun) recordKilledItems(h history.History, items []Item) error {
 	killed := map[int]bool{}
 	for _, p := range r.procs {
 		if p.killed {
@@ -1240,13 +1249,9 @@ func (r *dialectRun) recordKilledItems(ctx context.Context) error {
 			recorded[e.Item] = true
 		}
 	}
-	var items []Item
-	if err := r.db.WithContext(ctx).Where("processed_by <> ?", "").Order("id").Find(&items).Error; err != nil {
-		return fmt.Errorf("read the processed items: %w", err)
-	}
 	n := 0
 	for _, it := range items {
-		if recorded[it.ID] || !killedHolder[it.ProcessedBy] {
+		if it.ProcessedBy == "" || recorded[it.ID] || !killedHolder[it.ProcessedBy] {
 			continue
 		}
 		n++
@@ -1268,17 +1273,9 @@ func (r *dialectRun) recordKilledItems(ctx context.Context) error {
 // new primary's table survives, and the item was processed again there.
 // A processing outside those windows that the table does not show is left
 // as it is, for rule D to report.
-func (r *dialectRun) recordLostItems(ctx context.Context) error {
+func (r *dialectRun) recordLostItems(h history.History, items []Item) error {
 	if len(r.lossWindows) == 0 {
 		return nil
-	}
-	h, err := history.ReadDir(r.histDir)
-	if err != nil {
-		return err
-	}
-	var items []Item
-	if err := r.db.WithContext(ctx).Order("id").Find(&items).Error; err != nil {
-		return fmt.Errorf("read the items: %w", err)
 	}
 	final := make(map[int64]Item, len(items))
 	for _, it := range items {

@@ -71,7 +71,7 @@ func TestRecordKilledItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.recordKilledItems(ctx); err != nil {
+	if err := r.reconcileItems(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.rec.Close(); err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -130,11 +131,14 @@ func (d *dialect) sqlAdopt(t Tables, hold time.Duration) stmt {
 		" WHERE id = " + incarnationID + " AND incarnation <> " + d.incarnation, nil}
 }
 
-// sqlRebind moves a session that is live, but was last checked in another
-// incarnation, to the one answering. It does not extend the session.
+// sqlRebind moves a live session to the incarnation answering, whichever
+// it was last checked in: it matches the session whenever it is live, so
+// that of two concurrent checks of one session (a renewal tick and an
+// acquire's renewal) the second, finding it moved already, does not take
+// it for gone. It does not extend the session.
 func (d *dialect) sqlRebind(t Tables, id string) stmt {
 	return stmt{"UPDATE " + d.quote(t.Sessions) + " SET incarnation = " + d.incarnation + " WHERE id = ? AND expires_at_us >= " +
-		d.now + " AND incarnation <> " + d.incarnation, []any{id}}
+		d.now, []any{id}}
 }
 
 // sqlSessionTerms reads the terms the lease rows show a session holding.
@@ -202,14 +206,13 @@ func (s *Store) ensureIncarnation(db *gorm.DB) error {
 }
 
 // adopt records the incarnation answering, if the row names another one
-// or is missing (see sqlAdopt). It reports whether this call changed the
-// row: the failover was first noticed here.
-func (s *Store) adopt(db *gorm.DB) (changed bool, err error) {
+// or is missing (see sqlAdopt).
+func (s *Store) adopt(db *gorm.DB) error {
 	if err := s.ensureIncarnation(db); err != nil {
-		return false, err
+		return err
 	}
-	n, err := exec(db, s.dl().sqlAdopt(s.tables, s.failoverHold))
-	return n > 0, err
+	_, err := exec(db, s.dl().sqlAdopt(s.tables, s.failoverHold))
+	return err
 }
 
 // Rebind is what a holder does when its session's renewal failed: if the
@@ -226,7 +229,7 @@ func (s *Store) Rebind(ctx context.Context, id string) (terms []Term, ok bool, e
 		return nil, false, nil
 	}
 	err = s.run(ctx, s.renewal, func(db *gorm.DB) error {
-		if _, err := s.adopt(db); err != nil {
+		if err := s.adopt(db); err != nil {
 			return err
 		}
 		n, err := exec(db, s.dl().sqlRebind(s.tables, id))
@@ -247,20 +250,10 @@ func (s *Store) Rebind(ctx context.Context, id string) (terms []Term, ok bool, e
 // incarnation row missing or naming another (hold_until_us -1), and
 // reports whether it did anything, so that the caller reads again.
 func (s *Store) adoptIfStale(ctx context.Context, rows []Row) (bool, error) {
-	stale := false
-	for _, r := range rows {
-		if r.incarnationStale {
-			stale = true
-			break
-		}
-	}
-	if !stale {
+	if !slices.ContainsFunc(rows, func(r Row) bool { return r.incarnationStale }) {
 		return false, nil
 	}
-	err := s.run(ctx, s.general, func(db *gorm.DB) error {
-		_, err := s.adopt(db)
-		return err
-	})
+	err := s.run(ctx, s.general, s.adopt)
 	return err == nil, err
 }
 

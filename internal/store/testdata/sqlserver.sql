@@ -94,7 +94,7 @@ INSERT INTO [leasehold_incarnation] (id, incarnation, previous, adopted_at_us, h
 UPDATE [leasehold_incarnation] SET hold_until_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + CASE WHEN COALESCE((SELECT MAX(s.expires_at_us - s.renewed_at_us) FROM [leasehold_sessions] s), 0) > 15000000 THEN COALESCE((SELECT MAX(s.expires_at_us - s.renewed_at_us) FROM [leasehold_sessions] s), 0) ELSE 15000000 END, epoch_floor = CASE WHEN epoch_floor >= COALESCE((SELECT MAX(l.epoch) FROM [leasehold_leases] l), 0) THEN epoch_floor ELSE COALESCE((SELECT MAX(l.epoch) FROM [leasehold_leases] l), 0) END + 4294967296, previous = incarnation, adopted_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) WHERE id = 1 AND incarnation <> CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255));
 
 -- failover: move a live session to the incarnation answering
-UPDATE [leasehold_sessions] SET incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) WHERE id = @p1 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AND incarnation <> CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255))
+UPDATE [leasehold_sessions] SET incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) WHERE id = @p1 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- failover: the terms the rows show a session holding
