@@ -54,7 +54,7 @@ const (
 // t+TTL by the database clock, and the holder trusts them until
 // t+TTL-Margin. Failed renewals are retried
 // with jittered backoff until then. Followers retry every RetryInterval
-// plus up to half of it again at random.
+// plus a random 0-5% of it, at most 25ms more.
 type Config struct {
 	// TTL is how long a lease stays live in the database after an acquire
 	// or renewal, measured by the database clock. A crashed holder is

@@ -43,14 +43,15 @@ const shortRoundSlack = 10 * time.Second
 // TestChaosShort runs a short round of the suite: each applicable fault
 // kind once per dialect (see Kinds: kill, pause and clock-skew on SQLite;
 // those, a database restart, a network cut, latency and pool exhaustion on
-// PostgreSQL and MariaDB; failover-sync on the PostgreSQL pair). A dialect
-// whose server is not installed is skipped loudly, or fails when
-// REQUIRE_DIALECTS names it. CHAOS_KINDS chooses the kinds, as for make
-// chaos.
+// PostgreSQL and MariaDB; failover-sync and failover-async on the
+// PostgreSQL pair). A dialect whose server is not installed is skipped
+// loudly, or fails when REQUIRE_DIALECTS names it. CHAOS_KINDS chooses
+// the kinds, as for make chaos.
 //
-// failover-async is left to make chaos unless CHAOS_KINDS names it: it
-// loses commits the old primary acknowledged, so items processed there
-// are processed again, which rule D reports whatever the library does.
+// failover-async loses commits the old primary acknowledged, so items
+// processed there are processed again: the runner reconciles those
+// processings with the items table as lost with the old primary before
+// rule D counts duplicates (docs/chaos.md).
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos round takes about two minutes")
