@@ -56,8 +56,9 @@ var fastTiming = timing{
 }
 
 // takeoverBound bounds the wait for a successor: a follower takes an
-// expired lease within TTL plus one retry wait (RetryInterval and up to
-// half of it again); the bound allows two such waits and 5s more.
+// expired lease within TTL plus one retry wait (RetryInterval plus a
+// random 0-5%, at most 25ms); the bound allows three such waits and 5s
+// more.
 func (tm timing) takeoverBound() time.Duration { return tm.ttl + 3*tm.retry + 5*time.Second }
 
 // gracefulTarget is the bound on the graceful handoff's 99th
