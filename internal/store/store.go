@@ -388,7 +388,7 @@ func (s *Store) ReadSession(ctx context.Context, id string) (sess Session, ok bo
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
 		st := s.dl().sqlReadSession(s.tables, id)
 		var renewed, expires, now int64
-		switch err := db.Raw(st.q, st.args...).Row().Scan(&renewed, &expires, &now); {
+		switch err := scanRow(db, st, &renewed, &expires, &now); {
 		case errors.Is(err, sql.ErrNoRows):
 			return nil
 		case err != nil:
@@ -554,6 +554,34 @@ func queryAll[T any](db *gorm.DB, st stmt, scan func(rs *sql.Rows, v *T) error) 
 		return nil, err
 	}
 	return out, rs.Close()
+}
+
+// scanRow reads the first row st returns into dest, as Row().Scan would,
+// and returns sql.ErrNoRows when there is none. Unlike Row, it returns the
+// error of a callback of the caller's that failed the statement before it
+// ran, where Row has no *sql.Row to scan and Scan would panic.
+func scanRow(db *gorm.DB, st stmt, dest ...any) error {
+	rs, err := db.Raw(st.q, st.args...).Rows()
+	if err != nil {
+		if rs != nil {
+			_ = rs.Close()
+		}
+		return err
+	}
+	if rs == nil {
+		return errors.New("leasehold: gorm returned neither rows nor an error for a read")
+	}
+	defer rs.Close()
+	if !rs.Next() {
+		if err := rs.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rs.Scan(dest...); err != nil {
+		return err
+	}
+	return rs.Close()
 }
 
 // lockNames runs a locking read of lease names and returns the names
@@ -740,7 +768,7 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	var now int64
 	err := s.run(ctx, s.general, func(db *gorm.DB) error {
 		st := s.dl().sqlNow()
-		return db.Raw(st.q).Row().Scan(&now)
+		return scanRow(db, st, &now)
 	})
 	return usTime(now), err
 }
@@ -844,11 +872,18 @@ func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duratio
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	err := s.run(ctx, s.general, func(db *gorm.DB) error {
-		if !db.Migrator().HasTable(s.tables.Migrations) {
-			// HasTable swallows errors; tell "absent" from "unreachable".
-			return db.Exec("SELECT 1").Error
+		// gorm's HasTable swallows errors, and on most dialects panics
+		// when a callback of the application's fails its read (gorm's Row
+		// then has no row to scan). One read first tells "absent" from
+		// "unreachable" or "refused".
+		var one int
+		if err := scanRow(db, stmt{"SELECT 1", nil}, &one); err != nil {
+			return err
 		}
-		return db.Raw(s.dl().sqlCurrentVersion(s.tables)).Row().Scan(&v)
+		if !db.Migrator().HasTable(s.tables.Migrations) {
+			return nil
+		}
+		return scanRow(db, stmt{s.dl().sqlCurrentVersion(s.tables), nil}, &v)
 	})
 	return v, err
 }
@@ -886,7 +921,7 @@ func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target
 				return fmt.Errorf("create %s: %w", s.tables.Migrations, err)
 			}
 			var current int
-			if err := tx.Raw(s.dl().sqlCurrentVersion(s.tables)).Row().Scan(&current); err != nil {
+			if err := scanRow(tx, stmt{s.dl().sqlCurrentVersion(s.tables), nil}, &current); err != nil {
 				return fmt.Errorf("read schema version: %w", err)
 			}
 			for _, m := range migrations {
@@ -921,7 +956,7 @@ func (s *Store) applyStep(tx *gorm.DB, m Migration) error {
 	if m.applied != nil {
 		if q := m.applied(s.dl(), s.tables); q != "" {
 			var n int
-			if err := tx.Raw(q).Row().Scan(&n); err != nil {
+			if err := scanRow(tx, stmt{q, nil}, &n); err != nil {
 				return fmt.Errorf("migration %d (%s): check: %w", m.Version, m.Description, err)
 			}
 			done = n > 0
