@@ -12,9 +12,9 @@
 //     build, each under a ">>> " header;
 //   - every input line that is not a test event (a build error printed by an
 //     older go command, a "go: downloading" line), unchanged, as it arrives;
-//   - at the end, each distinct output line containing the marker "LOUD:"
-//     (tests use it for skip reasons such as "LOUD: dialect mysql skipped:
-//     mariadbd not found"), once, in order of first appearance;
+//   - at the end, each output line containing the marker "LOUD:", once, in
+//     order of first appearance; lines that differ only in the
+//     "file_test.go:NN: " a test's log puts in front of them count as one;
 //   - one line per conformance dialect seen in any test name (a path element
 //     equal to postgres, mysql, sqlite-cgo, sqlite-pure or sqlserver-golden),
 //     sorted by name, counting leaf tests: "dialect postgres: 41 passed, 0
@@ -24,6 +24,17 @@
 //   - "no tests ran", if no test ran at all;
 //   - last, "N passed, N failed, N skipped", counting leaf tests (tests with
 //     no subtests) of every package.
+//
+// Loud skips: a test that is skipped because something it needs is missing
+// here (a database server, see internal/testdb; a client program; the
+// headless browser of the status page's check; a feature of the platform),
+// or because it cannot run against the server the user pointed the tests
+// at, puts the marker in its skip message, such as "LOUD: testdb: SKIPPING
+// MYSQL TEST: …". Each such reason is then a line of the summary, however
+// many tests skipped for it, and not only a number in "N skipped". A skip
+// the test's own design calls for (SQLite has no release notifications)
+// carries no marker and is only counted. Tests also use the marker for
+// figures worth reading in a passing run.
 //
 // A package may run more than once in the stream (make test runs the chaos
 // round as a second go test): its times add up, and it fails if any run
@@ -304,18 +315,37 @@ func (rp *reporter) echoBuild(importPath string) {
 	rp.echo(">>> BUILD FAIL "+importPath, out)
 }
 
-// noteLoud remembers every distinct line of out that contains the marker.
+// noteLoud remembers every line of out that contains the marker, unless
+// it says what an earlier one said: lines that differ only in the
+// "file_test.go:NN: " a test's log puts in front are the same line.
 func (rp *reporter) noteLoud(out string) {
 	if !strings.Contains(out, loudMarker) {
 		return
 	}
 	for l := range strings.Lines(out) {
 		l = strings.TrimSpace(l)
-		if strings.Contains(l, loudMarker) && !rp.loudSeen[l] {
-			rp.loudSeen[l] = true
+		if !strings.Contains(l, loudMarker) {
+			continue
+		}
+		if key := withoutLocation(l); !rp.loudSeen[key] {
+			rp.loudSeen[key] = true
 			rp.sum.Loud = append(rp.sum.Loud, l)
 		}
 	}
+}
+
+// withoutLocation returns a test's log line without the "name.go:NN: "
+// the testing package starts it with, if it has one.
+func withoutLocation(l string) string {
+	loc, rest, ok := strings.Cut(l, ": ")
+	if !ok {
+		return l
+	}
+	file, lineNo, ok := strings.Cut(loc, ".go:")
+	if !ok || file == "" || strings.ContainsAny(file, " \t") || lineNo == "" || strings.Trim(lineNo, "0123456789") != "" {
+		return l
+	}
+	return rest
 }
 
 // finish settles unfinished tests and packages, prints the closing sections

@@ -361,3 +361,80 @@ func TestReportOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// TestReportLoudSkips: a check skipped because something it needs is
+// missing says so with the marker in its skip message, and the summary
+// shows each such reason once, on a line of its own, however many tests
+// and call sites skipped for it. A skip for a reason of the test's own
+// design, without the marker, is only counted.
+func TestReportLoudSkips(t *testing.T) {
+	t.Parallel()
+
+	const (
+		mysql   = "LOUD: testdb: SKIPPING MYSQL TEST: database server binaries are not installed: mariadbd not found (set REQUIRE_DIALECTS=mysql to make this a failure)"
+		browser = "LOUD: status: no chromium on PATH (looked for chromium, chromium-browser); browser check SKIPPED"
+	)
+	input := `{"Action":"start","Package":"example.com/m/coordination"}
+{"Action":"run","Package":"example.com/m/coordination","Test":"TestConformance"}
+{"Action":"run","Package":"example.com/m/coordination","Test":"TestConformance/mysql"}
+{"Action":"output","Package":"example.com/m/coordination","Test":"TestConformance/mysql","Output":"=== RUN   TestConformance/mysql\n"}
+{"Action":"output","Package":"example.com/m/coordination","Test":"TestConformance/mysql","Output":"    conformance_test.go:41: ` + mysql + `\n"}
+{"Action":"output","Package":"example.com/m/coordination","Test":"TestConformance/mysql","Output":"--- SKIP: TestConformance/mysql (0.00s)\n"}
+{"Action":"skip","Package":"example.com/m/coordination","Test":"TestConformance/mysql","Elapsed":0}
+{"Action":"run","Package":"example.com/m/coordination","Test":"TestConformance/sqlite-pure"}
+{"Action":"output","Package":"example.com/m/coordination","Test":"TestConformance/sqlite-pure","Output":"    waiting_test.go:24: SQLite: a writing transaction excludes every other writer\n"}
+{"Action":"skip","Package":"example.com/m/coordination","Test":"TestConformance/sqlite-pure","Elapsed":0}
+{"Action":"pass","Package":"example.com/m/coordination","Test":"TestConformance","Elapsed":0}
+{"Action":"run","Package":"example.com/m/coordination","Test":"TestPool"}
+{"Action":"run","Package":"example.com/m/coordination","Test":"TestPool/mysql"}
+{"Action":"output","Package":"example.com/m/coordination","Test":"TestPool/mysql","Output":"    pool_test.go:87: ` + mysql + `\n"}
+{"Action":"skip","Package":"example.com/m/coordination","Test":"TestPool/mysql","Elapsed":0}
+{"Action":"pass","Package":"example.com/m/coordination","Test":"TestPool","Elapsed":0}
+{"Action":"pass","Package":"example.com/m/coordination","Elapsed":1}
+{"Action":"start","Package":"example.com/m/status"}
+{"Action":"run","Package":"example.com/m/status","Test":"TestPageInBrowser"}
+{"Action":"output","Package":"example.com/m/status","Test":"TestPageInBrowser","Output":"    browser_test.go:31: ` + browser + `\n"}
+{"Action":"output","Package":"example.com/m/status","Test":"TestPageInBrowser","Output":"--- SKIP: TestPageInBrowser (0.00s)\n"}
+{"Action":"skip","Package":"example.com/m/status","Test":"TestPageInBrowser","Elapsed":0}
+{"Action":"run","Package":"example.com/m/status","Test":"TestPage"}
+{"Action":"pass","Package":"example.com/m/status","Test":"TestPage","Elapsed":0}
+{"Action":"pass","Package":"example.com/m/status","Elapsed":1}
+`
+	var out strings.Builder
+	sum, code := report(strings.NewReader(input), &out)
+	got := out.String()
+	if code != 0 {
+		t.Fatalf("report() exit status = %d, want 0; output:\n%s", code, got)
+	}
+	if want := (counts{Passed: 1, Skipped: 4}); sum.counts != want {
+		t.Fatalf("report() counts = %+v, want %+v; output:\n%s", sum.counts, want, got)
+	}
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	summaryStart := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "dialect ") })
+	if summaryStart < 0 {
+		t.Fatalf("no dialect line in the output:\n%s", got)
+	}
+	for _, reason := range []string{mysql, browser} {
+		var at []int
+		for i, l := range lines {
+			if strings.Contains(l, reason) {
+				at = append(at, i)
+			}
+		}
+		if len(at) != 1 {
+			t.Errorf("%d lines carry %q, want 1; output:\n%s", len(at), reason, got)
+			continue
+		}
+		// On a line of its own: nothing but the reason and the place
+		// that skipped.
+		if l := lines[at[0]]; !strings.HasSuffix(l, reason) || strings.Count(l, "LOUD:") != 1 {
+			t.Errorf("the line %q holds more than the reason %q", l, reason)
+		}
+		if at[0] >= summaryStart {
+			t.Errorf("the reason %q is not in the summary before the dialect lines; output:\n%s", reason, got)
+		}
+	}
+	if strings.Contains(got, "excludes every other writer") {
+		t.Errorf("a skip without the marker is in the report; output:\n%s", got)
+	}
+}
