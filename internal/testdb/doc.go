@@ -24,7 +24,8 @@
 // test binary, so a package that only uses SQLite starts no server at all.
 //
 // When a server's binaries are not installed, tests that need it are
-// skipped with a loud message, unless the REQUIRE_DIALECTS environment
+// skipped with a loud message (it carries the "LOUD:" marker, so that the
+// summary of make test shows it on a line of its own), unless the REQUIRE_DIALECTS environment
 // variable names the dialect (for example REQUIRE_DIALECTS=postgres,mysql,sqlite),
 // in which case they fail. CI sets it so that a missing database can never
 // turn into a green run that tested nothing.

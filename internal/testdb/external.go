@@ -69,7 +69,7 @@ func SkipExternal(t testing.TB, dialect string) {
 		return
 	}
 	env := externalEnv[dialect]
-	t.Skipf("testdb: SKIPPING: this test stops and restarts a private %s server, but %s points the %s tests at %s, which it cannot stop",
+	t.Skipf("LOUD: testdb: SKIPPING: this test stops and restarts a private %s server, but %s points the %s tests at %s, which it cannot stop",
 		dialect, env, dialect, redact.DSN(driverOf(dialect), os.Getenv(env)))
 }
 

@@ -254,13 +254,16 @@ func requiredIn(list, dialect string) bool {
 
 // decide says what a test does when dialect cannot be tested for reason:
 // skip it, or, when the list from REQUIRE_DIALECTS names the dialect, fail
-// it. msg is the loud message to give either way.
+// it. msg is the message to give either way; a skip's carries the
+// "LOUD:" marker, which internal/cmd/testreport repeats in the summary of
+// make test, so that a dialect left out is a line there and not only a
+// count.
 func decide(requireList, dialect string, reason error) (fail bool, msg string) {
 	if requiredIn(requireList, dialect) {
 		return true, fmt.Sprintf("testdb: %s=%q requires the %s dialect, but it cannot be tested here: %v",
 			RequireEnv, requireList, dialect, reason)
 	}
-	return false, fmt.Sprintf("testdb: SKIPPING %s TEST: %v (set %s=%s to make this a failure)",
+	return false, fmt.Sprintf("LOUD: testdb: SKIPPING %s TEST: %v (set %s=%s to make this a failure)",
 		strings.ToUpper(dialect), reason, RequireEnv, dialect)
 }
 
