@@ -28,7 +28,7 @@ func findBrowser() string {
 func TestPageInBrowser(t *testing.T) {
 	browser := findBrowser()
 	if browser == "" {
-		t.Skipf("status: no chromium on PATH (looked for %s); browser check SKIPPED", strings.Join(browsers, ", "))
+		t.Skipf("LOUD: status: no chromium on PATH (looked for %s); browser check SKIPPED", strings.Join(browsers, ", "))
 	}
 	f := newFixture(t)
 	srv := httptest.NewServer(Handler(f.a, Options{Refresh: -1}))
