@@ -80,7 +80,7 @@ func dedicatedServer(t *testing.T, kind string) *testdb.Server {
 		if testdb.Required(kind) {
 			t.Fatalf("testdb: %s requires the %s dialect, but it cannot be tested here: %v", testdb.RequireEnv, kind, err)
 		}
-		t.Skipf("testdb: SKIPPING %s TEST: %v (set %s=%s to make this a failure)", kind, err, testdb.RequireEnv, kind)
+		t.Skipf("LOUD: testdb: SKIPPING %s TEST: %v (set %s=%s to make this a failure)", kind, err, testdb.RequireEnv, kind)
 	}
 	if err != nil {
 		t.Fatalf("start a dedicated %s server: %v", kind, err)
