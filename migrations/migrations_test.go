@@ -447,7 +447,7 @@ func clientCommand(t *testing.T, driver, dsn string) *exec.Cmd {
 	}
 	bin, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("no %s client on this machine: %v", name, err)
+		t.Skipf("LOUD: no %s client on this machine: %v", name, err)
 	}
 	cmd := exec.Command(bin, args...)
 	// IF NOT EXISTS on an existing table is a NOTICE; anything else printed
