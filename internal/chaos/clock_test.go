@@ -28,7 +28,7 @@ func TestClockOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !clock {
-		t.Skipf("clock-skew cannot be injected here: %v", unsupported)
+		t.Skipf("LOUD: clock-skew cannot be injected here: %v", unsupported)
 	}
 	for _, skew := range []time.Duration{5 * time.Hour, -3*time.Hour - 7*time.Minute} {
 		out, err := exec.CommandContext(ctx, bin, "-clock-check", skew.String()).CombinedOutput()
