@@ -29,6 +29,7 @@ import (
 //	leasehold.session.renew.duration  histogram  s
 //	leasehold.session.renew.errors    counter    {error}
 //	leasehold.session.trust.headroom  histogram  s
+//	leasehold.session.trust.remaining gauge      s
 //	leasehold.pool.generation         gauge      {generation}  pool
 //	leasehold.pool.members            gauge      {member}      pool
 //	leasehold.pool.assigned           gauge      {index}       pool
@@ -36,7 +37,10 @@ import (
 //
 // docs/operations.md explains each. The gauges are observed by one
 // callback, registered when Run starts and unregistered when it returns,
-// which reads the coordinator's state under its mutex. The loops only add
+// which reads the coordinator's state under its mutex: trust.remaining
+// is read then from the trust deadline, on the monotonic clock, so it
+// falls while renewals stall, when the headroom histogram, recorded at
+// successful renewals only, has nothing to record. The loops only add
 // to counters and record to histograms, with attribute sets made once per
 // lease, pool or cause, never per tick. A nil MeterProvider (the default)
 // turns all of it off: no instrument is recorded to and no callback is
@@ -61,6 +65,7 @@ const (
 	metricRenewDuration     = "leasehold.session.renew.duration"
 	metricRenewErrors       = "leasehold.session.renew.errors"
 	metricTrustHeadroom     = "leasehold.session.trust.headroom"
+	metricTrustRemaining    = "leasehold.session.trust.remaining"
 	metricPoolGeneration    = "leasehold.pool.generation"
 	metricPoolMembers       = "leasehold.pool.members"
 	metricPoolAssigned      = "leasehold.pool.assigned"
@@ -123,6 +128,7 @@ type metrics struct {
 	acquisitions, losses, releases, renewErrors                          metric.Int64Counter
 	acquireDuration, handoffGap, renewDuration, trustHeadroom, rebalance metric.Float64Histogram
 	held, epoch, poolGeneration, poolMembers, poolAssigned               metric.Int64ObservableGauge
+	trustRemaining                                                       metric.Float64ObservableGauge
 	lossAttrs                                                            [numLossCauses]metric.AddOption
 }
 
@@ -164,6 +170,10 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	m.renewErrors = counter(metricRenewErrors, "{error}", "Session renewal statements that failed; the renewal is retried until the trust deadline.")
 	m.trustHeadroom = histogram(metricTrustHeadroom,
 		"Time left before the trust deadline when a successful renewal is applied. Near zero means the leases were nearly lost.")
+	var err error
+	m.trustRemaining, err = m.meter.Float64ObservableGauge(metricTrustRemaining, metric.WithUnit("s"),
+		metric.WithDescription("Time left now before the trust deadline of the session this process's leases ride on; 0 when it holds nothing. It falls while renewals stall."))
+	errs = append(errs, err)
 	m.poolGeneration = gauge(metricPoolGeneration, "{generation}", "Current generation of the pool, as this member last read it.")
 	m.poolMembers = gauge(metricPoolMembers, "{member}", "Members in the pool's current generation, as this member last read it.")
 	m.poolAssigned = gauge(metricPoolAssigned, "{index}", "Indexes of the pool assigned to this process: 1 from the start of its work in a generation until that is revoked, else 0.")
@@ -274,7 +284,7 @@ func (c *Coordinator) registerMetrics() (unregister func()) {
 		return func() {}
 	}
 	reg, err := m.meter.RegisterCallback(c.observeMetrics,
-		m.held, m.epoch, m.poolGeneration, m.poolMembers, m.poolAssigned)
+		m.held, m.epoch, m.poolGeneration, m.poolMembers, m.poolAssigned, m.trustRemaining)
 	if err != nil {
 		c.log.Warn("could not register the metrics callback; the gauges report nothing", zap.Error(err))
 		return func() {}
@@ -287,15 +297,25 @@ func (c *Coordinator) registerMetrics() (unregister func()) {
 }
 
 // observeMetrics observes the gauges: each held lease, each election this
-// process knows, each running pool.
+// process knows, each running pool, and the trust left.
 func (c *Coordinator) observeMetrics(_ context.Context, o metric.Observer) error {
 	m := c.metrics
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var trust time.Time // the trust deadline of the leases held and trusted
 	for _, l := range c.held {
-		o.ObserveInt64(m.held, boolInt(l.validLocked()), l.attrs)
+		valid := l.validLocked()
+		o.ObserveInt64(m.held, boolInt(valid), l.attrs)
 		o.ObserveInt64(m.epoch, l.epoch, l.attrs)
+		if valid && l.sess.deadline.After(trust) {
+			trust = l.sess.deadline
+		}
 	}
+	var left time.Duration
+	if !trust.IsZero() {
+		left = max(time.Until(trust), 0)
+	}
+	o.ObserveFloat64(m.trustRemaining, seconds(left))
 	for name, e := range c.elections {
 		if c.held[name] != nil {
 			continue

@@ -78,6 +78,22 @@ func (s snapshot) gauge(name, key, value string) (int64, bool) {
 	return 0, false
 }
 
+// value returns the value of a gauge observed without attributes, int64
+// or float64, and whether it was observed.
+func (s snapshot) value(name string) (float64, bool) {
+	switch g := s[name].(type) {
+	case metricdata.Gauge[int64]:
+		if len(g.DataPoints) == 1 && g.DataPoints[0].Attributes.Len() == 0 {
+			return float64(g.DataPoints[0].Value), true
+		}
+	case metricdata.Gauge[float64]:
+		if len(g.DataPoints) == 1 && g.DataPoints[0].Attributes.Len() == 0 {
+			return g.DataPoints[0].Value, true
+		}
+	}
+	return 0, false
+}
+
 // sum adds up an int64 counter over the points that have every key/value
 // pair of kv.
 func (s snapshot) sum(name string, kv ...string) int64 {
@@ -489,4 +505,73 @@ func TestMetricsRenewPathAllocatesNothing(t *testing.T) {
 	if n, _, _ := probe.collect().hist(metricRenewDuration); n != 102 {
 		t.Fatalf("renew round trips recorded = %d, want 102", n)
 	}
+}
+
+// TestMetricsTrustRemaining runs caseMetricsTrustRemaining on every
+// database target.
+func TestMetricsTrustRemaining(t *testing.T) {
+	runCases(t, []conformanceCase{{"CutOffHolder", caseMetricsTrustRemaining}})
+}
+
+// caseMetricsTrustRemaining: the trust remaining gauge reads 0 while
+// nothing is held, the time left before the trust deadline while a lease
+// is, falls below TTL/4 while a holder cut off from its database still
+// holds its lease (no renewal succeeds then, so the headroom histogram
+// has nothing to record), and reads 0 again once the lease is lost.
+func caseMetricsTrustRemaining(t *testing.T, b *bundle) {
+	// TTL/4 is 3s: a window no busy scheduler misses between two
+	// collections.
+	cfg := Config{
+		TTL: 12 * time.Second, RenewInterval: time.Second, RetryInterval: 100 * time.Millisecond,
+		Margin: time.Second, ShutdownTimeout: 5 * time.Second,
+	}
+	mp, probe := newMeterProbe(t)
+	cfg.MeterProvider = mp
+	r, fs := startFaulty(t, b.db, "node-a", cfg)
+	events, unsubscribe := r.Subscribe(16)
+	defer unsubscribe()
+
+	if v, ok := probe.collect().value(metricTrustRemaining); !ok || v != 0 {
+		t.Fatalf("before any lease: trust remaining = %v (observed %v), want 0", v, ok)
+	}
+	l := mustCampaign(t, election(t, r.Coordinator, GlobalScope, "trust-remaining"))
+	window := (cfg.TTL - cfg.Margin).Seconds()
+	s := probe.until("trust remaining above 0 while holding", func(s snapshot) bool {
+		v, _ := s.value(metricTrustRemaining)
+		return v > 0
+	})
+	if v, _ := s.value(metricTrustRemaining); v > window {
+		t.Fatalf("trust remaining = %vs while holding, want at most TTL - Margin (%vs)", v, window)
+	}
+
+	fs.failAll.Store(true)
+	quarter := (cfg.TTL / 4).Seconds()
+	var last float64
+	deadline := time.Now().Add(wait)
+	for {
+		s := probe.collect()
+		v, _ := s.value(metricTrustRemaining)
+		held, _ := s.gauge(metricLeaseHeld, attrLease, l.Name())
+		if held != 1 {
+			t.Fatalf("the lease was lost (%v) before trust remaining fell below TTL/4 (%vs); last value %vs",
+				context.Cause(l.Context()), quarter, last)
+		}
+		if v > 0 && v < quarter {
+			t.Logf("trust remaining %.3fs while cut off, under TTL/4 (%vs)", v, quarter)
+			break
+		}
+		last = v
+		if time.Now().After(deadline) {
+			t.Fatalf("trust remaining did not fall below TTL/4 (%vs) within %v of the cut; last value %vs", quarter, wait, last)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	recvEvent(t, events, kindIs(EventLost, l.Name()))
+	probe.until("trust remaining 0 after the loss", func(s snapshot) bool {
+		v, ok := s.value(metricTrustRemaining)
+		return ok && v == 0
+	})
+	fs.failAll.Store(false)
+	release(t, l)
 }
