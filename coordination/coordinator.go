@@ -115,7 +115,14 @@ type Coordinator struct {
 	holdOff     map[string]time.Time // leases this process resigned, until when it does not take them again
 	unhealthy   bool                 // no health check passed yet, or the last one failed: no campaigning
 	healthKnown bool                 // a health check has returned
-	renewals    renewals             // outcomes of the renewal loop's statements (Renewal)
+
+	// healthChanged is when unhealthy last changed, or when the health
+	// loop started; healthErr is the last check's error, nil after a
+	// pass. Both are for Renewal.
+	healthChanged time.Time
+	healthErr     error
+
+	renewals renewals // outcomes of the renewal loop's statements (Renewal)
 
 	// listening is true while wake-ups arrive (wake.go); listenChanged
 	// (buffered 1) is signalled after each change of listening's state

@@ -214,9 +214,9 @@
 // Coordinator.Leases and Coordinator.Pools read every lease and every pool
 // in the database, by the database clock, with one statement each; they
 // need no running coordinator. Coordinator.Held and Coordinator.Renewal
-// report, without I/O, what this process holds and how its renewals fare:
-// package health builds liveness and readiness checks on them, and package
-// status a status page.
+// report, without I/O, what this process holds and how its renewals and
+// health checks fare: package health builds liveness and readiness checks
+// on them, and package status a status page.
 //
 // # Metrics
 //
@@ -226,13 +226,16 @@
 // "leasehold.", are gauges of whether each lease is held and its epoch
 // (attribute "lease"), counters of acquisitions, losses by cause
 // (attribute "cause": trust_deadline, late_renewal, session_gone,
-// shutdown_timeout, resigned, unhealthy), releases and renewal errors, histograms in seconds
-// of renewal and acquire round trips, the trust headroom left at each
-// renewal and the handoff gap before an acquire, and, per pool
-// (attribute "pool"), gauges of its generation, members and assignment
-// and a histogram of rebalance time. The gauges are read by a callback
-// registered while Run runs. docs/operations.md lists each instrument and
-// the alerts to set.
+// shutdown_timeout, resigned, unhealthy, failover), releases and renewal
+// errors, histograms in seconds of renewal and acquire round trips, the
+// trust headroom left at each renewal and the handoff gap before an
+// acquire, a gauge of the trust left now (session.trust.remaining, which
+// falls while renewals stall), a gauge of whether failed health checks
+// keep the process from campaigning (health.unhealthy, observed only
+// with a HealthCheck), and, per pool (attribute "pool"), gauges of its
+// generation, members and assignment and a histogram of rebalance time.
+// The gauges are read by a callback registered while Run runs.
+// docs/operations.md lists each instrument and the alerts to set.
 //
 // # Errors
 //

@@ -71,8 +71,9 @@ func poolStateOf(key string, pr poolRows, rows []store.Row) PoolState {
 	return st
 }
 
-// RenewalState is the state of a coordinator's renewal loop, for health
-// checks. Coordinator.Renewal returns it.
+// RenewalState is the state of a coordinator's renewal loop and of its
+// health checks (Config.HealthCheck), for health checks and status pages.
+// Coordinator.Renewal returns it.
 type RenewalState struct {
 	// Running reports whether Run is serving: Ready is closed and Done
 	// is not.
@@ -96,10 +97,28 @@ type RenewalState struct {
 	// LastSuccess is when the last successful renewal statement returned,
 	// on this process's clock; zero before the first.
 	LastSuccess time.Time
+	// Unhealthy reports whether the health checks keep this process
+	// from campaigning: a HealthCheck is set, and no check has passed
+	// yet or the last one failed. The process keeps the terms it holds
+	// until HealthFailures checks in a row failed. Always false without
+	// a HealthCheck.
+	Unhealthy bool
+	// HealthChanged is when Unhealthy last changed, on this process's
+	// clock: a passing check after failed ones, or the reverse. Until
+	// then it is when Run started the health checks, unhealthy until the
+	// first passes. Zero without a HealthCheck, and until Run has
+	// started the checks (just after Ready is closed).
+	HealthChanged time.Time
+	// HealthError is the error of the last health check (its own, or
+	// why it counted as failed: a panic, an overrun of HealthInterval);
+	// nil after a passing check, and before the first check returns.
+	// Its text is the application's: think before showing it to whoever
+	// can reach a status page.
+	HealthError error
 }
 
-// Renewal reports the renewal loop's state, for health checks. It does no
-// I/O.
+// Renewal reports the state of the renewal loop and of the health checks,
+// for health checks and status pages. It does no I/O.
 func (c *Coordinator) Renewal() RenewalState {
 	var st RenewalState
 	select {
@@ -120,6 +139,7 @@ func (c *Coordinator) Renewal() RenewalState {
 	if s := c.sess; s != nil && !s.dead {
 		st.TrustDeadline = s.deadline
 	}
+	st.Unhealthy, st.HealthChanged, st.HealthError = c.unhealthy, c.healthChanged, c.healthErr
 	c.mu.Unlock()
 	c.renewals.read(&st)
 	return st

@@ -30,6 +30,7 @@ import (
 //	leasehold.session.renew.errors    counter    {error}
 //	leasehold.session.trust.headroom  histogram  s
 //	leasehold.session.trust.remaining gauge      s
+//	leasehold.health.unhealthy        gauge      {process}
 //	leasehold.pool.generation         gauge      {generation}  pool
 //	leasehold.pool.members            gauge      {member}      pool
 //	leasehold.pool.assigned           gauge      {index}       pool
@@ -40,7 +41,8 @@ import (
 // which reads the coordinator's state under its mutex: trust.remaining
 // is read then from the trust deadline, on the monotonic clock, so it
 // falls while renewals stall, when the headroom histogram, recorded at
-// successful renewals only, has nothing to record. The loops only add
+// successful renewals only, has nothing to record. health.unhealthy is
+// observed only with a Config.HealthCheck. The loops only add
 // to counters and record to histograms, with attribute sets made once per
 // lease, pool or cause, never per tick. A nil MeterProvider (the default)
 // turns all of it off: no instrument is recorded to and no callback is
@@ -66,6 +68,7 @@ const (
 	metricRenewErrors       = "leasehold.session.renew.errors"
 	metricTrustHeadroom     = "leasehold.session.trust.headroom"
 	metricTrustRemaining    = "leasehold.session.trust.remaining"
+	metricHealthUnhealthy   = "leasehold.health.unhealthy"
 	metricPoolGeneration    = "leasehold.pool.generation"
 	metricPoolMembers       = "leasehold.pool.members"
 	metricPoolAssigned      = "leasehold.pool.assigned"
@@ -127,7 +130,7 @@ type metrics struct {
 
 	acquisitions, losses, releases, renewErrors                          metric.Int64Counter
 	acquireDuration, handoffGap, renewDuration, trustHeadroom, rebalance metric.Float64Histogram
-	held, epoch, poolGeneration, poolMembers, poolAssigned               metric.Int64ObservableGauge
+	held, epoch, poolGeneration, poolMembers, poolAssigned, unhealthy    metric.Int64ObservableGauge
 	trustRemaining                                                       metric.Float64ObservableGauge
 	lossAttrs                                                            [numLossCauses]metric.AddOption
 }
@@ -174,6 +177,8 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	m.trustRemaining, err = m.meter.Float64ObservableGauge(metricTrustRemaining, metric.WithUnit("s"),
 		metric.WithDescription("Time left now before the trust deadline of the session this process's leases ride on; 0 when it holds nothing. It falls while renewals stall."))
 	errs = append(errs, err)
+	m.unhealthy = gauge(metricHealthUnhealthy, "{process}",
+		"1 while the health checks keep this process from campaigning (no check has passed yet, or the last one failed), else 0. Observed only with a HealthCheck.")
 	m.poolGeneration = gauge(metricPoolGeneration, "{generation}", "Current generation of the pool, as this member last read it.")
 	m.poolMembers = gauge(metricPoolMembers, "{member}", "Members in the pool's current generation, as this member last read it.")
 	m.poolAssigned = gauge(metricPoolAssigned, "{index}", "Indexes of the pool assigned to this process: 1 from the start of its work in a generation until that is revoked, else 0.")
@@ -284,7 +289,7 @@ func (c *Coordinator) registerMetrics() (unregister func()) {
 		return func() {}
 	}
 	reg, err := m.meter.RegisterCallback(c.observeMetrics,
-		m.held, m.epoch, m.poolGeneration, m.poolMembers, m.poolAssigned, m.trustRemaining)
+		m.held, m.epoch, m.poolGeneration, m.poolMembers, m.poolAssigned, m.trustRemaining, m.unhealthy)
 	if err != nil {
 		c.log.Warn("could not register the metrics callback; the gauges report nothing", zap.Error(err))
 		return func() {}
@@ -297,7 +302,7 @@ func (c *Coordinator) registerMetrics() (unregister func()) {
 }
 
 // observeMetrics observes the gauges: each held lease, each election this
-// process knows, each running pool, and the trust left.
+// process knows, each running pool, the trust left, and the health.
 func (c *Coordinator) observeMetrics(_ context.Context, o metric.Observer) error {
 	m := c.metrics
 	c.mu.Lock()
@@ -316,6 +321,9 @@ func (c *Coordinator) observeMetrics(_ context.Context, o metric.Observer) error
 		left = max(time.Until(trust), 0)
 	}
 	o.ObserveFloat64(m.trustRemaining, seconds(left))
+	if c.cfg.HealthCheck != nil {
+		o.ObserveInt64(m.unhealthy, boolInt(c.unhealthy))
+	}
 	for name, e := range c.elections {
 		if c.held[name] != nil {
 			continue

@@ -25,6 +25,11 @@ import (
 // A passing check makes it healthy again at once. The loop logs one line
 // per transition (unhealthy, stepping down, healthy again), never one per
 // check.
+//
+// The state is the loop's, kept under c.mu: unhealthy and healthKnown
+// for the campaign, and, for Renewal and the leasehold.health.unhealthy
+// gauge, healthChanged (when unhealthy last changed, or the loop started)
+// and healthErr (the last check's error).
 
 // errUnhealthyNow is what an acquire returns until a health check passed,
 // and while the last one failed.
@@ -59,6 +64,9 @@ func (c *Coordinator) healthLoop(ctx context.Context) {
 				zap.Duration("waited", c.cfg.ShutdownTimeout))
 		}
 	}()
+	c.mu.Lock()
+	c.healthChanged = time.Now()
+	c.mu.Unlock()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failures := 0
@@ -136,15 +144,20 @@ func (c *Coordinator) healthResult(err error, failures int) {
 	defer c.mu.Unlock()
 	known := c.healthKnown
 	c.healthKnown = true
+	c.healthErr = err
 	if err == nil {
 		if c.unhealthy {
 			c.unhealthy = false
+			c.healthChanged = time.Now()
 			if known {
 				c.log.Info("health check passed; campaigning again")
 			}
 			c.poke(c.campaignWake)
 		}
 		return
+	}
+	if !c.unhealthy {
+		c.healthChanged = time.Now()
 	}
 	if !c.unhealthy || !known {
 		c.unhealthy = true
