@@ -20,9 +20,12 @@
 // # Readiness
 //
 // Readiness is ready (200) while the coordinator runs: Run has the schema
-// in place and serves elections, and has not returned. ReadyWhenLeading
-// is ready only while this process leads an election, for active/passive
-// services whose traffic must go to the leader alone.
+// in place and serves elections, and has not returned. With
+// RequireHealthy it is also not ready while the coordinator's health
+// checks (coordination.Config.HealthCheck) keep it from campaigning: no
+// check has passed yet, or the last one failed. ReadyWhenLeading is ready
+// only while this process leads an election, for active/passive services
+// whose traffic must go to the leader alone.
 //
 // # Responses
 //

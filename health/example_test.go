@@ -31,3 +31,12 @@ func ExampleReadyWhenLeading() {
 	mux := http.NewServeMux()
 	mux.Handle("GET /readyz", health.ReadyWhenLeading(e))
 }
+
+// A process whose HealthCheck fails stops campaigning; with
+// RequireHealthy its readiness probe fails too, naming the reason, so the
+// orchestrator sends it no traffic and shows why.
+func ExampleRequireHealthy() {
+	var coord *coordination.Coordinator // from coordination.New with a Config.HealthCheck
+	mux := http.NewServeMux()
+	mux.Handle("GET /readyz", health.Readiness(coord, health.RequireHealthy()))
+}

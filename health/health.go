@@ -80,20 +80,59 @@ func liveness(st coordination.RenewalState, now time.Time, o options) string {
 		st.Failures, since, st.Held, left.Round(time.Millisecond), o.headroom)
 }
 
+// A ReadinessOption tunes Readiness.
+type ReadinessOption func(*readinessOptions)
+
+type readinessOptions struct {
+	healthy bool // require that the health checks let the process campaign
+}
+
+// RequireHealthy makes Readiness also answer 503 while the coordinator's
+// health checks (coordination.Config.HealthCheck) keep it from
+// campaigning: no check has passed yet, or the last one failed. Without a
+// HealthCheck it changes nothing.
+func RequireHealthy() ReadinessOption {
+	return func(o *readinessOptions) { o.healthy = true }
+}
+
 // Readiness returns a handler that answers 200 while c runs (Ready is
-// closed and Done is not) and 503 otherwise. It does no I/O. A nil c
-// gives a handler that always answers 503.
-func Readiness(c *coordination.Coordinator) http.Handler {
+// closed and Done is not) and 503 otherwise; with RequireHealthy, also 503
+// while c's health checks keep it from campaigning. It does no I/O. A nil
+// c gives a handler that always answers 503.
+func Readiness(c *coordination.Coordinator, opts ...ReadinessOption) http.Handler {
 	if c == nil {
 		return unavailable("no coordinator")
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		why := ""
-		if !c.Renewal().Running {
-			why = "coordinator not running"
+	var o readinessOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
 		}
-		respond(w, why)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		respond(w, readiness(c.Renewal(), time.Now(), o))
 	})
+}
+
+// readiness returns why the state st, at now, fails the readiness check,
+// or "" when it passes. The reason never carries the health check's error
+// text, which is the application's.
+func readiness(st coordination.RenewalState, now time.Time, o readinessOptions) string {
+	if !st.Running {
+		return "coordinator not running"
+	}
+	if !o.healthy || !st.Unhealthy {
+		return ""
+	}
+	why := "no health check has passed yet"
+	if st.HealthError != nil {
+		why = "the last health check failed"
+	}
+	since := ""
+	if !st.HealthChanged.IsZero() {
+		since = fmt.Sprintf(" for %v", now.Sub(st.HealthChanged).Round(time.Millisecond))
+	}
+	return fmt.Sprintf("unhealthy%s: %s; not campaigning until one passes", since, why)
 }
 
 // ReadyWhenLeading returns a handler that answers 200 while this process

@@ -107,6 +107,7 @@ func TestOptions(t *testing.T) {
 func TestNilArguments(t *testing.T) {
 	expect(t, "Liveness(nil)", Liveness(nil), http.StatusServiceUnavailable, "no coordinator")
 	expect(t, "Readiness(nil)", Readiness(nil), http.StatusServiceUnavailable, "no coordinator")
+	expect(t, "Readiness(nil, RequireHealthy())", Readiness(nil, RequireHealthy()), http.StatusServiceUnavailable, "no coordinator")
 	expect(t, "ReadyWhenLeading(nil)", ReadyWhenLeading(nil), http.StatusServiceUnavailable, "no election")
 }
 
