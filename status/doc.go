@@ -6,7 +6,9 @@
 // clock, whether it is live and whether this process holds it), every pool
 // (generation, the members of that generation in index order with their
 // acknowledgements, and member rows outside it), and this process's
-// renewal state. It is plain HTML from html/template, with every value
+// renewal state and health: whether its health checks
+// (coordination.Config.HealthCheck) keep it from campaigning, and for how
+// long, without the checks' error text. It is plain HTML from html/template, with every value
 // escaped, and reloads itself every few seconds with a meta refresh; no
 // script runs.
 //

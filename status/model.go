@@ -24,13 +24,28 @@ type Snapshot struct {
 	Pools   []Pool   `json:"pools"`
 }
 
-// Renewal is a process's renewal state (coordination.RenewalState).
+// Renewal is a process's renewal state and the state of its health checks
+// (coordination.RenewalState).
 type Renewal struct {
 	Running     bool      `json:"running"`
 	Held        int       `json:"held"`
 	TrustLeft   *float64  `json:"trust_left_seconds,omitempty"` // until the trust deadline; absent with no session
 	Failures    int       `json:"failures"`
 	LastSuccess time.Time `json:"last_success,omitzero"`
+	// HealthCheck reports whether the process has a
+	// coordination.Config.HealthCheck; without one the fields below are
+	// false, zero and absent.
+	HealthCheck bool `json:"health_check"`
+	// Unhealthy reports whether the health checks keep the process from
+	// campaigning: none has passed yet, or the last one failed. The
+	// checks' error text is not shown: it is the application's, and the
+	// process's log has it.
+	Unhealthy bool `json:"unhealthy"`
+	// HealthChanged is when Unhealthy last changed (or the process
+	// started its checks), and HealthFor how long ago that was, in
+	// seconds.
+	HealthChanged time.Time `json:"health_changed,omitzero"`
+	HealthFor     *float64  `json:"health_for_seconds,omitempty"`
 }
 
 // Lease is one election lease.
@@ -120,10 +135,17 @@ func read(ctx context.Context, c *coordination.Coordinator, now time.Time) (Snap
 	}
 	rs := c.Renewal()
 	s.Holder = c.Holder()
-	s.Renewal = &Renewal{Running: rs.Running, Held: rs.Held, Failures: rs.Failures, LastSuccess: rs.LastSuccess.UTC()}
+	s.Renewal = &Renewal{
+		Running: rs.Running, Held: rs.Held, Failures: rs.Failures, LastSuccess: rs.LastSuccess.UTC(),
+		HealthCheck: c.Config().HealthCheck != nil, Unhealthy: rs.Unhealthy, HealthChanged: rs.HealthChanged.UTC(),
+	}
 	if !rs.TrustDeadline.IsZero() {
 		left := seconds(rs.TrustDeadline.Sub(now))
 		s.Renewal.TrustLeft = &left
+	}
+	if !rs.HealthChanged.IsZero() {
+		since := seconds(now.Sub(rs.HealthChanged))
+		s.Renewal.HealthFor = &since
 	}
 	return s, nil
 }

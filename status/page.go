@@ -87,7 +87,10 @@ tr.dead td { color: #999; }
 holds {{.Held}};
 {{if .TrustLeft}}trust left {{secs (deref .TrustLeft)}}{{else}}no session{{end}};
 {{if .Failures}}<span class="warn">{{.Failures}} renewals failed in a row</span>{{else}}renewals ok{{end}};
-last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSuccess}}{{end}}</p>
+last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSuccess}}{{end}};
+{{if not .HealthCheck}}<span id="health">no health check</span>
+{{- else if .Unhealthy}}<span class="warn" id="health">unhealthy{{if .HealthFor}} for {{secs (deref .HealthFor)}}{{end}}: not campaigning</span>
+{{- else}}<span id="health">healthy{{if .HealthFor}} for {{secs (deref .HealthFor)}}{{end}}</span>{{end}}</p>
 {{- end}}
 
 <h2>Leases</h2>

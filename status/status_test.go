@@ -36,13 +36,19 @@ func openSQLite(t *testing.T) *gorm.DB {
 // start runs a coordinator for node on db until the test ends.
 func start(t *testing.T, db *gorm.DB, node string) *coordination.Coordinator {
 	t.Helper()
+	return startWith(t, db, node, coordination.Config{})
+}
+
+// startWith runs a coordinator for node on db with cfg, whose TTL,
+// RetryInterval and Logger it sets, until the test ends.
+func startWith(t *testing.T, db *gorm.DB, node string, cfg coordination.Config) *coordination.Coordinator {
+	t.Helper()
 	id, err := identity.New(node, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := coordination.New(db, id, coordination.Config{
-		TTL: time.Minute, RetryInterval: 100 * time.Millisecond, Logger: zaptest.NewLogger(t),
-	})
+	cfg.TTL, cfg.RetryInterval, cfg.Logger = time.Minute, 100*time.Millisecond, zaptest.NewLogger(t)
+	c, err := coordination.New(db, id, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
