@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -316,10 +317,7 @@ func withDatabase(dialect, dsn, name string) (string, error) {
 	}
 	switch dialect {
 	case "postgres":
-		if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-			return postgresURLWithDatabase(dsn, name)
-		}
-		return postgresPairsWithDatabase(dsn, name)
+		return postgresWith(dsn, pgSettings{database: name})
 	case "mysql":
 		return mysqlWithDatabase(dsn, name)
 	case "sqlserver":
@@ -350,49 +348,92 @@ func parseURL(dsn string) (*url.URL, error) {
 	return u, nil
 }
 
-// postgresURLWithDatabase sets the path of a postgres:// URL to name, and
-// drops a dbname or database query parameter, which pgx would prefer to
-// the path.
-func postgresURLWithDatabase(dsn, name string) (string, error) {
+// pgSettings are the settings postgresWith replaces in a PostgreSQL DSN;
+// an empty one is left as it is. user and password go together: a role's
+// credentials.
+type pgSettings struct {
+	database       string
+	user, password string
+}
+
+// postgresWith returns dsn, a PostgreSQL DSN in the URL form
+// (postgres://…) or the libpq key=value form, with the settings of s
+// replaced. Every other setting, and every byte of a key=value DSN that
+// holds none of them, is kept as it is.
+func postgresWith(dsn string, s pgSettings) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return postgresURLWith(dsn, s)
+	}
+	return postgresPairsWith(dsn, s)
+}
+
+// postgresURLWith sets the path of a postgres:// URL to the database and
+// its user information to the user and password, and drops the query
+// parameters pgx would prefer to them (dbname, database, user, password).
+func postgresURLWith(dsn string, s pgSettings) (string, error) {
 	u, err := parseURL(dsn)
 	if err != nil {
 		return "", err
 	}
-	u.Path, u.RawPath = "/"+name, ""
+	var drop []string
+	if s.database != "" {
+		u.Path, u.RawPath = "/"+s.database, ""
+		drop = append(drop, "dbname", "database")
+	}
+	if s.user != "" {
+		u.User = url.UserPassword(s.user, s.password)
+		drop = append(drop, "user", "password")
+	}
 	if u.RawQuery != "" {
 		q := u.Query()
-		if q.Has("dbname") || q.Has("database") {
-			q.Del("dbname")
-			q.Del("database")
+		changed := false
+		for _, k := range drop {
+			if q.Has(k) {
+				q.Del(k)
+				changed = true
+			}
+		}
+		if changed {
 			u.RawQuery = q.Encode()
 		}
 	}
 	return u.String(), nil
 }
 
-// postgresPairsWithDatabase replaces the value of dbname (or database) in
-// a libpq key=value DSN, or adds dbname when there is none. It reads the
-// string as pgx does (values quoted with '…' or bare, backslash escapes)
-// and leaves every other byte of it alone.
-func postgresPairsWithDatabase(dsn, name string) (string, error) {
+// postgresPairsWith replaces the values of dbname (or database), user
+// and password in a libpq key=value DSN, and adds those it does not have.
+// It reads the string as pgx does (values quoted with '…' or bare,
+// backslash escapes) and leaves every other byte of it alone.
+func postgresPairsWith(dsn string, s pgSettings) (string, error) {
+	type setting struct {
+		keys  []string // the first is the one added
+		value string
+		found bool
+	}
+	var set []*setting
+	if s.database != "" {
+		set = append(set, &setting{keys: []string{"dbname", "database"}, value: s.database})
+	}
+	if s.user != "" {
+		set = append(set, &setting{keys: []string{"user"}, value: s.user}, &setting{keys: []string{"password"}, value: s.password})
+	}
 	const space = " \t\n\r\v\f"
 	var b strings.Builder
-	found := false
-	s := dsn
+	rest := dsn
 	for {
-		rest := strings.TrimLeft(s, space)
-		b.WriteString(s[:len(s)-len(rest)])
-		s = rest
-		if s == "" {
+		trimmed := strings.TrimLeft(rest, space)
+		b.WriteString(rest[:len(rest)-len(trimmed)])
+		rest = trimmed
+		if rest == "" {
 			break
 		}
-		eq := strings.IndexByte(s, '=')
+		eq := strings.IndexByte(rest, '=')
 		if eq < 0 {
 			return "", errors.New("not a key=value DSN: text without '='")
 		}
-		key := strings.Trim(s[:eq], space)
-		afterEq := strings.TrimLeft(s[eq+1:], space)
-		valStart := len(s) - len(afterEq)
+		key := strings.Trim(rest[:eq], space)
+		afterEq := strings.TrimLeft(rest[eq+1:], space)
+		valStart := len(rest) - len(afterEq)
 		end := 0
 		if afterEq != "" && afterEq[0] == '\'' {
 			end = 1
@@ -413,26 +454,44 @@ func postgresPairsWithDatabase(dsn, name string) (string, error) {
 			}
 			end = min(end, len(afterEq))
 		}
-		if key == "dbname" || key == "database" {
-			if !found {
-				b.WriteString(s[:valStart])
-				b.WriteString(name)
-				found = true
+		var hit *setting
+		for _, st := range set {
+			if slices.Contains(st.keys, key) {
+				hit = st
 			}
-			// A second dbname would win; drop it.
-		} else {
-			b.WriteString(s[:valStart+end])
 		}
-		s = s[valStart+end:]
+		switch {
+		case hit == nil:
+			b.WriteString(rest[:valStart+end])
+		case !hit.found:
+			b.WriteString(rest[:valStart])
+			b.WriteString(pairValue(hit.value))
+			hit.found = true
+		default:
+			// A second one would win; drop it.
+		}
+		rest = rest[valStart+end:]
 	}
 	out := b.String()
-	if !found {
+	for _, st := range set {
+		if st.found {
+			continue
+		}
 		if out != "" && !strings.ContainsRune(space, rune(out[len(out)-1])) {
 			out += " "
 		}
-		out += "dbname=" + name
+		out += st.keys[0] + "=" + pairValue(st.value)
 	}
 	return out, nil
+}
+
+// pairValue is v as a value of a key=value DSN: bare when it can be,
+// quoted otherwise.
+func pairValue(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\n\r\v\f'\\") {
+		return v
+	}
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
 }
 
 // mysqlWithDatabase parses dsn as go-sql-driver/mysql does, sets the
