@@ -45,4 +45,8 @@
 // through the DSN, so its user must be allowed to create and drop databases.
 // On such a target Target.Server, and SkipExternal, skip the test: it cannot
 // stop someone else's server.
+//
+// Nothing a test makes outlives it on any server, the user's included: a
+// PostgreSQL test that connects as a role with fewer rights gets one from
+// Target.Role, made before its database and dropped after it.
 package testdb
