@@ -1134,7 +1134,7 @@ func (d *dialect) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration
 	case SQLServer:
 		return db.Transaction(func(tx *gorm.DB) error {
 			var rc int
-			if err := tx.Raw(lock.acquire, key).Row().Scan(&rc); err != nil {
+			if err := scanRow(tx, stmt{lock.acquire, []any{key}}, &rc); err != nil {
 				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
 			}
 			if rc < 0 {
@@ -1151,13 +1151,13 @@ func (d *dialect) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration
 		// transaction already and only set a savepoint.
 		return pinned(db, func(conn *gorm.DB) error {
 			var dbName sql.NullString
-			if err := conn.Raw("SELECT DATABASE()").Row().Scan(&dbName); err != nil {
+			if err := scanRow(conn, stmt{q: "SELECT DATABASE()"}, &dbName); err != nil {
 				return err
 			}
 			name := mysqlLockName(dbName.String, key)
 			var got sql.NullInt64
 			secs := max(int64(timeout/time.Second), 1)
-			if err := conn.Raw(lock.acquire, name, secs).Row().Scan(&got); err != nil {
+			if err := scanRow(conn, stmt{lock.acquire, []any{name, secs}}, &got); err != nil {
 				return fmt.Errorf("%w: %w", ErrMigrationLock, err)
 			}
 			if !got.Valid || got.Int64 != 1 {

@@ -170,14 +170,14 @@ func (s *Store) ProbeFailover(ctx context.Context) (unsupported, err error) {
 	}()
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
 		var inc string
-		probe := db.Raw("SELECT " + d.incarnation).Row().Scan(&inc)
+		probe := scanRow(db, stmt{q: "SELECT " + d.incarnation}, &inc)
 		if probe == nil {
 			return nil
 		}
 		// The same connection answers a plain query: the expression is
 		// what failed, not the database.
 		var one int
-		if err := db.Raw("SELECT 1").Row().Scan(&one); err != nil {
+		if err := scanRow(db, stmt{q: "SELECT 1"}, &one); err != nil {
 			return probe
 		}
 		unsupported = probe
