@@ -116,8 +116,8 @@ type Coordinator struct {
 	unhealthy   bool                 // no health check passed yet, or the last one failed: no campaigning
 	healthKnown bool                 // a health check has returned
 
-	// healthChanged is when unhealthy last changed, or when the health
-	// loop started; healthErr is the last check's error, nil after a
+	// healthChanged is when unhealthy last changed, or when Run
+	// started; healthErr is the last check's error, nil after a
 	// pass. Both are for Renewal.
 	healthChanged time.Time
 	healthErr     error

@@ -105,9 +105,8 @@ type RenewalState struct {
 	Unhealthy bool
 	// HealthChanged is when Unhealthy last changed, on this process's
 	// clock: a passing check after failed ones, or the reverse. Until
-	// then it is when Run started the health checks, unhealthy until the
-	// first passes. Zero without a HealthCheck, and until Run has
-	// started the checks (just after Ready is closed).
+	// then it is when Run started, unhealthy until a first check passes.
+	// Zero without a HealthCheck, and before Run.
 	HealthChanged time.Time
 	// HealthError is the error of the last health check (its own, or
 	// why it counted as failed: a panic, an overrun of HealthInterval);

@@ -37,6 +37,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	c.state = stateRunning
 	c.leaseParent = context.WithoutCancel(ctx)
+	c.healthStartLocked()
 	c.mu.Unlock()
 	unregister := c.registerMetrics()
 	defer func() {

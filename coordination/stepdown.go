@@ -28,13 +28,22 @@ import (
 //
 // The state is the loop's, kept under c.mu: unhealthy and healthKnown
 // for the campaign, and, for Renewal and the leasehold.health.unhealthy
-// gauge, healthChanged (when unhealthy last changed, or the loop started)
-// and healthErr (the last check's error).
+// gauge, healthChanged (when unhealthy last changed, or Run started) and
+// healthErr (the last check's error).
 
 // errUnhealthyNow is what an acquire returns until a health check passed,
 // and while the last one failed.
 var errUnhealthyNow = fmt.Errorf("%w: no health check has passed yet, or the last one failed; this process does not campaign until one passes",
 	ErrUnhealthy)
+
+// healthStartLocked notes the start of Run: with a HealthCheck the
+// process is unhealthy from then until a first check passes. c.mu must be
+// held.
+func (c *Coordinator) healthStartLocked() {
+	if c.cfg.HealthCheck != nil {
+		c.healthChanged = time.Now()
+	}
+}
 
 // isUnhealthy reports whether no health check has passed yet, or the last
 // one failed.
@@ -64,9 +73,6 @@ func (c *Coordinator) healthLoop(ctx context.Context) {
 				zap.Duration("waited", c.cfg.ShutdownTimeout))
 		}
 	}()
-	c.mu.Lock()
-	c.healthChanged = time.Now()
-	c.mu.Unlock()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failures := 0
