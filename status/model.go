@@ -41,8 +41,8 @@ type Renewal struct {
 	// checks' error text is not shown: it is the application's, and the
 	// process's log has it.
 	Unhealthy bool `json:"unhealthy"`
-	// HealthChanged is when Unhealthy last changed (or the process
-	// started its checks), and HealthFor how long ago that was, in
+	// HealthChanged is when Unhealthy last changed (or the process's
+	// coordinator started), and HealthFor how long ago that was, in
 	// seconds.
 	HealthChanged time.Time `json:"health_changed,omitzero"`
 	HealthFor     *float64  `json:"health_for_seconds,omitempty"`
