@@ -147,5 +147,15 @@ func (c config) check() error {
 	if c.dsn == "" && !isSQLite(c.driver) {
 		return usagef("flag -dsn (or LEASEHOLD_DSN) is required with -driver %s; only the SQLite drivers have a default", c.driver)
 	}
+	// A SQLite driver takes any DSN for a file name: it would create a
+	// file named after a server's DSN, password included.
+	if server, ok := serverDSN(c.dsn); ok && isSQLite(c.driver) {
+		set := "-driver " + server + " (or LEASEHOLD_DRIVER=" + server + ")"
+		if server == "" {
+			set = "-driver to the server's: " + strings.Join(drivers()[2:], ", ")
+		}
+		return usagef("invalid value %q for flag -dsn: that is a database server's DSN, which the %s driver would take for a file name; "+
+			"set %s, or give a SQLite file", redactDSN(c.driver, c.dsn), c.driver, set)
+	}
 	return nil
 }

@@ -70,6 +70,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		fmt.Fprintf(stderr, "sample: %v\n", err)
 		return exitUsage
 	}
+	// Everything written from here on has the DSN's passwords replaced,
+	// the drivers' errors included: some quote their DSN.
+	stderr = redactingWriter{w: stderr, driver: cfg.driver, dsn: cfg.dsn}
 	id, err := identity.FromLookup(func(k string) (string, bool) {
 		v := getenv(k)
 		return v, v != ""
@@ -225,6 +228,19 @@ func openDB(ctx context.Context, driver, dsn, redactedDSN string, log *zap.Logge
 			zap.Int("attempt", attempt), zap.Duration("retry_in", openRetry), zap.Error(err))
 		t.Reset(openRetry)
 	}
+}
+
+// redactingWriter writes to w with the passwords of dsn replaced.
+type redactingWriter struct {
+	w           io.Writer
+	driver, dsn string
+}
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, redactMessage(r.driver, r.dsn, string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // closeDB closes the database's connection pool.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -204,5 +205,37 @@ func mustScan(t *testing.T, db *gorm.DB, dest any, query string) {
 	t.Helper()
 	if err := db.Raw(query).Scan(dest).Error; err != nil {
 		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// TestServerDSNForSQLiteRefused: a server's DSN given to a SQLite driver
+// is a usage error that says which -driver to set, without the password,
+// and creates no file (the driver would take the DSN for a file name).
+func TestServerDSNForSQLiteRefused(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, tc := range []struct{ dsn, driver string }{
+		{"postgres://alice:S3cretPW@db.example/app", "postgres"},
+		{"host=db.example user=alice password=S3cretPW dbname=app", "postgres"},
+		{"alice:S3cretPW@tcp(db.example:3306)/app", "mysql"},
+		{"sqlserver://alice:S3cretPW@db.example?database=app", "sqlserver"},
+	} {
+		for _, driver := range []string{driverSQLitePure, driverSQLite} {
+			var out syncBuffer
+			vars := map[string]string{"HOSTNAME": "test-node", "LEASEHOLD_DRIVER": driver, "LEASEHOLD_DSN": tc.dsn}
+			// Bounded: a sample that took the DSN for a file would run on it.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			code := run(ctx, nil, env(vars), &out)
+			cancel()
+			if code != exitUsage {
+				t.Errorf("%s with %q: exit %d, want %d:\n%s", driver, tc.dsn, code, exitUsage, out.String())
+			}
+			if !strings.Contains(out.String(), "-driver "+tc.driver) || strings.Contains(out.String(), "S3cretPW") {
+				t.Errorf("%s with %q: want -driver %s named and no password:\n%s", driver, tc.dsn, tc.driver, out.String())
+			}
+		}
+	}
+	if es, err := os.ReadDir(dir); err != nil || len(es) > 0 {
+		t.Fatalf("the working directory holds %v (%v); want nothing", es, err)
 	}
 }
