@@ -5,10 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/migrations"
 )
 
@@ -18,7 +21,26 @@ func migrateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 		if len(args) > 0 {
 			return usagef("unexpected argument %q: migrate takes flags only", args[0])
 		}
-		db, closeDB, err := e.open(ctx, false)
+		// A dry run reads: it opens a SQLite file read-only, and only an
+		// existing one. Where there is none yet, migrate would create it
+		// and apply every version.
+		a := create
+		if *dryRun {
+			a = readOnly
+			if err := e.db.checkDSN(); err != nil {
+				return err
+			}
+			if abs, err := sqliteMissing(e.db.dsn); isSQLite(e.db.driver) && errors.Is(err, os.ErrNotExist) {
+				script, err := migrations.ScriptFrom(dialectOf(e.db.driver), migrations.Options{TablePrefix: e.db.prefix}, 0)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "-- dry run on %s: there is no file at %s yet; migrate would create it and apply every version; "+
+					"nothing was created or applied\n%s", e.where(), abs, script)
+				return nil
+			}
+		}
+		db, closeDB, err := e.open(ctx, a)
 		if err != nil {
 			return err
 		}
@@ -26,10 +48,10 @@ func migrateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 		opts := migrations.Options{TablePrefix: e.db.prefix}
 		v, err := migrations.Version(ctx, db, opts)
 		if err != nil {
-			return fmt.Errorf("read the schema version: %w", err)
+			return fmt.Errorf("read the schema version of %s: %w", e.where(), err)
 		}
 		if v >= migrations.LatestVersion {
-			fmt.Fprintf(e.stdout, "schema at version %d, the latest: nothing to apply\n", v)
+			fmt.Fprintf(e.stdout, "schema of %s at version %d, the latest: nothing to apply\n", e.where(), v)
 			return nil
 		}
 		if *dryRun {
@@ -37,18 +59,18 @@ func migrateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "-- dry run: the schema is at version %d; nothing was applied\n%s", v, script)
+			fmt.Fprintf(e.stdout, "-- dry run on %s: the schema is at version %d; nothing was applied\n%s", e.where(), v, script)
 			return nil
 		}
 		applied, err := migrations.Migrate(ctx, db, opts)
 		if err != nil {
-			return err
+			return fmt.Errorf("migrate %s: %w", e.where(), err)
 		}
 		if len(applied) == 0 {
-			fmt.Fprintf(e.stdout, "schema at version %d, the latest: nothing to apply\n", migrations.LatestVersion)
+			fmt.Fprintf(e.stdout, "schema of %s at version %d, the latest: nothing to apply\n", e.where(), migrations.LatestVersion)
 			return nil
 		}
-		fmt.Fprintf(e.stdout, "applied versions %s; schema at version %d\n", joinInts(applied), migrations.LatestVersion)
+		fmt.Fprintf(e.stdout, "applied versions %s to %s; schema at version %d\n", joinInts(applied), e.where(), migrations.LatestVersion)
 		return nil
 	}
 }
@@ -98,17 +120,24 @@ func contains(list []string, s string) bool {
 }
 
 func resignFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-	prefer := fs.String("prefer", "", "the process that should take the lease next: its holder (node/cluster/instance), node or instance id")
+	prefer := fs.String("prefer", "", "the process that should take the lease next: its holder (node/cluster/instance), node or instance id; "+
+		"it must hold a lease or a pool membership, unless -force is given")
+	force := fs.Bool("force", false, "record -prefer even when no live process answers to it")
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) != 1 {
 			return usagef("resign takes one lease name, as status prints it (cluster/<cluster>/<name> or global/<name>); got %d arguments", len(args))
 		}
 		name := args[0]
-		c, closeDB, err := e.coordinator(ctx)
+		c, closeDB, err := e.coordinator(ctx, readWrite)
 		if err != nil {
 			return err
 		}
 		defer closeDB()
+		if *prefer != "" && !*force {
+			if err := checkPreferred(ctx, c, name, *prefer); err != nil {
+				return err
+			}
+		}
 		info, err := c.Resign(ctx, name, coordination.ResignOptions{PreferredHolder: *prefer})
 		switch {
 		case errors.Is(err, coordination.ErrUnknownLease):
@@ -124,8 +153,60 @@ func resignFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if *prefer != "" {
 			next = *prefer
 		}
-		fmt.Fprintf(e.stdout, "asked %s to hand over %s (epoch %d) to %s; it sees the request at its next renewal\n",
-			info.Holder, info.Name, info.Epoch, next)
+		fmt.Fprintf(e.stdout, "asked %s to hand over %s (epoch %d) to %s, in %s; it sees the request at its next renewal\n",
+			info.Holder, info.Name, info.Epoch, next, e.where())
 		return nil
 	}
+}
+
+// maxListed bounds the live holders a refused -prefer lists.
+const maxListed = 20
+
+// checkPreferred refuses a preferred holder that no live process answers
+// to: no live lease or pool membership is held by a process with that
+// holder string, node or instance id. A typo would otherwise keep the
+// lease name without a leader for twice its holder's TTL. The error lists
+// the live holders other than the current holder of name. A lease that
+// has no row is left to Resign to report.
+func checkPreferred(ctx context.Context, c *coordination.Coordinator, name, prefer string) error {
+	rows, err := c.Leases(ctx)
+	if err != nil {
+		return fmt.Errorf("read the live holders: %w", err)
+	}
+	current, found := "", false
+	for _, r := range rows {
+		if r.Name == name {
+			current, found = r.Holder, true
+		}
+	}
+	if !found {
+		return nil
+	}
+	var others []string
+	for _, r := range rows {
+		if !r.Live || r.Holder == "" {
+			continue
+		}
+		if store.Prefers(prefer, r.Holder) {
+			return nil
+		}
+		if r.Holder != current && !slices.Contains(others, r.Holder) {
+			others = append(others, r.Holder)
+		}
+	}
+	slices.Sort(others)
+	live := "no other process holds a lease or a pool membership"
+	if len(others) > 0 {
+		listed := others
+		if len(listed) > maxListed {
+			listed = listed[:maxListed]
+		}
+		live = "the other live holders are " + strings.Join(listed, ", ")
+		if len(others) > maxListed {
+			live += fmt.Sprintf(" and %d more", len(others)-maxListed)
+		}
+		live += " (a node name or an instance id will do too)"
+	}
+	return usagef("invalid value %q for flag -prefer: no live process answers to it; %s. "+
+		"A process that holds nothing has no row to show it: give -force to prefer it anyway", prefer, live)
 }

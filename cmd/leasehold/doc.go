@@ -17,15 +17,31 @@
 //	-dsn           data source name; for SQLite a file path is enough          LEASEHOLD_DSN
 //	-table-prefix  the services' coordination.Config.TablePrefix               LEASEHOLD_TABLE_PREFIX
 //
-// With a SQLite driver and no DSN, the command opens leasehold-sample.db in
-// the working directory, the sample's default database, so that it runs
-// next to the sample without flags. A SQLite DSN without "file:" and
-// without parameters is taken as a path and opened with the busy timeout
-// and WAL mode the services use. The reading subcommands refuse a SQLite
-// file that does not exist rather than create an empty one.
+// Every subcommand but ddl needs -dsn (or LEASEHOLD_DSN): there is no
+// default database, so that no command reads, migrates or creates one the
+// operator did not name. For the sample's database that is
+// -dsn ./leasehold-sample.db. Each names the database it used, by driver
+// and DSN: status and watch in their first line, status -json on stderr,
+// migrate in the line it prints (-dry-run in the comment that heads the
+// script) and resign in its success line.
 //
-// A DSN's password is never printed: every message replaces it, and the
-// DSN itself appears only in redacted form.
+// A SQLite DSN without "file:" and without parameters is taken as a path.
+// migrate opens it with the busy timeout and WAL mode the services use,
+// and creates the file if there is none. status, watch and
+// migrate -dry-run open an existing file read-only (mode=ro; SQLite may
+// still add the -wal and -shm files of a WAL database beside it), and
+// resign an existing one with mode=rw: a file that does not exist is an
+// error naming its path, and none of them creates a file or a table. A
+// "file:" URI keeps its own parameters and gets mode=ro or mode=rw unless
+// it names a mode. A server's DSN given to a SQLite driver (a postgres://,
+// mysql:// or sqlserver:// URL, host=... dbname=... settings, a MySQL
+// user:password@tcp(host)/db) is a usage error that says which -driver to
+// set: the SQLite driver would take it for a file name.
+//
+// A DSN's password is never printed: every message, the drivers' errors
+// included, has it replaced, and the DSN itself appears only in redacted
+// form. The password is found by the DSN's shape, whichever driver it is
+// given to.
 //
 // # Subcommands
 //
@@ -33,21 +49,29 @@
 // live, the time it has left by the database clock, when its term began
 // and when its holder's session was last renewed) and the pools (the
 // generation, then each member in index order with its holder, liveness
-// and acknowledged generation). -json prints the same as one JSON object.
+// and acknowledged generation). -json prints the same as one JSON object,
+// a status.Snapshot, alone on stdout; the line naming the database goes
+// to stderr.
 //
 //	leasehold -dsn /tmp/leasehold-demo-1234/demo.db status
 //
-// watch prints the same every -interval (2s), with a CHANGE column that
-// marks what changed since the last refresh: new, holder, epoch, live,
-// expired; gone leases are listed as gone, and a pool's line notes a new
-// generation or membership. It stops on SIGINT or SIGTERM, or after
-// -count refreshes.
+// watch prints the same every -interval (2s, at least 100ms), with a
+// CHANGE column that marks what changed since the last refresh: new,
+// holder, epoch, live, expired; gone leases are listed as gone, and a
+// pool's line notes a new generation or membership. It stops on SIGINT or
+// SIGTERM, or after -count refreshes. A database that cannot be reached
+// at start is an error; once watching, a read that fails or takes longer
+// than -timeout (10s) is reported on stderr and tried again, the wait
+// doubling from -interval up to 30s, and watch says so when a read
+// succeeds again. Failed reads do not count towards -count.
 //
-//	leasehold watch -interval 1s
+//	leasehold -dsn ./leasehold-sample.db watch -interval 1s
 //
 // migrate brings the schema to the latest version, as migrations.Migrate
 // does; with -dry-run it prints the SQL that would do it for the
-// database's dialect and current version, and applies nothing.
+// database's dialect and current version, and applies nothing. On a
+// SQLite file that does not exist yet, -dry-run says so and prints the
+// SQL from version 0, creating nothing.
 //
 //	leasehold -driver mysql -dsn "$DSN" migrate -dry-run
 //
@@ -60,9 +84,14 @@
 // resign NAME asks the current holder of the lease NAME (as status prints
 // it: cluster/<cluster>/<name> or global/<name>) to hand it over; -prefer
 // names the process that should take it next, by holder, node or instance
-// id. See coordination.Coordinator.Resign.
+// id. See coordination.Coordinator.Resign. No other process takes the
+// lease for twice the holder's TTL but the preferred one, so a -prefer
+// that no live process answers to (none holds a live lease or pool
+// membership under that holder string, node or instance id) is refused,
+// with the live holders listed; -force records it anyway, for a process
+// that holds nothing yet.
 //
-//	leasehold resign global/billing -prefer node-b
+//	leasehold -driver postgres -dsn "$DSN" resign global/billing -prefer node-b
 //
 // The command reads through a coordination.Coordinator that it never
 // runs, under the identity <hostname>/cli/<random instance>.
@@ -70,8 +99,10 @@
 // # Exit status
 //
 // 0 on success; 1 when the database cannot be reached or a statement
-// fails, the schema is missing or older than this build, or resign names
-// an unknown or free lease; 2 for a usage error (an unknown subcommand or
-// flag, a bad value), with the usage printed. -h prints the usage of the
+// fails, a SQLite file is missing, the schema is missing or older than
+// this build, or resign names an unknown or free lease; 2 for a usage
+// error (an unknown subcommand or flag, a bad value, no -dsn, a server's
+// DSN given to a SQLite driver, a -prefer no live process answers to),
+// with the usage printed once after the error. -h prints the usage of the
 // command or a subcommand.
 package main

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,9 +26,9 @@ import (
 	"github.com/leasehold/leasehold/migrations"
 )
 
-// defaultSQLiteFile is the database used when neither -dsn nor
-// LEASEHOLD_DSN is set: the sample's SQLite file in the working directory.
-const defaultSQLiteFile = "leasehold-sample.db"
+// sampleSQLiteFile is the sample's default database, named in the
+// messages that say how to give a DSN.
+const sampleSQLiteFile = "./leasehold-sample.db"
 
 // connectTimeout bounds the first contact with the database.
 const connectTimeout = 15 * time.Second
@@ -76,8 +78,8 @@ func addDBFlags(fs *flag.FlagSet, c *dbConfig) {
 	fs.StringVar(&c.driver, "driver", c.driver,
 		"database driver: "+strings.Join(drivers(), ", ")+" (env LEASEHOLD_DRIVER)")
 	fs.StringVar(&c.dsn, "dsn", c.dsn,
-		"data source name, or for SQLite the path of the database file (env LEASEHOLD_DSN; default: the SQLite file "+
-			defaultSQLiteFile+" in the working directory)")
+		"data source name, or for SQLite the path of the database file, such as "+sampleSQLiteFile+
+			" (env LEASEHOLD_DSN; required by every subcommand but ddl)")
 	fs.StringVar(&c.prefix, "table-prefix", c.prefix, "table prefix (env LEASEHOLD_TABLE_PREFIX)")
 }
 
@@ -131,31 +133,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 	}
 
+	// The flag sets print nothing themselves: the flag package would
+	// print the usage on an error or -h before returning it, and run
+	// prints it once, after the error.
 	top := flag.NewFlagSet("leasehold", flag.ContinueOnError)
 	top.SetOutput(io.Discard)
+	top.Usage = func() {}
 	addDBFlags(top, &e.db)
-	top.Usage = func() { printUsage(e.stderr, top) }
+	topUsage := func() { printUsage(e.stderr, top) }
 	if err := top.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			top.Usage()
+			topUsage()
 			return exitOK
 		}
-		return e.fail(usagef("%v", err), top.Usage)
+		return e.fail(usagef("%v", err), topUsage)
 	}
 	if top.NArg() == 0 {
-		return e.fail(usagef("no subcommand given"), top.Usage)
+		return e.fail(usagef("no subcommand given"), topUsage)
 	}
 	name := top.Arg(0)
 	i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
 	if i < 0 {
-		return e.fail(usagef("unknown subcommand %q", name), top.Usage)
+		return e.fail(usagef("unknown subcommand %q", name), topUsage)
 	}
 	cmd := commands[i]
 	fs := flag.NewFlagSet("leasehold "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	action := cmd.flags(fs)
 	addDBFlags(fs, &e.db)
-	fs.Usage = func() {
+	usage := func() {
 		fmt.Fprintf(e.stderr, "Usage: leasehold [db flags] %s %s [db flags]\n\n%s.\n\nFlags:\n", cmd.name, cmd.args, capitalize(cmd.summary))
 		fs.SetOutput(e.stderr)
 		fs.PrintDefaults()
@@ -167,10 +174,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	for {
 		if err := fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
+				usage()
 				return exitOK
 			}
-			return e.fail(usagef("%v", err), fs.Usage)
+			return e.fail(usagef("%v", err), usage)
 		}
 		if fs.NArg() == 0 {
 			break
@@ -178,11 +185,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		positional = append(positional, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
-	// ddl connects to nothing: it needs a DSN no more than a database.
-	if err := e.db.check(cmd.name != "ddl"); err != nil {
-		return e.fail(err, fs.Usage)
+	// The DSN is checked when a subcommand opens the database, after its
+	// own flags: ddl connects to nothing, and needs none.
+	if err := e.db.check(); err != nil {
+		return e.fail(err, usage)
 	}
-	return e.fail(action(ctx, e, positional), fs.Usage)
+	return e.fail(action(ctx, e, positional), usage)
 }
 
 // fail reports err and returns the exit status for it: usage errors print
@@ -219,17 +227,37 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// check validates the database flags the flag package cannot. needDSN
-// makes -dsn required for the drivers that have no default.
-func (c *dbConfig) check(needDSN bool) error {
+// check validates the database flags the flag package cannot, but for
+// the DSN: checkDSN does that.
+func (c *dbConfig) check() error {
 	if !slices.Contains(drivers(), c.driver) {
 		return usagef("invalid value %q for flag -driver: want one of %s", c.driver, strings.Join(drivers(), ", "))
 	}
-	if needDSN && c.dsn == "" && !isSQLite(c.driver) {
-		return usagef("flag -dsn (or LEASEHOLD_DSN) is required with -driver %s; only the SQLite drivers have a default", c.driver)
-	}
 	if _, err := migrations.DDL(dialectOf(c.driver), migrations.Options{TablePrefix: c.prefix}); err != nil {
 		return usagef("invalid value %q for flag -table-prefix: %v", c.prefix, err)
+	}
+	return nil
+}
+
+// checkDSN validates -dsn for a subcommand that opens the database: it
+// is required (there is no default database, so that no command opens or
+// creates one the operator did not name), and a server's DSN given to a
+// SQLite driver, which would take it for a file name, is refused.
+func (c *dbConfig) checkDSN() error {
+	if c.dsn == "" {
+		return usagef("flag -dsn (or LEASEHOLD_DSN) is required: it names the database, for SQLite its file, "+
+			"such as -dsn %s (the sample's), or for a server its DSN, such as -driver postgres -dsn 'postgres://user@host/db'",
+			sampleSQLiteFile)
+	}
+	if isSQLite(c.driver) {
+		if server, ok := redact.ServerDSN(c.dsn); ok {
+			set := "-driver " + server + " (or LEASEHOLD_DRIVER=" + server + ")"
+			if server == "" {
+				set = "-driver to the server's: " + strings.Join(drivers()[2:], ", ")
+			}
+			return usagef("invalid value %q for flag -dsn: that is a database server's DSN, which the %s driver would take for a file name; "+
+				"set %s, or give the path of a SQLite file", redact.DSN(c.driver, c.dsn), c.driver, set)
+		}
 	}
 	return nil
 }
@@ -247,32 +275,133 @@ func dialectOf(driver string) string {
 func sqlitePath(dsn string) (path string, plain bool) {
 	if rest, ok := strings.CutPrefix(dsn, "file:"); ok {
 		path, _, _ = strings.Cut(rest, "?")
+		path, _, _ = strings.Cut(path, "#")
+		if auth, ok := strings.CutPrefix(path, "//"); ok {
+			// file://localhost/path or file:///path
+			if slash := strings.Index(auth, "/"); slash >= 0 {
+				path = auth[slash:]
+			}
+		}
+		if p, err := url.PathUnescape(path); err == nil {
+			path = p
+		}
 		return path, false
 	}
 	return dsn, !strings.Contains(dsn, "?")
 }
 
-// open opens the database and checks that it answers. With mustExist, a
-// SQLite file that does not exist is an error rather than created empty.
-func (e *env) open(ctx context.Context, mustExist bool) (*gorm.DB, func(), error) {
+// sqliteParam returns the value of the query parameter key of a SQLite
+// "file:" URI, or "".
+func sqliteParam(dsn, key string) string {
+	_, query, ok := strings.Cut(dsn, "?")
+	if !ok || !strings.HasPrefix(dsn, "file:") {
+		return ""
+	}
+	query, _, _ = strings.Cut(query, "#")
+	for _, kv := range strings.Split(query, "&") {
+		if k, v, _ := strings.Cut(kv, "="); k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// access says what a subcommand does to the database, and so how it opens
+// a SQLite file.
+type access int
+
+const (
+	// create may create the file and the tables: migrate.
+	create access = iota
+	// readOnly opens an existing file read-only: status, watch,
+	// migrate -dry-run.
+	readOnly
+	// readWrite opens an existing file to write rows, never to create
+	// it: resign.
+	readWrite
+)
+
+// sqliteDSN returns the DSN that opens the SQLite database of dsn for a,
+// and an error when a needs a file that does not exist. A plain path gets
+// the busy timeout the services use; with create also their WAL mode and
+// write lock (dbopen.SQLiteDSN), with readWrite those and mode=rw, with
+// readOnly mode=ro. A "file:" URI keeps its parameters, and gets mode=ro
+// or mode=rw unless it names a mode itself. SQLite may still add the -wal
+// and -shm files of a WAL database beside an existing file.
+func sqliteDSN(driver, dsn string, a access) (string, error) {
+	path, plain := sqlitePath(dsn)
+	if a != create {
+		if abs, err := sqliteMissing(dsn); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return "", fmt.Errorf("no SQLite database at %s: no such file (give the path of an existing database with -dsn; "+
+					"leasehold migrate creates one)", abs)
+			}
+			return "", fmt.Errorf("no SQLite database at %s: %w", abs, err)
+		}
+	}
+	mode := map[access]string{readOnly: "mode=ro", readWrite: "mode=rw"}[a]
+	if !plain {
+		if mode == "" || sqliteParam(dsn, "mode") != "" {
+			return dsn, nil
+		}
+		if strings.Contains(dsn, "?") {
+			return dsn + "&" + mode, nil
+		}
+		return dsn + "?" + mode, nil
+	}
+	full := dbopen.SQLiteDSN(driver, path)
+	switch a {
+	case readOnly:
+		// The file name as SQLiteDSN escapes it, with the busy timeout
+		// only: setting the journal mode may write.
+		name, _, _ := strings.Cut(full, "?")
+		busy := "_pragma=busy_timeout(5000)"
+		if driver == dbopen.SQLite {
+			busy = "_busy_timeout=5000"
+		}
+		return name + "?" + mode + "&" + busy, nil
+	case readWrite:
+		return full + "&" + mode, nil
+	}
+	return full, nil
+}
+
+// sqliteMissing returns the absolute path of the file of a SQLite DSN,
+// and an error when that file cannot be found: one wrapping
+// fs.ErrNotExist when there is none. An in-memory database is never
+// missing.
+func sqliteMissing(dsn string) (abs string, err error) {
+	path, _ := sqlitePath(dsn)
+	if path == "" || strings.HasPrefix(path, ":memory:") || sqliteParam(dsn, "mode") == "memory" {
+		return path, nil
+	}
+	abs, aerr := filepath.Abs(path)
+	if aerr != nil {
+		abs = path
+	}
+	_, err = os.Stat(path)
+	return abs, err
+}
+
+// where names the database for messages: its driver and its DSN, with
+// the password replaced.
+func (e *env) where() string {
+	return fmt.Sprintf("the %s database at %s", e.db.driver, redact.DSN(e.db.driver, e.db.dsn))
+}
+
+// open opens the database for a and checks that it answers.
+func (e *env) open(ctx context.Context, a access) (*gorm.DB, func(), error) {
+	if err := e.db.checkDSN(); err != nil {
+		return nil, nil, err
+	}
 	driver, dsn := e.db.driver, e.db.dsn
 	if isSQLite(driver) {
-		if dsn == "" {
-			dsn = defaultSQLiteFile
+		var err error
+		if dsn, err = sqliteDSN(driver, dsn, a); err != nil {
+			return nil, nil, err
 		}
-		path, plain := sqlitePath(dsn)
-		if mustExist && path != "" && !strings.HasPrefix(path, ":memory:") {
-			if _, err := os.Stat(path); err != nil {
-				abs, _ := filepath.Abs(path)
-				return nil, nil, fmt.Errorf("no SQLite database at %s (give its path with -dsn): %w", abs, err)
-			}
-		}
-		if plain {
-			dsn = dbopen.SQLiteDSN(driver, dsn)
-		}
-		e.db.dsn = dsn
 	}
-	where := fmt.Sprintf("the %s database at %s", driver, redact.DSN(driver, dsn))
+	where := e.where()
 	db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", where, err)
@@ -296,10 +425,11 @@ func (e *env) open(ctx context.Context, mustExist bool) (*gorm.DB, func(), error
 	return db, closeDB, nil
 }
 
-// coordinator opens the database, checks its schema is current, and
-// returns a coordinator for reads and resign requests; it is never run.
-func (e *env) coordinator(ctx context.Context) (*coordination.Coordinator, func(), error) {
-	db, closeDB, err := e.open(ctx, true)
+// coordinator opens the database for a, checks its schema is current,
+// and returns a coordinator for reads and resign requests; it is never
+// run, and never migrates.
+func (e *env) coordinator(ctx context.Context, a access) (*coordination.Coordinator, func(), error) {
+	db, closeDB, err := e.open(ctx, a)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -316,11 +446,11 @@ func (e *env) coordinator(ctx context.Context) (*coordination.Coordinator, func(
 			prefix = migrations.DefaultTablePrefix
 		}
 		if v == 0 {
-			return nil, nil, fmt.Errorf("no leasehold tables with prefix %q in the %s database at %s (run leasehold migrate to create them)",
-				prefix, e.db.driver, redact.DSN(e.db.driver, e.db.dsn))
+			return nil, nil, fmt.Errorf("no leasehold tables with prefix %q in %s (run leasehold migrate to create them)",
+				prefix, e.where())
 		}
-		return nil, nil, fmt.Errorf("the tables with prefix %q are at schema version %d; this build reads version %d (run leasehold migrate)",
-			prefix, v, migrations.LatestVersion)
+		return nil, nil, fmt.Errorf("the tables with prefix %q in %s are at schema version %d; this build reads version %d (run leasehold migrate)",
+			prefix, e.where(), v, migrations.LatestVersion)
 	}
 	id, err := operatorIdentity()
 	if err != nil {

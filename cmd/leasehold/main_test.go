@@ -56,15 +56,21 @@ func dbEnv(driver, dsn string) map[string]string {
 	return map[string]string{"LEASEHOLD_DRIVER": driver, "LEASEHOLD_DSN": dsn}
 }
 
-// holdLease runs a coordinator on the database that takes the global
-// election name, and stops it when the test ends.
+// holdLease runs a coordinator of node-a on the database that takes the
+// global election name, and stops it when the test ends.
 func holdLease(t *testing.T, driver, dsn, name string) (*coordination.Coordinator, *coordination.Lease) {
+	t.Helper()
+	return holdLeaseAs(t, "node-a", driver, dsn, name)
+}
+
+// holdLeaseAs is holdLease for a process of the given node.
+func holdLeaseAs(t *testing.T, node, driver, dsn, name string) (*coordination.Coordinator, *coordination.Lease) {
 	t.Helper()
 	db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := identity.New("node-a", "eu")
+	id, err := identity.New(node, "eu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +256,7 @@ func caseWatch(t *testing.T, tg testdb.Target) {
 		_, l := holdLease(t, driver, dsn, "cli-watch")
 		name = l.Name()
 	}}
-	r := runTo(t, w, dbEnv(driver, dsn), "watch", "-interval", "10ms", "-count", "2")
+	r := runTo(t, w, dbEnv(driver, dsn), "watch", "-interval", "100ms", "-count", "2")
 	if r.code != 0 {
 		t.Fatalf("watch: %+v", r)
 	}
@@ -276,6 +282,8 @@ func caseWatch(t *testing.T, tg testdb.Target) {
 func caseResign(t *testing.T, tg testdb.Target) {
 	driver, dsn := tg.OpenDSN(t)
 	c, l := holdLease(t, driver, dsn, "cli-resign")
+	// node-b is live: it holds a lease of its own.
+	holdLeaseAs(t, "node-b", driver, dsn, "cli-resign-b")
 	env := dbEnv(driver, dsn)
 	r := runCmd(t, env, "resign", "global/no-such-lease")
 	if r.code != 1 || !strings.Contains(r.stderr, `no lease named "global/no-such-lease"`) {

@@ -20,21 +20,25 @@ func statusFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if len(args) > 0 {
 			return usagef("unexpected argument %q: status takes flags only", args[0])
 		}
-		c, closeDB, err := e.coordinator(ctx)
+		c, closeDB, err := e.coordinator(ctx, readOnly)
 		if err != nil {
 			return err
 		}
 		defer closeDB()
 		s, err := status.Read(ctx, c)
 		if err != nil {
-			return err
+			return fmt.Errorf("read %s: %w", e.where(), err)
 		}
 		if *asJSON {
+			// stdout holds the snapshot alone, as the status page serves
+			// it; the database it was read from goes to stderr.
+			fmt.Fprintf(e.stderr, "leasehold: status of %s\n", e.where())
 			enc := json.NewEncoder(e.stdout)
 			enc.SetIndent("", "  ")
 			return enc.Encode(s)
 		}
 		var b bytes.Buffer
+		fmt.Fprintf(&b, "status of %s\n", e.where())
 		writeSnapshot(&b, s, nil)
 		_, err = e.stdout.Write(b.Bytes())
 		return err

@@ -97,56 +97,100 @@ func membersOf(p status.Pool) string {
 	return b.String()
 }
 
+// minWatchInterval is the shortest -interval: each refresh reads every
+// lease and pool.
+const minWatchInterval = 100 * time.Millisecond
+
+// maxWatchBackoff bounds the wait between failed reads, unless -interval
+// is longer.
+const maxWatchBackoff = 30 * time.Second
+
 func watchFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-	interval := fs.Duration("interval", 2*time.Second, "time between refreshes")
+	interval := fs.Duration("interval", 2*time.Second, "time between refreshes; at least "+minWatchInterval.String())
 	count := fs.Int("count", 0, "stop after this many refreshes; 0 means until SIGINT or SIGTERM")
+	timeout := fs.Duration("timeout", 10*time.Second,
+		"bound on each read; a read that fails or takes longer is tried again, waiting longer each time")
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) > 0 {
 			return usagef("unexpected argument %q: watch takes flags only", args[0])
 		}
-		if *interval <= 0 {
-			return usagef("invalid value %v for flag -interval: must be positive", *interval)
+		if *interval < minWatchInterval {
+			return usagef("invalid value %v for flag -interval: must be at least %v", *interval, minWatchInterval)
 		}
 		if *count < 0 {
 			return usagef("invalid value %d for flag -count: must not be negative", *count)
 		}
-		c, closeDB, err := e.coordinator(ctx)
+		if *timeout <= 0 {
+			return usagef("invalid value %v for flag -timeout: must be positive", *timeout)
+		}
+		c, closeDB, err := e.coordinator(ctx, readOnly)
 		if err != nil {
 			return err
 		}
 		defer closeDB()
+		header := fmt.Sprintf("watching %s every %v\n\n", e.where(), *interval)
 		var prev *status.Snapshot
-		for n := 1; ; n++ {
-			s, err := status.Read(ctx, c)
-			if err != nil {
-				if ctx.Err() != nil {
+		failed := 0 // reads failed in a row
+		for n := 1; ; {
+			rctx, cancel := context.WithTimeout(ctx, *timeout)
+			s, err := status.Read(rctx, c)
+			cancel()
+			wait := *interval
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return nil
+			case err != nil:
+				failed++
+				wait = watchBackoff(*interval, failed)
+				fmt.Fprintf(e.stderr, "leasehold: watch: reading %s failed (%d in a row): %v; trying again in %v\n",
+					e.where(), failed, err, wait)
+			default:
+				if failed > 0 {
+					fmt.Fprintf(e.stderr, "leasehold: watch: read %s again after %d failed reads\n", e.where(), failed)
+					failed = 0
+				}
+				var changes *changeSet
+				if prev != nil {
+					changes = diff(*prev, s)
+				} else {
+					changes = &changeSet{}
+				}
+				var b bytes.Buffer
+				if n == 1 {
+					b.WriteString(header)
+				}
+				fmt.Fprintf(&b, "--- refresh %d, ", n)
+				writeSnapshot(&b, s, changes)
+				b.WriteString("\n")
+				// One write per refresh.
+				if _, err := e.stdout.Write(b.Bytes()); err != nil {
+					return err
+				}
+				prev = &s
+				if *count > 0 && n >= *count {
 					return nil
 				}
-				return err
+				n++
 			}
-			var changes *changeSet
-			if prev != nil {
-				changes = diff(*prev, s)
-			} else {
-				changes = &changeSet{}
-			}
-			var b bytes.Buffer
-			fmt.Fprintf(&b, "--- refresh %d, ", n)
-			writeSnapshot(&b, s, changes)
-			b.WriteString("\n")
-			// One write per refresh.
-			if _, err := e.stdout.Write(b.Bytes()); err != nil {
-				return err
-			}
-			prev = &s
-			if *count > 0 && n >= *count {
-				return nil
-			}
+			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
+				t.Stop()
 				return nil
-			case <-time.After(*interval):
+			case <-t.C:
 			}
 		}
 	}
+}
+
+// watchBackoff is the wait after the failed-th failed read in a row: the
+// interval, doubled for each failure after the first, up to
+// maxWatchBackoff or the interval if that is longer.
+func watchBackoff(interval time.Duration, failed int) time.Duration {
+	limit := max(interval, maxWatchBackoff)
+	d := interval
+	for i := 1; i < failed && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
 }
