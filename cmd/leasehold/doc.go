@@ -28,12 +28,14 @@
 // A SQLite DSN without "file:" and without parameters is taken as a path.
 // migrate opens it with the busy timeout and WAL mode the services use,
 // and creates the file if there is none. status, watch and
-// migrate -dry-run open an existing file read-only (mode=ro; SQLite may
-// still add the -wal and -shm files of a WAL database beside it), and
-// resign an existing one with mode=rw: a file that does not exist is an
-// error naming its path, and none of them creates a file or a table. A
-// "file:" URI keeps its own parameters and gets mode=ro or mode=rw unless
-// it names a mode. A server's DSN given to a SQLite driver (a postgres://,
+// migrate -dry-run open an existing file with query_only, which refuses
+// every write, and resign opens an existing one: all with mode=rw, which
+// never creates the file. A file that does not exist is an error naming
+// its path, and none of them creates a file or a table, nor leaves the
+// -wal and -shm files of a WAL database behind (a mode=ro connection
+// would). A "file:" URI keeps its own parameters, and gets mode=rw unless
+// it names a mode, and query_only for the reads unless it sets that. A
+// server's DSN given to a SQLite driver (a postgres://,
 // mysql:// or sqlserver:// URL, host=... dbname=... settings, a MySQL
 // user:password@tcp(host)/db) is a usage error that says which -driver to
 // set: the SQLite driver would take it for a file name.

@@ -313,21 +313,25 @@ type access int
 const (
 	// create may create the file and the tables: migrate.
 	create access = iota
-	// readOnly opens an existing file read-only: status, watch,
-	// migrate -dry-run.
+	// readOnly reads an existing file, and cannot write it: status,
+	// watch, migrate -dry-run.
 	readOnly
-	// readWrite opens an existing file to write rows, never to create
-	// it: resign.
+	// readWrite writes rows to an existing file, never creating it:
+	// resign.
 	readWrite
 )
 
 // sqliteDSN returns the DSN that opens the SQLite database of dsn for a,
-// and an error when a needs a file that does not exist. A plain path gets
-// the busy timeout the services use; with create also their WAL mode and
-// write lock (dbopen.SQLiteDSN), with readWrite those and mode=rw, with
-// readOnly mode=ro. A "file:" URI keeps its parameters, and gets mode=ro
-// or mode=rw unless it names a mode itself. SQLite may still add the -wal
-// and -shm files of a WAL database beside an existing file.
+// and an error when a needs a file that does not exist.
+//
+// A plain path gets the settings the services use (dbopen.SQLiteDSN) for
+// create, and those with mode=rw (never create the file) for readWrite.
+// For readOnly it gets mode=rw, the busy timeout and query_only, which
+// refuses every write. Not mode=ro: a read-only connection to a WAL
+// database creates the -wal and -shm files it needs and cannot remove
+// them when it closes, whereas the last read-write connection does. A
+// "file:" URI keeps its parameters, and gets mode=rw unless it names a
+// mode, and for readOnly query_only unless it sets that.
 func sqliteDSN(driver, dsn string, a access) (string, error) {
 	path, plain := sqlitePath(dsn)
 	if a != create {
@@ -339,31 +343,41 @@ func sqliteDSN(driver, dsn string, a access) (string, error) {
 			return "", fmt.Errorf("no SQLite database at %s: %w", abs, err)
 		}
 	}
-	mode := map[access]string{readOnly: "mode=ro", readWrite: "mode=rw"}[a]
-	if !plain {
-		if mode == "" || sqliteParam(dsn, "mode") != "" {
-			return dsn, nil
+	if a == create {
+		if plain {
+			return dbopen.SQLiteDSN(driver, path), nil
 		}
-		if strings.Contains(dsn, "?") {
-			return dsn + "&" + mode, nil
-		}
-		return dsn + "?" + mode, nil
+		return dsn, nil
 	}
-	full := dbopen.SQLiteDSN(driver, path)
-	switch a {
-	case readOnly:
-		// The file name as SQLiteDSN escapes it, with the busy timeout
-		// only: setting the journal mode may write.
+	queryOnly, busy := "_pragma=query_only(1)", "_pragma=busy_timeout(5000)"
+	if driver == dbopen.SQLite {
+		queryOnly, busy = "_query_only=1", "_busy_timeout=5000"
+	}
+	if plain {
+		full := dbopen.SQLiteDSN(driver, path)
+		if a == readWrite {
+			return full + "&mode=rw", nil
+		}
+		// The file name as SQLiteDSN escapes it, without the journal
+		// mode: setting it may write.
 		name, _, _ := strings.Cut(full, "?")
-		busy := "_pragma=busy_timeout(5000)"
-		if driver == dbopen.SQLite {
-			busy = "_busy_timeout=5000"
-		}
-		return name + "?" + mode + "&" + busy, nil
-	case readWrite:
-		return full + "&" + mode, nil
+		return name + "?mode=rw&" + busy + "&" + queryOnly, nil
 	}
-	return full, nil
+	var add []string
+	if sqliteParam(dsn, "mode") == "" {
+		add = append(add, "mode=rw")
+	}
+	if _, query, _ := strings.Cut(dsn, "?"); a == readOnly && !strings.Contains(query, "query_only") {
+		add = append(add, queryOnly)
+	}
+	if len(add) == 0 {
+		return dsn, nil
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + strings.Join(add, "&"), nil
 }
 
 // sqliteMissing returns the absolute path of the file of a SQLite DSN,

@@ -271,6 +271,23 @@ func TestReadingCommandsCreateNothing(t *testing.T) {
 					t.Fatalf("%v on an empty database created the tables %q", sub, tables)
 				}
 			}
+
+			// A migrated database, closed: the reads leave no file beside
+			// it, not even the -wal and -shm of its WAL mode.
+			migrated := filepath.Join(t.TempDir(), "migrated.db")
+			if r := runCmd(t, dbEnv(driver, migrated), "migrate"); r.code != exitOK {
+				t.Fatalf("migrate: %+v", r)
+			}
+			before := entries(t, filepath.Dir(migrated))
+			for _, sub := range [][]string{{"status"}, {"watch", "-count", "1"}, {"migrate", "-dry-run"}, {"resign", "global/x"}} {
+				r := runCmd(t, dbEnv(driver, migrated), sub...)
+				if want := map[bool]int{true: exitFailure, false: exitOK}[sub[0] == "resign"]; r.code != want {
+					t.Errorf("%v on a migrated database: exit %d, want %d: %+v", sub, r.code, want, r)
+				}
+				if after := entries(t, filepath.Dir(migrated)); !slices.Equal(after, before) {
+					t.Fatalf("%v on a migrated database left %q beside it; before: %q", sub, after, before)
+				}
+			}
 		})
 	}
 }
@@ -592,8 +609,8 @@ func TestWatchRidesOutAnOutage(t *testing.T) {
 }
 
 // TestSQLiteDSNForAccess: the DSN a subcommand opens a SQLite database
-// with: read-only for reads, never created for resign, a file: URI kept
-// with a mode added unless it names one.
+// with: query_only for reads, never created for reads and resign, a file:
+// URI kept with a mode added unless it names one.
 func TestSQLiteDSNForAccess(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.db")
@@ -606,14 +623,17 @@ func TestSQLiteDSNForAccess(t *testing.T) {
 		want        string
 	}{
 		{dbopen.SQLitePure, path, create, dbopen.SQLiteDSN(dbopen.SQLitePure, path)},
-		{dbopen.SQLitePure, path, readOnly, "file:" + path + "?mode=ro&_pragma=busy_timeout(5000)"},
-		{dbopen.SQLite, path, readOnly, "file:" + path + "?mode=ro&_busy_timeout=5000"},
+		{dbopen.SQLitePure, path, readOnly, "file:" + path + "?mode=rw&_pragma=busy_timeout(5000)&_pragma=query_only(1)"},
+		{dbopen.SQLite, path, readOnly, "file:" + path + "?mode=rw&_busy_timeout=5000&_query_only=1"},
 		{dbopen.SQLitePure, path, readWrite, dbopen.SQLiteDSN(dbopen.SQLitePure, path) + "&mode=rw"},
-		{dbopen.SQLite, "file:" + path + "?_busy_timeout=5000&_journal_mode=WAL", readOnly, "file:" + path + "?_busy_timeout=5000&_journal_mode=WAL&mode=ro"},
+		{dbopen.SQLite, "file:" + path + "?_busy_timeout=5000&_journal_mode=WAL", readOnly,
+			"file:" + path + "?_busy_timeout=5000&_journal_mode=WAL&mode=rw&_query_only=1"},
+		{dbopen.SQLitePure, "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=query_only(0)", readOnly,
+			"file:" + path + "?_pragma=busy_timeout(5000)&_pragma=query_only(0)&mode=rw"},
 		{dbopen.SQLite, "file:" + path, readWrite, "file:" + path + "?mode=rw"},
-		{dbopen.SQLite, "file:" + path + "?mode=rwc", readOnly, "file:" + path + "?mode=rwc"},
+		{dbopen.SQLite, "file:" + path + "?mode=ro", readOnly, "file:" + path + "?mode=ro&_query_only=1"},
 		{dbopen.SQLitePure, "file:" + path + "?mode=ro", create, "file:" + path + "?mode=ro"},
-		{dbopen.SQLitePure, "file:mem?mode=memory&cache=shared", readOnly, "file:mem?mode=memory&cache=shared"},
+		{dbopen.SQLitePure, "file:mem?mode=memory&cache=shared", readWrite, "file:mem?mode=memory&cache=shared"},
 	} {
 		got, err := sqliteDSN(tc.driver, tc.dsn, tc.a)
 		if err != nil || got != tc.want {
