@@ -99,10 +99,10 @@ type command struct {
 
 var commands = []command{
 	{"status", "[-json]", "list the leases and pools, by the database clock", statusFlags},
-	{"watch", "[-interval 2s] [-count N]", "list them again every interval, marking what changed", watchFlags},
+	{"watch", "[-interval 2s] [-count N] [-timeout 10s]", "list them again every interval, marking what changed", watchFlags},
 	{"migrate", "[-dry-run]", "bring the schema to the latest version", migrateFlags},
 	{"ddl", "[-dialect D] [-from N]", "print the SQL that takes a schema from version N to the latest", ddlFlags},
-	{"resign", "NAME [-prefer HOLDER]", "ask the holder of a lease to hand it over", resignFlags},
+	{"resign", "NAME [-prefer HOLDER [-force]]", "ask the holder of a lease to hand it over", resignFlags},
 }
 
 // env is what a subcommand works with.
