@@ -175,10 +175,6 @@ var dialects = map[string]*dialect{
 	},
 }
 
-func quoteDouble(s string) string   { return `"` + s + `"` }
-func quoteBacktick(s string) string { return "`" + s + "`" }
-func quoteBracket(s string) string  { return "[" + s + "]" }
-
 // lookupDialect returns the dialect with the given gorm name.
 func lookupDialect(name string) (*dialect, error) {
 	d, ok := dialects[name]
@@ -187,47 +183,6 @@ func lookupDialect(name string) (*dialect, error) {
 	}
 	return d, nil
 }
-
-// Term identifies one term of one lease: the name and the epoch it was
-// acquired with.
-type Term struct {
-	Name  string
-	Epoch int64
-}
-
-// stmt is one statement and its bound arguments.
-type stmt struct {
-	q    string
-	args []any
-}
-
-// Chunk sizes: how many names or terms one statement carries. They keep
-// every statement within SQL Server's 2,100 bound parameters (the
-// smallest limit of the four) with room to spare, and keep each
-// statement's work bounded however many leases a process holds.
-const (
-	// ReadChunk is how many names one read carries (one parameter each).
-	ReadChunk = 1000
-	// WriteChunk is how many names or terms one insert, acquire or release
-	// carries (at most two parameters each, plus a few).
-	WriteChunk = 500
-)
-
-// placeholders returns "?, ?, ?" for n values.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-}
-
-func namesArgs(names []string) []any {
-	args := make([]any, len(names))
-	for i, n := range names {
-		args[i] = n
-	}
-	return args
-}
-
-// us renders a duration in microseconds as an SQL literal.
-func us(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
 
 // ----------------------------------------------------------------------
 // Liveness
@@ -416,20 +371,6 @@ func takeableArgs(session, holder string) []any {
 	return []any{session, session, f[0], f[1], f[2]}
 }
 
-// HolderForms returns the three strings a resign preference may use to
-// name the process with this holder string ("node/cluster/instance"): the
-// holder string itself, its node and its instance id.
-func HolderForms(holder string) [3]string {
-	node, instance := holder, holder
-	if i := strings.IndexByte(holder, '/'); i >= 0 {
-		node = holder[:i]
-	}
-	if i := strings.LastIndexByte(holder, '/'); i >= 0 {
-		instance = holder[i+1:]
-	}
-	return [3]string{holder, node, instance}
-}
-
 // acquireSet starts a new term: the epoch goes up by one (above the
 // incarnation's floor, incarnation.go) in the same statement, and a resign request or preference left from an earlier term
 // is cleared. Arguments: holder, session.
@@ -518,18 +459,6 @@ func (d *dialect) sqlAcquireTerms(t Tables, session, holder string, terms []Term
 	filter, targs := termsFilter(terms)
 	return stmt{"UPDATE " + d.quote(t.Leases) + " SET " + d.acquireSet(t) + " WHERE " + filter,
 		append([]any{holder, session}, targs...)}
-}
-
-// termsFilter matches exactly the given terms: "(name = ? AND epoch = 7)
-// OR ...", an index range per term on every database.
-func termsFilter(terms []Term) (string, []any) {
-	parts := make([]string, len(terms))
-	args := make([]any, len(terms))
-	for i, t := range terms {
-		parts[i] = "(name = ? AND epoch = " + strconv.FormatInt(t.Epoch, 10) + ")"
-		args[i] = t.Name
-	}
-	return "(" + strings.Join(parts, " OR ") + ")", args
 }
 
 // sqlRelease gives up the given terms of a session: the holder is cleared
@@ -703,31 +632,6 @@ func (d *dialect) sqlFence(t Tables, name string) stmt {
 	default:
 		return stmt{base + " WHERE l.name = ?", []any{name}}
 	}
-}
-
-// prefixFilter matches the names that start with a prefix, as a range of
-// the primary key: "name >= lo AND name < hi" with the bounds from
-// prefixRange. Every name column compares byte for byte (see the dialects'
-// nameType), so the range is exact on every database. LIKE is not: on
-// SQLite it ignores the case of ASCII letters, so the prefix of pool "a"
-// would also match the rows of pool "A".
-const prefixFilter = "name >= ? AND name < ?"
-
-// prefixRange returns the bounds of prefixFilter for a non-empty prefix:
-// the prefix itself, and the smallest string above every string that
-// starts with it (the prefix with its last byte incremented, after
-// dropping trailing 0xff bytes). Names are ASCII, so a prefix made only of
-// 0xff bytes is refused.
-func prefixRange(prefix string) (lo, hi string, err error) {
-	b := []byte(prefix)
-	for len(b) > 0 && b[len(b)-1] == 0xff {
-		b = b[:len(b)-1]
-	}
-	if len(b) == 0 {
-		return "", "", fmt.Errorf("leasehold: name prefix %q has no upper bound", prefix)
-	}
-	b[len(b)-1]++
-	return prefix, string(b), nil
 }
 
 // sqlSetData writes a term's data, only while the term is this live

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SQL helpers shared by the statements of every database.
+
+func quoteDouble(s string) string   { return `"` + s + `"` }
+func quoteBacktick(s string) string { return "`" + s + "`" }
+func quoteBracket(s string) string  { return "[" + s + "]" }
+
+// placeholders returns "?, ?, ?" for n values.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func namesArgs(names []string) []any {
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
+	}
+	return args
+}
+
+// us renders a duration in microseconds as an SQL literal.
+func us(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
+
+// termsFilter matches exactly the given terms: "(name = ? AND epoch = 7)
+// OR ...", an index range per term on every database.
+func termsFilter(terms []Term) (string, []any) {
+	parts := make([]string, len(terms))
+	args := make([]any, len(terms))
+	for i, t := range terms {
+		parts[i] = "(name = ? AND epoch = " + strconv.FormatInt(t.Epoch, 10) + ")"
+		args[i] = t.Name
+	}
+	return "(" + strings.Join(parts, " OR ") + ")", args
+}
+
+// prefixFilter matches the names that start with a prefix, as a range of
+// the primary key: "name >= lo AND name < hi" with the bounds from
+// prefixRange. Every name column compares byte for byte (see the dialects'
+// nameType), so the range is exact on every database. LIKE is not: on
+// SQLite it ignores the case of ASCII letters, so the prefix of pool "a"
+// would also match the rows of pool "A".
+const prefixFilter = "name >= ? AND name < ?"
+
+// prefixRange returns the bounds of prefixFilter for a non-empty prefix:
+// the prefix itself, and the smallest string above every string that
+// starts with it (the prefix with its last byte incremented, after
+// dropping trailing 0xff bytes). Names are ASCII, so a prefix made only of
+// 0xff bytes is refused.
+func prefixRange(prefix string) (lo, hi string, err error) {
+	b := []byte(prefix)
+	for len(b) > 0 && b[len(b)-1] == 0xff {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return "", "", fmt.Errorf("leasehold: name prefix %q has no upper bound", prefix)
+	}
+	b[len(b)-1]++
+	return prefix, string(b), nil
+}

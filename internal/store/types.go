@@ -1,0 +1,114 @@
+package store
+
+import (
+	"strings"
+	"time"
+)
+
+// Term identifies one term of one lease: the name and the epoch it was
+// acquired with.
+type Term struct {
+	Name  string
+	Epoch int64
+}
+
+// stmt is one statement and its bound arguments.
+type stmt struct {
+	q    string
+	args []any
+}
+
+// Chunk sizes: how many names or terms one statement carries. They keep
+// every statement within SQL Server's 2,100 bound parameters (the
+// smallest limit of the four) with room to spare, and keep each
+// statement's work bounded however many leases a process holds.
+const (
+	// ReadChunk is how many names one read carries (one parameter each).
+	ReadChunk = 1000
+	// WriteChunk is how many names or terms one insert, acquire or release
+	// carries (at most two parameters each, plus a few).
+	WriteChunk = 500
+)
+
+// Row is one lease as the database sees it, read together with the
+// database clock. Times are on the database clock, in UTC; zero for a
+// lease never acquired.
+type Row struct {
+	Name    string
+	Holder  string // the holder's identity; "" when free
+	Session string // the session holding it; "" when free or held by a build before sessions
+	Epoch   int64
+	// AcquiredAt is when the current (or last) term began.
+	AcquiredAt time.Time
+	// RenewedAt and ExpiresAt are those of the holder's session (of the
+	// row itself when it has no session). ExpiresAt is zero when the
+	// session is gone.
+	RenewedAt, ExpiresAt time.Time
+	Data                 string
+	// ResignEpoch is the epoch of the term a resign request was recorded
+	// for; 0 when none. It asks the holder to resign only while it equals
+	// Epoch.
+	ResignEpoch int64
+	// PreferredHolder names the process a resign request prefers as the
+	// next holder (a holder string, node or instance id), until
+	// PreferredUntil; "" for none.
+	PreferredHolder string
+	PreferredUntil  time.Time
+	// Now is the database clock at the read.
+	Now time.Time
+	// HoldUntil is, after a failover of the database (incarnation.go),
+	// when leases may be taken again by the database clock; zero when
+	// there is no hold-off.
+	HoldUntil time.Time
+	// EpochFloor is the floor every new epoch goes above (incarnation.go):
+	// a pool whose generation is below it publishes its next one.
+	EpochFloor int64
+
+	// incarnationStale is set when the read found the incarnation row
+	// missing or naming another incarnation than the one answering.
+	incarnationStale bool
+}
+
+// HeldOff reports whether, at the read, no lease could be taken because
+// the database failed over less than a hold-off ago.
+func (r Row) HeldOff() bool { return r.HoldUntil.After(r.Now) }
+
+// Live reports whether the lease was held and unexpired at the read. It is
+// the same rule as the SQL the store writes (heldExpr in dialect.go).
+func (r Row) Live() bool { return r.Holder != "" && !r.ExpiresAt.Before(r.Now) }
+
+// ReservedAgainst reports whether, at the read, an unexpired resign
+// preference named another process than holder: an acquire by holder
+// would not take the lease (takeable in dialect.go).
+func (r Row) ReservedAgainst(holder string) bool {
+	return r.PreferredHolder != "" && !r.PreferredUntil.Before(r.Now) && !Prefers(r.PreferredHolder, holder)
+}
+
+// Prefers reports whether a resign preference names the process with this
+// holder string: as its holder string, its node or its instance id.
+func Prefers(preference, holder string) bool {
+	f := HolderForms(holder)
+	return preference == f[0] || preference == f[1] || preference == f[2]
+}
+
+// Session is the database's view of one session.
+type Session struct {
+	RenewedAt, ExpiresAt, Now time.Time
+}
+
+// Live reports whether the session was unexpired at the read.
+func (s Session) Live() bool { return !s.ExpiresAt.Before(s.Now) }
+
+// HolderForms returns the three strings a resign preference may use to
+// name the process with this holder string ("node/cluster/instance"): the
+// holder string itself, its node and its instance id.
+func HolderForms(holder string) [3]string {
+	node, instance := holder, holder
+	if i := strings.IndexByte(holder, '/'); i >= 0 {
+		node = holder[:i]
+	}
+	if i := strings.LastIndexByte(holder, '/'); i >= 0 {
+		instance = holder[i+1:]
+	}
+	return [3]string{holder, node, instance}
+}
