@@ -85,7 +85,7 @@ func TestGoldenSQL(t *testing.T) {
 			if d.lockFirst() {
 				st("acquire, first: lock the named rows, in name order", d.sqlLockRows(tables, names))
 			}
-			if d.acquire == acquireLockThenUpdate {
+			if d.acquire() == acquireLockThenUpdate {
 				st("acquire: lock the leases this session can take, with their epochs", d.sqlAcquireLock(tables, session, holder, names))
 				st("acquire: new terms (new epochs) of exactly those", d.sqlAcquireTerms(tables, session, holder, three[1:]))
 			} else {
@@ -97,14 +97,14 @@ func TestGoldenSQL(t *testing.T) {
 			st("notify a session of a resign request", d.sqlNotifySession(tables, session))
 			st("read a session's pending resign requests", d.sqlPendingResigns(tables, session, names))
 			st("release three leases", d.sqlRelease(tables, session, three))
-			switch d.wake {
-			case wakeListen:
-				st("release three leases, notifying the listeners at commit", d.sqlReleaseNotify(tables, session, three))
-				st("notify the listeners (a pool's change)", d.sqlNotify(tables, "pool|global/orders|generation"))
-				section("listen for notifications", d.sqlListen(tables))
-				section("begin a decision on the listening connection", d.sqlBeginDecide())
-			case wakeLocal:
-				section("the database file, for the wake-up sockets next to it", d.sqlDatabaseFile())
+			switch w := d.database.(type) {
+			case notifier:
+				st("release three leases, notifying the listeners at commit", w.sqlReleaseNotify(tables, d.sqlRelease(tables, session, three)))
+				st("notify the listeners (a pool's change)", w.sqlNotify(tables, "pool|global/orders|generation"))
+				section("listen for notifications", w.sqlListen(tables))
+				section("begin a decision on the listening connection", w.sqlBeginDecide())
+			case fileDatabase:
+				section("the database file, for the wake-up sockets next to it", w.sqlDatabaseFile())
 			}
 			st("set a term's data (a member's acknowledged generation)", d.sqlSetData(tables, session, one[0], "42"))
 			st("publish a pool's next generation (compare-and-set)", d.sqlPublish(tables, "pool|global/orders|generation", 41, "a1b2,c3d4"))
@@ -200,7 +200,7 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 			})
 			check("acquire", n/WriteChunk, func(yield func(stmt)) {
 				_ = chunks(names, WriteChunk, func(p []string) error {
-					if d.acquire == acquireLockThenUpdate {
+					if d.acquire() == acquireLockThenUpdate {
 						yield(d.sqlAcquireLock(tables, session, holder, p))
 						return nil
 					}

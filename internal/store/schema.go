@@ -286,7 +286,7 @@ func (d *dialect) createMigrationsTable(t Tables) string {
 // sqlRecordVersion records an applied step. Arguments: description.
 func (d *dialect) sqlRecordVersion(t Tables, version int) string {
 	return "INSERT INTO " + d.quote(t.Migrations) + " (version, description, applied_at_us) VALUES (" +
-		strconv.Itoa(version) + ", ?, " + d.now + ")"
+		strconv.Itoa(version) + ", ?, " + d.now() + ")"
 }
 
 // sqlCurrentVersion reads the highest applied step.
@@ -344,7 +344,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 	}
 	stmts := []string{d.createMigrationsTable(t)}
 	rebuild := false
-	if d.name == SQLite {
+	if d.name() == SQLite {
 		was := tablesAt(t, from)
 		for i, ta := range tablesAt(t, LatestVersion) {
 			switch had := was[i].cols; {
@@ -378,7 +378,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 			check = m.applied(d, t)
 		}
 		switch {
-		case d.name == SQLite && m.columns != nil:
+		case d.name() == SQLite && m.columns != nil:
 			// Created or rebuilt above.
 		case check != "":
 			for _, s := range m.statements(d, t) {

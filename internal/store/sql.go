@@ -65,3 +65,55 @@ func prefixRange(prefix string) (lo, hi string, err error) {
 	b[len(b)-1]++
 	return prefix, string(b), nil
 }
+
+// valuesNow renders "(?, NOW), (?, NOW)" for n names, with the database
+// clock now.
+func valuesNow(now string, n int) string {
+	return strings.TrimSuffix(strings.Repeat("(?, "+now+"), ", n), ", ")
+}
+
+// sessionTermsWhere is the WHERE clause that matches exactly the given
+// terms of session: an OR list (termsFilter).
+func sessionTermsWhere(session string, terms []Term) (string, []any) {
+	filter, args := termsFilter(terms)
+	return " WHERE session_id = ? AND " + filter, append([]any{session}, args...)
+}
+
+// Implementations that several databases share, embedded in their types.
+
+// returningClause hands back the rows an UPDATE changes with RETURNING
+// after the WHERE clause (PostgreSQL, SQLite).
+type returningClause struct{}
+
+func (returningClause) returning(cols ...string) (afterSet, afterWhere string) {
+	return "", " RETURNING " + strings.Join(cols, ", ")
+}
+
+func (returningClause) renewReturnsRows() bool { return true }
+
+// inLists matches names with an IN list and terms with an OR list, one
+// bound parameter per name (MySQL, SQLite, SQL Server).
+type inLists struct{}
+
+func (inLists) nameIn(col string, names []string) (string, []any) {
+	return col + " IN (" + placeholders(len(names)) + ")", namesArgs(names)
+}
+
+func (inLists) whereTerms(_, session string, terms []Term) (string, []any) {
+	return sessionTermsWhere(session, terms)
+}
+
+// onConflict skips or updates the row an INSERT finds taken with ON
+// CONFLICT (PostgreSQL, SQLite).
+type onConflict struct{}
+
+func (onConflict) insertOnceConcurrent(into, values, _, key, _ string) string {
+	return into + "VALUES (" + values + ") ON CONFLICT (" + key + ") DO NOTHING"
+}
+
+// touchUnheld ends an INSERT into the lease table q (quoted) of rows that
+// may exist: an existing row that nobody holds gets expires_at_us = now
+// (sqlEnsureRows).
+func (onConflict) touchUnheld(q, now string) string {
+	return " ON CONFLICT (name) DO UPDATE SET expires_at_us = " + now + " WHERE " + q + ".holder = ''"
+}

@@ -120,8 +120,8 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 	} else {
 		s.general = semaphore.NewWeighted(int64(n - 1))
 		s.renewal = semaphore.NewWeighted(1)
-		if d.wake == wakeListen {
-			s.listener = newPGListener(s)
+		if n, ok := d.database.(notifier); ok {
+			s.listener = newPGListener(s, n)
 		}
 	}
 	return s, nil
@@ -131,7 +131,7 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 func (s *Store) dl() *dialect { return s.dialect.Load() }
 
 // Dialect returns the dialect name.
-func (s *Store) Dialect() string { return s.dl().name }
+func (s *Store) Dialect() string { return s.dl().name() }
 
 // Tables returns the table names in use.
 func (s *Store) Tables() Tables { return s.tables }
@@ -145,7 +145,7 @@ func (s *Store) MaxConnections() int { return s.maxConns }
 // as long as it is open; RenewSessionIn lets the fenced transaction renew
 // the session itself, and ReadSession sees the result once it commits,
 // without waiting for the writer.
-func (s *Store) SerializesWriters() bool { return s.dl().serialWriters }
+func (s *Store) SerializesWriters() bool { return s.dl().serialWriters() }
 
 // session returns the handle every library statement outside the caller's
 // transactions starts from. It is bound to ctx and carries dbresolver's
@@ -387,7 +387,7 @@ func (s *Store) Acquire(ctx context.Context, session, holder string, names []str
 						return err
 					}
 				}
-				if s.dl().acquire == acquireLockThenUpdate {
+				if s.dl().acquire() == acquireLockThenUpdate {
 					got, err = s.acquireLockThenUpdate(tx, session, holder, part)
 				} else {
 					got, err = scanTerms(tx, s.dl().sqlAcquire(s.tables, session, holder, part))
@@ -433,7 +433,7 @@ func (s *Store) decideTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	if _, ok := db.Statement.ConnPool.(pinnedConn); ok {
 		// The listening connection (PostgreSQL): gorm would only set a
 		// savepoint on it, so the transaction is begun and ended here.
-		return pinnedTx(db, s.dl().sqlBeginDecide(), fn)
+		return pinnedTx(db, s.listener.sql.sqlBeginDecide(), fn)
 	}
 	if !s.dl().lockFirst() {
 		return db.Transaction(fn)
@@ -533,12 +533,14 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 	var total int64
 	err := chunks(terms, WriteChunk, func(part []Term) error {
 		return s.run(ctx, s.renewal, func(db *gorm.DB) error {
-			if s.dl().wake != wakeListen {
-				n, err := exec(db, s.dl().sqlRelease(s.tables, session, part))
+			release := s.dl().sqlRelease(s.tables, session, part)
+			notify, ok := s.dl().database.(notifier)
+			if !ok {
+				n, err := exec(db, release)
 				total += n
 				return err
 			}
-			got, err := queryAll(db, s.dl().sqlReleaseNotify(s.tables, session, part), func(rs *sql.Rows, n *int64) error {
+			got, err := queryAll(db, notify.sqlReleaseNotify(s.tables, release), func(rs *sql.Rows, n *int64) error {
 				var empty string
 				return rs.Scan(n, &empty)
 			})
@@ -548,7 +550,8 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 			return err
 		})
 	})
-	if total > 0 && s.dl().wake == wakeLocal {
+	if total > 0 {
+		// Set only where the processes share a file (fileDatabase).
 		if lw := s.local.Load(); lw != nil {
 			names := make([]string, len(terms))
 			for i, t := range terms {

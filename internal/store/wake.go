@@ -25,24 +25,32 @@ import (
 // on a poll, so a lost, late, duplicated or spurious wake-up only changes
 // when a read happens, never what it decides.
 //
-//   - PostgreSQL (wakeListen): the release statement calls pg_notify, which
+//   - PostgreSQL (notifier): the release statement calls pg_notify, which
 //     the server delivers at commit; each process listens on one
 //     connection (pgListener), which it also uses for its general
 //     statements, so that listening costs no connection beyond the bound.
-//   - SQLite (wakeLocal): processes sharing a database file are on one
+//   - SQLite (fileDatabase): processes sharing a database file are on one
 //     host; each binds a datagram socket in a directory next to the file
 //     (or in the temporary directory when that path is too long), and a
 //     release sends its names to every socket there (localWake).
-//   - MySQL, MariaDB and SQL Server (wakeNone): followers poll.
+//   - MySQL, MariaDB and SQL Server (neither): followers poll.
 
-// wakeMode says how a dialect wakes the other processes.
-type wakeMode int
-
-const (
-	wakeNone   wakeMode = iota // polling only
-	wakeListen                 // PostgreSQL LISTEN/NOTIFY
-	wakeLocal                  // datagram sockets next to the SQLite file
-)
+// notifier is a database whose releases wake the other processes through
+// the database itself: PostgreSQL's LISTEN/NOTIFY.
+type notifier interface {
+	// sqlReleaseNotify is release, the statement of sqlRelease, in one
+	// statement that also notifies the listeners of the tables with the
+	// names of the leases it freed, at commit. It returns one row: the
+	// count and an empty string.
+	sqlReleaseNotify(t Tables, release stmt) stmt
+	// sqlNotify notifies the listeners of the tables.
+	sqlNotify(t Tables, payload string) stmt
+	// sqlListen subscribes the connection to the tables' notifications.
+	sqlListen(t Tables) string
+	// sqlBeginDecide begins the transaction of a decision (Store.decideTx)
+	// by a statement, on the listening connection.
+	sqlBeginDecide() string
+}
 
 // ErrNoWakeups is returned by Listen where there is no way to wake the
 // other processes: MySQL, MariaDB, SQL Server, an SQLite database in
@@ -95,14 +103,15 @@ type WakeState func(err error)
 // ErrNoWakeups at once where there is no way to listen.
 func (s *Store) Listen(ctx context.Context, retry time.Duration, wake WakeFunc, state WakeState) error {
 	var listen func(ctx context.Context, wake WakeFunc, up func()) error
+	file, isFile := s.dl().database.(fileDatabase)
 	switch {
 	case s.listener != nil:
 		if err := s.listener.poolAllows(); err != nil {
 			return err
 		}
 		listen = s.listener.listen
-	case s.dl().wake == wakeLocal:
-		lw, err := s.localWaker(ctx)
+	case isFile:
+		lw, err := s.localWaker(ctx, file)
 		if err != nil {
 			return err
 		}
@@ -139,16 +148,15 @@ func (s *Store) Listen(ctx context.Context, retry time.Duration, wake WakeFunc, 
 // notify by themselves; pools call it after changing their rows. Where
 // there is no way to wake others it does nothing.
 func (s *Store) Notify(ctx context.Context, names []string) error {
-	switch s.dl().wake {
-	case wakeListen:
+	if n, ok := s.dl().database.(notifier); ok {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
-			st := s.dl().sqlNotify(s.tables, wakePayload(names))
+			st := n.sqlNotify(s.tables, wakePayload(names))
 			return db.Exec(st.q, st.args...).Error
 		})
-	case wakeLocal:
-		if lw := s.local.Load(); lw != nil {
-			lw.send(names)
-		}
+	}
+	// Set only where the processes share a file (fileDatabase).
+	if lw := s.local.Load(); lw != nil {
+		lw.send(names)
 	}
 	return nil
 }
@@ -159,7 +167,8 @@ func (s *Store) Notify(ctx context.Context, names []string) error {
 // for notifications: so a process uses at most its renewal connection and
 // this one. While it does not listen, they use the pool as usual.
 type pgListener struct {
-	s *Store
+	s   *Store
+	sql notifier // the statements of the wake-up
 
 	mu   sync.Mutex
 	idle *sync.Cond // signalled when users drops to 0
@@ -175,8 +184,8 @@ type pgListener struct {
 	turn  chan struct{} // buffered 1: one statement at a time on conn
 }
 
-func newPGListener(s *Store) *pgListener {
-	l := &pgListener{s: s, turn: make(chan struct{}, 1)}
+func newPGListener(s *Store, sql notifier) *pgListener {
+	l := &pgListener{s: s, sql: sql, turn: make(chan struct{}, 1)}
 	l.idle = sync.NewCond(&l.mu)
 	l.up, l.setUp = context.WithCancel(context.Background())
 	return l
@@ -328,10 +337,10 @@ func (l *pgListener) listen(ctx context.Context, wake WakeFunc, up func()) error
 // does not keep one server connection per client (PgBouncer in
 // transaction mode) it never arrives, and listening is given up.
 func (l *pgListener) subscribe(conn *gorm.DB) error {
-	if err := conn.Exec(l.s.dl().sqlListen(l.s.tables)).Error; err != nil {
+	if err := conn.Exec(l.sql.sqlListen(l.s.tables)).Error; err != nil {
 		return fmt.Errorf("LISTEN: %w", err)
 	}
-	st := l.s.dl().sqlNotify(l.s.tables, probePayload)
+	st := l.sql.sqlNotify(l.s.tables, probePayload)
 	if err := conn.Exec(st.q, st.args...).Error; err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}

@@ -18,6 +18,14 @@ import (
 	"gorm.io/gorm"
 )
 
+// fileDatabase is a database in a file that the processes sharing it open
+// on one host (SQLite): they wake each other through sockets next to it.
+type fileDatabase interface {
+	// sqlDatabaseFile reads the file of the main database, "" for one in
+	// memory.
+	sqlDatabaseFile() string
+}
+
 // localWake wakes the processes that share an SQLite database file: they
 // run on one host, and each binds a datagram socket in one directory
 // derived from the file's path and the lease table's name. A release
@@ -35,15 +43,15 @@ const maxSocketPath = 100
 const localSendTimeout = 100 * time.Millisecond
 
 // localWaker returns the store's localWake, reading the database file's
-// path the first time. A database in memory has no file to share: then
-// it returns ErrNoWakeups.
-func (s *Store) localWaker(ctx context.Context) (*localWake, error) {
+// path from f the first time. A database in memory has no file to share:
+// then it returns ErrNoWakeups.
+func (s *Store) localWaker(ctx context.Context, f fileDatabase) (*localWake, error) {
 	if lw := s.local.Load(); lw != nil {
 		return lw, nil
 	}
 	var files []string
 	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
-		files, err = queryAll(db, stmt{q: s.dl().sqlDatabaseFile()}, func(rs *sql.Rows, f *string) error { return rs.Scan(f) })
+		files, err = queryAll(db, stmt{q: f.sqlDatabaseFile()}, func(rs *sql.Rows, f *string) error { return rs.Scan(f) })
 		return err
 	})
 	if err != nil {
