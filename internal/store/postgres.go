@@ -1,16 +1,23 @@
 package store
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
+
+	"gorm.io/gorm"
 )
 
 // postgresDB is PostgreSQL, through pgx (gorm.io/driver/postgres). It
 // detects failovers (incarnation.go) and wakes the followers with
 // LISTEN/NOTIFY (notifier, wake.go).
 type postgresDB struct {
+	guardedDDL
 	returningClause
 	onConflict
+	sqlStrings
+	notExistsRename
 }
 
 var (
@@ -79,10 +86,60 @@ func (postgresDB) lockForShare(alias string) (hint, suffix string) {
 	return "", " FOR SHARE OF " + alias
 }
 
-func (postgresDB) nameType() string          { return `VARCHAR(255) COLLATE "C"` }
-func (postgresDB) bigintType() string        { return "BIGINT" }
-func (postgresDB) intType() string           { return "INTEGER" }
-func (postgresDB) createTableSuffix() string { return "" }
+// The schema: DDL that says "if not exists" itself, and transactional.
+
+func (postgresDB) nameType() string            { return `VARCHAR(255) COLLATE "C"` }
+func (postgresDB) bigintType() string          { return "BIGINT" }
+func (postgresDB) intType() string             { return "INTEGER" }
+func (postgresDB) textType() string            { return "TEXT" }
+func (postgresDB) createTableIf(string) string { return createTableIfNotExists }
+func (postgresDB) createTableSuffix() string   { return "" }
+
+func (p postgresDB) addColumn(table string, c column) string {
+	return alterAdd(p, table, "ADD COLUMN IF NOT EXISTS ", []column{c})
+}
+
+func (p postgresDB) addColumns(table string, cols []column) []string {
+	return []string{alterAdd(p, table, "ADD COLUMN IF NOT EXISTS ", cols)}
+}
+
+func (postgresDB) hasColumn(_, _ string) string { return "" }
+
+func (p postgresDB) addDataColumn(table string) string {
+	return "ALTER TABLE " + p.quote(table) + " ADD COLUMN IF NOT EXISTS data TEXT NOT NULL DEFAULT ''"
+}
+
+func (postgresDB) concat(parts ...string) string { return strings.Join(parts, " || ") }
+
+func (postgresDB) lastSlash(col string) string {
+	return "(LENGTH(" + col + ") - STRPOS(REVERSE(" + col + "), '/') + 1)"
+}
+
+func (postgresDB) scriptBatchEnd() string { return "" }
+
+// migrationLock is a transaction-level advisory lock, waited for up to
+// timeout.
+func (postgresDB) migrationLock(t Tables, timeout time.Duration) lockSQL {
+	return lockSQL{
+		setup:   "SET LOCAL lock_timeout = " + strconv.FormatInt(timeout.Milliseconds(), 10),
+		acquire: "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(advisoryKey(migrationLockKey(t)), 10) + ")",
+	}
+}
+
+// withMigrationLock: DDL is transactional on PostgreSQL: lock, migrate and
+// record in one transaction; the lock ends with it.
+func (p postgresDB) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
+	lock := p.migrationLock(t, timeout)
+	return db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(lock.setup).Error; err != nil {
+			return err
+		}
+		if err := tx.Exec(lock.acquire).Error; err != nil {
+			return fmt.Errorf("%w: %w", ErrMigrationLock, err)
+		}
+		return apply(tx, inRun)
+	})
+}
 
 // The wake-up through the database (notifier, wake.go).
 

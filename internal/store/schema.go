@@ -2,10 +2,8 @@ package store
 
 import (
 	"fmt"
-	"hash/fnv"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -90,7 +88,7 @@ var migrations = []Migration{
 		Version:     1,
 		Description: "create the lease table",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{d.createTable(t.Leases, "name", leaseColumns1)}
+			return []string{createTable(d, t.Leases, "name", leaseColumns1)}
 		},
 		columns: &tableColumns{leases, leaseColumns1},
 	},
@@ -115,7 +113,7 @@ var migrations = []Migration{
 		Version:     4,
 		Description: "create the session table",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{d.createTable(t.Sessions, "id", sessionColumns)}
+			return []string{createTable(d, t.Sessions, "id", sessionColumns)}
 		},
 		columns: &tableColumns{sessions, sessionColumns},
 	},
@@ -150,7 +148,7 @@ var migrations = []Migration{
 		Version:     8,
 		Description: "create the incarnation table",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{d.createTable(t.Incarnation, "id", incarnationColumns)}
+			return []string{createTable(d, t.Incarnation, "id", incarnationColumns)}
 		},
 		columns: &tableColumns{incarnationTable, incarnationColumns},
 	},
@@ -274,35 +272,14 @@ var sessionIncarnationColumn = column{name: "incarnation", typ: nameCol, def: "'
 // LatestVersion is the schema version this build of leasehold needs.
 var LatestVersion = migrations[len(migrations)-1].Version
 
-// createMigrationsTable is the DDL of the version table.
-func (d *dialect) createMigrationsTable(t Tables) string {
-	return d.createTable(t.Migrations, "version", []column{
-		{name: "version", typ: intCol},
-		{name: "description", typ: nameCol, def: "''"},
-		{name: "applied_at_us", typ: bigintCol, def: "0"},
-	})
-}
-
-// sqlRecordVersion records an applied step. Arguments: description.
-func (d *dialect) sqlRecordVersion(t Tables, version int) string {
-	return "INSERT INTO " + d.quote(t.Migrations) + " (version, description, applied_at_us) VALUES (" +
-		strconv.Itoa(version) + ", ?, " + d.now() + ")"
-}
-
-// sqlCurrentVersion reads the highest applied step.
-func (d *dialect) sqlCurrentVersion(t Tables) string {
-	return "SELECT COALESCE(MAX(version), 0) FROM " + d.quote(t.Migrations)
-}
-
-// migrationLockKey derives the name of the lock that serialises concurrent
-// migrations of one schema (one prefix in one database).
-func migrationLockKey(t Tables) string { return "leasehold:migrate:" + t.Prefix }
-
-// advisoryKey maps the lock name to PostgreSQL's 64-bit advisory lock key.
-func advisoryKey(name string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return int64(h.Sum64())
+// tableRebuilder is a database that cannot add a column only if it is
+// missing (SQLite): there DDLFrom creates a missing table in its latest
+// form, and rebuilds a table that lacks columns, rows kept, instead of
+// running the steps that add them.
+type tableRebuilder interface {
+	// rebuildTable gives table the columns want, copying its rows, when it
+	// has the columns before (a prefix of want) or already all of want.
+	rebuildTable(table, pk string, before, want []column) []string
 }
 
 // DDL returns the statements that create the latest schema from nothing,
@@ -344,12 +321,13 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 	}
 	stmts := []string{d.createMigrationsTable(t)}
 	rebuild := false
-	if d.name() == SQLite {
+	rebuilder, rebuilds := d.database.(tableRebuilder)
+	if rebuilds {
 		was := tablesAt(t, from)
 		for i, ta := range tablesAt(t, LatestVersion) {
 			switch had := was[i].cols; {
 			case len(had) == 0:
-				stmts = append(stmts, d.createTable(ta.name, ta.pk, ta.cols))
+				stmts = append(stmts, createTable(d, ta.name, ta.pk, ta.cols))
 			case len(had) < len(ta.cols):
 				// One rebuild per step that added columns, whatever
 				// from says: each copy works whether the table has
@@ -359,7 +337,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 				before := ta.created
 				for v := 1; v <= LatestVersion; v++ {
 					if cols := tablesAt(t, v)[i].cols; len(cols) > len(before) {
-						stmts = append(stmts, d.rebuildTable(ta.name, ta.pk, before, cols)...)
+						stmts = append(stmts, rebuilder.rebuildTable(ta.name, ta.pk, before, cols)...)
 						before = cols
 					}
 				}
@@ -378,7 +356,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 			check = m.applied(d, t)
 		}
 		switch {
-		case d.name() == SQLite && m.columns != nil:
+		case rebuilds && m.columns != nil:
 			// Created or rebuilt above.
 		case check != "":
 			for _, s := range m.statements(d, t) {
@@ -399,6 +377,10 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 // statement ending with ';' (and followed by GO on SQL Server, so that each
 // is compiled after the ones before it have run).
 func Script(dialectName, prefix string, from int) (string, error) {
+	d, err := lookupDialect(dialectName)
+	if err != nil {
+		return "", err
+	}
 	stmts, err := DDLFrom(dialectName, prefix, from)
 	if err != nil {
 		return "", err
@@ -416,16 +398,10 @@ func Script(dialectName, prefix string, from int) (string, error) {
 	for _, s := range stmts {
 		b.WriteString(s)
 		b.WriteString(";\n")
-		if dialectName == SQLServer {
-			b.WriteString("GO\n")
-		}
+		b.WriteString(d.scriptBatchEnd())
 	}
 	return b.String(), nil
 }
-
-// quoteLiteral renders a string literal; only used for the library's own
-// constant descriptions when printing DDL.
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Schema version 3 renames the rows of pools. Earlier versions named them
 //
@@ -476,7 +452,7 @@ const (
 // renamePoolGenerations renames "pool/<key>/generation" to
 // "pool|<key>|generation" for rows never acquired.
 func (d *dialect) renamePoolGenerations(table string) string {
-	return d.renameUnlessTaken(table,
+	return d.renameUnlessTaken(d.quote(table),
 		func(col string) string {
 			return d.concat("'pool|'", d.substr(col, "6", d.length(col)+" - 16"), "'|generation'")
 		},
@@ -489,7 +465,7 @@ func (d *dialect) renamePoolGenerations(table string) string {
 // renamePoolMembers renames "pool/<key>/member/<instance>" to
 // "pool|<key>|member|<instance>".
 func (d *dialect) renamePoolMembers(table string) string {
-	return d.renameUnlessTaken(table,
+	return d.renameUnlessTaken(d.quote(table),
 		func(col string) string {
 			p := d.lastSlash(col)
 			return d.concat("'pool|'", d.substr(col, "6", p+" - 13"), "'|member|'", d.substr(col, p+" + 1", d.length(col)+" - "+p))
@@ -510,5 +486,5 @@ func (d *dialect) tombstoneOldPoolRows(table string) string {
 	ins := "INSERT INTO " + q + " (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, data) SELECT " +
 		old + ", '" + renamedHolder + "', renamed.epoch, renamed.acquired_at_us, renamed.renewed_at_us, " + tombstoneExpiry +
 		", renamed.data FROM " + q + " AS renamed WHERE " + strings.ReplaceAll(newPoolRows, "name", "renamed.name")
-	return d.insertUnlessTaken(ins, table, old)
+	return d.insertUnlessTaken(ins, q, old)
 }

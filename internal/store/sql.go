@@ -107,8 +107,16 @@ func (inLists) whereTerms(_, session string, terms []Term) (string, []any) {
 // CONFLICT (PostgreSQL, SQLite).
 type onConflict struct{}
 
-func (onConflict) insertOnceConcurrent(into, values, _, key, _ string) string {
-	return into + "VALUES (" + values + ") ON CONFLICT (" + key + ") DO NOTHING"
+func (c onConflict) insertOnceConcurrent(into, values, q, key, value string) string {
+	return c.insertOnce(into+"VALUES ("+values+")", q, key, value)
+}
+
+func (onConflict) insertOnce(ins, _, key, _ string) string {
+	return ins + " ON CONFLICT (" + key + ") DO NOTHING"
+}
+
+func (onConflict) insertUnlessTaken(ins, _, _ string) string {
+	return ins + " ON CONFLICT (name) DO NOTHING"
 }
 
 // touchUnheld ends an INSERT into the lease table q (quoted) of rows that
@@ -117,3 +125,37 @@ func (onConflict) insertOnceConcurrent(into, values, _, key, _ string) string {
 func (onConflict) touchUnheld(q, now string) string {
 	return " ON CONFLICT (name) DO UPDATE SET expires_at_us = " + now + " WHERE " + q + ".holder = ''"
 }
+
+// sqlStrings has the string functions LENGTH and SUBSTR (PostgreSQL,
+// MySQL, SQLite).
+type sqlStrings struct{}
+
+func (sqlStrings) length(s string) string { return "LENGTH(" + s + ")" }
+
+func (sqlStrings) substr(s, from, n string) string {
+	return "SUBSTR(" + s + ", " + from + ", " + n + ")"
+}
+
+// notExistsRename renames rows unless their new name is taken with NOT
+// EXISTS on the table being updated (PostgreSQL, SQLite, SQL Server).
+type notExistsRename struct{}
+
+func (notExistsRename) renameUnlessTaken(q string, newName, where func(col string) string) string {
+	col := q + ".name"
+	return "UPDATE " + q + " SET name = " + newName(col) + " WHERE " + where(col) +
+		" AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + newName(col) + ")"
+}
+
+// quoteLiteral renders a string literal; only used for the library's own
+// constant descriptions when printing DDL.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// guardedDDL is the schema where a statement guards itself or runs in one
+// transaction with its version record: no prepared statement chooses
+// whether it runs, and schema version 2 was released without a check
+// (everywhere but MySQL).
+type guardedDDL struct{}
+
+func (guardedDDL) hasDataColumnAsReleased(string) string { return "" }
+
+func (guardedDDL) unlessCounted(_, s string) []string { return []string{s} }

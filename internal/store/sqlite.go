@@ -1,18 +1,30 @@
 package store
 
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
 // sqliteDB is SQLite (gorm.io/driver/sqlite, over the cgo or the pure-Go
 // driver). One writer runs at a time, it detects no failovers
 // (incarnation.go), and the processes that share its file wake each other
 // through sockets next to it (fileDatabase, wake_local.go).
 type sqliteDB struct {
+	guardedDDL
 	returningClause
 	onConflict
 	inLists
+	sqlStrings
+	notExistsRename
 }
 
 var (
-	_ database     = sqliteDB{}
-	_ fileDatabase = sqliteDB{}
+	_ database       = sqliteDB{}
+	_ fileDatabase   = sqliteDB{}
+	_ tableRebuilder = sqliteDB{}
 )
 
 func (sqliteDB) name() string { return SQLite }
@@ -50,7 +62,102 @@ func (sqliteDB) lockForShare(string) (hint, suffix string) { return "", "" }
 func (sqliteDB) nameType() string          { return "TEXT" }
 func (sqliteDB) bigintType() string        { return "INTEGER" }
 func (sqliteDB) intType() string           { return "INTEGER" }
+func (sqliteDB) textType() string          { return "TEXT" }
 func (sqliteDB) createTableSuffix() string { return "" }
+
+// The schema: ADD COLUMN cannot say "if not exists", so the migrations
+// guard it with hasColumn and the DDL script rebuilds the tables
+// (tableRebuilder).
+
+func (sqliteDB) createTableIf(string) string { return createTableIfNotExists }
+
+func (s sqliteDB) addColumn(table string, c column) string {
+	return alterAdd(s, table, "ADD COLUMN ", []column{c})
+}
+
+// addColumns adds one column a statement: SQLite's ALTER TABLE adds one.
+func (s sqliteDB) addColumns(table string, cols []column) []string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = s.addColumn(table, c)
+	}
+	return parts
+}
+
+func (sqliteDB) hasColumn(table, col string) string {
+	return "SELECT COUNT(*) FROM pragma_table_info('" + table + "') WHERE name = '" + col + "'"
+}
+
+func (s sqliteDB) addDataColumn(table string) string {
+	return "ALTER TABLE " + s.quote(table) + " ADD COLUMN data TEXT NOT NULL DEFAULT ''"
+}
+
+func (sqliteDB) concat(parts ...string) string { return strings.Join(parts, " || ") }
+
+// lastSlash: SQLite has no REVERSE: trimming every character but '/' from
+// the right leaves the name up to its last '/'.
+func (sqliteDB) lastSlash(col string) string {
+	return "LENGTH(RTRIM(" + col + ", REPLACE(" + col + ", '/', '')))"
+}
+
+func (sqliteDB) scriptBatchEnd() string { return "" }
+
+// migrationLock is the database's write lock, taken by BEGIN IMMEDIATE.
+func (sqliteDB) migrationLock(Tables, time.Duration) lockSQL {
+	return lockSQL{acquire: "BEGIN IMMEDIATE", release: "COMMIT"}
+}
+
+// withMigrationLock: BEGIN IMMEDIATE takes the write lock up front
+// (waiting up to the busy timeout), whatever _txlock the caller's DSN
+// sets, and the run is one transaction.
+func (s sqliteDB) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
+	lock := s.migrationLock(t, timeout)
+	return pinned(db, func(conn *gorm.DB) error {
+		if err := conn.Exec(lock.acquire).Error; err != nil {
+			return fmt.Errorf("%w: %w", ErrMigrationLock, err)
+		}
+		if err := apply(conn, inRun); err != nil {
+			conn.Exec("ROLLBACK")
+			return err
+		}
+		return conn.Exec(lock.release).Error
+	})
+}
+
+// rebuildTable gives a SQLite table the columns want, copying its rows,
+// when it has the columns before (a prefix of want) or already all of
+// want: SQLite cannot add a column only if it is missing, and this copy
+// works on either. The columns want adds to before take their defaults from
+// one row; a NATURAL LEFT JOIN with that row has no column in common with a
+// table that lacks them all (each row gets the defaults), and only those in
+// common with one that has them all (each row keeps its own values). The
+// columns of one migration step come and go together, so a rebuild per step
+// copies a table at any version. A missing table is created as before
+// first. Run it inside one transaction.
+func (s sqliteDB) rebuildTable(table, pk string, before, want []column) []string {
+	q, tmp := s.quote(table), table+"_rebuild"
+	names := make([]string, len(want))
+	for i, c := range want {
+		names[i] = c.name
+	}
+	var defaults []string
+	for _, c := range want[len(before):] {
+		defaults = append(defaults, c.def+" AS "+c.name)
+	}
+	cols := strings.Join(names, ", ")
+	return []string{
+		// A table the script expects but that is not there yet is
+		// created as it was first, so that the copy and the rename
+		// below still make it.
+		createTable(s, table, pk, before),
+		"DROP TABLE IF EXISTS " + s.quote(tmp),
+		createTable(s, tmp, pk, want),
+		"INSERT INTO " + s.quote(tmp) + " (" + cols + ") SELECT " + cols + " FROM " + q +
+			" NATURAL LEFT JOIN (SELECT " + strings.Join(defaults, ", ") + ") AS added",
+		"DROP TABLE " + q,
+		"ALTER TABLE " + s.quote(tmp) + " RENAME TO " + q,
+	}
+}
 
 // sqlDatabaseFile reads the file of the main database, "" for one in
 // memory.

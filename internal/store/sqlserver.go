@@ -1,12 +1,21 @@
 package store
 
-import "strings"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
 
 // sqlserverDB is SQL Server 2016 or newer (gorm.io/driver/sqlserver). It
 // detects failovers by the instance answering (incarnation.go), and its
 // followers poll.
 type sqlserverDB struct {
+	guardedDDL
 	inLists
+	notExistsRename
 }
 
 var _ database = sqlserverDB{}
@@ -66,4 +75,85 @@ func (sqlserverDB) insertOnceConcurrent(into, values, q, key, value string) stri
 func (sqlserverDB) nameType() string          { return "NVARCHAR(255) COLLATE Latin1_General_BIN2" }
 func (sqlserverDB) bigintType() string        { return "BIGINT" }
 func (sqlserverDB) intType() string           { return "INT" }
+func (sqlserverDB) textType() string          { return "NVARCHAR(MAX)" }
 func (sqlserverDB) createTableSuffix() string { return "" }
+
+// The schema: DDL guarded by IF, and transactional.
+
+func (sqlserverDB) createTableIf(table string) string {
+	return "IF OBJECT_ID(N'" + table + "', N'U') IS NULL CREATE TABLE "
+}
+
+// unicodeColumnDef is columnDef with a Unicode literal (N'...') as the
+// default.
+func (s sqlserverDB) unicodeColumnDef(c column) string {
+	return strings.Replace(columnDef(s, c), " DEFAULT '", " DEFAULT N'", 1)
+}
+
+func (s sqlserverDB) addColumn(table string, c column) string {
+	return "IF COL_LENGTH(N'" + table + "', N'" + c.name + "') IS NULL ALTER TABLE " + s.quote(table) + " ADD " + s.unicodeColumnDef(c)
+}
+
+// addColumns guards every column by the first one's absence: the
+// migration is one transaction.
+func (s sqlserverDB) addColumns(table string, cols []column) []string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = s.unicodeColumnDef(c)
+	}
+	return []string{"IF COL_LENGTH(N'" + table + "', N'" + cols[0].name + "') IS NULL ALTER TABLE " + s.quote(table) + " ADD " +
+		strings.Join(parts, ", ")}
+}
+
+func (sqlserverDB) hasColumn(_, _ string) string { return "" }
+
+func (s sqlserverDB) addDataColumn(table string) string {
+	return "IF COL_LENGTH(N'" + table + "', N'data') IS NULL ALTER TABLE " + s.quote(table) + " ADD data NVARCHAR(MAX) NOT NULL DEFAULT N''"
+}
+
+func (sqlserverDB) concat(parts ...string) string { return strings.Join(parts, " + ") }
+
+func (sqlserverDB) length(s string) string { return "LEN(" + s + ")" }
+
+func (sqlserverDB) substr(s, from, n string) string {
+	return "SUBSTRING(" + s + ", " + from + ", " + n + ")"
+}
+
+func (sqlserverDB) lastSlash(col string) string {
+	return "(LEN(" + col + ") - CHARINDEX('/', REVERSE(" + col + ")) + 1)"
+}
+
+func (sqlserverDB) insertUnlessTaken(ins, q, name string) string {
+	return ins + " AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + name + ")"
+}
+
+func (sqlserverDB) insertOnce(ins, q, key, value string) string {
+	return "IF NOT EXISTS (SELECT 1 FROM " + q + " WHERE " + key + " = " + value + ") " + ins
+}
+
+// scriptBatchEnd is GO, so that each statement is compiled after the ones
+// before it have run.
+func (sqlserverDB) scriptBatchEnd() string { return "GO\n" }
+
+// migrationLock is an application lock (sp_getapplock) owned by the
+// migration's transaction, waited for up to timeout; it returns a status.
+func (sqlserverDB) migrationLock(_ Tables, timeout time.Duration) lockSQL {
+	return lockSQL{acquire: "DECLARE @r INT; EXEC @r = sp_getapplock @Resource = ?, @LockMode = 'Exclusive', " +
+		"@LockOwner = 'Transaction', @LockTimeout = " + strconv.FormatInt(timeout.Milliseconds(), 10) + "; SELECT @r"}
+}
+
+// withMigrationLock locks, migrates and records in one transaction; the
+// lock ends with it.
+func (s sqlserverDB) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
+	lock := s.migrationLock(t, timeout)
+	return db.Transaction(func(tx *gorm.DB) error {
+		var rc int
+		if err := scanRow(tx, stmt{lock.acquire, []any{migrationLockKey(t)}}, &rc); err != nil {
+			return fmt.Errorf("%w: %w", ErrMigrationLock, err)
+		}
+		if rc < 0 {
+			return fmt.Errorf("%w: sp_getapplock returned %d", ErrMigrationLock, rc)
+		}
+		return apply(tx, inRun)
+	})
+}
