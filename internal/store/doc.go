@@ -1,0 +1,30 @@
+// Package store is leasehold's access to the coordination tables: the
+// sessions, the lease operations (acquire, release, read, fence) and the
+// schema migrations, for every supported dialect.
+//
+// Every difference between the databases lives in the file of its
+// database, a type implementing the database interface (dialect.go):
+//
+//   - postgres.go: PostgreSQL's clock, names as one text[] parameter,
+//     releases joined with arrays, row locks, DDL, advisory migration
+//     lock, failover incarnation (system identifier and timeline), and
+//     its LISTEN/NOTIFY wake-up statements;
+//   - mysql.go: MySQL's and MariaDB's clock, the acquire that locks then
+//     updates, the renewal's notice as the last insert id, row locks,
+//     DDL guarded by prepared statements, and GET_LOCK;
+//   - sqlite.go: SQLite's clock, its single writer, DDL, the table
+//     rebuilds of its DDL script, BEGIN IMMEDIATE, and the database file
+//     its wake-up sockets sit next to;
+//   - sqlserver.go: SQL Server's clock, OUTPUT, lock hints, DDL guarded
+//     by IF, sp_getapplock, and its failover incarnation (the instance).
+//
+// The statements are built once for every database, which they ask for
+// the fragments that differ: sql_sessions.go (the session table and the
+// liveness rule), sql_leases.go (the lease table), sql_schema.go (the DDL,
+// the version table and the migration lock), incarnation.go (failovers of
+// the database) and schema.go (the migration steps and the DDL for DBAs),
+// with the helpers of sql.go. The Store sequences them and bounds how many
+// connections they use: store.go (the type), conn.go (connection slots and
+// transactions), sessions.go, leases.go, pools.go and migrate.go; wake.go
+// and wake_local.go wake the other processes.
+package store

@@ -1,0 +1,297 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// EnsureRows creates the rows of the named leases that do not exist yet,
+// in statements of at most WriteChunk names.
+func (s *Store) EnsureRows(ctx context.Context, names []string) error {
+	return chunks(names, WriteChunk, func(part []string) error {
+		return s.run(ctx, s.general, func(db *gorm.DB) error {
+			_, err := exec(db, s.dl().sqlEnsureRows(s.tables, part))
+			return err
+		})
+	})
+}
+
+// Acquire takes, for the live session, every named lease that is free,
+// expired, held by a dead session, or held by this session, and starts a
+// new term of each with the next epoch, in statements of at most
+// WriteChunk names. It returns the terms started; a name missing from
+// them is held by someone else, or has no row (EnsureRows). When the
+// session itself has expired it takes nothing.
+//
+// A term becomes durable only once this process has its epoch: where a
+// statement waiting on a lock does not notice its client giving up, the
+// acquire runs in a transaction that commits after the epochs arrived.
+//
+// A chunk whose statement or transaction failed contributes no terms, even
+// when its rows had already arrived: they are returned before the commit,
+// which may then fail and take them back. Such a chunk may or may not have
+// committed; a lease it did take is held by session with no term running,
+// and the next Acquire for the session takes it again with a new epoch.
+func (s *Store) Acquire(ctx context.Context, session, holder string, names []string) ([]Term, error) {
+	var out []Term
+	err := chunks(names, WriteChunk, func(part []string) error {
+		return s.run(ctx, s.general, func(db *gorm.DB) error {
+			if err := s.ensureIncarnation(db); err != nil {
+				return err
+			}
+			var got []Term
+			err := s.decideTx(db, func(tx *gorm.DB) (err error) {
+				if s.dl().lockFirst() {
+					if _, err := lockNames(tx, s.dl().sqlLockRows(s.tables, part)); err != nil {
+						return err
+					}
+				}
+				if s.dl().acquire() == acquireLockThenUpdate {
+					got, err = s.acquireLockThenUpdate(tx, session, holder, part)
+				} else {
+					got, err = scanTerms(tx, s.dl().sqlAcquire(s.tables, session, holder, part))
+				}
+				return err
+			})
+			if err != nil {
+				return err // got may hold rows of a rolled-back change
+			}
+			out = append(out, got...)
+			return nil
+		})
+	})
+	return out, err
+}
+
+func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names []string) ([]Term, error) {
+	locked, err := scanTerms(tx, s.dl().sqlAcquireLock(s.tables, session, holder, names))
+	if err != nil || len(locked) == 0 {
+		return nil, err
+	}
+	n, err := exec(tx, s.dl().sqlAcquireTerms(s.tables, session, holder, locked))
+	if err != nil {
+		return nil, err
+	}
+	// The rows are locked and every match changes its epoch, so the count
+	// is exact with or without clientFoundRows.
+	if n != int64(len(locked)) {
+		return nil, fmt.Errorf("leasehold: acquire updated %d of %d locked leases", n, len(locked))
+	}
+	out := make([]Term, len(locked))
+	for i, t := range locked {
+		out[i] = Term{Name: t.Name, Epoch: t.Epoch + 1}
+	}
+	return out, nil
+}
+
+// Release gives up the given terms of session, in statements of at most
+// WriteChunk terms, and returns how many were still held. A term that is
+// not the session's at that epoch any more is left untouched, so a stale
+// release can never end a newer term.
+func (s *Store) Release(ctx context.Context, session string, terms []Term) (int64, error) {
+	var total int64
+	err := chunks(terms, WriteChunk, func(part []Term) error {
+		return s.run(ctx, s.renewal, func(db *gorm.DB) error {
+			release := s.dl().sqlRelease(s.tables, session, part)
+			notify, ok := s.dl().database.(notifier)
+			if !ok {
+				n, err := exec(db, release)
+				total += n
+				return err
+			}
+			got, err := queryAll(db, notify.sqlReleaseNotify(s.tables, release), func(rs *sql.Rows, n *int64) error {
+				var empty string
+				return rs.Scan(n, &empty)
+			})
+			if err == nil && len(got) == 1 {
+				total += got[0]
+			}
+			return err
+		})
+	})
+	if total > 0 {
+		// Set only where the processes share a file (fileDatabase).
+		if lw := s.local.Load(); lw != nil {
+			names := make([]string, len(terms))
+			for i, t := range terms {
+				names[i] = t.Name
+			}
+			lw.send(names)
+		}
+	}
+	return total, err
+}
+
+// RequestResign records a resign request for the current term of the
+// lease name, in one transaction that locks the row first: it reads the
+// row, hands it to check, which refuses the request by returning an error
+// (a lease that is free, say), and otherwise records the request fenced
+// by the term's session and epoch (sqlRequestResign) and bumps the notice
+// counter of that session (sqlNotifySession). prefer is that of
+// sqlRequestResign; check returns the window the preference lasts.
+// It returns the row as read, and found false when the lease has no row.
+// notified is false when the holder's session was gone by the time its
+// notice was to be bumped: nothing is recorded then.
+func (s *Store) RequestResign(ctx context.Context, name, prefer string,
+	check func(Row) (window time.Duration, err error)) (row Row, found, notified bool, err error) {
+	err = s.run(ctx, s.general, func(db *gorm.DB) error {
+		return s.decideTx(db, func(tx *gorm.DB) error {
+			lock := s.dl().sqlLockRows(s.tables, []string{name})
+			if !s.dl().lockFirst() {
+				// SQLite: take the write lock before the read, so the
+				// writes that follow cannot find the read's snapshot stale.
+				lock = s.dl().sqlWriteLock(s.tables)
+			}
+			if _, err := lockNames(tx, lock); err != nil {
+				return err
+			}
+			rows, err := queryRows(tx, s.dl().sqlSelect(s.tables, []string{name}))
+			if err != nil || len(rows) == 0 {
+				return err
+			}
+			row, found = rows[0], true
+			window, err := check(row)
+			if err != nil {
+				return err
+			}
+			if _, err := exec(tx, s.dl().sqlRequestResign(s.tables, row.Session, Term{Name: name, Epoch: row.Epoch}, prefer, window)); err != nil {
+				return err
+			}
+			// notice + 1 always changes the row: the count is exact with
+			// or without MySQL's clientFoundRows.
+			n, err := exec(tx, s.dl().sqlNotifySession(s.tables, row.Session))
+			if err != nil {
+				return err
+			}
+			if notified = n == 1; !notified {
+				return errNotNotified
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, errNotNotified) {
+		err = nil
+	}
+	return row, found, notified, err
+}
+
+// errNotNotified rolls back a resign request whose session is gone.
+var errNotNotified = errors.New("leasehold: the holder's session is gone")
+
+// PendingResigns returns the terms, among the named leases held by
+// session, for which a resign request is recorded, in statements of at
+// most ReadChunk names.
+func (s *Store) PendingResigns(ctx context.Context, session string, names []string) ([]Term, error) {
+	var out []Term
+	err := chunks(names, ReadChunk, func(part []string) error {
+		return s.run(ctx, s.general, func(db *gorm.DB) error {
+			terms, err := scanTerms(db, s.dl().sqlPendingResigns(s.tables, session, part))
+			out = append(out, terms...)
+			return err
+		})
+	})
+	return out, err
+}
+
+// Get reads the named leases with the database clock, in statements of at
+// most ReadChunk names. Names without a row are absent from the result.
+// A read that finds the database failed over records that (adoptIfStale)
+// and reads again, so the rows show the hold-off.
+func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
+	return s.readAdopting(ctx, func() ([]Row, error) { return s.get(ctx, names) })
+}
+
+// readAdopting runs read, and once more if its rows show a failover that
+// nobody had recorded, once this call has recorded it.
+func (s *Store) readAdopting(ctx context.Context, read func() ([]Row, error)) ([]Row, error) {
+	rows, err := read()
+	if err != nil && !s.probed.Load() {
+		// A read before the coordinator's start-up probe (an operator's
+		// status command) may have failed on the incarnation alone.
+		if unsupported, perr := s.ProbeFailover(ctx); perr == nil && unsupported != nil {
+			rows, err = read()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if again, err := s.adoptIfStale(ctx, rows); err != nil || !again {
+		return rows, err
+	}
+	return read()
+}
+
+func (s *Store) get(ctx context.Context, names []string) ([]Row, error) {
+	var out []Row
+	err := chunks(names, ReadChunk, func(part []string) error {
+		return s.run(ctx, s.general, func(db *gorm.DB) error {
+			rows, err := queryRows(db, s.dl().sqlSelect(s.tables, part))
+			out = append(out, rows...)
+			return err
+		})
+	})
+	return out, err
+}
+
+// List reads every lease whose name starts with prefix ("" for all),
+// ordered by name. The match is byte for byte, also on SQLite. A failover
+// is recorded as Get does.
+func (s *Store) List(ctx context.Context, prefix string) ([]Row, error) {
+	return s.readAdopting(ctx, func() ([]Row, error) { return s.list(ctx, prefix) })
+}
+
+func (s *Store) list(ctx context.Context, prefix string) ([]Row, error) {
+	var lo, hi string
+	if prefix != "" {
+		var err error
+		if lo, hi, err = prefixRange(prefix); err != nil {
+			return nil, err
+		}
+	}
+	var out []Row
+	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
+		out, err = queryRows(db, s.dl().sqlList(s.tables, lo, hi))
+		return err
+	})
+	return out, err
+}
+
+// Now reads the database clock.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var now int64
+	err := s.run(ctx, s.general, func(db *gorm.DB) error {
+		st := s.dl().sqlNow()
+		return scanRow(db, st, &now)
+	})
+	return usTime(now), err
+}
+
+// Fence reads the lease row inside the caller's transaction tx, locking it
+// against a change of holder until tx ends, and returns it. The caller
+// compares session, epoch and liveness.
+func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
+	rows, err := queryRows(tx, s.dl().sqlFence(s.tables, name))
+	if err != nil || len(rows) == 0 {
+		return Row{}, false, err
+	}
+	return rows[0], true, nil
+}
+
+func queryRows(db *gorm.DB, st stmt) ([]Row, error) {
+	return queryAll(db, st, func(rs *sql.Rows, r *Row) error {
+		var acquired, renewed, expires, preferUntil, now, hold int64
+		if err := rs.Scan(&r.Name, &r.Holder, &r.Session, &r.Epoch, &acquired, &renewed, &expires, &r.Data,
+			&r.ResignEpoch, &r.PreferredHolder, &preferUntil, &now, &hold, &r.EpochFloor); err != nil {
+			return err
+		}
+		scanIncarnation(r, hold)
+		r.AcquiredAt, r.RenewedAt, r.ExpiresAt, r.Now = usTime(acquired), usTime(renewed), usTime(expires), usTime(now)
+		r.PreferredUntil = usTime(preferUntil)
+		return nil
+	})
+}

@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// SchemaVersion returns the applied schema version, 0 when the version
+// table does not exist.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.run(ctx, s.general, func(db *gorm.DB) error {
+		// gorm's HasTable swallows errors, and on most dialects panics
+		// when a callback of the application's fails its read (gorm's Row
+		// then has no row to scan). One read first tells "absent" from
+		// "unreachable" or "refused".
+		var one int
+		if err := scanRow(db, stmt{"SELECT 1", nil}, &one); err != nil {
+			return err
+		}
+		if !db.Migrator().HasTable(s.tables.Migrations) {
+			return nil
+		}
+		return scanRow(db, stmt{s.dl().sqlCurrentVersion(s.tables), nil}, &v)
+	})
+	return v, err
+}
+
+// CheckSchema returns an error wrapping ErrSchemaMissing when the schema is
+// older than LatestVersion, or the database error when it cannot tell.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if v < LatestVersion {
+		return fmt.Errorf("%w: tables with prefix %q are at version %d, this build needs %d; "+
+			"run migrations.Migrate(ctx, db, migrations.Options{TablePrefix: %q}), apply the DDL from migrations.DDL, "+
+			"or leave AutoMigrate enabled", ErrSchemaMissing, s.tables.Prefix, v, LatestVersion, s.tables.Prefix)
+	}
+	return nil
+}
+
+// Migrate brings the schema to LatestVersion. It is idempotent and safe to
+// run from many processes at once: a dialect-specific lock serialises the
+// runs, and each run applies only the steps not yet recorded.
+func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied []int, err error) {
+	return s.MigrateTo(ctx, lockTimeout, LatestVersion)
+}
+
+// MigrateTo is Migrate up to version target only, for tests that need a
+// schema of an earlier version.
+func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target int) (applied []int, err error) {
+	// On the pool, never on the listening connection: the migration runs
+	// its own transactions and locks.
+	err = s.runOn(ctx, s.general, func(db *gorm.DB) error {
+		return s.dl().withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
+			if err := tx.Exec(s.dl().createMigrationsTable(s.tables)).Error; err != nil {
+				return fmt.Errorf("create %s: %w", s.tables.Migrations, err)
+			}
+			var current int
+			if err := scanRow(tx, stmt{s.dl().sqlCurrentVersion(s.tables), nil}, &current); err != nil {
+				return fmt.Errorf("read schema version: %w", err)
+			}
+			for _, m := range migrations {
+				if m.Version <= current || m.Version > target {
+					continue
+				}
+				step := func() error { return s.applyStep(tx, m) }
+				var err error
+				if m.transactional {
+					err = stepTx(step)
+				} else {
+					err = step()
+				}
+				if err != nil {
+					return err
+				}
+				applied = append(applied, m.Version)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return applied, nil
+}
+
+// applyStep runs one migration step and records its version, skipping the
+// statements when the step's applied check finds them done already.
+func (s *Store) applyStep(tx *gorm.DB, m Migration) error {
+	done := false
+	if m.applied != nil {
+		if q := m.applied(s.dl(), s.tables); q != "" {
+			var n int
+			if err := scanRow(tx, stmt{q, nil}, &n); err != nil {
+				return fmt.Errorf("migration %d (%s): check: %w", m.Version, m.Description, err)
+			}
+			done = n > 0
+		}
+	}
+	if !done {
+		for _, stmt := range m.statements(s.dl(), s.tables) {
+			if err := tx.Exec(stmt).Error; err != nil {
+				return fmt.Errorf("migration %d (%s): %w", m.Version, m.Description, err)
+			}
+		}
+	}
+	if err := tx.Exec(s.dl().sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
+		return fmt.Errorf("record migration %d: %w", m.Version, err)
+	}
+	return nil
+}

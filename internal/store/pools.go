@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// The rows of partitioned pools: generations and memberships.
+
+// SetData writes data into a row this session holds at this epoch, while
+// the session is live. It reports false when the term is over.
+func (s *Store) SetData(ctx context.Context, session string, t Term, data string) (bool, error) {
+	var n int64
+	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
+		n, err = exec(db, s.dl().sqlSetData(s.tables, session, t, data))
+		return err
+	})
+	if err != nil || n == 1 {
+		return n == 1, err
+	}
+	// MySQL without clientFoundRows counts an unchanged row as 0: read back.
+	rows, err := s.Get(ctx, []string{t.Name})
+	if err != nil {
+		return false, err
+	}
+	ok := len(rows) == 1 && rows[0].Session == session && rows[0].Epoch == t.Epoch && rows[0].Live() && rows[0].Data == data
+	return ok, nil
+}
+
+// Publish moves an unheld row (a pool's generation row) from epoch from to
+// from+1 (or above the incarnation's floor, incarnation.go) with new data,
+// only if it is still at from: a compare-and-set. After a failover of the
+// database it publishes nothing until the hold-off has passed.
+func (s *Store) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
+	var n int64
+	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
+		if err := s.ensureIncarnation(db); err != nil {
+			return err
+		}
+		n, err = exec(db, s.dl().sqlPublish(s.tables, name, from, data))
+		return err
+	})
+	return n == 1, err
+}
+
+// PruneDead deletes the rows whose name starts with prefix (byte for byte)
+// that nobody holds or is about to hold: unheld for longer than grace, or
+// held by a session expired (or gone) for longer than grace. It returns how
+// many it deleted. Pools use it for the member rows of processes that left
+// or died, whose names (by instance id) are never used again.
+func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
+	lo, hi, err := prefixRange(prefix)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = s.run(ctx, s.general, func(db *gorm.DB) error {
+		if !s.dl().lockFirst() {
+			n, err = exec(db, s.dl().sqlPruneDead(s.tables, lo, hi, grace))
+			return err
+		}
+		// Lock the rows that look dead, then delete those still dead on a
+		// snapshot taken after the locks (dialect.lockFirst).
+		return s.decideTx(db, func(tx *gorm.DB) (err error) {
+			dead, err := lockNames(tx, s.dl().sqlLockDead(s.tables, lo, hi, grace))
+			if err != nil || len(dead) == 0 {
+				return err
+			}
+			n, err = exec(tx, s.dl().sqlPruneNames(s.tables, dead, grace))
+			return err
+		})
+	})
+	return n, err
+}

@@ -1,0 +1,113 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// CreateSession starts session id of holder, live for ttl by the database
+// clock. The id must be new: sessions are never reused.
+//
+// It runs on the renewal's connection slot, like every statement of the
+// session's own row: a session is only started where its renewals can
+// run. On PostgreSQL the general statements may run on the listening
+// connection (pgListener), which outlives the pool when the caller closes
+// its *sql.DB; a coordinator whose renewals fail must not start session
+// after session there.
+func (s *Store) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
+	return s.run(ctx, s.renewal, func(db *gorm.DB) error {
+		_, err := exec(db, s.dl().sqlCreateSession(s.tables, id, holder, ttl))
+		return err
+	})
+}
+
+// RenewSession extends session id to the database's now plus ttl, if it
+// has not expired. It reports false when the session has expired or is
+// gone: then every lease it held is free, and it never comes back. It is
+// the one statement of a renewal tick, however many leases the session
+// holds, and it also returns the session's notice counter, which goes up
+// with every resign request made to the session's leases (0 when the
+// session was not renewed).
+func (s *Store) RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error) {
+	err = s.run(ctx, s.renewal, func(db *gorm.DB) (err error) {
+		ok, notice, err = s.renew(db, id, ttl)
+		return err
+	})
+	return ok, notice, err
+}
+
+// RenewSessionIn renews session id inside the caller's transaction tx,
+// with the same statement as RenewSession, and returns the same notice
+// counter. It takes effect only if tx commits. It reports whether the
+// session was live to renew.
+func (s *Store) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
+	return s.renew(tx, id, ttl)
+}
+
+// renew sends the renewal statement on db and reads back the notice.
+func (s *Store) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
+	st := s.dl().sqlRenewSession(s.tables, id, ttl)
+	if s.dl().renewReturnsRows() {
+		got, err := queryAll(db, st, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
+		if err != nil || len(got) != 1 {
+			return false, 0, err
+		}
+		return true, got[0], nil
+	}
+	// MySQL: the notice comes back as the statement's last insert id
+	// (sqlRenewSession). The statement still goes through gorm, so the
+	// caller's callbacks see it.
+	res := gorm.WithResult()
+	tx := db.Clauses(res).Exec(st.q, st.args...)
+	if tx.Error != nil {
+		return false, 0, tx.Error
+	}
+	// Every match changes renewed_at_us, so the count is 1 with or without
+	// MySQL's clientFoundRows.
+	if tx.RowsAffected != 1 {
+		return false, 0, nil
+	}
+	if res.Result != nil {
+		if notice, err = res.Result.LastInsertId(); err != nil {
+			return false, 0, fmt.Errorf("leasehold: read the session's notice: %w", err)
+		}
+	}
+	return true, notice, nil
+}
+
+// ReadSession reads session id; ok is false when it is gone. It runs on
+// the general connections: it is how the renewal loop learns, while its
+// own statement waits for a writer, that fenced transactions renewed the
+// session (SerializesWriters).
+func (s *Store) ReadSession(ctx context.Context, id string) (sess Session, ok bool, err error) {
+	err = s.run(ctx, s.general, func(db *gorm.DB) error {
+		st := s.dl().sqlReadSession(s.tables, id)
+		var renewed, expires, now int64
+		switch err := scanRow(db, st, &renewed, &expires, &now); {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return err
+		}
+		sess, ok = Session{RenewedAt: usTime(renewed), ExpiresAt: usTime(expires), Now: usTime(now)}, true
+		return nil
+	})
+	return sess, ok, err
+}
+
+// EndSession deletes session id: every lease it still holds is free at
+// once. Sessions expired long ago are pruned on the way.
+func (s *Store) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
+	return s.run(ctx, s.renewal, func(db *gorm.DB) error {
+		if _, err := exec(db, s.dl().sqlEndSession(s.tables, id)); err != nil {
+			return err
+		}
+		_, err := exec(db, s.dl().sqlPruneSessions(s.tables, pruneAfter))
+		return err
+	})
+}
