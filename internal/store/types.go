@@ -74,12 +74,12 @@ type Row struct {
 func (r Row) HeldOff() bool { return r.HoldUntil.After(r.Now) }
 
 // Live reports whether the lease was held and unexpired at the read. It is
-// the same rule as the SQL the store writes (heldExpr in dialect.go).
+// the same rule as the SQL the store writes (heldExpr in sql_sessions.go).
 func (r Row) Live() bool { return r.Holder != "" && !r.ExpiresAt.Before(r.Now) }
 
 // ReservedAgainst reports whether, at the read, an unexpired resign
 // preference named another process than holder: an acquire by holder
-// would not take the lease (takeable in dialect.go).
+// would not take the lease (takeable in sql_leases.go).
 func (r Row) ReservedAgainst(holder string) bool {
 	return r.PreferredHolder != "" && !r.PreferredUntil.Before(r.Now) && !Prefers(r.PreferredHolder, holder)
 }
