@@ -31,7 +31,7 @@ import (
 // A preferred holder is recorded with the request, until twice the
 // holder's TTL after it by the database clock: the acquire statement lets
 // no other process take the lease until then (takeable in
-// internal/store/dialect.go).
+// internal/store/sql_leases.go).
 
 // preferWindowTTLs is how long, in TTLs of the holder (the TTL its session
 // is renewed with), a preferred holder has the lease reserved for it.

@@ -9,7 +9,7 @@ import (
 
 func TestIsRenew(t *testing.T) {
 	for sql, want := range map[string]bool{
-		// As leasehold sends it (internal/store/dialect.go).
+		// As leasehold sends it (internal/store/sql_sessions.go).
 		`UPDATE "leasehold_sessions" SET renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), expires_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) + 3000000 WHERE id = ? AND expires_at_us >= 5`: true,
 		"UPDATE `leasehold_sessions` SET renewed_at_us = UTC(), expires_at_us = UTC() + 3 WHERE id = ?": true,
 		// pg_stat_statements' normalised text.
