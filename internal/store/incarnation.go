@@ -19,8 +19,9 @@ import (
 // primary already handed out.
 //
 // Where the database can say which incarnation of the server answers
-// (database.incarnationExpr: PostgreSQL's system identifier and timeline, SQL
-// Server's instance name), the store defends against this in three places:
+// (database.incarnationExpr: PostgreSQL's system identifier and timeline,
+// SQL Server's instance name), the store defends against this in three
+// places:
 //
 //   - The incarnation table's one row records the incarnation the lease
 //     rows were last known to live in. The first process to see another

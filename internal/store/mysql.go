@@ -63,8 +63,8 @@ func (mysqlDB) lockForUpdate() (hint, suffix string) { return "", " FOR UPDATE" 
 
 func (mysqlDB) lockForShare(string) (hint, suffix string) { return "", " LOCK IN SHARE MODE" }
 
-func (mysqlDB) insertOnceConcurrent(into, values, _, key, _ string) string {
-	return into + "VALUES (" + values + ") ON DUPLICATE KEY UPDATE " + key + " = " + key
+func (m mysqlDB) insertOnceConcurrent(into, values, q, key, value string) string {
+	return m.insertOnce(into+"VALUES ("+values+")", q, key, value)
 }
 
 // nameType: binary ASCII collation, so that names and holders compare byte

@@ -145,8 +145,8 @@ func (p postgresDB) withMigrationLock(db *gorm.DB, t Tables, timeout time.Durati
 
 // sqlReleaseNotify is release, the statement of sqlRelease, in one
 // statement that also notifies the listeners of the tables (wake.go) with
-// the names of the leases it freed, when it freed any. The notification is sent at
-// commit, so nobody is woken for a release that did not happen. It
+// the names of the leases it freed, when it freed any. The notification is
+// sent at commit, so nobody is woken for a release that did not happen. It
 // returns one row: the count and an empty string.
 func (p postgresDB) sqlReleaseNotify(t Tables, release stmt) stmt {
 	q := p.quote(t.Leases)

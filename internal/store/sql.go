@@ -13,6 +13,10 @@ func quoteDouble(s string) string   { return `"` + s + `"` }
 func quoteBacktick(s string) string { return "`" + s + "`" }
 func quoteBracket(s string) string  { return "[" + s + "]" }
 
+// quoteLiteral renders a string literal; only used for the library's own
+// constant descriptions when printing DDL.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
 // placeholders returns "?, ?, ?" for n values.
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
@@ -145,10 +149,6 @@ func (notExistsRename) renameUnlessTaken(q string, newName, where func(col strin
 	return "UPDATE " + q + " SET name = " + newName(col) + " WHERE " + where(col) +
 		" AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + newName(col) + ")"
 }
-
-// quoteLiteral renders a string literal; only used for the library's own
-// constant descriptions when printing DDL.
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // guardedDDL is the schema where a statement guards itself or runs in one
 // transaction with its version record: no prepared statement chooses
