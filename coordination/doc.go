@@ -180,8 +180,8 @@
 //
 // # Resign and step-down
 //
-// [Coordinator.Resign] asks the holder of a lease to hand it over, for a
-// deploy, say; it needs no running coordinator. The request is recorded in
+// [Admin.Resign] (or [Coordinator.Resign]) asks the holder of a lease to
+// hand it over, for a deploy, say; it needs no running coordinator. The request is recorded in
 // the lease row for the epoch of the current term, so it never ends a
 // later one, and the holder learns of it from its next renewal, which
 // returns its session's notice counter in the same one statement. The
@@ -211,9 +211,11 @@
 //
 // # Inspection
 //
-// Coordinator.Leases and Coordinator.Pools read every lease and every pool
-// in the database, by the database clock, with one statement each; they
-// need no running coordinator. Coordinator.Held and Coordinator.Renewal
+// [Admin].Leases and [Admin].Pools read every lease and every pool in the
+// database, by the database clock, with one statement each; an [Admin]
+// ([NewAdmin]) needs no identity and no Run, and also asks holders to
+// resign and checks fencing tokens. The coordinator's methods of the same
+// names delegate to its [Coordinator.Admin]. Coordinator.Held and Coordinator.Renewal
 // report, without I/O, what this process holds and how its renewals and
 // health checks fare: package health builds liveness and readiness checks
 // on them, and package status a status page.

@@ -1,8 +1,6 @@
 package coordination
 
 import (
-	"context"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,31 +9,6 @@ import (
 
 	"github.com/leasehold/leasehold/internal/store"
 )
-
-// Pools reads every pool in the database (both scopes), ordered by key:
-// generation, the member list of that generation and every member row
-// (live or not), by the database clock. Like Leases it needs no running
-// coordinator. It costs one statement.
-func (c *Coordinator) Pools(ctx context.Context) ([]PoolState, error) {
-	rows, err := c.store.List(ctx, "pool"+keySep)
-	if err != nil {
-		return nil, fmt.Errorf("coordination: list pools: %w", err)
-	}
-	byKey := make(map[string][]store.Row)
-	for _, r := range rows {
-		key, ok := poolKeyOf(r.Name)
-		if !ok {
-			continue
-		}
-		byKey[key] = append(byKey[key], r)
-	}
-	out := make([]PoolState, 0, len(byKey))
-	for key, rs := range byKey {
-		out = append(out, poolStateOf(key, poolRowsFor(key), rs))
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Pool < out[j].Pool })
-	return out, nil
-}
 
 // poolKeyOf returns the pool key of a pool row key ("pool|<key>|..."), and
 // false for any other key. The first '|' after "pool|" ends the key, since

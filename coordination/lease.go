@@ -227,47 +227,6 @@ func (c *Coordinator) loseLocked(l *Lease, cause error, why lossCause) {
 	c.poke(c.renewWake)
 }
 
-// CheckFence asserts, inside the caller's transaction tx, that this process
-// holds the lease t.Name at epoch t.Epoch and that it is unexpired by the
-// database clock, locking the lease row until tx ends. It returns an error
-// wrapping ErrFenced when not, and the caller must roll back. tx must be a
-// transaction on the same database as the coordinator; a handle that is
-// nil or not inside a transaction is refused with an error wrapping
-// ErrNotInTransaction. On SQLite, when this process holds and trusts the
-// term, it also renews the process's session inside tx, as Lease.Fence
-// describes.
-func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
-	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", t.Name, t.Epoch)); err != nil {
-		return err
-	}
-	if err := c.renewInFence(tx, t); err != nil {
-		return err
-	}
-	row, ok, err := c.store.Fence(tx, t.Name)
-	if err != nil {
-		return fmt.Errorf("coordination: fencing check of lease %q: %w", t.Name, err)
-	}
-	fail := func(format string, args ...any) error {
-		return &FenceError{Name: t.Name, Epoch: t.Epoch, Reason: fmt.Sprintf(format, args...)}
-	}
-	switch {
-	case !ok:
-		return fail("no such lease")
-	case row.Holder != c.holder:
-		if row.Holder == "" {
-			return fail("the lease is free")
-		}
-		return fail("held by %q at epoch %d", row.Holder, row.Epoch)
-	case row.Epoch != t.Epoch:
-		return fail("the epoch is now %d", row.Epoch)
-	case !row.Live() && row.ExpiresAt.IsZero():
-		return fail("the holder's session is gone")
-	case !row.Live():
-		return fail("expired %v ago by the database clock", row.Now.Sub(row.ExpiresAt))
-	}
-	return nil
-}
-
 // requireTransaction returns an error wrapping ErrNotInTransaction unless
 // tx is inside a transaction, that is, its statements run on a connection
 // gorm can commit (*sql.Tx, or gorm's prepared-statement transaction). A

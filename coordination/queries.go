@@ -2,7 +2,6 @@ package coordination
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
@@ -37,30 +36,14 @@ type LeaseInfo struct {
 	DatabaseTime time.Time
 	// Live reports whether the lease was held and unexpired at the read.
 	Live bool
-	// Mine reports whether the holder is this process.
+	// Mine reports whether the holder is this process: the coordinator's
+	// process. Always false from an Admin, which has no identity.
 	Mine bool
 }
 
-func (c *Coordinator) info(r store.Row) LeaseInfo {
-	return LeaseInfo{
-		Name: r.Name, Holder: r.Holder, Epoch: r.Epoch,
-		AcquiredAt: r.AcquiredAt, RenewedAt: r.RenewedAt, ExpiresAt: r.ExpiresAt, DatabaseTime: r.Now,
-		Live: r.Live(), Mine: r.Holder == c.holder,
-	}
-}
-
-// Leases lists every lease in the database, ordered by name.
-func (c *Coordinator) Leases(ctx context.Context) ([]LeaseInfo, error) {
-	rows, err := c.store.List(ctx, "")
-	if err != nil {
-		return nil, fmt.Errorf("coordination: list leases: %w", err)
-	}
-	out := make([]LeaseInfo, len(rows))
-	for i, r := range rows {
-		out[i] = c.info(r)
-	}
-	return out, nil
-}
+// info is the lease of row r; Mine reports whether this process holds
+// it.
+func (c *Coordinator) info(r store.Row) LeaseInfo { return leaseInfo(r, c.holder) }
 
 // readOne reads the row of one lease; it reports false when there is none.
 func (c *Coordinator) readOne(ctx context.Context, name string) (store.Row, bool, error) {

@@ -77,17 +77,16 @@ func resignConfig() Config {
 	return cfg
 }
 
-// operator returns a coordinator that is never run, as a command-line
-// tool's would be.
-func operator(t testing.TB, b *bundle) *Coordinator {
+// operator returns an admin client, as a command-line tool's would be:
+// no identity, nothing run. (Coordinator.Resign delegates to it; the
+// case on tables never migrated calls it through a coordinator.)
+func operator(t testing.TB, b *bundle) *Admin {
 	t.Helper()
-	cfg := resignConfig()
-	cfg.Logger = zaptest.NewLogger(t)
-	c, err := New(b.db, testIdentity(t, "operator"), cfg)
+	a, err := NewAdmin(b.db, AdminConfig{Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return a
 }
 
 // caseResignHandsOver: a resign request ends the holder's term with
