@@ -16,13 +16,14 @@
 // has format=json, or the request accepts application/json: mount the
 // handler at "/status" and "/status.json". Times are RFC 3339 in UTC, by the
 // database clock; durations are in seconds. Every request reads the database
-// with two statements (Coordinator.Leases and Coordinator.Pools), on the
-// primary. When that fails the handler answers 503 with a short message and
+// with two statements (Admin.Leases and Admin.Pools of the coordinator's
+// Admin), on the primary. When that fails the handler answers 503 with a short message and
 // logs the error; the message never contains the error's text.
 //
-// The JSON is a Snapshot. Read returns the same data without a handler:
-// the leasehold command's "status -json" prints it, so a script reads one
-// format from either.
+// The JSON is a Snapshot. Read returns the same data without a handler,
+// from a coordination.Admin, which needs no identity and no running
+// coordinator: the leasehold command's "status -json" prints it, so a
+// script reads one format from either.
 //
 // The handler serves what the database shows to anyone who can reach it:
 // mount it where only operators can.

@@ -84,17 +84,25 @@ type Member struct {
 	Left      float64   `json:"left_seconds"` // until ExpiresAt by the database clock; 0 when not live
 }
 
-// poolRowPrefix starts the key of every pool row in Coordinator.Leases;
-// the pools are listed by Coordinator.Pools instead.
+// poolRowPrefix starts the key of every pool row in Admin.Leases; the
+// pools are listed by Admin.Pools instead.
 const poolRowPrefix = "pool|"
 
-// Read reads every election lease and every pool of c's database, by the
-// database clock, in two statements. c need not be running. Holder and
-// Renewal are left empty: they describe a serving process (Handler fills
-// them in).
-func Read(ctx context.Context, c *coordination.Coordinator) (Snapshot, error) {
+// Read reads every election lease and every pool of a's database, by the
+// database clock, in two statements. It needs no running coordinator:
+// coordination.NewAdmin builds a from a *gorm.DB, and
+// Coordinator.Admin returns one for a coordinator's database. Holder and
+// Renewal are left empty, and Mine false: they describe a serving process
+// (Handler fills them in).
+func Read(ctx context.Context, a *coordination.Admin) (Snapshot, error) {
+	return readAs(ctx, a, "")
+}
+
+// readAs is Read with Mine set for the leases and members that self, a
+// holder string, holds; "" is nobody.
+func readAs(ctx context.Context, a *coordination.Admin, self string) (Snapshot, error) {
 	s := Snapshot{Leases: []Lease{}, Pools: []Pool{}}
-	infos, err := c.Leases(ctx)
+	infos, err := a.Leases(ctx)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -106,19 +114,19 @@ func Read(ctx context.Context, c *coordination.Coordinator) (Snapshot, error) {
 		l := Lease{
 			Name: li.Name, Holder: li.Holder, Epoch: li.Epoch,
 			AcquiredAt: li.AcquiredAt, RenewedAt: li.RenewedAt, ExpiresAt: li.ExpiresAt,
-			Live: li.Live, Mine: li.Mine,
+			Live: li.Live, Mine: self != "" && li.Holder == self,
 		}
 		if li.Live {
 			l.Left = seconds(li.ExpiresAt.Sub(li.DatabaseTime))
 		}
 		s.Leases = append(s.Leases, l)
 	}
-	states, err := c.Pools(ctx)
+	states, err := a.Pools(ctx)
 	if err != nil {
 		return Snapshot{}, err
 	}
 	for _, st := range states {
-		s.Pools = append(s.Pools, poolOf(st, c.Holder()))
+		s.Pools = append(s.Pools, poolOf(st, self))
 		if s.DatabaseTime.IsZero() {
 			s.DatabaseTime = st.DBNow
 		}
@@ -126,10 +134,10 @@ func Read(ctx context.Context, c *coordination.Coordinator) (Snapshot, error) {
 	return s, nil
 }
 
-// read is Read with the serving process's holder and renewal state, with
-// now the process's clock.
+// read is Read with the serving process's holder, the leases and members
+// it holds, and its renewal state, with now the process's clock.
 func read(ctx context.Context, c *coordination.Coordinator, now time.Time) (Snapshot, error) {
-	s, err := Read(ctx, c)
+	s, err := readAs(ctx, c.Admin(), c.Holder())
 	if err != nil {
 		return Snapshot{}, err
 	}

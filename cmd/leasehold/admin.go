@@ -6,12 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/migrations"
 )
 
@@ -128,17 +126,24 @@ func resignFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			return usagef("resign takes one lease name, as status prints it (cluster/<cluster>/<name> or global/<name>); got %d arguments", len(args))
 		}
 		name := args[0]
-		c, closeDB, err := e.coordinator(ctx, readWrite)
+		adm, closeDB, err := e.admin(ctx, readWrite)
 		if err != nil {
 			return err
 		}
 		defer closeDB()
 		if *prefer != "" && !*force {
-			if err := checkPreferred(ctx, c, name, *prefer); err != nil {
+			// A typo would keep the lease without a leader for twice its
+			// holder's TTL.
+			err := adm.CheckPreferred(ctx, name, *prefer)
+			switch {
+			case errors.Is(err, coordination.ErrInvalidConfig):
+				return usagef("invalid value %q for flag -prefer: %v. "+
+					"A process that holds nothing has no row to show it: give -force to prefer it anyway", *prefer, err)
+			case err != nil:
 				return err
 			}
 		}
-		info, err := c.Resign(ctx, name, coordination.ResignOptions{PreferredHolder: *prefer})
+		info, err := adm.Resign(ctx, name, coordination.ResignOptions{PreferredHolder: *prefer})
 		switch {
 		case errors.Is(err, coordination.ErrUnknownLease):
 			return fmt.Errorf("no lease named %q (leasehold status lists them; names look like cluster/<cluster>/<name> or global/<name>)", name)
@@ -157,56 +162,4 @@ func resignFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			info.Holder, info.Name, info.Epoch, next, e.where())
 		return nil
 	}
-}
-
-// maxListed bounds the live holders a refused -prefer lists.
-const maxListed = 20
-
-// checkPreferred refuses a preferred holder that no live process answers
-// to: no live lease or pool membership is held by a process with that
-// holder string, node or instance id. A typo would otherwise keep the
-// lease name without a leader for twice its holder's TTL. The error lists
-// the live holders other than the current holder of name. A lease that
-// has no row is left to Resign to report.
-func checkPreferred(ctx context.Context, c *coordination.Coordinator, name, prefer string) error {
-	rows, err := c.Leases(ctx)
-	if err != nil {
-		return fmt.Errorf("read the live holders: %w", err)
-	}
-	current, found := "", false
-	for _, r := range rows {
-		if r.Name == name {
-			current, found = r.Holder, true
-		}
-	}
-	if !found {
-		return nil
-	}
-	var others []string
-	for _, r := range rows {
-		if !r.Live || r.Holder == "" {
-			continue
-		}
-		if store.Prefers(prefer, r.Holder) {
-			return nil
-		}
-		if r.Holder != current && !slices.Contains(others, r.Holder) {
-			others = append(others, r.Holder)
-		}
-	}
-	slices.Sort(others)
-	live := "no other process holds a lease or a pool membership"
-	if len(others) > 0 {
-		listed := others
-		if len(listed) > maxListed {
-			listed = listed[:maxListed]
-		}
-		live = "the other live holders are " + strings.Join(listed, ", ")
-		if len(others) > maxListed {
-			live += fmt.Sprintf(" and %d more", len(others)-maxListed)
-		}
-		live += " (a node name or an instance id will do too)"
-	}
-	return usagef("invalid value %q for flag -prefer: no live process answers to it; %s. "+
-		"A process that holds nothing has no row to show it: give -force to prefer it anyway", prefer, live)
 }

@@ -86,7 +86,7 @@
 // resign NAME asks the current holder of the lease NAME (as status prints
 // it: cluster/<cluster>/<name> or global/<name>) to hand it over; -prefer
 // names the process that should take it next, by holder, node or instance
-// id. See coordination.Coordinator.Resign. No other process takes the
+// id. See coordination.Admin.Resign. No other process takes the
 // lease for twice the holder's TTL but the preferred one, so a -prefer
 // that no live process answers to (none holds a live lease or pool
 // membership under that holder string, node or instance id) is refused,
@@ -95,8 +95,8 @@
 //
 //	leasehold -driver postgres -dsn "$DSN" resign global/billing -prefer node-b
 //
-// The command reads through a coordination.Coordinator that it never
-// runs, under the identity <hostname>/cli/<random instance>.
+// The command reads and asks through a coordination.Admin: it has no
+// identity, holds nothing and writes nothing but resign requests.
 //
 // # Exit status
 //

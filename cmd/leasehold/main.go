@@ -20,7 +20,6 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/redact"
 	"github.com/leasehold/leasehold/migrations"
@@ -439,10 +438,10 @@ func (e *env) open(ctx context.Context, a access) (*gorm.DB, func(), error) {
 	return db, closeDB, nil
 }
 
-// coordinator opens the database for a, checks its schema is current,
-// and returns a coordinator for reads and resign requests; it is never
-// run, and never migrates.
-func (e *env) coordinator(ctx context.Context, a access) (*coordination.Coordinator, func(), error) {
+// admin opens the database for a, checks its schema is current, and
+// returns an admin client for reads and resign requests; it never
+// migrates.
+func (e *env) admin(ctx context.Context, a access) (*coordination.Admin, func(), error) {
 	db, closeDB, err := e.open(ctx, a)
 	if err != nil {
 		return nil, nil, err
@@ -466,29 +465,12 @@ func (e *env) coordinator(ctx context.Context, a access) (*coordination.Coordina
 		return nil, nil, fmt.Errorf("the tables with prefix %q in %s are at schema version %d; this build reads version %d (run leasehold migrate)",
 			prefix, e.where(), v, migrations.LatestVersion)
 	}
-	id, err := operatorIdentity()
+	adm, err := coordination.NewAdmin(db, coordination.AdminConfig{TablePrefix: e.db.prefix})
 	if err != nil {
 		closeDB()
 		return nil, nil, err
 	}
-	c, err := coordination.New(db, id, coordination.Config{TablePrefix: e.db.prefix, DisableAutoMigrate: true})
-	if err != nil {
-		closeDB()
-		return nil, nil, err
-	}
-	return c, closeDB, nil
-}
-
-// operatorIdentity is the identity of this command: the host name as the
-// node, "cli" as the cluster, a fresh instance.
-func operatorIdentity() (identity.Identity, error) {
-	node, err := os.Hostname()
-	if err == nil {
-		if id, err := identity.New(node, "cli"); err == nil {
-			return id, nil
-		}
-	}
-	return identity.New("leasehold-cli", "cli")
+	return adm, closeDB, nil
 }
 
 // redactingWriter replaces the DSN's password in everything written

@@ -20,12 +20,12 @@ func statusFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if len(args) > 0 {
 			return usagef("unexpected argument %q: status takes flags only", args[0])
 		}
-		c, closeDB, err := e.coordinator(ctx, readOnly)
+		adm, closeDB, err := e.admin(ctx, readOnly)
 		if err != nil {
 			return err
 		}
 		defer closeDB()
-		s, err := status.Read(ctx, c)
+		s, err := status.Read(ctx, adm)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", e.where(), err)
 		}

@@ -123,7 +123,7 @@ func watchFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if *timeout <= 0 {
 			return usagef("invalid value %v for flag -timeout: must be positive", *timeout)
 		}
-		c, closeDB, err := e.coordinator(ctx, readOnly)
+		adm, closeDB, err := e.admin(ctx, readOnly)
 		if err != nil {
 			return err
 		}
@@ -133,7 +133,7 @@ func watchFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		failed := 0 // reads failed in a row
 		for n := 1; ; {
 			rctx, cancel := context.WithTimeout(ctx, *timeout)
-			s, err := status.Read(rctx, c)
+			s, err := status.Read(rctx, adm)
 			cancel()
 			wait := *interval
 			switch {
