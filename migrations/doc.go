@@ -25,11 +25,13 @@
 // A coordination.Coordinator migrates on start unless
 // coordination.Config.DisableAutoMigrate is set. Operators who change
 // schemas at deploy time call Migrate from a deploy job instead, or apply
-// the statements from DDL (or Script) by hand and disable auto-migration.
-// DDLFrom (or ScriptFrom) gives the statements that upgrade a schema from
-// a given version, which Version reports; every statement they return is
-// guarded, so applying them twice is harmless. The leasehold command
-// (cmd/leasehold) prints them: leasehold ddl -dialect D -from N.
+// the SQL that DDL renders by hand and disable auto-migration. With
+// DDLOptions.From, DDL renders the statements that upgrade a schema from
+// that version, which Version reports; every statement it renders is
+// guarded, so applying them twice is harmless. It gives them as a list
+// (SQL.Statements) and as one script for the database's command-line
+// client (SQL.Script), which the leasehold command (cmd/leasehold) prints:
+// leasehold ddl -dialect D -from N.
 //
 // # Concurrency
 //

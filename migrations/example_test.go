@@ -40,25 +40,50 @@ func ExampleMigrate() {
 
 // DDL gives a DBA the statements to apply by hand.
 func ExampleDDL() {
-	stmts, err := migrations.DDL("postgres", migrations.Options{TablePrefix: "coord_"})
+	ddl, err := migrations.DDL("postgres", migrations.DDLOptions{TablePrefix: "coord_"})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(stmts[1])
+	fmt.Println(ddl.Statements[1])
 	// Output: CREATE TABLE IF NOT EXISTS "coord_leases" (name VARCHAR(255) COLLATE "C" NOT NULL, holder VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', epoch BIGINT NOT NULL DEFAULT 0, acquired_at_us BIGINT NOT NULL DEFAULT 0, renewed_at_us BIGINT NOT NULL DEFAULT 0, expires_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (name))
 }
 
-// DDLFrom gives a DBA the statements that upgrade a schema from the
+// With From, DDL gives a DBA the statements that upgrade a schema from the
 // version Version reports; each is safe to apply twice.
-func ExampleDDLFrom() {
-	stmts, err := migrations.DDLFrom("postgres", migrations.Options{TablePrefix: "coord_"}, 8)
+func ExampleDDL_from() {
+	ddl, err := migrations.DDL("postgres", migrations.DDLOptions{TablePrefix: "coord_", From: 8})
 	if err != nil {
 		panic(err)
 	}
-	for _, s := range stmts[1:] {
+	for _, s := range ddl.Statements[1:] {
 		fmt.Println(s)
 	}
 	// Output:
 	// ALTER TABLE "coord_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT ''
 	// INSERT INTO "coord_schema_migrations" (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING
+}
+
+// Script is the same SQL as one file for the database's command-line
+// client; on SQL Server each statement is followed by GO.
+func ExampleDDL_script() {
+	ddl, err := migrations.DDL("sqlserver", migrations.DDLOptions{From: 8})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(ddl.Script)
+	// Output:
+	// -- leasehold coordination schema for sqlserver, from version 8 to 9
+	// -- Every statement is safe to apply again.
+	// IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
+	// GO
+	// IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leasehold_sessions] ADD incarnation NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+	// GO
+	// IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+	// GO
+}
+
+// Dialects names the databases DDL renders for.
+func ExampleDialects() {
+	fmt.Println(migrations.Dialects())
+	// Output: [postgres mysql sqlite sqlserver]
 }

@@ -3,6 +3,7 @@ package migrations
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -27,12 +28,16 @@ type Options struct {
 // empty.
 const DefaultTablePrefix = store.DefaultTablePrefix
 
-// LatestVersion is the schema version this build of leasehold needs.
-var LatestVersion = store.LatestVersion
+// LatestVersion is the schema version this build of leasehold needs: the
+// version Migrate brings a schema to and the last one DDL renders.
+const LatestVersion = 9
 
-// Dialects lists the dialect names DDL accepts: "postgres", "mysql",
-// "sqlite" and "sqlserver", as gorm's Dialector.Name() reports them.
-var Dialects = append([]string(nil), store.Dialects...)
+// Dialects returns the dialect names DDL accepts: "postgres", "mysql",
+// "sqlite" and "sqlserver", as gorm's Dialector.Name() reports them. The
+// slice is new on every call; changing it changes nothing else.
+func Dialects() []string {
+	return slices.Clone(store.Dialects)
+}
 
 // Errors.
 var (
@@ -80,41 +85,61 @@ func Version(ctx context.Context, db *gorm.DB, opts Options) (int, error) {
 	return s.SchemaVersion(ctx)
 }
 
-// DDL returns the SQL statements that create the latest schema from nothing
-// on the given dialect, including the version table and its rows, for a DBA
-// who applies schema changes by hand: DDLFrom from version 0.
-func DDL(dialect string, opts Options) ([]string, error) {
-	return DDLFrom(dialect, opts, 0)
+// DDLOptions selects the statements DDL renders. The zero value renders
+// the whole latest schema with the default table prefix.
+type DDLOptions struct {
+	// TablePrefix is prepended to every table name, as in
+	// Options.TablePrefix. Defaults to "leasehold_".
+	TablePrefix string
+
+	// From is the schema version the statements start from: 0 for a
+	// database without leasehold's tables, or the version Version
+	// reports for one to upgrade. It must be 0 to LatestVersion.
+	// Defaults to 0.
+	From int
 }
 
-// DDLFrom returns the SQL statements that take a schema at version from
-// (0: no tables yet) to LatestVersion on the given dialect, with the rows
-// of the version table, for a DBA who applies schema changes by hand.
-// Applying them has the effect of Migrate on a schema at that version, and
-// applying them a second time changes nothing: every statement is guarded
-// (IF NOT EXISTS or its equivalent; version rows inserted only when
-// absent; on MySQL and MariaDB a column is added through a prepared
+// SQL is the schema SQL that DDL renders for one dialect, in two forms.
+type SQL struct {
+	// Statements are the statements in the order they must run, on one
+	// connection, each without a terminating ';'.
+	Statements []string
+
+	// Script is Statements as one script for the dialect's command-line
+	// client: a comment naming the versions, then each statement ending
+	// with ';', and on SQL Server followed by GO, so that each statement
+	// is compiled only after the ones before it have run. It is what
+	// leasehold ddl (cmd/leasehold) prints.
+	Script string
+}
+
+// DDL renders the SQL that takes a schema at version opts.From (0: no
+// tables yet) to LatestVersion on the given dialect, one of Dialects,
+// with the rows of the version table, for a DBA who applies schema changes
+// by hand. Applying it has the effect of Migrate on a schema at that
+// version, and applying it a second time changes nothing: every statement
+// is guarded (IF NOT EXISTS or its equivalent; version rows inserted only
+// when absent; on MySQL and MariaDB a column is added through a prepared
 // statement that checks information_schema first). SQLite cannot guard a
 // column addition, so there a missing table is created in its latest form
 // and a table that lacks columns is rebuilt with them, rows kept, all in
 // one BEGIN IMMEDIATE ... COMMIT transaction.
 //
 // Run the statements in order on one connection (MySQL's guards keep their
-// choice in a session variable). from must be 0 to LatestVersion; Version
-// tells a database's current version.
-func DDLFrom(dialect string, opts Options, from int) ([]string, error) {
-	return store.DDLFrom(dialect, opts.TablePrefix, from)
-}
-
-// Script is DDL joined into one script: ScriptFrom from version 0.
-func Script(dialect string, opts Options) (string, error) {
-	return ScriptFrom(dialect, opts, 0)
-}
-
-// ScriptFrom is DDLFrom as one script for the dialect's command-line
-// client: a comment naming the versions, then each statement ending with
-// ';', and on SQL Server followed by GO, so that each statement is compiled
-// only after the ones before it have run.
-func ScriptFrom(dialect string, opts Options, from int) (string, error) {
-	return store.Script(dialect, opts.TablePrefix, from)
+// choice in a session variable); a tool that stops at a failed statement
+// must roll back. Version tells a database's current version.
+//
+// It returns an error wrapping ErrUnsupportedDialect for another dialect,
+// one wrapping ErrInvalidPrefix for an unsafe prefix, and an error naming
+// the range for a From outside 0 to LatestVersion.
+func DDL(dialect string, opts DDLOptions) (SQL, error) {
+	stmts, err := store.DDLFrom(dialect, opts.TablePrefix, opts.From)
+	if err != nil {
+		return SQL{}, err
+	}
+	script, err := store.Script(dialect, opts.TablePrefix, opts.From)
+	if err != nil {
+		return SQL{}, err
+	}
+	return SQL{Statements: stmts, Script: script}, nil
 }

@@ -224,11 +224,11 @@ func closeDB(db *gorm.DB) {
 // checks the result is a current schema that Migrate leaves alone.
 func caseHandAppliedDDL(t *testing.T, tg testdb.Target) {
 	db := tg.Open(t)
-	stmts, err := migrations.DDL(db.Name(), migrations.Options{TablePrefix: "dba_"})
+	ddl, err := migrations.DDL(db.Name(), migrations.DDLOptions{TablePrefix: "dba_"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range stmts {
+	for _, s := range ddl.Statements {
 		if err := db.Exec(s).Error; err != nil {
 			t.Fatalf("hand-applied statement failed: %v\n%s", err, s)
 		}
@@ -263,18 +263,77 @@ func casePrefixes(t *testing.T, tg testdb.Target) {
 
 func TestInvalidInput(t *testing.T) {
 	for _, p := range []string{"x; DROP TABLE users; --", "1abc", "a-b", "a b", `a"b`, strings.Repeat("p", 41)} {
-		_, err := migrations.DDL("postgres", migrations.Options{TablePrefix: p})
+		_, err := migrations.DDL("postgres", migrations.DDLOptions{TablePrefix: p})
 		if !errors.Is(err, migrations.ErrInvalidPrefix) || !strings.Contains(err.Error(), fmt.Sprintf("%q", p)) {
 			t.Errorf("prefix %q: err = %v, want ErrInvalidPrefix naming the value", p, err)
 		}
 	}
-	if _, err := migrations.DDL("oracle", migrations.Options{}); !errors.Is(err, migrations.ErrUnsupportedDialect) || !strings.Contains(err.Error(), `"oracle"`) {
+	if _, err := migrations.DDL("oracle", migrations.DDLOptions{}); !errors.Is(err, migrations.ErrUnsupportedDialect) || !strings.Contains(err.Error(), `"oracle"`) {
 		t.Errorf("unknown dialect: err = %v", err)
 	}
 }
 
+// TestLatestVersionIsTheLastStep: the constant names the last schema step
+// the store knows, so adding a step without raising it fails here.
+func TestLatestVersionIsTheLastStep(t *testing.T) {
+	if migrations.LatestVersion != store.LatestVersion {
+		t.Fatalf("migrations.LatestVersion = %d, but the last schema step is version %d", migrations.LatestVersion, store.LatestVersion)
+	}
+}
+
+// TestDialectsIsACopy: a caller that changes the slice Dialects returned
+// changes neither the next result nor what DDL accepts.
+func TestDialectsIsACopy(t *testing.T) {
+	got := migrations.Dialects()
+	if want := []string{"postgres", "mysql", "sqlite", "sqlserver"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Dialects() = %v, want %v", got, want)
+	}
+	got[0] = "oracle"
+	if again := migrations.Dialects(); again[0] != "postgres" {
+		t.Fatalf("Dialects() after a caller changed its result = %v", again)
+	}
+	if _, err := migrations.DDL("oracle", migrations.DDLOptions{}); !errors.Is(err, migrations.ErrUnsupportedDialect) {
+		t.Fatalf("DDL(oracle) after a caller changed Dialects' result: err = %v, want ErrUnsupportedDialect", err)
+	}
+	if _, err := migrations.DDL("postgres", migrations.DDLOptions{}); err != nil {
+		t.Fatalf("DDL(postgres) after a caller changed Dialects' result: %v", err)
+	}
+}
+
+// TestDDLFromOutOfRange: From outside 0 to LatestVersion is an error that
+// names the range.
+func TestDDLFromOutOfRange(t *testing.T) {
+	for _, from := range []int{-1, migrations.LatestVersion + 1} {
+		_, err := migrations.DDL("postgres", migrations.DDLOptions{From: from})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("0 to %d", migrations.LatestVersion)) {
+			t.Errorf("From %d: err = %v, want one naming the range 0 to %d", from, err, migrations.LatestVersion)
+		}
+	}
+}
+
+// TestDDLScriptIsTheStatements: Script holds every statement, in order,
+// each ending with ';'.
+func TestDDLScriptIsTheStatements(t *testing.T) {
+	for _, d := range migrations.Dialects() {
+		for from := 0; from <= migrations.LatestVersion; from++ {
+			ddl, err := migrations.DDL(d, migrations.DDLOptions{From: from})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest := ddl.Script
+			for _, s := range ddl.Statements {
+				i := strings.Index(rest, s+";\n")
+				if i < 0 {
+					t.Fatalf("%s from %d: the script lacks, after the statements before it, %q", d, from, s)
+				}
+				rest = rest[i+len(s):]
+			}
+		}
+	}
+}
+
 // caseDDLFromTwice brings a schema to each version N, with a lease row in
-// it, applies DDLFrom(N) twice as a DBA would, on one connection, and
+// it, applies DDL from N twice as a DBA would, on one connection, and
 // checks the schema is current for Migrate and the row kept its values.
 func caseDDLFromTwice(t *testing.T, tg testdb.Target) {
 	db := tg.Open(t)
@@ -304,13 +363,13 @@ func caseDDLFromTwice(t *testing.T, tg testdb.Target) {
 				t.Fatal(err)
 			}
 		}
-		stmts, err := migrations.DDLFrom(db.Name(), opts, from)
+		ddl, err := migrations.DDL(db.Name(), migrations.DDLOptions{TablePrefix: prefix, From: from})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for round := 1; round <= 2; round++ {
 			err := db.Connection(func(conn *gorm.DB) error {
-				for _, s := range stmts {
+				for _, s := range ddl.Statements {
 					if err := conn.Exec(s).Error; err != nil {
 						return fmt.Errorf("%w\n%s", err, s)
 					}
@@ -366,7 +425,6 @@ func caseDDLFromAboveRealVersion(t *testing.T, tg testdb.Target) {
 	for real := 1; real < migrations.LatestVersion; real++ {
 		for from := real + 1; from <= migrations.LatestVersion; from++ {
 			prefix := fmt.Sprintf("real%d_from%d_", real, from)
-			opts := migrations.Options{TablePrefix: prefix}
 			st, err := store.New(db, store.Options{TablePrefix: prefix})
 			if err != nil {
 				t.Fatal(err)
@@ -379,7 +437,7 @@ func caseDDLFromAboveRealVersion(t *testing.T, tg testdb.Target) {
 				"VALUES ('global/kept', 'n/c/i', 41, 1, 2, 3)").Error; err != nil {
 				t.Fatal(err)
 			}
-			stmts, err := migrations.DDLFrom(db.Name(), opts, from)
+			ddl, err := migrations.DDL(db.Name(), migrations.DDLOptions{TablePrefix: prefix, From: from})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -393,7 +451,7 @@ func caseDDLFromAboveRealVersion(t *testing.T, tg testdb.Target) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range stmts {
+			for _, s := range ddl.Statements {
 				if _, err := conn.ExecContext(ctx, s); err != nil {
 					t.Logf("real version %d, DDL from %d: %v (%.60s)", real, from, err, s)
 				}
@@ -456,7 +514,7 @@ func clientCommand(t *testing.T, driver, dsn string) *exec.Cmd {
 	return cmd
 }
 
-// caseScriptThroughClient applies ScriptFrom's text from every version
+// caseScriptThroughClient applies DDL's Script from every version
 // twice through the database's own command-line client, and checks the
 // schema is then current for Migrate.
 func caseScriptThroughClient(t *testing.T, tg testdb.Target) {
@@ -477,13 +535,13 @@ func caseScriptThroughClient(t *testing.T, tg testdb.Target) {
 		if _, err := st.MigrateTo(ctx, time.Minute, from); err != nil {
 			t.Fatal(err)
 		}
-		script, err := migrations.ScriptFrom(db.Name(), opts, from)
+		ddl, err := migrations.DDL(db.Name(), migrations.DDLOptions{TablePrefix: opts.TablePrefix, From: from})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for round := 1; round <= 2; round++ {
 			cmd := clientCommand(t, driver, dsn)
-			cmd.Stdin = strings.NewReader(script)
+			cmd.Stdin = strings.NewReader(ddl.Script)
 			if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 				t.Fatalf("from %d, application %d through %s: %v\n%q", from, round, cmd.Path, err, out)
 			}

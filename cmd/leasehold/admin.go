@@ -29,12 +29,12 @@ func migrateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 				return err
 			}
 			if abs, err := sqliteMissing(e.db.dsn); isSQLite(e.db.driver) && errors.Is(err, os.ErrNotExist) {
-				script, err := migrations.ScriptFrom(dialectOf(e.db.driver), migrations.Options{TablePrefix: e.db.prefix}, 0)
+				ddl, err := migrations.DDL(dialectOf(e.db.driver), migrations.DDLOptions{TablePrefix: e.db.prefix})
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(e.stdout, "-- dry run on %s: there is no file at %s yet; migrate would create it and apply every version; "+
-					"nothing was created or applied\n%s", e.where(), abs, script)
+					"nothing was created or applied\n%s", e.where(), abs, ddl.Script)
 				return nil
 			}
 		}
@@ -53,11 +53,11 @@ func migrateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 			return nil
 		}
 		if *dryRun {
-			script, err := migrations.ScriptFrom(db.Name(), opts, v)
+			ddl, err := migrations.DDL(db.Name(), migrations.DDLOptions{TablePrefix: opts.TablePrefix, From: v})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "-- dry run on %s: the schema is at version %d; nothing was applied\n%s", e.where(), v, script)
+			fmt.Fprintf(e.stdout, "-- dry run on %s: the schema is at version %d; nothing was applied\n%s", e.where(), v, ddl.Script)
 			return nil
 		}
 		applied, err := migrations.Migrate(ctx, db, opts)
@@ -82,7 +82,7 @@ func joinInts(vs []int) string {
 }
 
 func ddlFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-	dialect := fs.String("dialect", "", "database dialect: "+strings.Join(migrations.Dialects, ", ")+
+	dialect := fs.String("dialect", "", "database dialect: "+strings.Join(migrations.Dialects(), ", ")+
 		" (default: the dialect of -driver)")
 	from := fs.Int("from", 0, "the schema version to start from; 0 means no tables yet")
 	return func(_ context.Context, e *env, args []string) error {
@@ -93,17 +93,17 @@ func ddlFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if d == "" {
 			d = dialectOf(e.db.driver)
 		}
-		if !contains(migrations.Dialects, d) {
-			return usagef("invalid value %q for flag -dialect: want one of %s", d, strings.Join(migrations.Dialects, ", "))
+		if !contains(migrations.Dialects(), d) {
+			return usagef("invalid value %q for flag -dialect: want one of %s", d, strings.Join(migrations.Dialects(), ", "))
 		}
 		if *from < 0 || *from > migrations.LatestVersion {
 			return usagef("invalid value %d for flag -from: want a schema version from 0 to %d", *from, migrations.LatestVersion)
 		}
-		script, err := migrations.ScriptFrom(d, migrations.Options{TablePrefix: e.db.prefix}, *from)
+		ddl, err := migrations.DDL(d, migrations.DDLOptions{TablePrefix: e.db.prefix, From: *from})
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprint(e.stdout, script)
+		_, err = fmt.Fprint(e.stdout, ddl.Script)
 		return err
 	}
 }

@@ -79,7 +79,7 @@
 //
 // ddl prints the SQL that takes a schema from version -from (0: nothing)
 // to the latest, for -dialect (default: that of -driver), every statement
-// safe to apply twice; see migrations.ScriptFrom. It needs no database.
+// safe to apply twice; see migrations.DDL. It needs no database.
 //
 //	leasehold ddl -dialect sqlserver -from 5 > upgrade.sql
 //

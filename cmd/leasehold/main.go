@@ -232,7 +232,7 @@ func (c *dbConfig) check() error {
 	if !slices.Contains(drivers(), c.driver) {
 		return usagef("invalid value %q for flag -driver: want one of %s", c.driver, strings.Join(drivers(), ", "))
 	}
-	if _, err := migrations.DDL(dialectOf(c.driver), migrations.Options{TablePrefix: c.prefix}); err != nil {
+	if _, err := migrations.DDL(dialectOf(c.driver), migrations.DDLOptions{TablePrefix: c.prefix}); err != nil {
 		return usagef("invalid value %q for flag -table-prefix: %v", c.prefix, err)
 	}
 	return nil

@@ -365,15 +365,15 @@ func TestMissingSQLiteFile(t *testing.T) {
 }
 
 func TestDDL(t *testing.T) {
-	for _, d := range migrations.Dialects {
+	for _, d := range migrations.Dialects() {
 		for from := 0; from <= migrations.LatestVersion; from++ {
-			want, err := migrations.ScriptFrom(d, migrations.Options{TablePrefix: "ops_"}, from)
+			want, err := migrations.DDL(d, migrations.DDLOptions{TablePrefix: "ops_", From: from})
 			if err != nil {
 				t.Fatal(err)
 			}
 			r := runCmd(t, map[string]string{"LEASEHOLD_TABLE_PREFIX": "ops_"}, "ddl", "-dialect", d, "-from", strconv.Itoa(from))
-			if r.code != 0 || r.stdout != want {
-				t.Fatalf("ddl -dialect %s -from %d: exit %d, stderr %q; output differs from migrations.ScriptFrom", d, from, r.code, r.stderr)
+			if r.code != 0 || r.stdout != want.Script {
+				t.Fatalf("ddl -dialect %s -from %d: exit %d, stderr %q; output differs from migrations.DDL's Script", d, from, r.code, r.stderr)
 			}
 		}
 	}
