@@ -16,6 +16,9 @@
 // fails the liveness of the holders for a short while at most, and never
 // keeps a whole fleet restarting. The window in which a probe sees the
 // failure lasts the chosen headroom: probe at least twice within it.
+// WithFailures and WithHeadroom change the two thresholds; Liveness
+// rejects a value out of range with an error that names the option and
+// the value.
 //
 // # Readiness
 //

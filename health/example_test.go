@@ -1,6 +1,8 @@
 package health_test
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -13,8 +15,12 @@ import (
 // its readiness probe.
 func ExampleLiveness() {
 	var coord *coordination.Coordinator // from coordination.New, running in its own goroutine
+	live, err := health.Liveness(coord, health.WithHeadroom(5*time.Second))
+	if err != nil {
+		return
+	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", health.Liveness(coord, health.WithHeadroom(5*time.Second)))
+	mux.Handle("GET /healthz", live)
 	mux.Handle("GET /readyz", health.Readiness(coord))
 	srv := &http.Server{Addr: ":8081", Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.ListenAndServe() }()
@@ -39,4 +45,19 @@ func ExampleRequireHealthy() {
 	var coord *coordination.Coordinator // from coordination.New with a Config.HealthCheck
 	mux := http.NewServeMux()
 	mux.Handle("GET /readyz", health.Readiness(coord, health.RequireHealthy()))
+}
+
+// Liveness rejects an option whose value is out of range, naming the
+// option and the value, rather than keeping the default.
+func ExampleWithFailures() {
+	var coord *coordination.Coordinator // from coordination.New
+	_, err := health.Liveness(coord, health.WithFailures(0))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, health.ErrInvalidOption))
+	_, err = health.Liveness(coord, health.WithFailures(3), health.WithHeadroom(-time.Second))
+	fmt.Println(err)
+	// Output:
+	// health: invalid option: WithFailures(0): want at least 1 failed renewal
+	// true
+	// health: invalid option: WithHeadroom(-1s): want a positive duration
 }

@@ -1,6 +1,8 @@
 package health
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -12,54 +14,81 @@ import (
 // by default before it looks at the trust headroom.
 const DefaultFailures = 2
 
-// An Option tunes Liveness.
-type Option func(*options)
+// ErrInvalidOption is wrapped by the error Liveness returns for an option
+// whose value is out of range; the error names the option and the value.
+var ErrInvalidOption = errors.New("health: invalid option")
 
+// A LivenessOption tunes Liveness. Only this package makes them:
+// WithFailures and WithHeadroom.
+type LivenessOption interface {
+	applyLiveness(*options) error
+}
+
+// options are Liveness's settings; a zero field takes its default.
 type options struct {
 	failures int
 	headroom time.Duration
 }
 
 // WithFailures sets how many consecutive failed renewals the liveness
-// check needs before it can fail: n below 1 keeps the default,
+// check needs before it can fail. n must be at least 1; Liveness rejects
+// any other value with an error wrapping ErrInvalidOption. Without it,
 // DefaultFailures.
-func WithFailures(n int) Option {
-	return func(o *options) {
-		if n >= 1 {
-			o.failures = n
-		}
+func WithFailures(n int) LivenessOption { return failuresOption(n) }
+
+type failuresOption int
+
+func (n failuresOption) applyLiveness(o *options) error {
+	if n < 1 {
+		return fmt.Errorf("%w: WithFailures(%d): want at least 1 failed renewal", ErrInvalidOption, int(n))
 	}
+	o.failures = int(n)
+	return nil
 }
 
 // WithHeadroom sets the trust headroom (the time left until the session's
-// trust deadline) below which failing renewals fail the liveness check:
-// d of zero or less keeps the default, a quarter of the coordinator's TTL.
-func WithHeadroom(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.headroom = d
-		}
+// trust deadline) below which failing renewals fail the liveness check. d
+// must be positive; Liveness rejects any other value with an error
+// wrapping ErrInvalidOption. Without it, a quarter of the coordinator's
+// TTL.
+func WithHeadroom(d time.Duration) LivenessOption { return headroomOption(d) }
+
+type headroomOption time.Duration
+
+func (d headroomOption) applyLiveness(o *options) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: WithHeadroom(%v): want a positive duration", ErrInvalidOption, time.Duration(d))
 	}
+	o.headroom = time.Duration(d)
+	return nil
 }
 
 // Liveness returns a handler that answers 503 while the renewals of c keep
 // failing and the leases it holds are close to their trust deadline (see
-// the package doc), and 200 otherwise. It does no I/O.
+// the package doc), and 200 otherwise. The handler does no I/O.
 //
-// A nil c gives a handler that always answers 503.
-func Liveness(c *coordination.Coordinator, opts ...Option) http.Handler {
-	if c == nil {
-		return unavailable("no coordinator")
-	}
-	o := options{failures: DefaultFailures, headroom: c.Config().TTL / 4}
+// It returns an error wrapping ErrInvalidOption, naming each option with
+// its value, when an option's value is out of range; nil options are
+// ignored. A nil c gives a handler that always answers 503.
+func Liveness(c *coordination.Coordinator, opts ...LivenessOption) (http.Handler, error) {
+	var o options
+	var errs []error
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&o)
+			errs = append(errs, opt.applyLiveness(&o))
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return unavailable("no coordinator"), nil
+	}
+	o.failures = cmp.Or(o.failures, DefaultFailures)
+	o.headroom = cmp.Or(o.headroom, c.Config().TTL/4)
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		respond(w, liveness(c.Renewal(), time.Now(), o))
-	})
+	}), nil
 }
 
 // liveness returns why the state st, at now, fails the liveness check, or
@@ -80,8 +109,11 @@ func liveness(st coordination.RenewalState, now time.Time, o options) string {
 		st.Failures, since, st.Held, left.Round(time.Millisecond), o.headroom)
 }
 
-// A ReadinessOption tunes Readiness.
-type ReadinessOption func(*readinessOptions)
+// A ReadinessOption tunes Readiness. Only this package makes them:
+// RequireHealthy.
+type ReadinessOption interface {
+	applyReadiness(*readinessOptions)
+}
 
 type readinessOptions struct {
 	healthy bool // require that the health checks let the process campaign
@@ -91,9 +123,11 @@ type readinessOptions struct {
 // health checks (coordination.Config.HealthCheck) keep it from
 // campaigning: no check has passed yet, or the last one failed. Without a
 // HealthCheck it changes nothing.
-func RequireHealthy() ReadinessOption {
-	return func(o *readinessOptions) { o.healthy = true }
-}
+func RequireHealthy() ReadinessOption { return requireHealthy{} }
+
+type requireHealthy struct{}
+
+func (requireHealthy) applyReadiness(o *readinessOptions) { o.healthy = true }
 
 // Readiness returns a handler that answers 200 while c runs (Ready is
 // closed and Done is not) and 503 otherwise; with RequireHealthy, also 503
@@ -106,7 +140,7 @@ func Readiness(c *coordination.Coordinator, opts ...ReadinessOption) http.Handle
 	var o readinessOptions
 	for _, opt := range opts {
 		if opt != nil {
-			opt(&o)
+			opt.applyReadiness(&o)
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

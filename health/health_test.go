@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -36,6 +37,16 @@ func get(t *testing.T, h http.Handler) (int, string) {
 		t.Errorf("Cache-Control = %q, want no-store", cc)
 	}
 	return res.StatusCode, string(body)
+}
+
+// mustLiveness returns Liveness(c, opts...), failing the test on an error.
+func mustLiveness(t *testing.T, c *coordination.Coordinator, opts ...LivenessOption) http.Handler {
+	t.Helper()
+	h, err := Liveness(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func expect(t *testing.T, what string, h http.Handler, code int, body string) {
@@ -89,23 +100,50 @@ func with(st coordination.RenewalState, f func(*coordination.RenewalState)) coor
 	return st
 }
 
+// TestOptions: Liveness rejects each out-of-range option with an error
+// naming the option and its value, with or without a coordinator, and
+// applies the others.
 func TestOptions(t *testing.T) {
-	o := options{failures: DefaultFailures, headroom: time.Second}
-	for _, opt := range []Option{WithFailures(0), WithFailures(-3), WithHeadroom(0), WithHeadroom(-time.Second)} {
-		opt(&o)
+	c := newCoordinator(t, "node-a")
+	bad := []struct {
+		opt  LivenessOption
+		name string
+	}{
+		{WithFailures(0), "WithFailures(0)"},
+		{WithFailures(-3), "WithFailures(-3)"},
+		{WithHeadroom(0), "WithHeadroom(0s)"},
+		{WithHeadroom(-time.Second), "WithHeadroom(-1s)"},
 	}
-	if o.failures != DefaultFailures || o.headroom != time.Second {
-		t.Fatalf("out-of-range options changed the defaults: %+v", o)
+	for _, tc := range bad {
+		for _, coord := range []*coordination.Coordinator{c, nil} {
+			h, err := Liveness(coord, WithHeadroom(time.Second), tc.opt)
+			if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), tc.name) || h != nil {
+				t.Errorf("Liveness(%v, %s) = %v, %v; want no handler and an error wrapping ErrInvalidOption that names %s",
+					coord != nil, tc.name, h, err, tc.name)
+			}
+		}
 	}
-	WithFailures(4)(&o)
-	WithHeadroom(5 * time.Second)(&o)
+	_, err := Liveness(c, WithFailures(0), WithHeadroom(-time.Second))
+	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "WithFailures(0)") || !strings.Contains(err.Error(), "WithHeadroom(-1s)") {
+		t.Errorf("two bad options: err = %v, want both named", err)
+	}
+
+	var o options
+	for _, opt := range []LivenessOption{WithFailures(4), WithHeadroom(5 * time.Second)} {
+		if err := opt.applyLiveness(&o); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if o.failures != 4 || o.headroom != 5*time.Second {
 		t.Fatalf("options not applied: %+v", o)
+	}
+	if h, err := Liveness(c, nil, WithFailures(1)); err != nil || h == nil {
+		t.Fatalf("Liveness with a nil option = %v, %v; want a handler", h, err)
 	}
 }
 
 func TestNilArguments(t *testing.T) {
-	expect(t, "Liveness(nil)", Liveness(nil), http.StatusServiceUnavailable, "no coordinator")
+	expect(t, "Liveness(nil)", mustLiveness(t, nil), http.StatusServiceUnavailable, "no coordinator")
 	expect(t, "Readiness(nil)", Readiness(nil), http.StatusServiceUnavailable, "no coordinator")
 	expect(t, "Readiness(nil, RequireHealthy())", Readiness(nil, RequireHealthy()), http.StatusServiceUnavailable, "no coordinator")
 	expect(t, "ReadyWhenLeading(nil)", ReadyWhenLeading(nil), http.StatusServiceUnavailable, "no election")
@@ -156,7 +194,7 @@ func TestHandlersOnSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, ready, leading := Liveness(c), Readiness(c), ReadyWhenLeading(e)
+	live, ready, leading := mustLiveness(t, c), Readiness(c), ReadyWhenLeading(e)
 
 	expect(t, "liveness before Run", live, http.StatusOK, "ok")
 	expect(t, "readiness before Run", ready, http.StatusServiceUnavailable, "not running")
@@ -212,7 +250,7 @@ func TestLivenessFailsBeforeTheTrustDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = l.Release(context.Background()) }()
-	live := Liveness(c, WithHeadroom(8*time.Second))
+	live := mustLiveness(t, c, WithHeadroom(8*time.Second))
 	expect(t, "liveness of a leader", live, http.StatusOK, "ok")
 
 	sqlDB, err := db.DB()

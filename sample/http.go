@@ -62,9 +62,13 @@ type httpServer struct {
 // startHTTP listens on addr and serves the endpoints of coord in a
 // goroutine until stop.
 func startHTTP(addr string, coord *coordination.Coordinator, tel *telemetry, log *zap.Logger) (*httpServer, error) {
+	live, err := health.Liveness(coord)
+	if err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(tel.registry, promhttp.HandlerOpts{}))
-	mux.Handle("GET /healthz", health.Liveness(coord))
+	mux.Handle("GET /healthz", live)
 	mux.Handle("GET /readyz", health.Readiness(coord))
 	page := status.Handler(coord, status.Options{Title: "leasehold sample: " + coord.Holder(), Logger: log})
 	mux.Handle("GET /status", page)
