@@ -2,12 +2,11 @@ package coordination
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"go.opentelemetry.io/otel/metric"
-
-	"github.com/leasehold/leasehold/internal/term"
 )
 
 // Election is one named election of a coordinator: a lease that at most
@@ -294,7 +293,8 @@ type LeaderFunc func(ctx context.Context, lease *Lease) error
 // becomes leader, until ctx is cancelled (then it returns nil) or the
 // coordinator stops (ErrClosed). After fn returns for the last time in a
 // term, and only then, the lease is released, so a follower can take over
-// on its next attempt.
+// on its next attempt. Run is the one term loop of leasehold: the workers
+// package's singleton workers run on it too.
 //
 // If fn returns an error or panics while the term is still valid, the
 // error (a *PanicError for a panic, with its stack) is logged and reported
@@ -302,38 +302,55 @@ type LeaderFunc func(ctx context.Context, lease *Lease) error
 // RetryInterval, doubling with each consecutive failure up to 30s. When fn
 // returns nil while the term is valid, its work for the term is done: the
 // lease is released and Run waits one RetryInterval (with jitter) before
-// campaigning again, giving other processes a fair chance. The workers
-// package follows the same policy.
-func (e *Election) Run(ctx context.Context, fn LeaderFunc) error {
+// campaigning again, giving other processes a fair chance.
+//
+// opts, at most one, changes the backoff, reports failures elsewhere, and
+// calls back at the start and end of each term (see RunOptions); an
+// invalid one makes Run return an error wrapping ErrInvalidConfig at once.
+func (e *Election) Run(ctx context.Context, fn LeaderFunc, opts ...RunOptions[*Lease]) error {
+	r, err := newTermLoop(e.c, "leader work", opts)
+	if err != nil {
+		return fmt.Errorf("coordination: run election %q: %w", e.key, err)
+	}
 	for {
 		l, err := e.Campaign(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return nil
+		case r.opts.RetryBusy && errors.Is(err, ErrBusy):
+			// Code outside this Run campaigns for the same election.
+			if !sleepCtx(ctx, r.busy(e.key, "", fmt.Errorf("campaign for %q: %w", e.key, err))) {
 				return nil
 			}
+			continue
+		default:
 			return err
 		}
-		finished := e.runTerm(ctx, l, fn)
+		finished := e.runTerm(ctx, l, fn, r)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if finished && !sleepCtx(ctx, jitter(e.c.cfg.RetryInterval)) {
+		if finished && !sleepCtx(ctx, r.afterFinished()) {
 			return nil
 		}
 	}
 }
 
 // runTerm runs fn for one term and releases the lease after it has
-// returned for the last time. It reports whether fn finished its work for
-// the term.
-func (e *Election) runTerm(ctx context.Context, l *Lease, fn LeaderFunc) bool {
+// returned for the last time, never before. It reports whether fn
+// finished its work for the term.
+func (e *Election) runTerm(ctx context.Context, l *Lease, fn LeaderFunc, r *termLoop[*Lease]) (finished bool) {
 	work, cancel := context.WithCancelCause(l.Context())
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	defer func() {
 		stop()
-		cancel(nil)
+		cause := termCause(ctx, l, finished)
+		cancel(cause)
+		// A failed release is logged and emitted by Release; the lease
+		// then expires after TTL.
 		_ = l.Release(ctx)
+		r.end(l, cause)
 	}()
-	return term.Run(work, l.Valid, func(ctx context.Context) error { return fn(ctx, l) },
-		e.c.workPolicy("leader work", l.name, l.epoch))
+	return r.work(work, l, l.Valid, l.name, l.epoch, "", func(ctx context.Context) error { return fn(ctx, l) })
 }

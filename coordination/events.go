@@ -54,6 +54,11 @@ type Event struct {
 	// membership), or the pool's key for a pool's errors; empty for errors
 	// not tied to a lease.
 	Lease string
+	// Pool is the key of the pool the event is about, such as
+	// "global/<name>": for the events of a pool membership, for a pool's
+	// errors and for its work's failures; empty for events of elections
+	// and for errors not tied to a pool.
+	Pool string
 	// Holder is the holder the event is about: this process for Elected,
 	// Lost and Released; the holder seen in the database for
 	// LeaderChanged ("" when the lease is free).
@@ -93,6 +98,9 @@ func stampDropped(ev Event, n int) Event {
 func (b *broadcaster) emit(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
+	}
+	if ev.Pool == "" {
+		ev.Pool, _ = poolKeyOf(ev.Lease)
 	}
 	b.b.Send(ev)
 }

@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/internal/store"
-	"github.com/leasehold/leasehold/internal/term"
 )
 
 // The member protocol of a pool: one poolMember per Pool.Run, which joins,
@@ -84,6 +83,7 @@ const expiryMargin = 2 * time.Millisecond
 type poolMember struct {
 	p    *Pool
 	fn   AssignmentFunc
+	run  *termLoop[Assignment] // Run's term loop: options and backoff
 	log  *zap.Logger
 	me   string // member id of the current membership (memberID)
 	mem  *Lease // membership; nil until joined
@@ -280,7 +280,7 @@ func (m *poolMember) fail(op string, err error) {
 	}
 	err = fmt.Errorf("pool %q: %s: %w", m.p.key, op, err)
 	m.log.Warn("pool step failed; retrying", zap.Error(err))
-	m.p.c.events.emit(Event{Kind: EventError, Lease: m.p.key, Err: err})
+	m.p.c.events.emit(Event{Kind: EventError, Lease: m.p.key, Pool: m.p.key, Err: err})
 }
 
 // startWork runs fn for one assignment in its own goroutine, under the
@@ -300,8 +300,7 @@ func (m *poolMember) startWork(ctx context.Context, a Assignment) {
 	go func() {
 		defer close(w.done)
 		defer stop()
-		term.Run(wctx, a.Valid, func(ctx context.Context) error { return m.fn(ctx, a) },
-			c.workPolicy("pool work", a.Pool, a.Epoch))
+		runAssignment(m.run, wctx, a, m.fn)
 	}()
 }
 
@@ -357,7 +356,7 @@ func (m *poolMember) leave(ctx context.Context) {
 		if !m.waitWork(w, c.cfg.ShutdownTimeout) {
 			m.log.Error("pool work did not return within ShutdownTimeout; membership is not released and expires after TTL",
 				zap.Duration("shutdown_timeout", c.cfg.ShutdownTimeout))
-			c.events.emit(Event{Kind: EventError, Lease: p.key, Err: fmt.Errorf("%w: pool %q work did not return within ShutdownTimeout", ErrClosed, p.key)})
+			c.events.emit(Event{Kind: EventError, Lease: p.key, Pool: p.key, Err: fmt.Errorf("%w: pool %q work did not return within ShutdownTimeout", ErrClosed, p.key)})
 			return
 		}
 		m.work = nil

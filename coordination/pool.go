@@ -137,6 +137,37 @@ func (cfg PoolConfig) Validate() error {
 	return nil
 }
 
+// enter marks the pool as run by this process, and reports false when it
+// already is. Busy is per key, not per Pool value: two Runs of one key in
+// one process would be two members of one process, working on two indexes
+// under one coordinator's session and identity.
+func (p *Pool) enter() bool {
+	c := p.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p.busy || c.pools[p.key] != nil {
+		return false
+	}
+	p.busy, c.pools[p.key] = true, p
+	return true
+}
+
+// runAssignment runs fn for one assignment of Run, in the assignment's
+// goroutine, under the panic policy (term.go), and calls OnTermEnd once
+// fn has returned for the last time. work ends with the assignment.
+func runAssignment(r *termLoop[Assignment], work context.Context, a Assignment, fn AssignmentFunc) {
+	finished := r.work(work, a, a.Valid, a.Pool, a.Epoch, a.Pool, func(ctx context.Context) error { return fn(ctx, a) })
+	var cause error
+	if !finished {
+		if cause = context.Cause(work); cause == nil {
+			// Valid turned false before the deadline timer cancelled the
+			// context.
+			cause = fmt.Errorf("%w: trust deadline passed", ErrLeaseLost)
+		}
+	}
+	r.end(a, cause)
+}
+
 // Pool returns the pool with the given scope and name (checked by
 // ValidateName). Pools are separate from elections of the same name. cfg
 // is checked by PoolConfig.Validate.
@@ -305,7 +336,8 @@ func (p *Pool) Current() (Assignment, bool) {
 // *PanicError for a panic) is logged and reported as an EventError, and fn
 // is called again after RetryInterval, doubling with each consecutive
 // failure up to 30s, as Election.Run does. If it returns nil, its index
-// stays idle until the next generation.
+// stays idle until the next generation. Run is the one membership loop of
+// leasehold: the workers package's partitioned workers run on it too.
 //
 // On cancellation Run stops the work, waits for it (at most
 // ShutdownTimeout), publishes a generation without this member so the
@@ -313,18 +345,30 @@ func (p *Pool) Current() (Assignment, bool) {
 // not return in time, the membership is not released and expires after
 // TTL. Run returns nil then, ErrBusy if the pool already runs in this
 // process, and ErrClosed if the coordinator stopped first.
-func (p *Pool) Run(ctx context.Context, fn AssignmentFunc) error {
+//
+// opts, at most one, changes the backoff, reports failures elsewhere, and
+// calls back at the start and end of each assignment (see RunOptions); an
+// invalid one makes Run return an error wrapping ErrInvalidConfig at once.
+func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[Assignment]) error {
 	c := p.c
-	c.mu.Lock()
-	// Busy per key, not per Pool value: two Runs of one key in one process
-	// would be two members of one process, working on two indexes under
-	// one coordinator's session and identity.
-	if p.busy || c.pools[p.key] != nil {
-		c.mu.Unlock()
-		return fmt.Errorf("%w: pool %q", ErrBusy, p.key)
+	r, err := newTermLoop(c, "pool work", opts)
+	if err != nil {
+		return fmt.Errorf("coordination: run pool %q: %w", p.key, err)
 	}
-	p.busy, c.pools[p.key] = true, p
-	c.mu.Unlock()
+	for !p.enter() {
+		err := fmt.Errorf("%w: pool %q", ErrBusy, p.key)
+		if !r.opts.RetryBusy {
+			return err
+		}
+		select {
+		case <-c.closing:
+			return ErrClosed
+		default:
+		}
+		if !sleepCtx(ctx, r.busy(p.key, p.key, err)) {
+			return nil
+		}
+	}
 	defer func() {
 		c.mu.Lock()
 		p.busy, p.current, p.read = false, nil, false
@@ -342,7 +386,7 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc) error {
 		return nil
 	}
 	log := c.log.With(zap.String("pool", p.key))
-	m := &poolMember{p: p, fn: fn, log: log}
+	m := &poolMember{p: p, fn: fn, run: r, log: log}
 	defer m.leave(ctx)
 	timer := time.NewTimer(0)
 	defer timer.Stop()

@@ -111,7 +111,7 @@ func caseResignHandsOver(t *testing.T, b *bundle) {
 	}
 	select {
 	case cause := <-la.ended:
-		if !errors.Is(cause, ErrResigned) || !EndOfTerm(cause) {
+		if !errors.Is(cause, ErrResigned) || !endOfTerm(cause) {
 			t.Fatalf("A's work ended with %v, want ErrResigned", cause)
 		}
 	case <-time.After(wait):

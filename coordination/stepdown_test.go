@@ -48,7 +48,7 @@ func caseStepDownHandsOver(t *testing.T, b *bundle) {
 	h.healthy.Store(false)
 	select {
 	case cause := <-la.ended:
-		if !errors.Is(cause, ErrUnhealthy) || !errors.Is(cause, errSick) || !EndOfTerm(cause) {
+		if !errors.Is(cause, ErrUnhealthy) || !errors.Is(cause, errSick) || !endOfTerm(cause) {
 			t.Fatalf("A's work ended with %v, want ErrUnhealthy wrapping the check's error", cause)
 		}
 	case <-time.After(wait):

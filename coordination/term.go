@@ -4,32 +4,168 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/leasehold/leasehold/internal/term"
+	"github.com/leasehold/leasehold/internal/ctxtime"
 )
 
-// ErrPanicked is wrapped by every *PanicError.
-var ErrPanicked = term.ErrPanicked
+// The work of one term: the function a process calls while it holds a
+// lease (Election.Run, a singleton worker) or a pool assignment (Pool.Run,
+// a partitioned worker). Election.Run and Pool.Run are the only loops that
+// call work, and every caller in leasehold goes through them, so they
+// share one panic policy:
+//
+//   - the function runs under a context that ends with the term;
+//   - a panic is recovered and becomes a *PanicError with the value and
+//     the stack; a panicking health check (Config.HealthCheck) becomes one
+//     too;
+//   - while the term is still valid, an error or a panic is reported and
+//     the function is called again under the same term after a backoff
+//     that doubles with each consecutive failure;
+//   - a nil return while the term is valid means the work of this term is
+//     done;
+//   - whatever the function returns once its term is over is the end of
+//     the term, reported only when it is a panic or an error other than
+//     the term's end (endOfTerm).
 
-// PanicError is what a panic in leader work (Election.Run) or pool work
-// (Pool.Run) becomes: the panic is recovered, reported as an EventError
-// and logged with its stack, and the work is called again under the same
-// term after a backoff. It wraps ErrPanicked, and the panic value too when
-// that is an error. The workers package uses the same type and policy.
-type PanicError = term.PanicError
+// ErrPanicked is wrapped by every *PanicError.
+var ErrPanicked = errors.New("leasehold: work function panicked")
+
+// PanicError is what a panic in a user callback becomes: leader work
+// (Election.Run), pool work (Pool.Run), the workers package's worker
+// functions, and the health check (Config.HealthCheck). The panic is
+// recovered, logged with its stack and reported as an error: work is
+// called again under the same term after a backoff (see RunOptions), and
+// a health check counts as failed. It wraps ErrPanicked, and the panic
+// value too when that is an error.
+type PanicError struct {
+	// Value is what the function passed to panic.
+	Value any
+	// Stack is the panicking goroutine's stack, as runtime/debug.Stack
+	// formats it.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("%s: %v", ErrPanicked.Error(), e.Value)
+}
+
+// Unwrap makes errors.Is(err, ErrPanicked) true, and errors.Is and
+// errors.As see the panic value when it is an error.
+func (e *PanicError) Unwrap() []error {
+	if err, ok := e.Value.(error); ok {
+		return []error{ErrPanicked, err}
+	}
+	return []error{ErrPanicked}
+}
+
+// protect calls fn and turns a panic into a *PanicError.
+func protect(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return fn()
+}
 
 // maxWorkBackoff caps the doubling wait before failed leader or pool work
-// is called again under the same term.
+// is called again under the same term, unless RunOptions says otherwise.
 const maxWorkBackoff = 30 * time.Second
 
-// EndOfTerm reports whether err is what work returns when its term ends
+// backoff counts consecutive failures of one work function and says how
+// long to wait before calling it again.
+type backoff struct {
+	base, max time.Duration
+	failures  int
+}
+
+// newBackoff returns a backoff that waits base after a failure, doubling
+// per consecutive failure up to max.
+func newBackoff(base, max time.Duration) *backoff {
+	return &backoff{base: base, max: max}
+}
+
+// failed records a failure of a run that lasted ran and returns the wait
+// before the next call. A run longer than max was healthy for a while, so
+// the count starts over.
+func (b *backoff) failed(ran time.Duration) time.Duration {
+	if ran > b.max {
+		b.failures = 0
+	}
+	b.failures++
+	d := b.base
+	for i := 1; i < b.failures && d < b.max; i++ {
+		d *= 2
+	}
+	return min(d, b.max)
+}
+
+// succeeded records a run that finished its work: the count starts over.
+func (b *backoff) succeeded() { b.failures = 0 }
+
+// workPolicy is how runWork retries and reports.
+type workPolicy struct {
+	// backoff says how long to wait before calling the function again
+	// after a failure. It is shared by the terms of one Run, so that a
+	// function that fails at once in every new term still backs off.
+	backoff *backoff
+	// report is told of an error or panic. retryIn is the wait before the
+	// function is called again, or 0 when the term is over.
+	report func(err error, retryIn time.Duration)
+	// endOfTerm reports whether an error returned after the term ended is
+	// just that end (a cancelled context, a lost lease) rather than a
+	// failure worth reporting. A *PanicError is always reported. Nil means
+	// every error is reported.
+	endOfTerm func(error) bool
+}
+
+// runWork calls fn with work until the term ends, following the panic
+// policy above. valid is the term's synchronous trust check; it is asked
+// before every call, so a process resumed after a pause past its trust
+// deadline calls nothing under the stale term. work must end when the
+// term does. runWork reports whether fn finished the term's work: returned
+// nil while the term was still valid.
+func runWork(work context.Context, valid func() bool, fn func(context.Context) error, p workPolicy) (finished bool) {
+	live := func() bool { return valid() && work.Err() == nil }
+	for live() {
+		started := time.Now()
+		err := protect(func() error { return fn(work) })
+		ran := time.Since(started)
+		switch {
+		case err == nil && live():
+			p.backoff.succeeded()
+			return true
+		case err == nil:
+			return false
+		case !live():
+			if p.reportable(err) {
+				p.report(err, 0)
+			}
+			return false
+		}
+		d := p.backoff.failed(ran)
+		p.report(err, d)
+		if !ctxtime.Sleep(work, d) {
+			return false
+		}
+	}
+	return false
+}
+
+func (p workPolicy) reportable(err error) bool {
+	var pe *PanicError
+	return errors.As(err, &pe) || p.endOfTerm == nil || !p.endOfTerm(err)
+}
+
+// endOfTerm reports whether err is what work returns when its term ends
 // (a cancelled context, a lost, released, resigned or fenced term, a step
 // down for failed health checks, a stopped coordinator) rather than a
 // failure worth reporting. A panic is never the end of a term.
-func EndOfTerm(err error) bool {
+func endOfTerm(err error) bool {
 	var pe *PanicError
 	if errors.As(err, &pe) {
 		return false
@@ -44,28 +180,22 @@ func EndOfTerm(err error) bool {
 	return false
 }
 
-// workPolicy is the policy of Election.Run and Pool.Run for one term: a
-// failure is logged, with the stack for a panic, and emitted as EventError
-// for the term's lease; the work is called again after RetryInterval,
-// doubling up to maxWorkBackoff. what names the work in messages.
-func (c *Coordinator) workPolicy(what, lease string, epoch int64) term.Policy {
-	log := c.log.With(zap.String("lease", lease), zap.Int64("epoch", epoch))
-	return term.Policy{
-		Backoff: term.NewBackoff(c.cfg.RetryInterval, max(maxWorkBackoff, c.cfg.RetryInterval)),
-		Report: func(err error, retryIn time.Duration) {
-			err = fmt.Errorf("%s for %q epoch %d: %w", what, lease, epoch, err)
-			msg, fields := what+" returned an error", []zap.Field{zap.Error(err)}
-			var pe *PanicError
-			if errors.As(err, &pe) {
-				msg = what + " panicked; recovered"
-				fields = append(fields, zap.ByteString("stack", pe.Stack))
-			}
-			if retryIn > 0 {
-				fields = append(fields, zap.Duration("retry_in", retryIn))
-			}
-			log.Error(msg, fields...)
-			c.events.emit(Event{Kind: EventError, Lease: lease, Epoch: epoch, Err: err})
-		},
-		EndOfTerm: EndOfTerm,
+// reportFailure is the one report of a failed user callback, unless the
+// caller's RunOptions.OnError takes it: an error log line, with the stack
+// for a panic and the wait before the next call when there is one, and
+// ev (an EventError carrying err) to Subscribe. what names the callback
+// in the message ("leader work", "pool work", "health check").
+func (c *Coordinator) reportFailure(log *zap.Logger, what string, err error, retryIn time.Duration, ev Event) {
+	msg, fields := what+" returned an error", []zap.Field{zap.Error(err)}
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		msg = what + " panicked; recovered"
+		fields = append(fields, zap.ByteString("stack", pe.Stack))
 	}
+	if retryIn > 0 {
+		fields = append(fields, zap.Duration("retry_in", retryIn))
+	}
+	log.Error(msg, fields...)
+	ev.Kind, ev.Err = EventError, err
+	c.events.emit(ev)
 }

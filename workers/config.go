@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/internal/ctxtime"
-	"github.com/leasehold/leasehold/internal/term"
 )
 
 // Defaults of Config.
@@ -34,7 +32,9 @@ type Config struct {
 	// doubles with each consecutive failure, up to MaxRestartBackoff, and
 	// starts over after a run that lasted longer than MaxRestartBackoff.
 	// It is also the wait before campaigning again after a function
-	// finished its work (returned nil). Defaults to 1s.
+	// finished its work (returned nil). Defaults to 1s. It is the
+	// RunOptions.Backoff of the worker's term loop (Election.Run or
+	// Pool.Run of package coordination).
 	RestartBackoff time.Duration
 
 	// MaxRestartBackoff caps the doubling of RestartBackoff. Must be at
@@ -63,11 +63,3 @@ func (c Config) validate() error {
 	}
 	return nil
 }
-
-// backoff returns a new restart backoff for one worker.
-func (c Config) backoff() *term.Backoff {
-	return term.NewBackoff(c.RestartBackoff, c.MaxRestartBackoff)
-}
-
-// sleepCtx waits d or until ctx is done; it reports whether d passed.
-var sleepCtx = ctxtime.Sleep

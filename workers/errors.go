@@ -37,6 +37,6 @@ var (
 
 // PanicError is the error a worker function's panic is turned into. It
 // wraps ErrPanicked, and the panic value too when that is an error. It is
-// coordination.PanicError: elections, pools and workers share one panic
-// policy.
+// coordination.PanicError: workers run on the term loops of package
+// coordination, so elections, pools and workers share one panic policy.
 type PanicError = coordination.PanicError

@@ -14,7 +14,6 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/broadcast"
-	"github.com/leasehold/leasehold/internal/term"
 )
 
 type runState int
@@ -51,6 +50,9 @@ type workerState struct {
 	w    Worker
 	log  *zap.Logger
 	done chan struct{} // closed when the worker's goroutine has returned
+
+	election  *coordination.Election // a singleton's election
+	coordPool *coordination.Pool     // a partitioned worker's pool
 
 	mu   sync.Mutex
 	term *coordination.Lease // the term the worker runs under, until released
@@ -107,17 +109,21 @@ func NewHost(db *gorm.DB, id identity.Identity, cfg Config, ws ...Worker) (*Host
 		return nil, fmt.Errorf("workers: create coordinator: %w", err)
 	}
 	log := coord.Config().Logger.Named("leasehold").Named("workers").With(zap.String("identity", coord.Holder()))
-	for _, st := range states {
-		st.log = log.With(zap.String("worker", st.w.Name()), zap.Stringer("kind", st.w.Kind()))
-	}
-	return &Host{
+	h := &Host{
 		cfg:    cfg,
 		coord:  coord,
 		log:    log,
 		events: broadcast.Broadcaster[Event]{Stamp: stampDropped},
 		states: states,
 		byKey:  byKey,
-	}, nil
+	}
+	for _, st := range states {
+		st.log = log.With(zap.String("worker", st.w.Name()), zap.Stringer("kind", st.w.Kind()))
+		if err := st.w.bind(h, st); err != nil {
+			return nil, fmt.Errorf("workers: %s worker %q: %w", st.w.Kind(), st.w.Name(), err)
+		}
+	}
+	return h, nil
 }
 
 // checkWorker checks the i-th worker given to NewHost.
@@ -252,33 +258,29 @@ func (h *Host) reportOverrun(st *workerState, timeout time.Duration) {
 	h.emit(ev)
 }
 
-// supervise runs one worker until ctx is cancelled, restarting it with
-// backoff if it returns or panics before that.
+// supervise runs one worker and waits for it to return, which it does
+// when ctx is cancelled or the coordinator stopped. It restarts nothing:
+// the worker's term loop (Election.Run, Pool.Run of package coordination)
+// retries failed work with backoff, and recovers its panics.
 func (h *Host) supervise(ctx context.Context, st *workerState) {
 	defer close(st.done)
-	b := h.cfg.backoff()
-	for {
-		started := time.Now()
-		err := term.Protect(func() error { return st.w.run(ctx, h) })
-		if ctx.Err() != nil {
-			if err != nil {
-				st.log.Warn("worker returned an error while stopping", zap.Error(err))
-			}
-			return
+	err := st.w.run(ctx, h)
+	switch {
+	case ctx.Err() != nil:
+		if err != nil {
+			st.log.Warn("worker returned an error while stopping", zap.Error(err))
 		}
-		if errors.Is(err, coordination.ErrClosed) {
-			// The coordinator stopped: Run cancels ctx and reports why.
-			<-ctx.Done()
-			return
-		}
+	case errors.Is(err, coordination.ErrClosed):
+		// The coordinator stopped: Run cancels ctx and reports why.
+		<-ctx.Done()
+	default:
+		// Not expected: the term loops return early only when the
+		// coordinator stopped. Said loudly, and the worker stays down.
 		if err == nil {
 			err = errors.New("worker returned before the host stopped")
 		}
-		d := b.Failed(time.Since(started))
-		h.reportError(st, "", 0, err, d)
-		if !sleepCtx(ctx, d) {
-			return
-		}
+		h.reportError(st, "", 0, err, 0)
+		<-ctx.Done()
 	}
 }
 

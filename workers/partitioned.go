@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/internal/term"
 )
 
 // PartitionFunc is the work of one member of a partitioned worker's pool
@@ -72,9 +71,7 @@ func (p *partitioned) validate() error {
 	return nil
 }
 
-// run is one membership of the pool until ctx is cancelled.
-func (p *partitioned) run(ctx context.Context, h *Host) error {
-	st := h.stateOf(p)
+func (p *partitioned) bind(h *Host, st *workerState) error {
 	scope := coordination.GlobalScope
 	if p.cfg.PerCluster {
 		scope = coordination.ClusterScope
@@ -83,33 +80,42 @@ func (p *partitioned) run(ctx context.Context, h *Host) error {
 	if err != nil {
 		return err
 	}
+	st.coordPool = pool
+	return nil
+}
+
+// run is one membership of the pool until ctx is cancelled, on the pool's
+// term loop (coordination.Pool.Run): the restarts, the backoff and the
+// panic policy are that loop's.
+func (p *partitioned) run(ctx context.Context, h *Host) error {
+	st := h.stateOf(p)
+	pool := st.coordPool
 	st.mu.Lock()
 	st.ref = pool
 	st.mu.Unlock()
-	return pool.Run(ctx, func(ctx context.Context, a coordination.Assignment) error {
-		p.work(ctx, h, st, a)
-		return nil
-	})
-}
-
-// work runs fn for one assignment, again after an error or panic while the
-// assignment is current, and records the assignment for Status and events.
-func (p *partitioned) work(ctx context.Context, h *Host, st *workerState, a coordination.Assignment) {
-	log := st.log.With(zap.String("pool", a.Pool), zap.Int64("generation", a.Generation),
-		zap.Int("index", a.Index), zap.Int("count", a.Count))
-	status := &PoolStatus{Worker: p.name, Assignment: a, Members: a.Members}
-	st.setPool(status)
-	h.emit(Event{Kind: EventAssignmentChanged, Worker: p.name, Lease: a.Pool, Epoch: a.Epoch, Assignment: &a})
-	defer st.setPool(nil)
-
-	finished := term.Run(ctx, a.Valid, func(ctx context.Context) error { return p.fn(ctx, a) }, term.Policy{
-		Backoff: h.cfg.backoff(),
-		Report: func(err error, retryIn time.Duration) {
+	return pool.Run(ctx, coordination.AssignmentFunc(p.fn), coordination.RunOptions[coordination.Assignment]{
+		Backoff:    h.cfg.RestartBackoff,
+		MaxBackoff: h.cfg.MaxRestartBackoff,
+		// Code outside the host runs the same pool in this process:
+		// report it, and try again after the backoff.
+		RetryBusy: true,
+		OnTermStart: func(a coordination.Assignment) {
+			st.setPool(&PoolStatus{Worker: p.name, Assignment: a, Members: a.Members})
+			h.emit(Event{Kind: EventAssignmentChanged, Worker: p.name, Lease: a.Pool, Epoch: a.Epoch, Assignment: &a})
+		},
+		OnTermEnd: func(a coordination.Assignment, cause error) {
+			if cause == nil {
+				st.log.Info("partition work finished for this generation", zap.String("pool", a.Pool),
+					zap.Int64("generation", a.Generation), zap.Int("index", a.Index), zap.Int("count", a.Count))
+			}
+			st.setPool(nil)
+		},
+		OnError: func(a coordination.Assignment, err error, retryIn time.Duration) {
+			if a.Pool == "" { // a refused join
+				h.reportError(st, pool.Name(), 0, err, retryIn)
+				return
+			}
 			h.reportError(st, a.Pool, a.Epoch, err, retryIn)
 		},
-		EndOfTerm: coordination.EndOfTerm,
 	})
-	if finished {
-		log.Info("partition work finished for this generation")
-	}
 }

@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/internal/term"
 )
 
 // Kind says what sort of worker a Worker is.
@@ -48,11 +47,15 @@ type Worker interface {
 	// Kind says which sort of worker this is.
 	Kind() Kind
 
-	// run runs the worker on h until ctx is cancelled. It returns early
-	// only when the host's coordinator stopped; the host restarts a worker
-	// that returns or panics otherwise. It must leave nothing running
-	// behind once it returns.
+	// run runs the worker on h until ctx is cancelled, on the term loop
+	// of package coordination, which retries and backs off. It returns
+	// early only when the host's coordinator stopped. It must leave
+	// nothing running behind once it returns.
 	run(ctx context.Context, h *Host) error
+	// bind gets, from h's coordinator, the election or the pool the
+	// worker runs on, and records it in st. NewHost calls it once per
+	// worker, before Run.
+	bind(h *Host, st *workerState) error
 }
 
 // validator is implemented by workers with checks of their own beyond the
@@ -114,91 +117,47 @@ func (s *singleton) scope() coordination.Scope {
 	return coordination.ClusterScope
 }
 
-// run campaigns, leads while elected, and campaigns again, until ctx is
-// cancelled.
-func (s *singleton) run(ctx context.Context, h *Host) error {
-	st := h.stateOf(s)
+func (s *singleton) bind(h *Host, st *workerState) error {
 	e, err := h.coord.Election(s.scope(), s.name)
 	if err != nil {
 		return err
 	}
-	b := h.cfg.backoff()
-	for {
-		l, err := e.Campaign(ctx)
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, coordination.ErrClosed):
-			return err // the coordinator stopped; the host is stopping too
-		default:
-			// ErrBusy: code outside the host campaigns for the same
-			// election in this process.
-			d := b.Failed(0)
-			h.reportError(st, e.Name(), 0, fmt.Errorf("campaign for %q: %w", e.Name(), err), d)
-			if !sleepCtx(ctx, d) {
-				return nil
-			}
-			continue
-		}
-		finished := s.lead(ctx, h, st, l, b)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if finished && !sleepCtx(ctx, h.cfg.RestartBackoff) {
-			return nil
-		}
-	}
+	st.election = e
+	return nil
 }
 
-// lead runs fn for one term, calling it again after an error or panic
-// while the term lasts, and releases the lease once fn has returned for
-// the last time, never before. It reports whether fn finished its work
-// (returned nil) while the term was still valid.
-func (s *singleton) lead(ctx context.Context, h *Host, st *workerState, l *coordination.Lease, b *term.Backoff) (finished bool) {
-	work, cancel := context.WithCancelCause(l.Context())
-	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
-	log := st.log.With(zap.String("lease", l.Name()), zap.Int64("epoch", l.Epoch()))
-	st.setTerm(l)
-	log.Info("started leading")
-	h.emit(Event{Kind: EventStartedLeading, Worker: s.name, Lease: l.Name(), Epoch: l.Epoch()})
-	defer func() {
-		stop()
-		cause := termCause(ctx, l, finished)
-		cancel(cause)
-		if finished {
-			log.Info("worker function finished its work for this term; releasing the lease",
-				zap.Duration("campaign_in", h.cfg.RestartBackoff))
-		}
-		// A failed release is logged and emitted by the coordinator; the
-		// lease then expires after TTL.
-		_ = l.Release(context.WithoutCancel(ctx))
-		st.setTerm(nil)
-		log.Info("stopped leading", zap.NamedError("cause", cause))
-		h.emit(Event{Kind: EventStoppedLeading, Worker: s.name, Lease: l.Name(), Epoch: l.Epoch(), Err: cause})
-	}()
-
-	return term.Run(work, l.Valid, func(ctx context.Context) error { return s.fn(ctx, l) }, term.Policy{
-		Backoff: b,
-		Report: func(err error, retryIn time.Duration) {
+// run campaigns, leads while elected, and campaigns again, until ctx is
+// cancelled, on the election's term loop (coordination.Election.Run): the
+// restarts, the backoff and the panic policy are that loop's.
+func (s *singleton) run(ctx context.Context, h *Host) error {
+	st := h.stateOf(s)
+	return st.election.Run(ctx, coordination.LeaderFunc(s.fn), coordination.RunOptions[*coordination.Lease]{
+		Backoff:    h.cfg.RestartBackoff,
+		MaxBackoff: h.cfg.MaxRestartBackoff,
+		// Code outside the host campaigns for the same election in this
+		// process: report it, and campaign again after the backoff.
+		RetryBusy: true,
+		OnTermStart: func(l *coordination.Lease) {
+			st.setTerm(l)
+			st.log.Info("started leading", zap.String("lease", l.Name()), zap.Int64("epoch", l.Epoch()))
+			h.emit(Event{Kind: EventStartedLeading, Worker: s.name, Lease: l.Name(), Epoch: l.Epoch()})
+		},
+		OnTermEnd: func(l *coordination.Lease, cause error) {
+			log := st.log.With(zap.String("lease", l.Name()), zap.Int64("epoch", l.Epoch()))
+			if errors.Is(cause, coordination.ErrReleased) {
+				log.Info("worker function finished its work for this term; the lease is released",
+					zap.Duration("campaign_in", h.cfg.RestartBackoff))
+			}
+			st.setTerm(nil)
+			log.Info("stopped leading", zap.NamedError("cause", cause))
+			h.emit(Event{Kind: EventStoppedLeading, Worker: s.name, Lease: l.Name(), Epoch: l.Epoch(), Err: cause})
+		},
+		OnError: func(l *coordination.Lease, err error, retryIn time.Duration) {
+			if l == nil { // a refused campaign
+				h.reportError(st, st.election.Name(), 0, err, retryIn)
+				return
+			}
 			h.reportError(st, l.Name(), l.Epoch(), err, retryIn)
 		},
-		EndOfTerm: coordination.EndOfTerm,
 	})
-}
-
-// termCause says why a term ended, before Release overwrites the lease
-// context's cause.
-func termCause(ctx context.Context, l *coordination.Lease, finished bool) error {
-	if finished {
-		return coordination.ErrReleased
-	}
-	if cause := context.Cause(l.Context()); cause != nil {
-		return cause
-	}
-	if ctx.Err() != nil {
-		return coordination.ErrClosed
-	}
-	// Valid turned false before the deadline timer cancelled the context.
-	return fmt.Errorf("%w: trust deadline passed", coordination.ErrLeaseLost)
 }

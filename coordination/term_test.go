@@ -1,4 +1,4 @@
-package term
+package coordination
 
 import (
 	"context"
@@ -11,35 +11,35 @@ import (
 	"time"
 )
 
-type report struct {
+type workReport struct {
 	err     error
 	retryIn time.Duration
 	at      time.Duration // since the test began, on the bubble's clock
 }
 
-// recorder collects what Run reports.
-type recorder struct {
+// workRecorder collects what runWork reports.
+type workRecorder struct {
 	began   time.Time
-	reports []report
+	reports []workReport
 }
 
-func (r *recorder) policy(base, max time.Duration) Policy {
-	return Policy{
-		Backoff: NewBackoff(base, max),
-		Report: func(err error, retryIn time.Duration) {
-			r.reports = append(r.reports, report{err, retryIn, time.Since(r.began)})
+func (r *workRecorder) policy(base, max time.Duration) workPolicy {
+	return workPolicy{
+		backoff: newBackoff(base, max),
+		report: func(err error, retryIn time.Duration) {
+			r.reports = append(r.reports, workReport{err, retryIn, time.Since(r.began)})
 		},
-		EndOfTerm: func(err error) bool { return errors.Is(err, context.Canceled) },
+		endOfTerm: func(err error) bool { return errors.Is(err, context.Canceled) },
 	}
 }
 
-func always() bool { return true }
+func alwaysValid() bool { return true }
 
 func TestPanicIsRecoveredReportedAndCalledAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := &recorder{began: time.Now()}
+		r := &workRecorder{began: time.Now()}
 		var calls []time.Duration
-		finished := Run(context.Background(), always, func(context.Context) error {
+		finished := runWork(context.Background(), alwaysValid, func(context.Context) error {
 			calls = append(calls, time.Since(r.began))
 			if len(calls) == 1 {
 				panic("boom")
@@ -47,7 +47,7 @@ func TestPanicIsRecoveredReportedAndCalledAgain(t *testing.T) {
 			return nil
 		}, r.policy(time.Second, 8*time.Second))
 		if !finished {
-			t.Fatal("Run = false, want true: the second call returned nil while the term was valid")
+			t.Fatal("runWork = false, want true: the second call returned nil while the term was valid")
 		}
 		if len(calls) != 2 || calls[1] != time.Second {
 			t.Fatalf("calls at %v, want two, the second after the 1s backoff", calls)
@@ -70,11 +70,11 @@ func TestPanicIsRecoveredReportedAndCalledAgain(t *testing.T) {
 
 func TestErrorsBackOffDoublingWhileValid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := &recorder{began: time.Now()}
+		r := &workRecorder{began: time.Now()}
 		ctx, cancel := context.WithCancel(context.Background())
 		calls := 0
 		fail := errors.New("database down")
-		finished := Run(ctx, always, func(context.Context) error {
+		finished := runWork(ctx, alwaysValid, func(context.Context) error {
 			calls++
 			if calls == 5 {
 				cancel() // the term ends during the fifth call
@@ -82,7 +82,7 @@ func TestErrorsBackOffDoublingWhileValid(t *testing.T) {
 			return fail
 		}, r.policy(time.Second, 4*time.Second))
 		if finished {
-			t.Fatal("Run = true, want false: the function never succeeded")
+			t.Fatal("runWork = true, want false: the function never succeeded")
 		}
 		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second, 0}
 		if len(r.reports) != len(want) {
@@ -101,9 +101,9 @@ func TestErrorsBackOffDoublingWhileValid(t *testing.T) {
 
 func TestEndOfTermIsNotReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := &recorder{began: time.Now()}
+		r := &workRecorder{began: time.Now()}
 		ctx, cancel := context.WithCancel(context.Background())
-		finished := Run(ctx, always, func(ctx context.Context) error {
+		finished := runWork(ctx, alwaysValid, func(ctx context.Context) error {
 			cancel()
 			return ctx.Err()
 		}, r.policy(time.Second, time.Second))
@@ -112,7 +112,7 @@ func TestEndOfTermIsNotReported(t *testing.T) {
 		}
 		// A panic at the end of the term is still reported.
 		ctx, cancel = context.WithCancel(context.Background())
-		Run(ctx, always, func(ctx context.Context) error {
+		runWork(ctx, alwaysValid, func(ctx context.Context) error {
 			cancel()
 			panic(ctx.Err())
 		}, r.policy(time.Second, time.Second))
@@ -123,32 +123,32 @@ func TestEndOfTermIsNotReported(t *testing.T) {
 }
 
 func TestNothingRunsUnderAnInvalidTerm(t *testing.T) {
-	r := &recorder{began: time.Now()}
+	r := &workRecorder{began: time.Now()}
 	var valid atomic.Bool
 	called := false
-	if Run(context.Background(), valid.Load, func(context.Context) error {
+	if runWork(context.Background(), valid.Load, func(context.Context) error {
 		called = true
 		return nil
 	}, r.policy(time.Second, time.Second)) || called {
-		t.Fatal("fn was called, or Run reported finished, under a term that was never valid")
+		t.Fatal("fn was called, or runWork reported finished, under a term that was never valid")
 	}
 	// A nil return after the term stopped being valid is not "finished".
 	valid.Store(true)
-	if Run(context.Background(), valid.Load, func(context.Context) error {
+	if runWork(context.Background(), valid.Load, func(context.Context) error {
 		valid.Store(false)
 		return nil
 	}, r.policy(time.Second, time.Second)) {
-		t.Fatal("Run = true for a function that returned after its term ended")
+		t.Fatal("runWork = true for a function that returned after its term ended")
 	}
 }
 
 func TestCancelDuringBackoffStopsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := &recorder{began: time.Now()}
+		r := &workRecorder{began: time.Now()}
 		ctx, cancel := context.WithCancel(context.Background())
 		calls := 0
 		time.AfterFunc(500*time.Millisecond, cancel)
-		Run(ctx, always, func(context.Context) error {
+		runWork(ctx, alwaysValid, func(context.Context) error {
 			calls++
 			return errors.New("fails")
 		}, r.policy(time.Hour, time.Hour))
@@ -158,7 +158,7 @@ func TestCancelDuringBackoffStopsAtOnce(t *testing.T) {
 	})
 }
 
-func TestBackoff(t *testing.T) {
+func TestWorkBackoff(t *testing.T) {
 	const base, maxWait = 100 * time.Millisecond, 700 * time.Millisecond
 	type step struct {
 		ran     time.Duration // how long the failed run lasted; -1 for a success
@@ -183,14 +183,14 @@ func TestBackoff(t *testing.T) {
 		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := NewBackoff(base, maxWait)
+			b := newBackoff(base, maxWait)
 			for i, s := range tc.steps {
 				if s.ran < 0 {
-					b.Succeeded()
+					b.succeeded()
 					continue
 				}
-				if got := b.Failed(s.ran); got != s.wantGap {
-					t.Fatalf("step %d: Failed(%v) = %v, want %v", i, s.ran, got, s.wantGap)
+				if got := b.failed(s.ran); got != s.wantGap {
+					t.Fatalf("step %d: failed(%v) = %v, want %v", i, s.ran, got, s.wantGap)
 				}
 			}
 		})
@@ -213,16 +213,16 @@ func TestProtect(t *testing.T) {
 		{"RuntimeError", func() error { return fmt.Errorf("%d", nth(nil, 1)) }, true, false, "index out of range [1] with length 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Protect(tc.fn)
+			err := protect(tc.fn)
 			var pe *PanicError
 			if got := errors.As(err, &pe); got != tc.panics || errors.Is(err, ErrPanicked) != tc.panics {
-				t.Fatalf("Protect = %v; reported as a panic: %v, want %v", err, got, tc.panics)
+				t.Fatalf("protect = %v; reported as a panic: %v, want %v", err, got, tc.panics)
 			}
 			if errors.Is(err, errX) != tc.wrapsX {
-				t.Fatalf("Protect = %v; errors.Is(err, %v) = %v, want %v", err, errX, !tc.wrapsX, tc.wrapsX)
+				t.Fatalf("protect = %v; errors.Is(err, %v) = %v, want %v", err, errX, !tc.wrapsX, tc.wrapsX)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.message) {
-				t.Fatalf("Protect = %v, want a message with %q", err, tc.message)
+				t.Fatalf("protect = %v, want a message with %q", err, tc.message)
 			}
 			if pe != nil && !strings.Contains(string(pe.Stack), "TestProtect") {
 				t.Fatalf("stack does not show the panicking function:\n%s", pe.Stack)

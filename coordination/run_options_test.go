@@ -1,0 +1,167 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunOptionsChecked: Election.Run and Pool.Run refuse bad options at
+// once, naming the field and its value.
+func TestRunOptionsChecked(t *testing.T) {
+	c, stop := bubbleCoordinator(t, newMemStore(), fastConfig())
+	defer stop()
+	e, err := c.Election(ClusterScope, "opts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Pool(GlobalScope, "opts", PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := func(context.Context, *Lease) error { t.Error("work called"); return nil }
+	for _, tc := range []struct {
+		opts []RunOptions[*Lease]
+		want string
+	}{
+		{[]RunOptions[*Lease]{{Backoff: -time.Second}}, "RunOptions.Backoff (-1s)"},
+		{[]RunOptions[*Lease]{{MaxBackoff: -time.Second}}, "RunOptions.MaxBackoff (-1s)"},
+		{[]RunOptions[*Lease]{{Backoff: time.Minute, MaxBackoff: time.Second}}, "MaxBackoff (1s) must be at least Backoff (1m0s)"},
+		{[]RunOptions[*Lease]{{}, {}}, "at most one RunOptions, got 2"},
+	} {
+		err := e.Run(context.Background(), never, tc.opts...)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Election.Run(%+v) = %v, want ErrInvalidConfig naming %q", tc.opts, err, tc.want)
+		}
+	}
+	err = p.Run(context.Background(), func(context.Context, Assignment) error { return nil }, RunOptions[Assignment]{Backoff: -1})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "RunOptions.Backoff") {
+		t.Errorf("Pool.Run with a negative Backoff = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestRunOptionsCallbacks: Election.Run calls OnTermStart before the work,
+// OnError instead of the default report (no EventError), OnTermEnd after
+// the release with ErrReleased for finished work; RetryBusy waits out a
+// Campaign of the same election instead of returning ErrBusy.
+func TestRunOptionsCallbacks(t *testing.T) {
+	c, stop := bubbleCoordinator(t, newMemStore(), fastConfig())
+	defer stop()
+	events, unsubscribe := c.Subscribe(256)
+	defer unsubscribe()
+	e, err := c.Election(ClusterScope, "callbacks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := e.Campaign(context.Background()) // busy until released
+	if err != nil {
+		t.Fatal(err)
+	}
+	type call struct {
+		what  string
+		epoch int64
+		err   error
+	}
+	calls := make(chan call, 64)
+	errBoom := errors.New("boom")
+	n := 0
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Run(ctx, func(ctx context.Context, l *Lease) error {
+			n++
+			calls <- call{"work", l.Epoch(), nil}
+			if n == 1 {
+				return errBoom
+			}
+			if n == 2 {
+				return nil
+			}
+			<-ctx.Done()
+			return nil
+		}, RunOptions[*Lease]{
+			Backoff:     10 * time.Millisecond,
+			RetryBusy:   true,
+			OnTermStart: func(l *Lease) { calls <- call{"start", l.Epoch(), nil} },
+			OnTermEnd: func(l *Lease, cause error) {
+				if l.Valid() {
+					t.Error("OnTermEnd called before the release")
+				}
+				calls <- call{"end", l.Epoch(), cause}
+			},
+			OnError: func(l *Lease, err error, _ time.Duration) {
+				var epoch int64
+				if l != nil {
+					epoch = l.Epoch()
+				}
+				calls <- call{"error", epoch, err}
+			},
+		})
+	}()
+	next := func() call {
+		t.Helper()
+		select {
+		case c := <-calls:
+			return c
+		case <-time.After(wait):
+			t.Fatal("no callback")
+		}
+		return call{}
+	}
+	if got := next(); got.what != "error" || got.epoch != 0 || !errors.Is(got.err, ErrBusy) {
+		t.Fatalf("first callback = %+v, want OnError with ErrBusy and no term", got)
+	}
+	if err := held.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []call
+	for len(got) < 6 {
+		if c := next(); c.what != "error" || !errors.Is(c.err, ErrBusy) {
+			got = append(got, c)
+		}
+	}
+	first := got[0].epoch
+	want := []string{"start", "work", "error", "work", "end", "start"}
+	for i, c := range got {
+		if c.what != want[i] {
+			t.Fatalf("callbacks %+v, want %v", got, want)
+		}
+	}
+	if got[1].epoch != first || !errors.Is(got[2].err, errBoom) || got[2].epoch != first || got[4].epoch != first ||
+		!errors.Is(got[4].err, ErrReleased) || got[5].epoch <= first {
+		t.Fatalf("callbacks %+v: want one term's start, work, its error, work, its end with ErrReleased, and a new term", got)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Election.Run = %v, want nil", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("Election.Run did not return")
+	}
+	for _, ev := range pendingEvents(events) {
+		if ev.Kind == EventError && (errors.Is(ev.Err, errBoom) || errors.Is(ev.Err, ErrBusy)) {
+			t.Fatalf("a failure OnError took was also emitted: %+v", ev)
+		}
+	}
+}
+
+// pendingEvents returns the events already delivered on ch, without
+// waiting.
+func pendingEvents(ch <-chan Event) []Event {
+	var out []Event
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return out
+			}
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
