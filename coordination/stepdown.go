@@ -115,7 +115,7 @@ func (c *Coordinator) runHealthCheck(ctx context.Context, check func(context.Con
 	done := make(chan error, 1)
 	go func() {
 		defer cancel()
-		done <- callHealthCheck(cctx, check)
+		done <- c.callHealthCheck(cctx, check)
 	}()
 	select {
 	case err := <-done:
@@ -133,14 +133,18 @@ func (c *Coordinator) runHealthCheck(ctx context.Context, check func(context.Con
 	}
 }
 
-// callHealthCheck calls check, turning a panic into an error.
-func callHealthCheck(ctx context.Context, check func(context.Context) error) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("the health check panicked: %v", v)
-		}
-	}()
-	return check(ctx)
+// callHealthCheck calls check under the panic policy of all user
+// callbacks (term.go): a panic becomes a *PanicError with its stack,
+// reported like a panic of work (logged with the stack, EventError), and
+// is the check's failure.
+func (c *Coordinator) callHealthCheck(ctx context.Context, check func(context.Context) error) error {
+	err := protect(func() error { return check(ctx) })
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		err = fmt.Errorf("the health check panicked: %w", err)
+		c.reportFailure(c.log, "health check", err, 0, Event{})
+	}
+	return err
 }
 
 // healthResult acts on the result of a check, the failures-th failed one

@@ -1,0 +1,42 @@
+package coordination
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHealthCheckPanicIsReportedLikeWork: a panicking health check is
+// recovered into a *PanicError with its stack, reported as EventError, as
+// panicking work is, and counts as a failed check.
+func TestHealthCheckPanicIsReportedLikeWork(t *testing.T) {
+	ms := newMemStore()
+	cfg := fastConfig()
+	cfg.HealthCheck = func(context.Context) error { panic("sick") }
+	cfg.HealthInterval = 20 * time.Millisecond
+	c, stop := bubbleCoordinator(t, ms, cfg)
+	defer stop()
+	events, unsubscribe := c.Subscribe(64)
+	defer unsubscribe()
+	ev := recvEvent(t, events, func(ev Event) bool { return ev.Kind == EventError && errors.Is(ev.Err, ErrPanicked) })
+	var pe *PanicError
+	if !errors.As(ev.Err, &pe) || pe.Value != "sick" || !strings.Contains(string(pe.Stack), "TestHealthCheckPanicIsReportedLikeWork") {
+		t.Fatalf("error event = %+v, want a *PanicError of \"sick\" with the check's stack", ev)
+	}
+	for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
+		c.mu.Lock()
+		known, unhealthy, last := c.healthKnown, c.unhealthy, c.healthErr
+		c.mu.Unlock()
+		if known {
+			if !unhealthy || !errors.Is(last, ErrPanicked) {
+				t.Fatalf("after a panicking check: unhealthy %v, last error %v; want unhealthy with the panic", unhealthy, last)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no health check result")
+		}
+	}
+}
