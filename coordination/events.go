@@ -2,9 +2,11 @@ package coordination
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/broadcast"
+	"github.com/leasehold/leasehold/internal/hostlink"
 )
 
 // EventKind says what happened.
@@ -88,6 +90,9 @@ func (c *Coordinator) Subscribe(buffer int) (<-chan Event, func()) {
 // broadcaster stamps events and hands them to the generic broadcaster.
 type broadcaster struct {
 	b broadcast.Broadcaster[Event]
+
+	tapMu sync.Mutex
+	tap   func(Event) // see hostlink.Tap; nil when none
 }
 
 func stampDropped(ev Event, n int) Event {
@@ -102,7 +107,28 @@ func (b *broadcaster) emit(ev Event) {
 	if ev.Pool == "" {
 		ev.Pool, _ = poolKeyOf(ev.Lease)
 	}
+	// One lock over the tap and the send keeps the tap's order the
+	// subscribers' order.
+	b.tapMu.Lock()
+	defer b.tapMu.Unlock()
+	if b.tap != nil {
+		b.tap(ev)
+	}
 	b.b.Send(ev)
+}
+
+// setTap makes tap see every event from now on, synchronously and in
+// order, before the subscribers do.
+func (b *broadcaster) setTap(tap func(Event)) {
+	b.tapMu.Lock()
+	defer b.tapMu.Unlock()
+	b.tap = tap
+}
+
+func init() {
+	hostlink.Tap = func(c any, tap func(any)) {
+		c.(*Coordinator).events.setTap(func(ev Event) { tap(ev) })
+	}
 }
 
 func (b *broadcaster) close() { b.b.Close() }

@@ -3,6 +3,8 @@ package workers
 import (
 	"fmt"
 	"time"
+
+	"github.com/leasehold/leasehold/coordination"
 )
 
 // EventKind says what happened.
@@ -33,6 +35,14 @@ const (
 	// ShutdownTimeout after shutdown began. Host.Run returns without it;
 	// its lease (Lease, Epoch) is not released and expires after TTL.
 	EventShutdownOverrun
+	// EventCoordination carries one of the host's coordinator's own
+	// events in Coordination: a lease acquired, lost or released, a leader
+	// seen to change, a failed database operation (see
+	// coordination.EventKind). Worker names the worker whose election or
+	// pool it concerns, and is empty for an event that concerns none (a
+	// failed renewal of the session, say); Lease, Epoch, Err and Time are
+	// the coordinator event's.
+	EventCoordination
 )
 
 // String returns the kind's name.
@@ -48,6 +58,8 @@ func (k EventKind) String() string {
 		return "worker-error"
 	case EventShutdownOverrun:
 		return "shutdown-overrun"
+	case EventCoordination:
+		return "coordination"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -65,8 +77,12 @@ type Event struct {
 	// Assignment is the new assignment, for EventAssignmentChanged.
 	Assignment *Assignment
 	// Err is the cause, for StoppedLeading, WorkerError and
-	// ShutdownOverrun.
+	// ShutdownOverrun, and the coordinator event's for Coordination.
 	Err error
+	// Coordination is the coordinator's event, for EventCoordination. Its
+	// Dropped is always 0: this Event's Dropped counts for the host's
+	// subscription.
+	Coordination *coordination.Event
 	// Time is when the event was recorded, on this process's clock.
 	Time time.Time
 	// Dropped is how many events this subscription dropped, because its
@@ -75,14 +91,15 @@ type Event struct {
 }
 
 // Subscribe returns a channel of the host's events and a function that
-// ends the subscription and closes the channel.
+// ends the subscription and closes the channel. The one stream carries the
+// workers' events and the coordinator's own (elections, releases, renewal
+// errors) as EventCoordination, each tagged with the worker it concerns.
 //
-// Delivery never blocks a worker. Events arrive in the order they
-// happened. When the channel's buffer (size buffer, at least 1) is full,
-// new events are dropped, and the next event delivered carries the number
-// dropped in Event.Dropped. The channel is closed when Run returns; a
-// subscription made after that is closed at once. The coordinator's own
-// events (elections, renewal errors) are on Coordinator().Subscribe.
+// Delivery never blocks a worker or the coordinator. Events arrive in the
+// order they happened. When the channel's buffer (size buffer, at least
+// 1) is full, new events are dropped, and the next event delivered carries
+// the number dropped in Event.Dropped. The channel is closed when Run
+// returns; a subscription made after that is closed at once.
 func (h *Host) Subscribe(buffer int) (<-chan Event, func()) {
 	return h.events.Subscribe(buffer)
 }
@@ -99,4 +116,21 @@ func (h *Host) emit(ev Event) {
 		ev.Time = time.Now()
 	}
 	h.events.Send(ev)
+}
+
+// relay is the host's tap on its coordinator's events (set by NewHost): it
+// tags each with the worker it concerns and emits it, in the order the
+// coordinator emitted them. It runs on the coordinator's goroutine, so it
+// only reads maps that are fixed once NewHost returns, and never blocks.
+func (h *Host) relay(v any) {
+	ev := v.(coordination.Event)
+	out := Event{Kind: EventCoordination, Lease: ev.Lease, Epoch: ev.Epoch, Err: ev.Err, Time: ev.Time, Coordination: &ev}
+	st := h.byLease[ev.Lease]
+	if ev.Pool != "" {
+		st = h.byPool[ev.Pool]
+	}
+	if st != nil {
+		out.Worker = st.w.Name()
+	}
+	h.emit(out)
 }

@@ -158,11 +158,56 @@ func ExampleHost_Subscribe() {
 		panic(err)
 	}
 	for ev := range events { // closed when Run has returned
+		if ev.Kind == workers.EventCoordination {
+			continue // the coordinator's own events; see ExampleEventCoordination
+		}
 		fmt.Println(ev.Kind, ev.Worker, ev.Lease, ev.Epoch, ev.Err)
 	}
 	// Output:
 	// started-leading billing global/billing 1 <nil>
 	// stopped-leading billing global/billing 1 coordination: coordinator stopped
+}
+
+// One subscription carries the coordinator's events too, tagged with the
+// worker they concern, in the order they happened: here the election won
+// before the worker started leading, and the release after its function
+// returned.
+func ExampleEventCoordination() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	id, err := identity.New("node-a", "eu-1")
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h, err := workers.NewHost(db, id, workers.Config{},
+		workers.GlobalSingleton("billing", func(ctx context.Context, lease *coordination.Lease) error {
+			cancel() // end the example at once
+			<-ctx.Done()
+			return nil
+		}))
+	if err != nil {
+		panic(err)
+	}
+	events, unsubscribe := h.Subscribe(64)
+	defer unsubscribe()
+	if err := h.Run(ctx); err != nil {
+		panic(err)
+	}
+	for ev := range events {
+		switch {
+		case ev.Kind != workers.EventCoordination:
+			fmt.Println(ev.Kind, ev.Worker)
+		case ev.Coordination.Kind == coordination.EventElected, ev.Coordination.Kind == coordination.EventReleased:
+			fmt.Println(ev.Kind, ev.Worker, ev.Coordination.Kind, ev.Lease, ev.Epoch)
+		}
+	}
+	// Output:
+	// coordination billing elected global/billing 1
+	// started-leading billing
+	// coordination billing released global/billing 1
+	// stopped-leading billing
 }
 
 // A partitioned worker: every process that runs it is a member of one pool

@@ -14,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/broadcast"
+	"github.com/leasehold/leasehold/internal/hostlink"
 )
 
 type runState int
@@ -33,6 +34,9 @@ type Host struct {
 	events broadcast.Broadcaster[Event]
 	states []*workerState // in the order given to NewHost
 	byKey  map[workerKey]*workerState
+	// byLease and byPool find the worker a coordinator event concerns:
+	// by the election's lease name, by the pool's key.
+	byLease, byPool map[string]*workerState
 
 	mu    sync.Mutex
 	state runState
@@ -110,12 +114,14 @@ func NewHost(db *gorm.DB, id identity.Identity, cfg Config, ws ...Worker) (*Host
 	}
 	log := coord.Config().Logger.Named("leasehold").Named("workers").With(zap.String("identity", coord.Holder()))
 	h := &Host{
-		cfg:    cfg,
-		coord:  coord,
-		log:    log,
-		events: broadcast.Broadcaster[Event]{Stamp: stampDropped},
-		states: states,
-		byKey:  byKey,
+		cfg:     cfg,
+		coord:   coord,
+		log:     log,
+		events:  broadcast.Broadcaster[Event]{Stamp: stampDropped},
+		states:  states,
+		byKey:   byKey,
+		byLease: make(map[string]*workerState),
+		byPool:  make(map[string]*workerState),
 	}
 	for _, st := range states {
 		st.log = log.With(zap.String("worker", st.w.Name()), zap.Stringer("kind", st.w.Kind()))
@@ -123,6 +129,7 @@ func NewHost(db *gorm.DB, id identity.Identity, cfg Config, ws ...Worker) (*Host
 			return nil, fmt.Errorf("workers: %s worker %q: %w", st.w.Kind(), st.w.Name(), err)
 		}
 	}
+	hostlink.Tap(coord, h.relay)
 	return h, nil
 }
 
@@ -146,8 +153,9 @@ func checkWorker(i int, w Worker) error {
 }
 
 // Coordinator returns the host's coordinator, for queries (Leases,
-// IsLeader through Election, CheckFence) and its events. Host.Run runs it:
-// do not call its Run.
+// IsLeader through Election, CheckFence). Its events are on the host's
+// Subscribe too, tagged with the worker. Host.Run runs it: do not call
+// its Run.
 func (h *Host) Coordinator() *coordination.Coordinator { return h.coord }
 
 // Run runs the coordinator (which migrates the schema unless disabled) and

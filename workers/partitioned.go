@@ -81,6 +81,7 @@ func (p *partitioned) bind(h *Host, st *workerState) error {
 		return err
 	}
 	st.coordPool = pool
+	h.byPool[pool.Name()] = st
 	return nil
 }
 

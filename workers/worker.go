@@ -53,8 +53,8 @@ type Worker interface {
 	// nothing running behind once it returns.
 	run(ctx context.Context, h *Host) error
 	// bind gets, from h's coordinator, the election or the pool the
-	// worker runs on, and records it in st. NewHost calls it once per
-	// worker, before Run.
+	// worker runs on, records it in st, and tells h which events concern
+	// it. NewHost calls it once per worker, before Run.
 	bind(h *Host, st *workerState) error
 }
 
@@ -123,6 +123,7 @@ func (s *singleton) bind(h *Host, st *workerState) error {
 		return err
 	}
 	st.election = e
+	h.byLease[e.Name()] = st
 	return nil
 }
 
