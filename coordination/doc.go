@@ -170,8 +170,10 @@
 //     is valid ([Election.Run], [Pool.Run]): the panic is recovered into a
 //     [*PanicError] with its stack, the failure is logged and emitted as
 //     [EventError], and the work is called again under the same term after
-//     RetryInterval, doubling up to 30s. The workers package follows the
-//     same policy.
+//     RetryInterval, doubling up to 30s ([RunOptions] changes the backoff
+//     and where failures are reported). The workers package runs on these
+//     two loops. A panicking [Config].HealthCheck is recovered and reported
+//     the same way, and counts as a failed check.
 //   - Shutdown (Run's context cancelled): every lease context is cancelled
 //     with cause [ErrClosed]; Run keeps renewing until the work under each
 //     lease has returned and called [Lease.Release], for at most

@@ -53,7 +53,10 @@
 // # Restarts, backoff and panics
 //
 // The host never dies of a worker: a panic in a worker function is
-// recovered, logged with its stack and treated as an error.
+// recovered, logged with its stack and treated as an error. Workers run on
+// the term loops of package coordination (Election.Run and Pool.Run, with
+// Config's backoff as their coordination.RunOptions), so elections, pools
+// and workers share one policy.
 //
 //   - The function returns an error or panics while its term is valid: the
 //     error is logged and reported as EventWorkerError, and the function is
@@ -91,7 +94,9 @@
 //
 // Host.Subscribe delivers Event values without ever blocking a worker: in
 // order per subscriber, dropping new events while a subscriber's buffer is
-// full and counting them in the next delivered event's Dropped field.
+// full and counting them in the next delivered event's Dropped field. The
+// one stream carries the coordinator's events too (EventCoordination),
+// each tagged with the worker whose election or pool it concerns.
 // Channels close when Run returns. Host.Status reports the terms held and
 // the assignments in effect now.
 //
