@@ -133,7 +133,7 @@ func (a *ambiguousAcquireStore) Acquire(ctx context.Context, session, holder str
 // starts no term; the campaign takes the lease again, under a new epoch,
 // once acquires succeed, and the epoch taken without a term is never run.
 func caseAmbiguousAcquire(t *testing.T, b *bundle) {
-	cfg := fastConfig().withDefaults()
+	cfg := notifying(fastConfig()).withDefaults()
 	as := &ambiguousAcquireStore{leaseStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
 	cfg.Logger = zaptest.NewLogger(t)
 	r := startCoordinator(t, newCoordinator(as, testIdentity(t, "node-a"), cfg))

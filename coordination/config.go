@@ -114,15 +114,26 @@ type Config struct {
 	// DisableNotifications turns off release notifications. With them, a
 	// release wakes the processes campaigning for the lease, and a change
 	// to a pool wakes its members, so that they act at once instead of at
-	// their next poll: on PostgreSQL through LISTEN/NOTIFY, on one
-	// listening connection per process that also carries the reads and
-	// acquires (so within MaxConnections, which must be 2 or more for
-	// it); on SQLite through sockets next to the database file, between
-	// processes on one host. MySQL, MariaDB and SQL Server have none, and
-	// followers poll every RetryInterval there. Notifications are hints:
-	// safety never depends on them, and polling goes on with them.
-	// Defaults to false (notifications on).
+	// their next poll: on PostgreSQL through LISTEN/NOTIFY, which needs
+	// Notifications set, on one listening connection per process that
+	// also carries the reads and acquires (so within MaxConnections, which
+	// must be 2 or more for it); on SQLite through sockets next to the
+	// database file, between processes on one host. MySQL, MariaDB and SQL
+	// Server have none, and followers poll every RetryInterval there.
+	// Notifications are hints: safety never depends on them, and polling
+	// goes on with them. Defaults to false (notifications on).
 	DisableNotifications bool
+
+	// Notifications receives release notifications on PostgreSQL: set it
+	// to pgnotify.New() (package github.com/leasehold/leasehold/pgnotify),
+	// which listens through the pgx driver. It is a separate package so
+	// that programs on other databases do not link pgx. Without it,
+	// followers on PostgreSQL poll every RetryInterval, and Run logs one
+	// warning saying so when it starts; this process's releases and pool
+	// changes still wake the processes that listen. It is ignored on
+	// other databases and when DisableNotifications is set. Defaults to
+	// nil.
+	Notifications NotificationTransport
 
 	// DisableAutoMigrate turns off the schema migration Run performs on
 	// start. Run then only checks the schema version and fails with

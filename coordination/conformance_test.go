@@ -588,7 +588,7 @@ func caseScopes(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := fastConfig()
+	cfg := notifying(fastConfig())
 	ca, err := New(b.db, idA, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -879,7 +879,7 @@ func caseLeaderChanged(t *testing.T, b *bundle) {
 }
 
 func caseAutoMigrateDisabled(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := notifying(fastConfig())
 	cfg.DisableAutoMigrate = true
 	c, err := New(b.db, testIdentity(t, "node-a"), cfg)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/leasehold/leasehold/internal/broadcast"
 	"github.com/leasehold/leasehold/internal/ctxtime"
 	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // The coordinator is split by concern:
@@ -56,8 +57,7 @@ type leaseStore interface {
 	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
 	CheckSchema(ctx context.Context) error
 	ProbeFailover(ctx context.Context) (unsupported, err error)
-	Listen(ctx context.Context, retry time.Duration, wake store.WakeFunc, state store.WakeState) error
-	Notify(ctx context.Context, names []string) error
+	Wakeups() wake.Database
 }
 
 var _ leaseStore = (*store.Store)(nil)
@@ -124,6 +124,8 @@ type Coordinator struct {
 
 	renewals renewals // outcomes of the renewal loop's statements (Renewal)
 
+	// wake carries the wake-ups (wake.go); nil where there is none.
+	wake wake.Transport
 	// listening is true while wake-ups arrive (wake.go); listenChanged
 	// (buffered 1) is signalled after each change of listening's state
 	// has been logged.
@@ -178,7 +180,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	if err != nil {
 		log.Warn("the meter provider refused an instrument; no metrics are recorded", zap.Error(err))
 	}
-	return &Coordinator{
+	c := &Coordinator{
 		cfg:           cfg,
 		id:            id,
 		holder:        holder,
@@ -205,6 +207,8 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		unhealthy:     cfg.HealthCheck != nil,
 		events:        broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
 	}
+	c.wake = wakeTransport(st.Wakeups(), cfg)
+	return c
 }
 
 // Identity returns the process identity.

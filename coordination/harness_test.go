@@ -18,6 +18,7 @@ import (
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
+	"github.com/leasehold/leasehold/pgnotify"
 )
 
 // wait bounds every wait in these tests. It is generous: it only decides
@@ -34,6 +35,16 @@ func fastConfig() Config {
 		Margin:          300 * time.Millisecond,
 		ShutdownTimeout: 5 * time.Second,
 	}
+}
+
+// notifying is cfg with PostgreSQL's release notifications (package
+// pgnotify), as a service on PostgreSQL sets them, unless the test chose
+// its own; other databases ignore the setting.
+func notifying(cfg Config) Config {
+	if cfg.Notifications == nil {
+		cfg.Notifications = pgnotify.New()
+	}
+	return cfg
 }
 
 // bundle is what a conformance case gets.
@@ -88,7 +99,7 @@ func start(t testing.TB, db *gorm.DB, node string, cfg Config) *running {
 	if cfg.Logger == nil {
 		cfg.Logger = zaptest.NewLogger(t)
 	}
-	c, err := New(db, testIdentity(t, node), cfg)
+	c, err := New(db, testIdentity(t, node), notifying(cfg))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -359,7 +370,7 @@ func startFaulty(t testing.TB, db *gorm.DB, node string, cfg Config) (*running, 
 	if cfg.Logger == nil {
 		cfg.Logger = zaptest.NewLogger(t)
 	}
-	cfg = cfg.withDefaults()
+	cfg = notifying(cfg).withDefaults()
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // memStore is an in-memory leaseStore whose "database clock" is time.Now,
@@ -363,10 +364,5 @@ func (m *memStore) row(name string) store.Row {
 	return m.rowLocked(m.rows[name], nowUS())
 }
 
-// Listen: the memory store has no wake-ups; its coordinators poll.
-func (m *memStore) Listen(context.Context, time.Duration, store.WakeFunc, store.WakeState) error {
-	return store.ErrNoWakeups
-}
-
-// Notify does nothing: nobody listens.
-func (m *memStore) Notify(context.Context, []string) error { return nil }
+// Wakeups: the memory store has no wake-ups; its coordinators poll.
+func (m *memStore) Wakeups() wake.Database { return nil }

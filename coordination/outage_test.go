@@ -172,7 +172,7 @@ func caseDatabaseDownAtStart(t *testing.T, o *outageEnv) {
 	db := outageOpen(t, driver, dsn)
 	cfg := fastConfig()
 	cfg.Logger = zaptest.NewLogger(t)
-	c, err := New(db, testIdentity(t, "node-a"), cfg)
+	c, err := New(db, testIdentity(t, "node-a"), notifying(cfg))
 	if err != nil {
 		t.Fatalf("New with the database down: %v", err)
 	}
@@ -327,7 +327,7 @@ func caseDatabaseRestartUnderHolder(t *testing.T, o *outageEnv) {
 	ps := &pollSignalStore{leaseStore: rawStore(t, db), polls: make(chan struct{}, 64)}
 	bcfg := cfg
 	bcfg.Logger = zaptest.NewLogger(t)
-	b := startCoordinator(t, newCoordinator(ps, testIdentity(t, "node-b"), bcfg.withDefaults()))
+	b := startCoordinator(t, newCoordinator(ps, testIdentity(t, "node-b"), notifying(bcfg).withDefaults()))
 
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "restart"))
 	events, unsub := a.Subscribe(256)

@@ -136,7 +136,7 @@ func contenderMain() int {
 	}
 	defer func() { _ = sqlDB.Close() }()
 
-	cfg := fastConfig()
+	cfg := notifying(fastConfig())
 	cfg.Logger = log
 	var coords []*Coordinator
 	for i := range contendersPerProc {

@@ -7,20 +7,65 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // Wake-ups make a graceful handoff immediate. A release, and a change to
 // a pool's rows, is announced to the other processes on the same tables
-// (PostgreSQL: NOTIFY, sent by the release statement itself and received
-// on one listening connection per process, within MaxConnections;
-// SQLite: datagram sockets next to the database file). A process woken
-// for a lease it campaigns for attempts it at once (acquireWoken), one
-// woken for a lease it only observes runs a campaign round, and one woken
-// for a pool it runs reads the pool at once. Nothing else changes: the
-// acquire statement, or the round's read, decides as on a poll, so a lost
-// or spurious wake-up only moves an attempt, and polling every
-// RetryInterval (a pool's PollInterval) goes on regardless.
+// through a transport (internal/wake): on PostgreSQL, NOTIFY, sent by the
+// release statement itself and received on one listening connection per
+// process, within MaxConnections, by Config.Notifications (pgnotify); on
+// SQLite, datagram sockets next to the database file. The transport's
+// Listen returns when listening ends; retrying it, and logging its state,
+// is listenLoop's. A process woken for a lease it campaigns for attempts
+// it at once (acquireWoken), one woken for a lease it only observes runs a
+// campaign round, and one woken for a pool it runs reads the pool at once.
+// Nothing else changes: the acquire statement, or the round's read,
+// decides as on a poll, so a lost or spurious wake-up only moves an
+// attempt, and polling every RetryInterval (a pool's PollInterval) goes on
+// regardless.
+
+// NotificationTransport receives release notifications through the
+// database where that needs a driver of its own: pgnotify.New() on
+// PostgreSQL (Config.Notifications). Its method's types belong to this
+// module's internal packages, so only this module implements it.
+type NotificationTransport interface {
+	// Open returns the transport on the store's side of the wake-ups.
+	Open(db wake.Database) wake.Transport
+}
+
+// errNeedsTransport is the listening of PostgreSQL without
+// Config.Notifications.
+var errNeedsTransport = errors.New("leasehold: listening for release notifications on PostgreSQL needs Config.Notifications = pgnotify.New() " +
+	"(package github.com/leasehold/leasehold/pgnotify)")
+
+// announcer is a database that carries wake-ups (PostgreSQL) without a
+// transport that listens: this process does not listen, but its releases
+// announce themselves and its pool changes are announced, for the
+// processes that do.
+type announcer struct{ db wake.Database }
+
+func (announcer) Listen(context.Context, func([]string), func()) error { return errNeedsTransport }
+
+func (a announcer) Notify(ctx context.Context, names []string) error { return a.db.Notify(ctx, names) }
+
+// wakeTransport picks the transport of the wake-ups on db: nil where
+// there is none, or where they are turned off.
+func wakeTransport(db wake.Database, cfg Config) wake.Transport {
+	if cfg.DisableNotifications || db == nil {
+		return nil
+	}
+	switch db.Means() {
+	case wake.Through:
+		if cfg.Notifications == nil {
+			return announcer{db}
+		}
+		return cfg.Notifications.Open(db)
+	case wake.Sockets:
+		return wake.NewSocket(db)
+	}
+	return nil
+}
 
 // listenLoop listens for wake-ups until ctx is done.
 func (c *Coordinator) listenLoop(ctx context.Context) {
@@ -28,7 +73,7 @@ func (c *Coordinator) listenLoop(ctx context.Context) {
 		return
 	}
 	failed := false
-	err := c.store.Listen(ctx, c.cfg.RetryInterval, c.wakeFor, func(err error) {
+	err := c.listen(ctx, func(err error) {
 		defer c.poke(c.listenChanged)
 		if err == nil {
 			c.listening.Store(true)
@@ -46,13 +91,59 @@ func (c *Coordinator) listenLoop(ctx context.Context) {
 			zap.Duration("retry_interval", c.cfg.RetryInterval), zap.Error(err))
 	})
 	c.listening.Store(false)
-	if errors.Is(err, store.ErrNoWakeups) {
+	switch {
+	case errors.Is(err, errNeedsTransport):
+		c.log.Warn("no release notifications on PostgreSQL without package pgnotify; followers poll every RetryInterval. "+
+			"Set Notifications: pgnotify.New() in coordination.Config (workers.Config.Coordination) for instant takeover, "+
+			"or DisableNotifications to poll without this warning",
+			zap.Duration("retry_interval", c.cfg.RetryInterval))
+	case errors.Is(err, wake.ErrNoWakeups):
 		c.log.Info("no release notifications; followers poll every RetryInterval",
 			zap.String("dialect", c.store.Dialect()), zap.Duration("retry_interval", c.cfg.RetryInterval), zap.Error(err))
-	} else if err != nil {
+	case err != nil:
 		c.log.Warn("release notifications unavailable; followers poll every RetryInterval", zap.Error(err))
 	}
 	c.poke(c.listenChanged)
+}
+
+// listen delivers the wake-ups of other processes (and of this one) to
+// wakeFor until ctx is done, and then returns nil. Each time listening
+// starts or starts again, it calls wakeFor(nil), since wake-ups may have
+// been missed meanwhile; state reports every start and stop. When
+// listening fails it retries after RetryInterval, doubling up to a
+// minute. It returns the reason at once where listening cannot work: an
+// error wrapping wake.ErrNoWakeups or errNeedsTransport, or one marked
+// wake.Final.
+func (c *Coordinator) listen(ctx context.Context, state func(err error)) error {
+	if c.wake == nil {
+		return wake.ErrNoWakeups
+	}
+	for failures := 0; ; {
+		err := c.wake.Listen(ctx, c.wakeFor, func() {
+			failures = 0
+			state(nil)
+			c.wakeFor(nil)
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, wake.ErrNoWakeups) || errors.Is(err, errNeedsTransport) || wake.IsFinal(err) {
+			return err
+		}
+		if err == nil {
+			err = errors.New("leasehold: listening ended")
+		}
+		state(err)
+		failures++
+		wait := min(c.cfg.RetryInterval<<min(failures-1, 16), time.Minute)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 // wakeFor hands a wake-up to the loops concerned: the campaign loop
@@ -104,10 +195,10 @@ func (c *Coordinator) wakeFor(names []string) {
 // notify announces a change to the named rows (a pool's) to the other
 // processes. It is a hint: a failure is only logged.
 func (c *Coordinator) notify(ctx context.Context, names ...string) {
-	if c.cfg.DisableNotifications {
+	if c.wake == nil {
 		return
 	}
-	if err := c.store.Notify(ctx, names); err != nil && ctx.Err() == nil {
+	if err := c.wake.Notify(ctx, names); err != nil && ctx.Err() == nil {
 		c.log.Debug("could not send a wake-up; the others notice at their next poll", zap.Strings("leases", names), zap.Error(err))
 	}
 }

@@ -25,6 +25,7 @@ func TestWakeups(t *testing.T) {
 		{"FallbackWhenListenFails", caseFallbackWhenListenFails},
 		{"PoolRebalancesOnWakeup", casePoolRebalancesOnWakeup},
 		{"NoListeningOnAOneConnectionPool", caseNoListeningOnAOneConnectionPool},
+		{"PostgresWithoutPGNotify", casePostgresWithoutPGNotify},
 	})
 }
 
@@ -341,4 +342,43 @@ func caseNoListeningOnAOneConnectionPool(t *testing.T, b *bundle) {
 		t.Fatalf("lease valid %v, listening %v; want valid and not listening", l.Valid(), r.listening.Load())
 	}
 	release(t, l)
+}
+
+// casePostgresWithoutPGNotify: on PostgreSQL without Config.Notifications
+// a coordinator does not listen and says so in one warning that names
+// pgnotify; its releases still wake the processes that listen.
+func casePostgresWithoutPGNotify(t *testing.T, b *bundle) {
+	if b.target.Dialect != "postgres" {
+		t.Skip("only PostgreSQL's notifications need package pgnotify")
+	}
+	core, logs := zapobserver.New(zapcore.DebugLevel)
+	cfg := slowPollConfig()
+	cfg.Logger = zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core()))
+	c, err := New(b.db, testIdentity(t, "node-p"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startCoordinator(t, c)
+	f := start(t, b.db, "node-f", slowPollConfig())
+	waitListening(t, f)
+
+	warnings := func() int {
+		return logs.FilterLevelExact(zapcore.WarnLevel).FilterMessageSnippet("pgnotify").Len()
+	}
+	waitListenState(t, p, func() bool { return warnings() > 0 }, "warning that PostgreSQL's notifications need pgnotify")
+	l := mustCampaign(t, election(t, p.Coordinator, GlobalScope, "no-pgnotify"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "no-pgnotify"), wait)
+	release(t, l)
+	if l2 := successor(t, got, l, "listening follower"); l2 != nil {
+		release(t, l2)
+	}
+	if p.listening.Load() {
+		t.Fatal("the coordinator without pgnotify reports listening")
+	}
+	if n := warnings(); n != 1 {
+		t.Fatalf("%d warnings naming pgnotify, want 1", n)
+	}
+	if n := logs.FilterMessageSnippet("release notifications unavailable").Len(); n != 0 {
+		t.Fatalf("%d lines saying notifications are unavailable, want none: the warning naming pgnotify says it", n)
+	}
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/pgnotify"
 	"github.com/leasehold/leasehold/workers"
 )
 
@@ -97,7 +98,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer closeDB(db, log)
 
 	s := &service{db: db, id: id, holder: id.Holder(), log: log, workDelay: cfg.workDelay}
-	coordCfg := coordination.Config{TTL: cfg.ttl, RenewInterval: cfg.renew, RetryInterval: cfg.retry, Logger: log}
+	coordCfg := coordination.Config{
+		TTL: cfg.ttl, RenewInterval: cfg.renew, RetryInterval: cfg.retry, Logger: log,
+		// Release notifications on PostgreSQL: a graceful handoff is then
+		// immediate. Ignored on the other databases.
+		Notifications: pgnotify.New(),
+	}
 	var tel *telemetry
 	if cfg.httpAddr != "" && !cfg.seedOnly {
 		if tel, err = newTelemetry(); err != nil {

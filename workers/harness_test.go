@@ -18,6 +18,7 @@ import (
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
+	"github.com/leasehold/leasehold/pgnotify"
 )
 
 // wait bounds every wait in these tests. It is generous: it only decides
@@ -33,6 +34,8 @@ func fastConfig() Config {
 			RetryInterval:   100 * time.Millisecond,
 			Margin:          300 * time.Millisecond,
 			ShutdownTimeout: 5 * time.Second,
+			// As a service on PostgreSQL sets it; other databases ignore it.
+			Notifications: pgnotify.New(),
 		},
 		RestartBackoff:    100 * time.Millisecond,
 		MaxRestartBackoff: 400 * time.Millisecond,
@@ -96,6 +99,9 @@ func startHost(t testing.TB, db *gorm.DB, node, cluster string, cfg Config, ws .
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	cfg.Coordination.Logger = zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))
+	if cfg.Coordination.Notifications == nil {
+		cfg.Coordination.Notifications = pgnotify.New() // as a service on PostgreSQL sets it
+	}
 	h, err := NewHost(db, testIdentity(t, node, cluster), cfg, ws...)
 	if err != nil {
 		t.Fatalf("NewHost(%s): %v", node, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/migrations"
+	"github.com/leasehold/leasehold/pgnotify"
 	"github.com/leasehold/leasehold/status"
 )
 
@@ -74,7 +75,7 @@ func holdLeaseAs(t *testing.T, node, driver, dsn, name string) (*coordination.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := coordination.New(db, id, coordination.Config{})
+	c, err := coordination.New(db, id, coordination.Config{Notifications: pgnotify.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

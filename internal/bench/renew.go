@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/pgnotify"
 )
 
 // Bounds of the renew section.
@@ -157,7 +158,7 @@ func runRenew(ctx context.Context, r *runner, tg *target) *Table {
 		t.fail("identity", err.Error(), "")
 		return t
 	}
-	c, err := coordination.New(db, id, coordination.Config{TTL: TTL, RenewInterval: RenewInterval, ShutdownTimeout: ShutdownTimeout})
+	c, err := coordination.New(db, id, coordination.Config{TTL: TTL, RenewInterval: RenewInterval, ShutdownTimeout: ShutdownTimeout, Notifications: pgnotify.New()})
 	if err != nil {
 		t.fail("coordinator", err.Error(), "")
 		return t

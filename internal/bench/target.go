@@ -17,6 +17,7 @@ import (
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/migrations"
+	"github.com/leasehold/leasehold/pgnotify"
 )
 
 // postgresSettings are the private PostgreSQL server's extra settings:
@@ -156,7 +157,7 @@ func (tg *target) liveLeases(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	c, err := coordination.New(db, id, coordination.Config{TTL: TTL, RenewInterval: RenewInterval})
+	c, err := coordination.New(db, id, coordination.Config{TTL: TTL, RenewInterval: RenewInterval, Notifications: pgnotify.New()})
 	if err != nil {
 		return 0, err
 	}

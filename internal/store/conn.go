@@ -31,11 +31,13 @@ func (s *Store) session(ctx context.Context) *gorm.DB {
 // fn may send several statements, in a transaction or on a pinned
 // connection, but never two at once.
 //
-// On PostgreSQL, while the store listens for wake-ups, the general
-// statements run on the listening connection instead (pgListener).
+// The general statements of a store that can lend its general slots to
+// the connection a wake-up transport listens on (PostgreSQL) go through
+// that lending instead: on the listening connection while it is shared,
+// on the pool otherwise (wake.go).
 func (s *Store) run(ctx context.Context, sem *semaphore.Weighted, fn func(db *gorm.DB) error) error {
-	if sem == s.general && s.listener != nil {
-		return s.listener.run(ctx, fn)
+	if sem == s.general && s.lend != nil {
+		return s.lend.run(ctx, fn)
 	}
 	return s.runOn(ctx, sem, fn)
 }
@@ -113,7 +115,7 @@ func (s *Store) decideTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	if _, ok := db.Statement.ConnPool.(pinnedConn); ok {
 		// The listening connection (PostgreSQL): gorm would only set a
 		// savepoint on it, so the transaction is begun and ended here.
-		return pinnedTx(db, s.listener.sql.sqlBeginDecide(), fn)
+		return pinnedTx(db, s.lend.sql.sqlBeginDecide(), fn)
 	}
 	if !s.dl().lockFirst() {
 		return db.Transaction(fn)

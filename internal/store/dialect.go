@@ -37,7 +37,7 @@ import (
 //
 // What only one database does is an interface of its own, which only that
 // database implements: notifier (PostgreSQL's LISTEN/NOTIFY, wake.go),
-// fileDatabase (the wake-up sockets next to an SQLite file, wake_local.go)
+// fileDatabase (the wake-up sockets next to an SQLite file, wake.go)
 // and tableRebuilder (SQLite's DDL script, schema.go).
 //
 // The Store sequences these statements and never asks which database it

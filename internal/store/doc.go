@@ -26,5 +26,5 @@
 // with the helpers of sql.go. The Store sequences them and bounds how many
 // connections they use: store.go (the type), conn.go (connection slots and
 // transactions), sessions.go, leases.go, pools.go and migrate.go; wake.go
-// and wake_local.go wake the other processes.
+// is the store's side of the wake-ups (package internal/wake).
 package store

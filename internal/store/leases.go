@@ -114,15 +114,14 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 			return err
 		})
 	})
-	if total > 0 {
-		// Set only where the processes share a file (fileDatabase).
-		if lw := s.local.Load(); lw != nil {
-			names := make([]string, len(terms))
-			for i, t := range terms {
-				names[i] = t.Name
-			}
-			lw.send(names)
+	if total > 0 && s.released != nil {
+		// Set only where the release statement does not notify by itself
+		// (OnRelease, wake.go).
+		names := make([]string, len(terms))
+		for i, t := range terms {
+			names[i] = t.Name
 		}
+		s.released(names)
 	}
 	return total, err
 }

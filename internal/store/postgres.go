@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // postgresDB is PostgreSQL, through pgx (gorm.io/driver/postgres). It
@@ -151,7 +153,7 @@ func (p postgresDB) withMigrationLock(db *gorm.DB, t Tables, timeout time.Durati
 func (p postgresDB) sqlReleaseNotify(t Tables, release stmt) stmt {
 	q := p.quote(t.Leases)
 	return stmt{"WITH r AS (" + release.q + " RETURNING " + q + ".name), a AS (SELECT count(*) AS n, string_agg(name, E'\\n') AS names FROM r) " +
-		"SELECT n, CASE WHEN n = 0 THEN '' ELSE CAST(pg_notify(?, CASE WHEN octet_length(names) <= " + strconv.Itoa(maxWakePayload) +
+		"SELECT n, CASE WHEN n = 0 THEN '' ELSE CAST(pg_notify(?, CASE WHEN octet_length(names) <= " + strconv.Itoa(wake.MaxPayload) +
 		" THEN names ELSE '' END) AS text) END FROM a", append(release.args, wakeChannel(t))}
 }
 

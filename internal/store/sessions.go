@@ -16,7 +16,7 @@ import (
 // It runs on the renewal's connection slot, like every statement of the
 // session's own row: a session is only started where its renewals can
 // run. On PostgreSQL the general statements may run on the listening
-// connection (pgListener), which outlives the pool when the caller closes
+// connection (wake.go), which outlives the pool when the caller closes
 // its *sql.DB; a coordinator whose renewals fail must not start session
 // after session there.
 func (s *Store) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {

@@ -11,7 +11,7 @@ import (
 // sqliteDB is SQLite (gorm.io/driver/sqlite, over the cgo or the pure-Go
 // driver). One writer runs at a time, it detects no failovers
 // (incarnation.go), and the processes that share its file wake each other
-// through sockets next to it (fileDatabase, wake_local.go).
+// through sockets next to it (fileDatabase, wake.go).
 type sqliteDB struct {
 	guardedDDL
 	returningClause

@@ -65,11 +65,14 @@ type Store struct {
 	renewal, general *semaphore.Weighted
 	maxConns         int
 
-	// listener is the listening connection on PostgreSQL with two or more
-	// connections (wake.go); nil otherwise.
-	listener *pgListener
-	// local is the SQLite wake-up, once Listen has found the file.
-	local atomic.Pointer[localWake]
+	// lend lends the general slots to the connection a wake-up transport
+	// listens on (wake.go): on PostgreSQL with two or more connections;
+	// nil otherwise.
+	lend *lending
+	// released is called after a release that freed any lease, with the
+	// names of its terms, where the wake-up is not sent by the release
+	// statement itself (wake.go, OnRelease); nil otherwise.
+	released func(names []string)
 
 	// failoverHold is Options.FailoverHold; incarnationRow is set once
 	// the incarnation row is known to exist (incarnation.go).
@@ -112,7 +115,7 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 		s.general = semaphore.NewWeighted(int64(n - 1))
 		s.renewal = semaphore.NewWeighted(1)
 		if n, ok := d.database.(notifier); ok {
-			s.listener = newPGListener(s, n)
+			s.lend = newLending(s, n)
 		}
 	}
 	return s, nil

@@ -30,6 +30,7 @@ import (
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/bench"
 	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/pgnotify"
 )
 
 // exitBound bounds the wait for the elections and the coordinator to
@@ -102,6 +103,7 @@ func run(ctx context.Context) error {
 	if *defaults {
 		cfg = coordination.Config{}
 	}
+	cfg.Notifications = pgnotify.New() // release notifications on PostgreSQL
 	o := &out{enc: json.NewEncoder(os.Stdout), began: began}
 
 	db, err := dbopen.Open(*driver, *dsn, &gorm.Config{Logger: logger.Discard})

@@ -40,6 +40,7 @@ import (
 	"github.com/leasehold/leasehold/internal/chaos"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/history"
+	"github.com/leasehold/leasehold/pgnotify"
 	"github.com/leasehold/leasehold/workers"
 )
 
@@ -118,7 +119,7 @@ func run(ctx context.Context) error {
 		go w.skewOnSignal(ctx, usr2, *clockSkew)
 	}
 	host, err := workers.NewHost(db, id, workers.Config{
-		Coordination:      withLogger(chaos.CoordinationConfig(), log),
+		Coordination:      coordinationConfig(log),
 		RestartBackoff:    100 * time.Millisecond,
 		MaxRestartBackoff: time.Second,
 	},
@@ -134,8 +135,12 @@ func run(ctx context.Context) error {
 	return err
 }
 
-func withLogger(c coordination.Config, log *zap.Logger) coordination.Config {
+// coordinationConfig is the coordinators' configuration of the round,
+// with log, and with release notifications on PostgreSQL (pgnotify).
+func coordinationConfig(log *zap.Logger) coordination.Config {
+	c := chaos.CoordinationConfig()
 	c.Logger = log
+	c.Notifications = pgnotify.New()
 	return c
 }
 

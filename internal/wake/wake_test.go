@@ -1,0 +1,115 @@
+package wake
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPayloadRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		names []string
+		want  []string
+	}{
+		{"One", []string{"global/a"}, []string{"global/a"}},
+		{"Several", []string{"global/a", "eu/b", "pool|global/orders|generation"}, []string{"global/a", "eu/b", "pool|global/orders|generation"}},
+		{"NoneMeansAny", nil, nil},
+		{"TooLongMeansAny", []string{strings.Repeat("x", MaxPayload/2), strings.Repeat("y", MaxPayload/2)}, nil},
+		{"JustFits", []string{strings.Repeat("x", MaxPayload)}, []string{strings.Repeat("x", MaxPayload)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Payload(tc.names)
+			if len(p) > MaxPayload {
+				t.Fatalf("payload of %d bytes, more than %d", len(p), MaxPayload)
+			}
+			if got := Names(p); !slices.Equal(got, tc.want) {
+				t.Fatalf("Names(Payload(%d names)) = %d names, want %d", len(tc.names), len(got), len(tc.want))
+			}
+		})
+	}
+}
+
+func TestFinal(t *testing.T) {
+	cause := errors.New("refused")
+	err := Final(cause)
+	if !IsFinal(err) || !errors.Is(err, cause) || err.Error() != "refused" {
+		t.Fatalf("Final(%v) = %v: final %v, wraps the cause %v", cause, err, IsFinal(err), errors.Is(err, cause))
+	}
+	if IsFinal(cause) || IsFinal(nil) {
+		t.Fatal("an unmarked error is final")
+	}
+}
+
+// fileDB is the store's side of an SQLite database in file.
+type fileDB struct {
+	file     string
+	err      error
+	released func(names []string)
+}
+
+func (d *fileDB) Means() Means                         { return Sockets }
+func (d *fileDB) Channel() string                      { return "leasehold_leases" }
+func (d *fileDB) File(context.Context) (string, error) { return d.file, d.err }
+func (d *fileDB) Notify(context.Context, []string) error {
+	return errors.New("not through the database")
+}
+func (d *fileDB) Listen(context.Context, func(Conn) error) error { return ErrNoWakeups }
+func (d *fileDB) OnRelease(fn func(names []string))              { d.released = fn }
+
+func TestSocketDeliversReleasesAndNotifications(t *testing.T) {
+	db := &fileDB{file: filepath.Join(t.TempDir(), "db.sqlite")}
+	s := NewSocket(db)
+	if db.released == nil {
+		t.Fatal("NewSocket did not ask for the releases")
+	}
+	db.released([]string{"global/early"}) // before Listen: no directory yet, nothing sent
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan []string, 4)
+	up := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- s.Listen(ctx, func(names []string) { got <- names }, func() { close(up) }) }()
+	select {
+	case <-up:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the socket was not bound within 10s")
+	}
+	db.released([]string{"global/a", "global/b"})
+	if err := s.Notify(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range [][]string{{"global/a", "global/b"}, nil} {
+		select {
+		case names := <-got:
+			if !slices.Equal(names, want) {
+				t.Fatalf("delivered %q, want %q", names, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q not delivered within 10s", want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Listen after cancel: %v", err)
+	}
+	entries, err := os.ReadDir(socketDir(db.file, db.Channel()))
+	if err != nil || len(entries) != 0 {
+		t.Fatalf("sockets left after Listen returned: %v, %v", entries, err)
+	}
+}
+
+func TestSocketWithoutFile(t *testing.T) {
+	ctx := context.Background()
+	noop := func([]string) {}
+	if err := NewSocket(&fileDB{}).Listen(ctx, noop, func() {}); !errors.Is(err, ErrNoWakeups) {
+		t.Fatalf("Listen on a database in memory: %v, want ErrNoWakeups", err)
+	}
+	if err := NewSocket(&fileDB{err: errors.New("refused")}).Listen(ctx, noop, func() {}); !IsFinal(err) {
+		t.Fatalf("Listen when the file's path cannot be read: %v, want a final error", err)
+	}
+}

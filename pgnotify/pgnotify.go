@@ -1,0 +1,169 @@
+// Package pgnotify makes a graceful handoff on PostgreSQL immediate: it
+// receives leasehold's release notifications (LISTEN/NOTIFY) through the
+// pgx driver that gorm.io/driver/postgres uses.
+//
+// Set it in the coordinator's configuration, directly or through
+// workers.Config.Coordination:
+//
+//	coord, err := coordination.New(db, id, coordination.Config{
+//		Notifications: pgnotify.New(),
+//	})
+//
+// Without it, followers on PostgreSQL poll every RetryInterval, and the
+// coordinator says so once when it starts. It is a package of its own so
+// that only programs that choose it link pgx: a program on MySQL, MariaDB,
+// SQLite or SQL Server that imports coordination or workers does not. On
+// those databases it is ignored (SQLite's processes wake each other
+// through sockets next to the database file without it).
+//
+// Each process listens on one connection of its pool, which also carries
+// the coordinator's reads and acquires while it listens, so listening
+// costs no connection beyond coordination.Config.MaxConnections (which
+// must be 2 or more for it). A new listening connection notifies itself
+// and reports listening only once that arrives: behind a pooler that
+// breaks LISTEN (PgBouncer in transaction mode) listening is given up
+// with one warning and retried, and the followers poll meanwhile.
+package pgnotify
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/leasehold/leasehold/internal/wake"
+)
+
+// Transport receives release notifications through PostgreSQL's
+// LISTEN/NOTIFY on the pgx driver. Its zero value is ready to use; New
+// returns one.
+type Transport struct{}
+
+// New returns the transport to set as coordination.Config.Notifications.
+func New() Transport { return Transport{} }
+
+// Open returns the transport on the store's side of the wake-ups db. The
+// coordinator calls it; a program has no use for it.
+func (Transport) Open(db wake.Database) wake.Transport { return &listener{db: db} }
+
+// listener listens on the connection the store lends it.
+type listener struct {
+	db wake.Database
+}
+
+// errNotPGX is returned when the driver under gorm is not pgx.
+var errNotPGX = errors.New("leasehold: listening needs the pgx driver (gorm.io/driver/postgres)")
+
+// listenProbeTimeout bounds the wait for the probe notification a new
+// listening connection sends itself.
+const listenProbeTimeout = 30 * time.Second
+
+// probePayload is the payload of the probe; it names no lease.
+const probePayload = "|leasehold-probe|"
+
+// Listen runs one listening connection until ctx is done or the
+// connection fails; up is called once notifications arrive on it.
+func (t *listener) Listen(ctx context.Context, deliver func(names []string), up func()) error {
+	return t.db.Listen(ctx, func(c wake.Conn) error {
+		// A notification to the connection itself: serve waits for it
+		// before it reports listening. Behind a pooler that does not keep
+		// one server connection per client (PgBouncer in transaction
+		// mode) it never arrives, and listening is given up.
+		if err := c.Notify(probePayload); err != nil {
+			return err
+		}
+		c.Share()
+		return serve(ctx, c, deliver, func() {
+			c.Listening(ctx)
+			up()
+		})
+	})
+}
+
+// Notify wakes the processes listening on the tables for names, through
+// the database.
+func (t *listener) Notify(ctx context.Context, names []string) error {
+	return t.db.Notify(ctx, names)
+}
+
+// serve waits for notifications and hands them to deliver, stepping aside
+// whenever a statement wants the connection, until ctx is done or the
+// connection fails. It calls up once the probe sent by Listen has
+// arrived, and fails when it has not within listenProbeTimeout.
+func serve(ctx context.Context, c wake.Conn, deliver func(names []string), up func()) error {
+	raw := c.Raw()
+	probeBy := time.Now().Add(listenProbeTimeout)
+	probed := false
+	for {
+		deadline := time.Time{}
+		if !probed {
+			deadline = probeBy
+		}
+		wctx, stop := c.Idle(ctx, deadline)
+		payload, err := waitNotification(wctx, raw)
+		timedOut := errors.Is(wctx.Err(), context.DeadlineExceeded)
+		stop()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && timedOut:
+			return fmt.Errorf("no notification arrived within %v of LISTEN (a pooler in transaction mode?)", listenProbeTimeout)
+		case err != nil && wctx.Err() != nil:
+			// A statement interrupted the wait: go on unless the
+			// connection broke meanwhile.
+			if err := connAlive(raw); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		default:
+			// Any notification shows that they arrive.
+			if !probed {
+				probed = true
+				up()
+			}
+			if payload != probePayload {
+				deliver(wake.Names(payload))
+			}
+		}
+	}
+}
+
+// withPGX runs fn with the pgx connection behind raw.
+func withPGX(raw *sql.Conn, fn func(c *pgx.Conn) error) error {
+	return raw.Raw(func(dc any) error {
+		c, ok := dc.(interface{ Conn() *pgx.Conn })
+		if !ok {
+			return errNotPGX
+		}
+		return fn(c.Conn())
+	})
+}
+
+// waitNotification waits on raw for the next notification and returns
+// its payload.
+func waitNotification(ctx context.Context, raw *sql.Conn) (payload string, err error) {
+	err = withPGX(raw, func(c *pgx.Conn) error {
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		payload = n.Payload
+		return nil
+	})
+	return payload, err
+}
+
+// connAlive returns an error when the pgx connection behind raw is
+// closed.
+func connAlive(raw *sql.Conn) error {
+	return withPGX(raw, func(c *pgx.Conn) error {
+		if c.IsClosed() {
+			return errors.New("leasehold: the listening connection closed")
+		}
+		return nil
+	})
+}
