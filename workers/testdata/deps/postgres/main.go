@@ -1,0 +1,34 @@
+// Command postgres runs a host of workers on PostgreSQL, with its release notifications, importing coordination and
+// workers as such a service does. TestPGXOnlyByChoice lists the packages
+// it links.
+package main
+
+import (
+	"context"
+	"log"
+	"os"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/pgnotify"
+	"github.com/leasehold/leasehold/workers"
+)
+
+func main() {
+	db, err := gorm.Open(postgres.Open(os.Getenv("DSN")), &gorm.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	id, err := identity.FromEnv()
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := workers.NewHost(db, id, workers.Config{Coordination: coordination.Config{Notifications: pgnotify.New()}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(h.Run(context.Background()))
+}

@@ -1,0 +1,33 @@
+// Command sqlite runs a host of workers on SQLite, importing coordination and
+// workers as such a service does. TestPGXOnlyByChoice lists the packages
+// it links.
+package main
+
+import (
+	"context"
+	"log"
+	"os"
+
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/workers"
+)
+
+func main() {
+	db, err := gorm.Open(sqlite.Open(os.Getenv("DSN")), &gorm.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	id, err := identity.FromEnv()
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := workers.NewHost(db, id, workers.Config{Coordination: coordination.Config{}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(h.Run(context.Background()))
+}
