@@ -207,7 +207,9 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		unhealthy:     cfg.HealthCheck != nil,
 		events:        broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
 	}
-	c.wake = wakeTransport(st.Wakeups(), cfg)
+	if st != nil { // a coordinator built only for its Admin (tests)
+		c.wake = wakeTransport(st.Wakeups(), cfg)
+	}
 	return c
 }
 
