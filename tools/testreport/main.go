@@ -1,7 +1,7 @@
 // Command testreport turns the output of "go test -json" into a short report
 // that a developer or CI log reader can act on:
 //
-//	go test -json ./... | go run ./internal/cmd/testreport
+//	go test -json ./... | go run ./testreport    (in tools/)
 //
 // It reads one JSON test event per line from standard input and writes to
 // standard output:
