@@ -15,19 +15,35 @@ help: ## list the targets
 
 # The modules of the repository: the library at the root, the sample
 # service (sample/, with the demo) and the test and benchmark tooling
-# (tools/: chaos, bench, the test report). Each has its own go.mod, so the
+# (tools/: chaos, bench, the test summary). Each has its own go.mod, so the
 # root's lists only what the library and its own tests import.
 MODULES       := . sample tools
+
+# gotestsum runs make test and prints it; its version is the one tools/go.mod
+# pins (a tool dependency), built into ./bin.
+GOTESTSUM     := $(GOBIN)/gotestsum
+TEST_REPORT   := $(CURDIR)/test-report.json
+TEST_FLAGS    := -race -count=1 -timeout $(TEST_TIMEOUT) -json
 
 # The short fault-injection round measures failovers of separate worker
 # processes; it runs after the other tests, not beside them on two cores.
 CHAOS_ROUND   := ^TestChaosShort$$
 
-test: ## run every test with -race on every dialect (starts private PostgreSQL and MariaDB), then the short chaos round
-	@set -o pipefail; { for m in $(MODULES); do \
-		(cd $$m && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json -skip '$(CHAOS_ROUND)' ./...); done; \
-		cd tools && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json -run '$(CHAOS_ROUND)' ./chaos/; } \
-		| (cd tools && $(GO) run ./testreport)
+# TEST_JSON is the go test -json stream of make test: every module, then the
+# chaos round. A module that fails does not stop the ones after it.
+TEST_JSON     := status=0; \
+	for m in $(MODULES); do (cd $$m && $(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)" ./...) || status=1; done; \
+	(cd tools && $(GO) test $(TEST_FLAGS) -run "$(CHAOS_ROUND)" ./chaos/) || status=1; \
+	exit $$status
+
+test: $(GOTESTSUM) ## run every test with -race on every dialect (starts private PostgreSQL and MariaDB), then the short chaos round
+	@status=0; \
+	$(GOTESTSUM) --format pkgname --hide-summary skipped --jsonfile $(TEST_REPORT) --raw-command -- bash -c '$(TEST_JSON)' || status=1; \
+	(cd tools && $(GO) run ./testsummary $(TEST_REPORT)) || status=1; \
+	exit $$status
+
+$(GOTESTSUM): tools/go.mod
+	cd tools && $(GO) build -o $(abspath $(GOTESTSUM)) gotest.tools/gotestsum
 
 vet: ## go vet, every module
 	@set -e; for m in $(MODULES); do echo "go vet: $$m"; (cd $$m && $(GO) vet ./...); done
