@@ -13,38 +13,62 @@ TEST_TIMEOUT  ?= 9m
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# The modules of the repository: the library at the root, the sample
+# service (sample/, with the demo) and the test and benchmark tooling
+# (tools/: chaos, bench, the test summary). Each has its own go.mod, so the
+# root's lists only what the library and its own tests import.
+MODULES       := . sample tools
+
+# gotestsum runs make test and prints it; its version is the one tools/go.mod
+# pins (a tool dependency), built into ./bin.
+GOTESTSUM     := $(GOBIN)/gotestsum
+TEST_REPORT   := $(CURDIR)/test-report.json
+TEST_FLAGS    := -race -count=1 -timeout $(TEST_TIMEOUT) -json
+
 # The short fault-injection round measures failovers of separate worker
 # processes; it runs after the other tests, not beside them on two cores.
 CHAOS_ROUND   := ^TestChaosShort$$
 
-test: ## run every test with -race on every dialect (starts private PostgreSQL and MariaDB), then the short chaos round
-	@set -o pipefail; { $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json -skip '$(CHAOS_ROUND)' ./...; \
-		$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json -run '$(CHAOS_ROUND)' ./internal/chaos/; } \
-		| $(GO) run ./internal/cmd/testreport
+# TEST_JSON is the go test -json stream of make test: every module, then the
+# chaos round. A module that fails does not stop the ones after it.
+TEST_JSON     := status=0; \
+	for m in $(MODULES); do (cd $$m && $(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)" ./...) || status=1; done; \
+	(cd tools && $(GO) test $(TEST_FLAGS) -run "$(CHAOS_ROUND)" ./chaos/) || status=1; \
+	exit $$status
 
-vet: ## go vet
-	$(GO) vet ./...
+test: $(GOTESTSUM) ## run every test with -race on every dialect (starts private PostgreSQL and MariaDB), then the short chaos round
+	@status=0; \
+	$(GOTESTSUM) --format pkgname --hide-summary skipped --jsonfile $(TEST_REPORT) --raw-command -- bash -c '$(TEST_JSON)' || status=1; \
+	(cd tools && $(GO) run ./testsummary $(TEST_REPORT)) || status=1; \
+	exit $$status
 
-lint: $(GOLANGCI_LINT) ## golangci-lint (installed into ./bin by go install)
-	$(GOLANGCI_LINT) run ./...
+$(GOTESTSUM): tools/go.mod
+	cd tools && $(GO) build -o $(abspath $(GOTESTSUM)) gotest.tools/gotestsum
+
+vet: ## go vet, every module
+	@set -e; for m in $(MODULES); do echo "go vet: $$m"; (cd $$m && $(GO) vet ./...); done
+
+lint: $(GOLANGCI_LINT) ## golangci-lint, every module (installed into ./bin by go install)
+	@set -e; for m in $(MODULES); do echo "golangci-lint: $$m"; \
+		(cd $$m && $(abspath $(GOLANGCI_LINT)) run --config $(CURDIR)/.golangci.yml ./...); done
 
 $(GOLANGCI_LINT):
-	GOBIN=$(GOBIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VER)
+	GOBIN=$(abspath $(GOBIN)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VER)
 
 fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go')
 
-tidy: ## go mod tidy
-	$(GO) mod tidy
+tidy: ## go mod tidy, every module
+	@set -e; for m in $(MODULES); do echo "go mod tidy: $$m"; (cd $$m && $(GO) mod tidy); done
 
 ddl: ## print the schema DDL, safe to apply twice: make ddl DIALECT=postgres|mysql|sqlite|sqlserver [FROM=version]
 	$(GO) run ./cmd/leasehold ddl -dialect $(or $(DIALECT),postgres) -from $(or $(FROM),0)
 
 demo: ## run the failover demo: three copies of ./sample on SQLite, the leader killed (under 2 min; KEEP=1 keeps its database)
-	GO="$(GO)" $(GO) run ./sample/demo $(if $(KEEP),-keep)
+	cd sample && GO="$(GO)" $(GO) run ./demo $(if $(KEEP),-keep)
 
 chaos: ## fault injection: worker processes on SQLite, PostgreSQL, MariaDB and a replicated PostgreSQL pair; 9 fault kinds; histories checked (CHAOS_FAULTS=300, CHAOS_SEED, CHAOS_KINDS=failover-sync,...)
-	GO="$(GO)" CHAOS_FAULTS="$(or $(CHAOS_FAULTS),300)" $(GO) run ./internal/chaos/cmd/chaos
+	cd tools && GO="$(GO)" CHAOS_FAULTS="$(or $(CHAOS_FAULTS),300)" $(GO) run ./chaos/cmd/chaos
 
 bench: ## scale benchmark: leases per process, 100 processes, shutdown, pool joins, handoff and failover, pool rebalance, per dialect vs targets (BENCH_SECTIONS, BENCH_DIALECTS; under 10 min)
-	GO="$(GO)" $(GO) run ./internal/bench/cmd/bench
+	cd tools && GO="$(GO)" $(GO) run ./bench/cmd/bench

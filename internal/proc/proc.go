@@ -108,9 +108,11 @@ func GoTool() string {
 }
 
 // Build compiles the main package pkg (a path relative to the module
-// root, such as "./sample") of the module the working directory is in,
-// into dir/name, and returns the binary's path. flags are passed to go
-// build before the package, such as "-tags", "x".
+// root, such as "./chaos/worker") of the module the working directory is
+// in, into dir/name, and returns the binary's path. A pkg inside a nested
+// module, a directory below the root with a go.mod of its own such as
+// "./sample", is built in that module. flags are passed to go build
+// before the package, such as "-tags", "x".
 func Build(ctx context.Context, pkg, dir, name string, flags ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, GoTool(), "env", "GOMOD").Output()
 	if err != nil {
@@ -120,12 +122,35 @@ func Build(ctx context.Context, pkg, dir, name string, flags ...string) (string,
 	if mod == "" || mod == os.DevNull {
 		return "", fmt.Errorf("build %s: not inside the leasehold module; run it from the repository", pkg)
 	}
+	modDir, modPkg := nestedModule(filepath.Dir(mod), pkg)
 	bin := filepath.Join(dir, name)
-	args := append(append([]string{"build", "-o", bin}, flags...), pkg)
+	args := append(append([]string{"build", "-o", bin}, flags...), modPkg)
 	cmd := exec.CommandContext(ctx, GoTool(), args...)
-	cmd.Dir = filepath.Dir(mod)
+	cmd.Dir = modDir
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%s build %s: %w\n%s", GoTool(), pkg, err, b)
 	}
 	return bin, nil
+}
+
+// nestedModule returns the directory of the innermost module below root
+// that holds pkg (a path relative to root), and pkg relative to that
+// directory: root and pkg itself when no directory between them has a
+// go.mod.
+func nestedModule(root, pkg string) (dir, rel string) {
+	clean := filepath.Clean(pkg)
+	for p := clean; p != "." && p != ".." && !filepath.IsAbs(p); p = filepath.Dir(p) {
+		if _, err := os.Stat(filepath.Join(root, p, "go.mod")); err != nil {
+			continue
+		}
+		r, err := filepath.Rel(p, clean)
+		if err != nil {
+			break
+		}
+		if r == "." {
+			return filepath.Join(root, p), "."
+		}
+		return filepath.Join(root, p), "./" + filepath.ToSlash(r)
+	}
+	return root, pkg
 }

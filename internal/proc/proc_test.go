@@ -1,7 +1,9 @@
 package proc
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"testing"
@@ -84,5 +86,33 @@ func TestThreadExitKillsNaiveChild(t *testing.T) {
 		_ = cmd.Process.Kill()
 		<-exited
 		t.Fatalf("child survived the exit of the thread that forked it; the premise of Start is wrong")
+	}
+}
+
+// TestNestedModule: Build compiles a package of a nested module (the
+// sample, the tools) in that module, from the directory of its go.mod.
+func TestNestedModule(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"sample/demo", "tools/chaos/worker", "cmd/leasehold"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"go.mod", "sample/go.mod", "tools/go.mod"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("module m\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct{ pkg, dir, rel string }{
+		{"./sample", "sample", "."},
+		{"./sample/demo", "sample", "./demo"},
+		{"./tools/chaos/worker", "tools", "./chaos/worker"},
+		{"./cmd/leasehold", ".", "./cmd/leasehold"},
+		{".", ".", "."},
+	} {
+		dir, rel := nestedModule(root, tt.pkg)
+		if want := filepath.Join(root, tt.dir); dir != want || rel != tt.rel {
+			t.Errorf("nestedModule(%q) = %q, %q; want %q, %q", tt.pkg, dir, rel, want, tt.rel)
+		}
 	}
 }

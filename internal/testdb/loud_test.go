@@ -23,7 +23,7 @@ func (r *skipRecorder) Fatal(args ...any) { r.Errorf("unexpected Fatal: %s", fmt
 
 // TestSkipsAreLoud: a test skipped because its dialect cannot be tested
 // here, or because it would stop a server the user pointed the tests at,
-// says so with the marker internal/cmd/testreport repeats in the summary,
+// says so with the marker tools/testsummary repeats in the summary,
 // so that the skip is a line there and not only a count.
 func TestSkipsAreLoud(t *testing.T) {
 	const marker = "LOUD:"

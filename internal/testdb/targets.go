@@ -255,7 +255,7 @@ func requiredIn(list, dialect string) bool {
 // decide says what a test does when dialect cannot be tested for reason:
 // skip it, or, when the list from REQUIRE_DIALECTS names the dialect, fail
 // it. msg is the message to give either way; a skip's carries the
-// "LOUD:" marker, which internal/cmd/testreport repeats in the summary of
+// "LOUD:" marker, which tools/testsummary repeats in the summary of
 // make test, so that a dialect left out is a line there and not only a
 // count.
 func decide(requireList, dialect string, reason error) (fail bool, msg string) {

@@ -11,7 +11,7 @@
 //
 //	demo: OK items=10000 processed_once=10000 duplicates=0 leaders_per_epoch=1 failover_ms=3412
 //
-// Run it with make demo (or go run ./sample/demo from the repository).
+// Run it with make demo (or go run ./demo in the sample directory).
 package main
 
 import (

@@ -50,9 +50,10 @@ func sampleEnv(n node) []string {
 	return append(env, "HOSTNAME="+n.name, "CLUSTER_NAME="+n.cluster, "LOG_FORMAT=console")
 }
 
-// build compiles ./sample into dir and returns the binary's path.
+// build compiles the sample (the root package of this module) into dir
+// and returns the binary's path.
 func build(ctx context.Context, dir string) (string, error) {
-	return procs.Build(ctx, "./sample", dir, "sample")
+	return procs.Build(ctx, ".", dir, "sample")
 }
 
 // seed runs the sample once with -seed-only and waits for it.

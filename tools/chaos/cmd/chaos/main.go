@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/chaos"
+	"github.com/leasehold/leasehold/tools/chaos"
 )
 
 func main() {

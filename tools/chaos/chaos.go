@@ -18,10 +18,10 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/internal/chaos/faultproxy"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/history"
 	"github.com/leasehold/leasehold/internal/testdb"
+	"github.com/leasehold/leasehold/tools/chaos/faultproxy"
 )
 
 // Fault timing.

@@ -29,7 +29,7 @@ func (w *testWriter) Write(p []byte) (int, error) {
 		line := string(w.buf[:i])
 		if strings.Contains(line, " faults=") && !strings.HasPrefix(line, "chaos: failovers ") {
 			// The report's dialect and summary lines reach make test's
-			// summary (internal/cmd/testreport).
+			// summary (tools/testsummary).
 			line = "LOUD: " + line
 		}
 		w.t.Log(line)

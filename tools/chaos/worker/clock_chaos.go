@@ -9,7 +9,7 @@ const clockInjectable = true
 
 // setWallOffset sets this process's wall clock sec seconds off. It is
 // added to the runtime by the chaos suite's build overlay (see
-// internal/chaos/clock.go).
+// tools/chaos/clock.go).
 //
 //go:linkname setWallOffset runtime.chaosSetWallOffset
 func setWallOffset(sec int64)

@@ -35,7 +35,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/leasehold/leasehold/internal/bench"
+	"github.com/leasehold/leasehold/tools/bench"
 )
 
 func main() {

@@ -1,11 +1,11 @@
 // Package chaos is the fault-injection suite: it runs copies of a small
-// worker binary (./internal/chaos/worker) as separate OS processes against
-// a real database, injects faults (SIGKILL, SIGSTOP/SIGCONT, a database
-// restart, a network cut or latency through each worker's own TCP proxy,
-// a worker exhausting its own connection pool, a worker's wall clock set
-// hours off, a failover of a replicated PostgreSQL pair; see Kinds), and
-// checks the histories the processes recorded
-// with package internal/history.
+// worker binary (./chaos/worker of the tools module) as separate OS
+// processes against a real database, injects faults (SIGKILL,
+// SIGSTOP/SIGCONT, a database restart, a network cut or latency through
+// each worker's own TCP proxy, a worker exhausting its own connection
+// pool, a worker's wall clock set hours off, a failover of a replicated
+// PostgreSQL pair; see Kinds), and checks the histories the processes
+// recorded with package internal/history.
 package chaos
 
 import (

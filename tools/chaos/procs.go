@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/chaos/faultproxy"
 	"github.com/leasehold/leasehold/internal/history"
 	procs "github.com/leasehold/leasehold/internal/proc"
+	"github.com/leasehold/leasehold/tools/chaos/faultproxy"
 )
 
 // proc is one running worker process.
@@ -35,9 +35,9 @@ type proc struct {
 	skews int
 }
 
-// buildWorker compiles ./internal/chaos/worker into dir, with the runtime
-// overlay of the clock-skew fault where the platform has one. clock
-// reports whether it has; when not, unsupported says why.
+// buildWorker compiles ./chaos/worker of the tools module into dir, with
+// the runtime overlay of the clock-skew fault where the platform has one.
+// clock reports whether it has; when not, unsupported says why.
 func buildWorker(ctx context.Context, dir string) (bin string, clock bool, unsupported error, err error) {
 	flags, err := clockOverlay(ctx, dir)
 	switch {
@@ -46,7 +46,7 @@ func buildWorker(ctx context.Context, dir string) (bin string, clock bool, unsup
 	case err != nil:
 		return "", false, nil, fmt.Errorf("the clock-skew overlay: %w", err)
 	}
-	bin, err = procs.Build(ctx, "./internal/chaos/worker", dir, "chaos-worker", flags...)
+	bin, err = procs.Build(ctx, "./chaos/worker", dir, "chaos-worker", flags...)
 	return bin, flags != nil, unsupported, err
 }
 

@@ -10,8 +10,8 @@
 // Every wait is bounded: a phase that does not finish within its bound is
 // a FAIL with the time it was given, never a hang.
 //
-// Worker processes are ./internal/bench/worker, built once per run and
-// started through internal/proc, so that they die with the runner.
+// Worker processes are ./bench/worker of the tools module, built once per
+// run and started through internal/proc, so that they die with the runner.
 package bench
 
 import (
@@ -268,7 +268,7 @@ func (r *runner) workerBin(ctx context.Context) (string, error) {
 	r.workerOnce.Do(func() {
 		bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		r.worker, r.workerErr = proc.Build(bctx, "./internal/bench/worker", r.tmp, "bench-worker")
+		r.worker, r.workerErr = proc.Build(bctx, "./bench/worker", r.tmp, "bench-worker")
 	})
 	return r.worker, r.workerErr
 }

@@ -1,29 +1,25 @@
-// Command testreport turns the output of "go test -json" into a short report
-// that a developer or CI log reader can act on:
+// Command testsummary closes the output of make test with what gotestsum's
+// own summary leaves out. make test runs every module's tests through
+// gotestsum, which prints each package as it finishes and, at the end, the
+// output of every failed test and build; it also writes the "go test
+// -json" events it read to a file (--jsonfile). testsummary reads that
+// file:
 //
-//	go test -json ./... | go run ./internal/cmd/testreport
+//	testsummary test-report.json
 //
-// It reads one JSON test event per line from standard input and writes to
-// standard output:
+// and writes to standard output:
 //
-//   - as they happen, the output of every failed test (including tests cut
-//     short by a timeout or crash), of every failed package that printed
-//     something beyond its FAIL line (TestMain, goleak) and of every failed
-//     build, each under a ">>> " header;
-//   - every input line that is not a test event (a build error printed by an
-//     older go command, a "go: downloading" line), unchanged, as it arrives;
-//   - at the end, each output line containing the marker "LOUD:", once, in
-//     order of first appearance; lines that differ only in the
-//     "file_test.go:NN: " a test's log puts in front of them count as one;
+//   - each output line containing the marker "LOUD:", once, in order of
+//     first appearance; lines that differ only in the "file_test.go:NN: "
+//     a test's log puts in front of them count as one;
 //   - one line per conformance dialect seen in any test name (a path element
 //     equal to postgres, mysql, sqlite-cgo, sqlite-pure or sqlserver-golden),
 //     sorted by name, counting leaf tests: "dialect postgres: 41 passed, 0
 //     failed, 0 skipped";
-//   - one line per package, sorted by name: "ok   pkg  (12.3s)", "ok   pkg
-//     (cached)", "FAIL pkg", or "?    pkg  [no test files]";
 //   - "no tests ran", if no test ran at all;
 //   - last, "N passed, N failed, N skipped", counting leaf tests (tests with
-//     no subtests) of every package.
+//     no subtests) of every package. (gotestsum's "DONE" line counts every
+//     test, parents too.)
 //
 // Loud skips: a test that is skipped because something it needs is missing
 // here (a database server, see internal/testdb; a client program; the
@@ -37,13 +33,14 @@
 // figures worth reading in a passing run.
 //
 // A package may run more than once in the stream (make test runs the chaos
-// round as a second go test): its times add up, and it fails if any run
-// failed.
+// round as a second go test): it fails if any run failed.
 //
 // A test that started but never finished (a timeout, a crash, a truncated
 // stream) counts as failed, as does a package that started but never reported
-// a result. The exit status is 1 if any test (leaf or not) or package failed,
-// any build failed, or no test ran; otherwise 0.
+// a result. Lines that are not test events are skipped. The exit status is
+// 1 if any test (leaf or not) or package failed, any build failed, no test
+// ran or the file cannot be read; otherwise 0. gotestsum's exit status says
+// the same of the tests; this one is a second guard.
 package main
 
 import (
@@ -62,25 +59,39 @@ import (
 // dialects are the conformance dialect names looked for in test names.
 var dialects = []string{"mysql", "postgres", "sqlite-cgo", "sqlite-pure", "sqlserver-golden"}
 
-// loudMarker marks output lines that are repeated in the report.
+// loudMarker marks output lines that are repeated in the summary.
 const loudMarker = "LOUD:"
 
 func main() {
-	_, code := report(os.Stdin, os.Stdout)
-	os.Exit(code)
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: testsummary FILE (the --jsonfile of gotestsum)")
+		os.Exit(2)
+	}
+	os.Exit(summarize(os.Args[1], os.Stdout))
+}
+
+// summarize writes the summary of the events in the file at path to w and
+// returns the exit status.
+func summarize(path string, w io.Writer) int {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintf(w, "testsummary: %v\n", err)
+		return 1
+	}
+	defer f.Close()
+	_, code := report(f, w)
+	return code
 }
 
 // event is one line of "go test -json" output (see "go doc cmd/test2json"),
 // plus the build events of Go 1.24 and later ("build-output", "build-fail"),
 // which carry ImportPath instead of Package.
 type event struct {
-	Action      string
-	Package     string
-	Test        string
-	Output      string
-	Elapsed     float64
-	ImportPath  string
-	FailedBuild string
+	Action     string
+	Package    string
+	Test       string
+	Output     string
+	ImportPath string
 }
 
 // counts are leaf-test results.
@@ -103,19 +114,12 @@ func (c *counts) add(result string) {
 	}
 }
 
-// packageResult is the outcome of one package.
-type packageResult struct {
-	Name    string
-	Status  string  // "ok", "FAIL" or "?" (no test files)
-	Elapsed float64 // seconds
-	Cached  bool
-}
-
-// summary is what report found. Its fields are what the report prints.
+// summary is what report found. Its counts, Dialects, Loud and NoTests
+// are what the report prints; the rest decide the exit status.
 type summary struct {
 	counts                          // leaf tests of every package
 	Dialects      map[string]counts // leaf tests per dialect seen
-	Packages      []packageResult   // sorted by name
+	FailedPkgs    []string          // packages that failed, sorted
 	FailedTests   []string          // "pkg Test" of every failed test, leaf or not, in order of failure
 	BuildFailures []string          // import paths of failed builds, in order
 	Loud          []string          // distinct LOUD: lines, in order of first appearance
@@ -124,43 +128,30 @@ type summary struct {
 
 type testKey struct{ pkg, test string }
 
-type testState struct {
-	result string // "pass", "fail", "skip", or "" while running
-	output strings.Builder
-}
-
 type pkgState struct {
 	result string // "pass", "fail", "skip", or "" while running
 	// failedBefore: an earlier run of the package in the same stream
 	// failed (make test runs the chaos round as a second go test).
 	failedBefore bool
-	elapsed      float64
-	cached       bool
-	failedBuild  string
-	output       strings.Builder
 }
 
 // reporter holds the state of one report while events stream in.
 type reporter struct {
-	w           io.Writer
-	tests       map[testKey]*testState
-	pkgs        map[string]*pkgState
-	buildOut    map[string]*strings.Builder // by ImportPath
-	buildEchoed map[string]bool
-	loudSeen    map[string]bool
-	sum         summary
+	w        io.Writer
+	tests    map[testKey]string // result: "pass", "fail", "skip", or "" while running
+	pkgs     map[string]*pkgState
+	loudSeen map[string]bool
+	sum      summary
 }
 
-// report reads "go test -json" output from r, writes the report to w and
+// report reads "go test -json" output from r, writes the summary to w and
 // returns what it found and the exit status.
 func report(r io.Reader, w io.Writer) (summary, int) {
 	rp := &reporter{
-		w:           w,
-		tests:       make(map[testKey]*testState),
-		pkgs:        make(map[string]*pkgState),
-		buildOut:    make(map[string]*strings.Builder),
-		buildEchoed: make(map[string]bool),
-		loudSeen:    make(map[string]bool),
+		w:        w,
+		tests:    make(map[testKey]string),
+		pkgs:     make(map[string]*pkgState),
+		loudSeen: make(map[string]bool),
 	}
 	br := bufio.NewReader(r)
 	var readErr error
@@ -172,7 +163,7 @@ func report(r io.Reader, w io.Writer) (summary, int) {
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				readErr = err
-				fmt.Fprintf(w, "testreport: reading input: %v\n", err)
+				fmt.Fprintf(w, "testsummary: reading input: %v\n", err)
 			}
 			break
 		}
@@ -189,23 +180,11 @@ func (rp *reporter) line(line string) {
 	trimmed := strings.TrimSpace(line)
 	var ev event
 	if !strings.HasPrefix(trimmed, "{") || json.Unmarshal([]byte(trimmed), &ev) != nil || ev.Action == "" {
-		if !strings.HasSuffix(line, "\n") {
-			line += "\n" // the last line of the input
-		}
-		rp.write(line) // not a test event: pass it through
-		return
+		return // not a test event; gotestsum has shown it
 	}
 	switch ev.Action {
-	case "build-output":
-		b := rp.buildOut[ev.ImportPath]
-		if b == nil {
-			b = new(strings.Builder)
-			rp.buildOut[ev.ImportPath] = b
-		}
-		b.WriteString(ev.Output)
 	case "build-fail":
 		rp.sum.BuildFailures = append(rp.sum.BuildFailures, ev.ImportPath)
-		rp.echoBuild(ev.ImportPath)
 	case "start":
 		p := rp.pkg(ev.Package)
 		// A package may run again later in the stream: it is running
@@ -216,15 +195,6 @@ func (rp *reporter) line(line string) {
 		rp.test(ev.Package, ev.Test)
 	case "output":
 		rp.noteLoud(ev.Output)
-		if ev.Test != "" {
-			rp.test(ev.Package, ev.Test).output.WriteString(ev.Output)
-			return
-		}
-		p := rp.pkg(ev.Package)
-		p.output.WriteString(ev.Output)
-		if strings.HasPrefix(ev.Output, "ok") && strings.Contains(ev.Output, "(cached)") {
-			p.cached = true
-		}
 	case "pass", "fail", "skip", "bench":
 		result := ev.Action
 		if result == "bench" { // a benchmark that logged but did not fail
@@ -234,13 +204,13 @@ func (rp *reporter) line(line string) {
 			rp.endTest(ev.Package, ev.Test, result)
 			return
 		}
-		p := rp.pkg(ev.Package)
-		p.result, p.elapsed, p.failedBuild = result, p.elapsed+ev.Elapsed, ev.FailedBuild
+		rp.pkg(ev.Package).result = result
 		if result == "fail" {
-			rp.failPackage(ev.Package, p)
+			rp.failUnfinished(ev.Package)
 		}
 	}
-	// Other actions (pause, cont, and any added later) carry nothing we report.
+	// Other actions (build-output, pause, cont, and any added later) carry
+	// nothing this summary prints.
 }
 
 func (rp *reporter) pkg(name string) *pkgState {
@@ -252,67 +222,32 @@ func (rp *reporter) pkg(name string) *pkgState {
 	return p
 }
 
-func (rp *reporter) test(pkg, name string) *testState {
+// test notes that a test started, unless it already has.
+func (rp *reporter) test(pkg, name string) {
 	k := testKey{pkg, name}
-	t := rp.tests[k]
-	if t == nil {
-		t = new(testState)
-		rp.tests[k] = t
+	if _, ok := rp.tests[k]; !ok {
+		rp.tests[k] = ""
 	}
-	return t
 }
 
-// endTest records a test's result and echoes its output if it failed.
+// endTest records a test's result.
 func (rp *reporter) endTest(pkg, name, result string) {
-	t := rp.test(pkg, name)
-	t.result = result
-	if result != "fail" {
-		return
+	rp.tests[testKey{pkg, name}] = result
+	if result == "fail" {
+		rp.sum.FailedTests = append(rp.sum.FailedTests, pkg+" "+name)
 	}
-	rp.sum.FailedTests = append(rp.sum.FailedTests, pkg+" "+name)
-	// A parent that failed only because a subtest did has nothing to add to
-	// the subtest's output, which was echoed already.
-	if onlyFrames(t.output.String()) && rp.hasFailedSubtest(pkg, name) {
-		return
-	}
-	rp.echo(">>> FAIL "+pkg+" "+name, t.output.String())
 }
 
-// failPackage echoes why a package failed: its build output, the output of
-// tests it never finished, and its own output unless the failures already
-// echoed explain it.
-func (rp *reporter) failPackage(name string, p *pkgState) {
-	if p.failedBuild != "" {
-		rp.echoBuild(p.failedBuild)
-	}
-	explained := p.failedBuild != ""
-	// Subtests sort after their parents; walk backwards so that a parent is
-	// settled after its subtests, as when the tests end normally.
-	for _, k := range slices.Backward(rp.sortedTestKeys(&name)) {
-		t := rp.tests[k]
-		switch t.result {
-		case "":
-			rp.endTest(k.pkg, k.test, "fail") // killed by a timeout or a crash
-			explained = true
-		case "fail":
-			explained = true
+// failUnfinished fails the tests of a failed package that never finished
+// (killed by a timeout or a crash).
+func (rp *reporter) failUnfinished(pkg string) {
+	// Subtests sort after their parents; walk backwards so that a parent
+	// fails after its subtests, as when the tests end normally.
+	for _, k := range slices.Backward(rp.sortedTestKeys(&pkg)) {
+		if rp.tests[k] == "" {
+			rp.endTest(k.pkg, k.test, "fail")
 		}
 	}
-	if out := p.output.String(); !explained || !onlyPackageFrames(out) {
-		rp.echo(">>> FAIL "+name+" (package output)", out)
-	}
-}
-
-func (rp *reporter) echoBuild(importPath string) {
-	if rp.buildEchoed[importPath] {
-		return
-	}
-	rp.buildEchoed[importPath] = true
-	out := ""
-	if b := rp.buildOut[importPath]; b != nil {
-		out = b.String()
-	}
-	rp.echo(">>> BUILD FAIL "+importPath, out)
 }
 
 // noteLoud remembers every line of out that contains the marker, unless
@@ -348,20 +283,20 @@ func withoutLocation(l string) string {
 	return rest
 }
 
-// finish settles unfinished tests and packages, prints the closing sections
-// and returns the exit status.
+// finish settles unfinished tests and packages, prints the summary and
+// returns the exit status.
 func (rp *reporter) finish() int {
 	// Packages that never reported a result: the stream was cut short.
 	for _, name := range sortedKeys(rp.pkgs) {
 		if p := rp.pkgs[name]; p.result == "" {
 			p.result = "fail"
-			rp.failPackage(name, p)
+			rp.failUnfinished(name)
 		}
 	}
 	// Tests that never finished in a package that did, or whose package
 	// never started (only possible in odd streams).
 	for _, k := range slices.Backward(rp.sortedTestKeys(nil)) {
-		if rp.tests[k].result == "" {
+		if rp.tests[k] == "" {
 			rp.endTest(k.pkg, k.test, "fail")
 		}
 	}
@@ -376,7 +311,7 @@ func (rp *reporter) finish() int {
 			}
 		}
 	}
-	for k, t := range rp.tests {
+	for k, result := range rp.tests {
 		seen := dialectsOf(k.test)
 		for _, d := range seen {
 			if _, ok := sum.Dialects[d]; !ok {
@@ -386,10 +321,10 @@ func (rp *reporter) finish() int {
 		if parents[k] {
 			continue // not a leaf
 		}
-		sum.add(t.result)
+		sum.add(result)
 		for _, d := range seen {
 			c := sum.Dialects[d]
-			c.add(t.result)
+			c.add(result)
 			sum.Dialects[d] = c
 		}
 	}
@@ -399,15 +334,10 @@ func (rp *reporter) finish() int {
 		code = 1
 	}
 	for _, name := range sortedKeys(rp.pkgs) {
-		p := rp.pkgs[name]
-		r := packageResult{Name: name, Status: "ok", Elapsed: p.elapsed, Cached: p.cached}
-		switch {
-		case p.result == "fail" || p.failedBefore:
-			r.Status, code = "FAIL", 1
-		case p.result == "skip":
-			r.Status = "?"
+		if p := rp.pkgs[name]; p.result == "fail" || p.failedBefore {
+			sum.FailedPkgs = append(sum.FailedPkgs, name)
+			code = 1
 		}
-		sum.Packages = append(sum.Packages, r)
 	}
 
 	for _, l := range sum.Loud {
@@ -416,50 +346,12 @@ func (rp *reporter) finish() int {
 	for _, d := range sortedKeys(sum.Dialects) {
 		fmt.Fprintf(rp.w, "dialect %s: %s\n", d, sum.Dialects[d])
 	}
-	for _, p := range sum.Packages {
-		switch {
-		case p.Status == "FAIL":
-			fmt.Fprintf(rp.w, "FAIL %s\n", p.Name)
-		case p.Status == "?":
-			fmt.Fprintf(rp.w, "?    %s  [no test files]\n", p.Name)
-		case p.Cached:
-			fmt.Fprintf(rp.w, "ok   %s  (cached)\n", p.Name)
-		default:
-			fmt.Fprintf(rp.w, "ok   %s  (%.1fs)\n", p.Name, p.Elapsed)
-		}
-	}
 	if sum.Passed+sum.Failed+sum.Skipped == 0 {
 		sum.NoTests, code = true, 1
 		fmt.Fprintln(rp.w, "no tests ran")
 	}
 	fmt.Fprintln(rp.w, sum.counts)
 	return code
-}
-
-// echo writes a header and then body, ending with a newline.
-func (rp *reporter) echo(header, body string) {
-	rp.write(header + "\n")
-	if body == "" {
-		return
-	}
-	if !strings.HasSuffix(body, "\n") {
-		body += "\n"
-	}
-	rp.write(body)
-}
-
-// write writes s to the report. A failed write (a closed pipe) is ignored:
-// the exit status still says whether the tests passed.
-func (rp *reporter) write(s string) { _, _ = io.WriteString(rp.w, s) }
-
-func (rp *reporter) hasFailedSubtest(pkg, name string) bool {
-	prefix := name + "/"
-	for k, t := range rp.tests {
-		if k.pkg == pkg && t.result == "fail" && strings.HasPrefix(k.test, prefix) {
-			return true
-		}
-	}
-	return false
 }
 
 // sortedTestKeys returns the keys of the tests of *pkg, or of every test when
@@ -486,40 +378,6 @@ func dialectsOf(test string) []string {
 		}
 	}
 	return found
-}
-
-// onlyFrames reports whether a test's output holds nothing but the lines the
-// testing package frames every test with.
-func onlyFrames(out string) bool {
-	for l := range strings.Lines(out) {
-		l = strings.TrimSpace(l)
-		if l == "" {
-			continue
-		}
-		framed := false
-		for _, p := range []string{"=== RUN", "=== PAUSE", "=== CONT", "=== NAME", "--- FAIL:", "--- PASS:", "--- SKIP:"} {
-			if strings.HasPrefix(l, p) {
-				framed = true
-				break
-			}
-		}
-		if !framed {
-			return false
-		}
-	}
-	return true
-}
-
-// onlyPackageFrames reports whether a package's own output holds nothing but
-// the PASS/FAIL lines the go command prints for every package.
-func onlyPackageFrames(out string) bool {
-	for l := range strings.Lines(out) {
-		l = strings.TrimSpace(l)
-		if l != "" && l != "PASS" && l != "FAIL" && !strings.HasPrefix(l, "FAIL\t") && !strings.HasPrefix(l, "ok ") && !strings.HasPrefix(l, "ok\t") {
-			return false
-		}
-	}
-	return true
 }
 
 func sortedKeys[V any](m map[string]V) []string {

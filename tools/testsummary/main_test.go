@@ -98,39 +98,19 @@ func TestReportStream(t *testing.T) {
 	if want := []string{"conf_test.go:20: LOUD: dialect mysql skipped: mariadbd not found"}; !slices.Equal(sum.Loud, want) {
 		t.Fatalf("report() Loud = %q, want %q", sum.Loud, want)
 	}
-	wantPackages := []packageResult{
-		{Name: "example.com/m/broken", Status: "FAIL"},
-		{Name: "example.com/m/cached", Status: "ok", Cached: true},
-		{Name: "example.com/m/conf", Status: "FAIL", Elapsed: 0.312},
-		{Name: "example.com/m/empty", Status: "?"},
-	}
-	if !slices.Equal(sum.Packages, wantPackages) {
-		t.Fatalf("report() Packages = %+v, want %+v", sum.Packages, wantPackages)
+	if want := []string{"example.com/m/broken", "example.com/m/conf"}; !slices.Equal(sum.FailedPkgs, want) {
+		t.Fatalf("report() FailedPkgs = %q, want %q", sum.FailedPkgs, want)
 	}
 
-	for _, want := range []string{
-		// build failure and why
-		">>> BUILD FAIL example.com/m/broken [example.com/m/broken.test]\n",
-		"broken/b.go:2:23: cannot use \"s\" as int value\n",
-		// non-JSON lines pass through
-		"go: downloading example.com/dep v1.0.0\n",
-		// failed test and why
-		">>> FAIL example.com/m/conf TestConformance/sqlite-cgo/Renew\n",
-		"    conf_test.go:42: renew: epoch 3, want 4\n",
-		// summary
-		"dialect mysql: 0 passed, 0 failed, 2 skipped\ndialect postgres: 2 passed, 0 failed, 0 skipped\ndialect sqlite-cgo: 1 passed, 1 failed, 0 skipped\n",
-		"FAIL example.com/m/broken\nok   example.com/m/cached  (cached)\nFAIL example.com/m/conf\n?    example.com/m/empty  [no test files]\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Fatalf("report() output does not contain %q; output:\n%s", want, got)
-		}
+	if want := "dialect mysql: 0 passed, 0 failed, 2 skipped\ndialect postgres: 2 passed, 0 failed, 0 skipped\ndialect sqlite-cgo: 1 passed, 1 failed, 0 skipped\n"; !strings.Contains(got, want) {
+		t.Fatalf("report() output does not contain %q; output:\n%s", want, got)
 	}
 	if n := strings.Count(got, "LOUD:"); n != 1 {
 		t.Fatalf("report() output has %d LOUD: lines, want 1; output:\n%s", n, got)
 	}
-	// Parents that failed only because a subtest did are not echoed, and
-	// nothing from passing tests is.
-	for _, notWant := range []string{">>> FAIL example.com/m/conf TestConformance\n", ">>> FAIL example.com/m/conf TestConformance/sqlite-cgo\n", "=== RUN   TestPlain", "(package output)"} {
+	// gotestsum shows the output of tests and builds, and the lines that
+	// are not events: the summary repeats none of it.
+	for _, notWant := range []string{"cannot use", "go: downloading", "renew: epoch 3", "=== RUN", "FAIL"} {
 		if strings.Contains(got, notWant) {
 			t.Fatalf("report() output contains %q; output:\n%s", notWant, got)
 		}
@@ -151,6 +131,9 @@ func TestReportOutcomes(t *testing.T) {
 		wantOut  []string // substrings of the output
 		wantNot  []string // strings the output must not contain
 		wantLast string   // the closing line
+		// wantFailed and wantPkgs: the failed tests ("pkg Test") and
+		// packages the summary found.
+		wantFailed, wantPkgs []string
 	}{
 		{
 			name: "AllPass",
@@ -165,7 +148,6 @@ func TestReportOutcomes(t *testing.T) {
 `,
 			wantCode: 0,
 			want:     counts{Passed: 1, Skipped: 1},
-			wantOut:  []string{"ok   p  (12.3s)\n"},
 			wantLast: "1 passed, 0 failed, 1 skipped",
 		},
 		{
@@ -179,21 +161,25 @@ func TestReportOutcomes(t *testing.T) {
 			name:     "OnlyBuildFailure",
 			input:    "{\"ImportPath\":\"p\",\"Action\":\"build-output\",\"Output\":\"p/x.go:1: syntax error\\n\"}\n{\"ImportPath\":\"p\",\"Action\":\"build-fail\"}\n{\"Action\":\"start\",\"Package\":\"p\"}\n{\"Action\":\"fail\",\"Package\":\"p\",\"Elapsed\":0,\"FailedBuild\":\"p\"}\n",
 			wantCode: 1,
-			wantOut:  []string{">>> BUILD FAIL p\np/x.go:1: syntax error\n", "FAIL p\n", "no tests ran\n"},
+			wantOut:  []string{"no tests ran\n"},
+			wantNot:  []string{"syntax error"},
+			wantPkgs: []string{"p"},
 			wantLast: "0 passed, 0 failed, 0 skipped",
 		},
 		{
 			name:     "NonJSONBuildErrors",
 			input:    "# p\np/x.go:1: syntax error\nFAIL\tp [build failed]\n",
 			wantCode: 1,
-			wantOut:  []string{"# p\np/x.go:1: syntax error\nFAIL\tp [build failed]\n", "no tests ran\n"},
+			wantOut:  []string{"no tests ran\n"},
+			wantNot:  []string{"syntax error"},
 			wantLast: "0 passed, 0 failed, 0 skipped",
 		},
 		{
 			name:     "NonJSONLastLineWithoutNewline",
 			input:    "exit status 2",
 			wantCode: 1,
-			wantOut:  []string{"exit status 2\nno tests ran\n"},
+			wantOut:  []string{"no tests ran\n"},
+			wantNot:  []string{"exit status 2"},
 			wantLast: "0 passed, 0 failed, 0 skipped",
 		},
 		{
@@ -207,8 +193,7 @@ func TestReportOutcomes(t *testing.T) {
 `,
 			wantCode: 1,
 			want:     counts{Passed: 1},
-			wantOut:  []string{"FAIL p\n"},
-			wantNot:  []string{"ok   p"},
+			wantPkgs: []string{"p"},
 			wantLast: "1 passed, 0 failed, 0 skipped",
 		},
 		{
@@ -220,10 +205,11 @@ func TestReportOutcomes(t *testing.T) {
 {"Action":"start","Package":"p"}
 {"Action":"run","Package":"p","Test":"TestB"}
 `,
-			wantCode: 1,
-			want:     counts{Passed: 1, Failed: 1},
-			wantOut:  []string{">>> FAIL p TestB\n", "FAIL p\n"},
-			wantLast: "1 passed, 1 failed, 0 skipped",
+			wantCode:   1,
+			want:       counts{Passed: 1, Failed: 1},
+			wantFailed: []string{"p TestB"},
+			wantPkgs:   []string{"p"},
+			wantLast:   "1 passed, 1 failed, 0 skipped",
 		},
 		{
 			name: "PackageRunTwicePasses",
@@ -238,7 +224,6 @@ func TestReportOutcomes(t *testing.T) {
 `,
 			wantCode: 0,
 			want:     counts{Passed: 2},
-			wantOut:  []string{"ok   p  (3.5s)\n"},
 			wantLast: "2 passed, 0 failed, 0 skipped",
 		},
 		{
@@ -247,10 +232,10 @@ func TestReportOutcomes(t *testing.T) {
 {"Action":"run","Package":"p","Test":"TestA"}
 {"Action":"pass","Package":"p","Elapsed":0}
 `,
-			wantCode: 1,
-			want:     counts{Failed: 1},
-			wantOut:  []string{">>> FAIL p TestA\n", "ok   p  (0.0s)\n"},
-			wantLast: "0 passed, 1 failed, 0 skipped",
+			wantCode:   1,
+			want:       counts{Failed: 1},
+			wantFailed: []string{"p TestA"},
+			wantLast:   "0 passed, 1 failed, 0 skipped",
 		},
 		{
 			name: "PackageFailsAfterTestsPass",
@@ -264,7 +249,7 @@ func TestReportOutcomes(t *testing.T) {
 `,
 			wantCode: 1,
 			want:     counts{Passed: 1},
-			wantOut:  []string{">>> FAIL p (package output)\n", "goleak: Errors", "FAIL p\n"},
+			wantPkgs: []string{"p"},
 			wantLast: "1 passed, 0 failed, 0 skipped",
 		},
 		{
@@ -276,10 +261,11 @@ func TestReportOutcomes(t *testing.T) {
 {"Action":"output","Package":"p","Output":"FAIL\tp\t1.0s\n"}
 {"Action":"fail","Package":"p","Elapsed":1.0}
 `,
-			wantCode: 1,
-			want:     counts{Failed: 1},
-			wantOut:  []string{">>> FAIL p TestHang/inner\npanic: test timed out after 1s\n"},
-			wantLast: "0 passed, 1 failed, 0 skipped",
+			wantCode:   1,
+			want:       counts{Failed: 1},
+			wantFailed: []string{"p TestHang/inner", "p TestHang"},
+			wantPkgs:   []string{"p"},
+			wantLast:   "0 passed, 1 failed, 0 skipped",
 		},
 		{
 			name: "TruncatedStream",
@@ -288,10 +274,11 @@ func TestReportOutcomes(t *testing.T) {
 {"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
 {"Action":"run","Package":"p","Test":"TestB"}
 `,
-			wantCode: 1,
-			want:     counts{Passed: 1, Failed: 1},
-			wantOut:  []string{">>> FAIL p TestB\n", "FAIL p\n"},
-			wantLast: "1 passed, 1 failed, 0 skipped",
+			wantCode:   1,
+			want:       counts{Passed: 1, Failed: 1},
+			wantFailed: []string{"p TestB"},
+			wantPkgs:   []string{"p"},
+			wantLast:   "1 passed, 1 failed, 0 skipped",
 		},
 		{
 			name: "ParentFailsAfterSubtestsPass",
@@ -303,10 +290,11 @@ func TestReportOutcomes(t *testing.T) {
 {"Action":"fail","Package":"p","Test":"TestA","Elapsed":0}
 {"Action":"fail","Package":"p","Elapsed":0}
 `,
-			wantCode: 1,
-			want:     counts{Passed: 1},
-			wantOut:  []string{">>> FAIL p TestA\n    a_test.go:9: cleanup failed\n"},
-			wantLast: "1 passed, 0 failed, 0 skipped",
+			wantCode:   1,
+			want:       counts{Passed: 1},
+			wantFailed: []string{"p TestA"},
+			wantPkgs:   []string{"p"},
+			wantLast:   "1 passed, 0 failed, 0 skipped",
 		},
 		{
 			name: "SkipOnlyCountsAsRun",
@@ -357,6 +345,12 @@ func TestReportOutcomes(t *testing.T) {
 				if strings.Contains(got, w) {
 					t.Fatalf("report() output contains %q; output:\n%s", w, got)
 				}
+			}
+			if !slices.Equal(sum.FailedTests, tt.wantFailed) {
+				t.Fatalf("report() FailedTests = %q, want %q", sum.FailedTests, tt.wantFailed)
+			}
+			if !slices.Equal(sum.FailedPkgs, tt.wantPkgs) {
+				t.Fatalf("report() FailedPkgs = %q, want %q", sum.FailedPkgs, tt.wantPkgs)
 			}
 		})
 	}

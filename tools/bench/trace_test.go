@@ -34,9 +34,9 @@ func TestIsRenew(t *testing.T) {
 // and no other. It fails when the store changes the renewal's shape, so
 // that IsRenew is adjusted with it.
 func TestIsRenewMatchesTheGoldenStatements(t *testing.T) {
-	files, err := filepath.Glob("../store/testdata/*.sql")
+	files, err := filepath.Glob("../../internal/store/testdata/*.sql")
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden files under ../store/testdata (%v)", err)
+		t.Fatalf("no golden files under ../../internal/store/testdata (%v)", err)
 	}
 	for _, f := range files {
 		if strings.HasPrefix(filepath.Base(f), "ddl-") {

@@ -28,9 +28,9 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
-	"github.com/leasehold/leasehold/internal/bench"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/pgnotify"
+	"github.com/leasehold/leasehold/tools/bench"
 )
 
 // exitBound bounds the wait for the elections and the coordinator to

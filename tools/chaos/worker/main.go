@@ -12,7 +12,7 @@
 // begin N transactions of its own and hold them for D (the pool-exhaustion
 // fault: its own code leaking its pool). With -clock-skew D, each SIGUSR2
 // sets its wall clock D off, or back (the clock-skew fault; it needs the
-// build overlay of internal/chaos/clock.go), and records a note
+// build overlay of tools/chaos/clock.go), and records a note
 // "clock-skew: offset=... observed=..." with the wall clock it then
 // observes against CLOCK_REALTIME.
 package main
@@ -37,10 +37,10 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
-	"github.com/leasehold/leasehold/internal/chaos"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/history"
 	"github.com/leasehold/leasehold/pgnotify"
+	"github.com/leasehold/leasehold/tools/chaos"
 	"github.com/leasehold/leasehold/workers"
 )
 
