@@ -116,7 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	host, err := workers.NewHost(db, id, workers.Config{Coordination: coordCfg},
 		workers.ClusterSingleton("cluster-report", s.clusterReport),
 		workers.GlobalSingleton("ledger", s.ledger),
-		workers.Partitioned("orders", s.orders, workers.PartitionConfig{}),
+		workers.GlobalPartitioned("orders", s.orders, workers.PartitionConfig{}),
 	)
 	if errors.Is(err, workers.ErrInvalidConfig) {
 		fmt.Fprintf(stderr, "sample: invalid timing -ttl=%v -renew=%v -retry=%v (0 = library default): %v\n",

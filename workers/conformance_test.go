@@ -637,11 +637,11 @@ func caseNewHostValidation(t *testing.T, b *bundle) {
 			[]error{ErrInvalidWorker}, []string{"no workers", "0 entries"}},
 		{"DotDotName", Config{}, []Worker{GlobalSingleton("../..", noop)},
 			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"../.."`, `segment ".."`}},
-		{"EmptySegmentName", Config{}, []Worker{Partitioned("items/", part, PartitionConfig{})},
+		{"EmptySegmentName", Config{}, []Worker{GlobalPartitioned("items/", part, PartitionConfig{})},
 			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"items/"`, "empty segment"}},
-		{"NanosecondPoll", Config{}, []Worker{Partitioned("items", part, PartitionConfig{PollInterval: time.Nanosecond})},
+		{"NanosecondPoll", Config{}, []Worker{GlobalPartitioned("items", part, PartitionConfig{PollInterval: time.Nanosecond})},
 			[]error{ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (1ns)", "at least 10ms"}},
-		{"NegativePoll", Config{}, []Worker{Partitioned("items", part, PartitionConfig{PollInterval: -time.Second})},
+		{"NegativePoll", Config{}, []Worker{GlobalPartitioned("items", part, PartitionConfig{PollInterval: -time.Second})},
 			[]error{ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (-1s)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

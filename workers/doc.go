@@ -11,9 +11,11 @@
 //   - GlobalSingleton: one process across every cluster that shares the
 //     database. For work that must happen exactly once overall: an outbox
 //     publisher, a billing run, a report sent once a day.
-//   - Partitioned: every live process of a pool, each with a distinct index
-//     of the pool's count, for work that can be split: batch processing
-//     by id % count == index, projections or consumers sharded by key.
+//   - ClusterPartitioned and GlobalPartitioned: every live process of a
+//     pool (of this cluster, or of every cluster), each with a distinct
+//     index of the pool's count, for work that can be split: batch
+//     processing by id % count == index, projections or consumers sharded
+//     by key.
 //
 // A host is built from a *gorm.DB, the process identity and a Config:
 //

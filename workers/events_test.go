@@ -24,7 +24,7 @@ func caseCoordinatorEventsTagged(t *testing.T, b *bundle) {
 	// and pool share the key "global/billing", yet each event goes to
 	// the right one.
 	r := startHost(t, b.db, "node-a", "test", fastConfig(),
-		GlobalSingleton("billing", idle), Partitioned("billing", share, PartitionConfig{}), ClusterSingleton("other", idle))
+		GlobalSingleton("billing", idle), GlobalPartitioned("billing", share, PartitionConfig{}), ClusterSingleton("other", idle))
 	// Collect until each has been seen; the three terms start in any order.
 	var elected, started, joined, other *Event
 	deadline := time.After(wait)

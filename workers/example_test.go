@@ -215,7 +215,7 @@ func ExampleEventCoordination() {
 // committed in a transaction fenced by the assignment, so a member whose
 // share was handed on (a new generation, lost membership) cannot commit.
 // This example runs one process, which gets index 0 of 1: all the jobs.
-func ExamplePartitioned() {
+func ExampleGlobalPartitioned() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
 	type Job struct {
@@ -262,7 +262,7 @@ func ExamplePartitioned() {
 		return nil
 	}
 	h, err := workers.NewHost(db, id, workers.Config{},
-		workers.Partitioned("jobs", process, workers.PartitionConfig{PollInterval: 100 * time.Millisecond}))
+		workers.GlobalPartitioned("jobs", process, workers.PartitionConfig{PollInterval: 100 * time.Millisecond}))
 	if err != nil {
 		panic(err)
 	}

@@ -27,12 +27,11 @@ import (
 // the next generation.
 type PartitionFunc func(ctx context.Context, a coordination.Assignment) error
 
-// PartitionConfig tunes a partitioned worker. The zero value is valid.
+// PartitionConfig tunes a partitioned worker. The zero value is valid. Who
+// shares the work (one cluster, or every cluster) is not a setting: it is
+// the constructor's name, ClusterPartitioned or GlobalPartitioned, as for
+// singletons.
 type PartitionConfig struct {
-	// PerCluster scopes the pool to this process's cluster: each cluster
-	// splits the work among its own members. Defaults to false: one pool
-	// across every cluster that shares the database.
-	PerCluster bool
 	// PollInterval is how often each member reads the pool; four times as
 	// often during a rebalance. It sets the rebalance bounds
 	// (coordination.RebalanceBound, coordination.CrashRebalanceBound).
@@ -43,19 +42,29 @@ type PartitionConfig struct {
 	PollInterval time.Duration
 }
 
-// Partitioned returns a worker that runs fn on every live process of the
-// pool named name, each with a distinct index of the pool's count. No index
-// is ever worked on by two processes at overlapping times: a new generation
-// starts only after every member has stopped the previous one (see
-// coordination.Pool).
-func Partitioned(name string, fn PartitionFunc, cfg PartitionConfig) Worker {
-	return &partitioned{name: name, fn: fn, cfg: cfg}
+// ClusterPartitioned returns a worker that runs fn on every live process
+// of this process's cluster (identity.Identity.Cluster), each with a
+// distinct index of the pool's count: each cluster splits the work among
+// its own members, pool "cluster/<cluster>/<name>". No index is ever worked
+// on by two processes at overlapping times: a new generation starts only
+// after every member has stopped the previous one (see coordination.Pool).
+func ClusterPartitioned(name string, fn PartitionFunc, cfg PartitionConfig) Worker {
+	return &partitioned{name: name, scope: coordination.ClusterScope, fn: fn, cfg: cfg}
+}
+
+// GlobalPartitioned returns a worker that runs fn on every live process of
+// every cluster that shares the database, each with a distinct index of
+// the pool's count, pool "global/<name>". No index is ever worked on by two
+// processes at overlapping times, as for ClusterPartitioned.
+func GlobalPartitioned(name string, fn PartitionFunc, cfg PartitionConfig) Worker {
+	return &partitioned{name: name, scope: coordination.GlobalScope, fn: fn, cfg: cfg}
 }
 
 type partitioned struct {
-	name string
-	fn   PartitionFunc
-	cfg  PartitionConfig
+	name  string
+	scope coordination.Scope
+	fn    PartitionFunc
+	cfg   PartitionConfig
 }
 
 func (p *partitioned) Name() string { return p.name }
@@ -72,11 +81,7 @@ func (p *partitioned) validate() error {
 }
 
 func (p *partitioned) bind(h *Host, st *workerState) error {
-	scope := coordination.GlobalScope
-	if p.cfg.PerCluster {
-		scope = coordination.ClusterScope
-	}
-	pool, err := h.coord.Pool(scope, p.name, coordination.PoolConfig{PollInterval: p.cfg.PollInterval})
+	pool, err := h.coord.Pool(p.scope, p.name, coordination.PoolConfig{PollInterval: p.cfg.PollInterval})
 	if err != nil {
 		return err
 	}

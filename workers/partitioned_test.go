@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -176,7 +177,7 @@ func casePartitionedFive(t *testing.T, b *bundle) {
 			}
 			return nil
 		}
-		h, err := NewHost(db, id, cfg, Partitioned("items", work, PartitionConfig{}))
+		h, err := NewHost(db, id, cfg, GlobalPartitioned("items", work, PartitionConfig{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,4 +321,31 @@ func committedBy(db *gorm.DB, id int64, holder string, gen int64) bool {
 		return false
 	}
 	return it.ProcessedBy == holder && it.Generation == gen
+}
+
+// The constructor names who shares the work: ClusterPartitioned is a pool
+// of this process's cluster, GlobalPartitioned one across every cluster,
+// as ClusterSingleton and GlobalSingleton are for elections.
+func TestPartitionedScopes(t *testing.T) {
+	db, err := dbopen.Open("sqlite", filepath.Join(t.TempDir(), "scopes.db"), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	work := func(context.Context, coordination.Assignment) error { return nil }
+	cluster := ClusterPartitioned("shard", work, PartitionConfig{})
+	global := GlobalPartitioned("items", work, PartitionConfig{})
+	h, err := NewHost(db, testIdentity(t, "node-a", "east"), Config{}, cluster, global)
+	if err != nil {
+		t.Fatalf("NewHost: %v", err)
+	}
+	for w, want := range map[Worker]string{cluster: "cluster/east/shard", global: "global/items"} {
+		if got := h.stateOf(w).coordPool.Name(); got != want {
+			t.Errorf("%s worker %q: pool %q, want %q", w.Kind(), w.Name(), got, want)
+		}
+	}
 }

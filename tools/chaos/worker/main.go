@@ -124,7 +124,7 @@ func run(ctx context.Context) error {
 		MaxRestartBackoff: time.Second,
 	},
 		workers.GlobalSingleton(chaos.LedgerWorker, w.ledger),
-		workers.Partitioned(chaos.ItemsWorker, w.items, workers.PartitionConfig{PollInterval: chaos.PollInterval}),
+		workers.GlobalPartitioned(chaos.ItemsWorker, w.items, workers.PartitionConfig{PollInterval: chaos.PollInterval}),
 	)
 	if err != nil {
 		return err
