@@ -39,7 +39,8 @@ func (k Kind) String() string {
 }
 
 // Worker is one unit of work a Host runs. Build one with ClusterSingleton,
-// GlobalSingleton, ClusterPartitioned or GlobalPartitioned; the set of kinds is closed.
+// GlobalSingleton, ClusterPartitioned or GlobalPartitioned; the set of
+// kinds is closed.
 type Worker interface {
 	// Name is the worker's name: unique per kind within a host, and the
 	// election name of a singleton (see coordination.ValidateName).
