@@ -12,25 +12,25 @@ import (
 var (
 	// ErrInvalidConfig is wrapped by every configuration error; the message
 	// names the field and its value.
-	ErrInvalidConfig = errors.New("coordination: invalid config")
+	ErrInvalidConfig = errors.New("leasehold: invalid config")
 
 	// ErrInvalidName is returned for an election or pool name that is
 	// empty, too long, has characters outside the allowed set, or has an
 	// empty, "." or ".." segment (see ValidateName).
-	ErrInvalidName = errors.New("coordination: invalid election name")
+	ErrInvalidName = errors.New("leasehold: invalid name")
 
 	// ErrLeaseLost is the cause of a lease's context when this process
 	// stopped trusting the lease: its trust deadline passed without a
 	// successful renewal, or the database showed another holder or epoch.
-	ErrLeaseLost = errors.New("coordination: lease lost")
+	ErrLeaseLost = errors.New("leasehold: lease lost")
 
 	// ErrReleased is the cause of a lease's context after Release.
-	ErrReleased = errors.New("coordination: lease released")
+	ErrReleased = errors.New("leasehold: lease released")
 
 	// ErrFenced is returned by fencing checks when this process no longer
 	// holds the lease at the given epoch, or the lease has expired by the
 	// database clock. The caller's transaction must be rolled back.
-	ErrFenced = errors.New("coordination: fenced: lease no longer held at this epoch")
+	ErrFenced = errors.New("leasehold: fenced: lease no longer held at this epoch")
 
 	// ErrNotInTransaction is returned by Lease.Fence, Coordinator.CheckFence
 	// and Assignment.Fence when the handle they are given is nil or is not
@@ -39,45 +39,45 @@ var (
 	// fencing check locks the lease row until the transaction ends; outside
 	// one the lock ends with the check's own statement and protects
 	// nothing, so the check is refused rather than passed.
-	ErrNotInTransaction = errors.New("coordination: fencing check needs a handle inside a transaction")
+	ErrNotInTransaction = errors.New("leasehold: fencing check needs a handle inside a transaction")
 
 	// ErrClosed is returned by operations on a coordinator that has
 	// stopped, and is the cause of lease contexts cancelled by shutdown.
-	ErrClosed = errors.New("coordination: coordinator stopped")
+	ErrClosed = errors.New("leasehold: coordinator stopped")
 
 	// ErrAlreadyRunning is returned by a second call of Run.
-	ErrAlreadyRunning = errors.New("coordination: coordinator is already running")
+	ErrAlreadyRunning = errors.New("leasehold: coordinator is already running")
 
 	// ErrBusy is returned by Campaign, Run and TryAcquire on an election
 	// that already has an active campaign, attempt or term in this process.
-	ErrBusy = errors.New("coordination: election already has an active campaign in this process")
+	ErrBusy = errors.New("leasehold: election already has an active campaign in this process")
 
 	// ErrNotAcquired is returned by Election.TryAcquire when another live
 	// holder has the lease (the message names the holder and epoch), or
 	// when this process's session lost its trust while the lease was being
 	// taken (the term is given back).
-	ErrNotAcquired = errors.New("coordination: lease is held by another holder")
+	ErrNotAcquired = errors.New("leasehold: lease is held by another holder")
 
 	// ErrResigned is the cause of a lease's context when its term ended
 	// because a resign was requested for it (Coordinator.Resign): the
 	// work is cancelled, the lease is released once it has returned, and
 	// this process holds off taking the lease again for a while, so
 	// another process takes over.
-	ErrResigned = errors.New("coordination: resign requested")
+	ErrResigned = errors.New("leasehold: resign requested")
 
 	// ErrUnhealthy is the cause of a lease's context when its term ended
 	// because this process failed Config.HealthFailures health checks in
 	// a row (Config.HealthCheck), and is wrapped by the error of
 	// Election.TryAcquire while the last health check failed.
-	ErrUnhealthy = errors.New("coordination: process is unhealthy")
+	ErrUnhealthy = errors.New("leasehold: process is unhealthy")
 
 	// ErrUnknownLease is returned by Coordinator.Resign for a name that
 	// has no lease row; the message names it.
-	ErrUnknownLease = errors.New("coordination: unknown lease")
+	ErrUnknownLease = errors.New("leasehold: unknown lease")
 
 	// ErrNotHeld is returned by Coordinator.Resign for a lease that has no
 	// live holder: there is nothing to resign. The message names it.
-	ErrNotHeld = errors.New("coordination: lease is not held")
+	ErrNotHeld = errors.New("leasehold: lease is not held")
 
 	// ErrSchemaMissing is returned by Run when auto-migration is disabled
 	// and the coordination tables are missing or outdated. The message

@@ -57,7 +57,7 @@ func ExampleWithFailures() {
 	_, err = health.Liveness(coord, health.WithFailures(3), health.WithHeadroom(-time.Second))
 	fmt.Println(err)
 	// Output:
-	// health: invalid option: WithFailures(0): want at least 1 failed renewal
+	// leasehold: invalid health option: WithFailures(0): want at least 1 failed renewal
 	// true
-	// health: invalid option: WithHeadroom(-1s): want a positive duration
+	// leasehold: invalid health option: WithHeadroom(-1s): want a positive duration
 }

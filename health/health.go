@@ -16,7 +16,7 @@ const DefaultFailures = 2
 
 // ErrInvalidOption is wrapped by the error Liveness returns for an option
 // whose value is out of range; the error names the option and the value.
-var ErrInvalidOption = errors.New("health: invalid option")
+var ErrInvalidOption = errors.New("leasehold: invalid health option")
 
 // A LivenessOption tunes Liveness. Only this package makes them:
 // WithFailures and WithHeadroom.

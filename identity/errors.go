@@ -6,7 +6,7 @@ import "errors"
 // holder string: an empty, too long or badly formed Node, Cluster or Instance,
 // or a holder that is not of the form node/cluster/instance. Test for it with
 // errors.Is. The wrapping error's message names the field and quotes the value.
-var ErrInvalid = errors.New("identity: invalid identity")
+var ErrInvalid = errors.New("leasehold: invalid identity")
 
 // invalidError is the concrete type of every validation error. Its message is
 // the detailed one ("identity: Cluster \"eu west\" contains ..."), not the text
