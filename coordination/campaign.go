@@ -169,15 +169,10 @@ func (c *Coordinator) acquireWoken(ctx context.Context) {
 }
 
 // takeable reports whether an acquire under the session mine ("" for
-// none) by holder would take the lease of r, as Store.Acquire decides: the
-// row is missing (EnsureRows creates it), free, expired, held by a dead
-// session, or held by mine; no unexpired resign preference names another
-// process; and no failover of the database is less than a hold-off ago.
+// none) by holder would take the lease of r: a missing row is created by
+// EnsureRows and then taken; an existing one as Row.Takeable says.
 func takeable(r store.Row, exists bool, mine, holder string) bool {
-	if !exists {
-		return true
-	}
-	return (!r.Live() || (mine != "" && r.Session == mine)) && !r.ReservedAgainst(holder) && !r.HeldOff()
+	return !exists || r.Takeable(mine, holder)
 }
 
 // sessionID returns the id of the current session, or "" when there is

@@ -32,36 +32,6 @@ import (
 //   - resign.go: resign requests, and how a holder acts on them;
 //   - stepdown.go: health checks, and the step-down after failed ones.
 
-// leaseStore is what the coordinator needs from the database. The GORM
-// implementation is internal/store; tests wrap it to inject faults.
-type leaseStore interface {
-	Dialect() string
-	CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error
-	RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error)
-	Rebind(ctx context.Context, id string) (terms []store.Term, ok bool, err error)
-	ReadSession(ctx context.Context, id string) (store.Session, bool, error)
-	EndSession(ctx context.Context, id string, pruneAfter time.Duration) error
-	EnsureRows(ctx context.Context, names []string) error
-	Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error)
-	Release(ctx context.Context, session string, terms []store.Term) (int64, error)
-	Get(ctx context.Context, names []string) ([]store.Row, error)
-	List(ctx context.Context, prefix string) ([]store.Row, error)
-	Fence(tx *gorm.DB, name string) (store.Row, bool, error)
-	SerializesWriters() bool
-	RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error)
-	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
-	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
-	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
-	RequestResign(ctx context.Context, name, prefer string, check func(store.Row) (time.Duration, error)) (row store.Row, found, notified bool, err error)
-	PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error)
-	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
-	CheckSchema(ctx context.Context) error
-	ProbeFailover(ctx context.Context) (unsupported, err error)
-	Wakeups() wake.Database
-}
-
-var _ leaseStore = (*store.Store)(nil)
-
 type runState int
 
 const (

@@ -15,7 +15,9 @@ import (
 
 // memStore is an in-memory leaseStore whose "database clock" is time.Now,
 // so inside a testing/synctest bubble the whole lease protocol runs on fake
-// time. It implements the same conditions as the SQL statements.
+// time. It implements the same conditions as the SQL statements; whether a
+// lease can be taken it decides with store.Row.Takeable, the Go statement
+// of the acquire statement's rule.
 type memStore struct {
 	mu       sync.Mutex
 	rows     map[string]*memRow
@@ -226,10 +228,7 @@ func (m *memStore) Acquire(ctx context.Context, session, holder string, names []
 	var out []store.Term
 	for _, name := range names {
 		r := m.rows[name]
-		if r == nil || (m.liveLocked(r, now) && r.session != session) {
-			continue
-		}
-		if r.preferUntil >= now && !store.Prefers(r.prefer, holder) {
+		if r == nil || !m.rowLocked(r, now).Takeable(session, holder) {
 			continue
 		}
 		r.holder, r.session, r.epoch, r.acquired = holder, session, r.epoch+1, now
