@@ -62,21 +62,11 @@ func (c *Coordinator) roundNames() ([]string, func(int)) {
 	return names, c.afterRound
 }
 
-// roundTimeout bounds one campaign round over n names: for each statement
-// it may send (a read per thousand names, an insert and an acquire per
-// five hundred, the session's), long enough on a loaded database; short
-// enough that a round stuck behind a row lock does not hold up the next
-// for long.
-func (c *Coordinator) roundTimeout(n int) time.Duration {
-	statements := 3 + n/1000 + 2*(n/500)
-	return time.Duration(statements) * max(c.cfg.RenewInterval, 2*c.cfg.RetryInterval)
-}
-
 // pollOnce reads the campaigned and observed leases and acquires, in one
 // batch, the campaigned ones that are free, expired, or held by this
 // process's own session.
 func (c *Coordinator) pollOnce(ctx context.Context, names []string) {
-	opCtx, cancel := context.WithTimeout(ctx, c.roundTimeout(len(names)))
+	opCtx, cancel := context.WithTimeout(ctx, c.cfg.roundTimeout(len(names)))
 	defer cancel()
 	readStart := time.Now()
 	rows, err := c.store.Get(opCtx, names)
@@ -160,7 +150,7 @@ func (c *Coordinator) acquireWoken(ctx context.Context) {
 		return
 	}
 	sort.Strings(want)
-	opCtx, cancel := context.WithTimeout(ctx, c.roundTimeout(len(want)))
+	opCtx, cancel := context.WithTimeout(ctx, c.cfg.roundTimeout(len(want)))
 	defer cancel()
 	failed, err := c.acquireNames(opCtx, want, nil, func(name string, epoch int64, s *session) {
 		c.grant(name, epoch, s, time.Since(at))
@@ -364,7 +354,7 @@ func (c *Coordinator) tryAcquire(ctx context.Context, e *Election) (*Lease, erro
 	if err := c.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.roundTimeout(1))
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.roundTimeout(1))
 	defer cancel()
 	name := e.key
 	if c.isUnhealthy() {

@@ -235,15 +235,5 @@ func pollJitter(d time.Duration) time.Duration {
 	return d + rand.N(min(d/20, maxPollJitter)+1)
 }
 
-// backoff returns the wait after the n-th consecutive failure: 100ms
-// doubling up to RetryInterval, each drawn at random from its upper half.
-func (c *Coordinator) backoff(n int) time.Duration {
-	d := c.cfg.RetryInterval
-	if n < 16 {
-		d = min(d, 100*time.Millisecond<<(n-1))
-	}
-	return max(d/2+rand.N(d/2+1), time.Millisecond)
-}
-
 // sleepCtx waits d or until ctx is done; it reports whether d passed.
 var sleepCtx = ctxtime.Sleep

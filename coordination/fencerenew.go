@@ -122,8 +122,7 @@ func (c *Coordinator) trustFromSession(ctx context.Context, s *session) bool {
 	if !ok || !row.Live() {
 		return false
 	}
-	left := min(row.ExpiresAt.Sub(row.Now), c.cfg.TTL)
-	d := start.Add(left - c.cfg.Margin)
+	d := start.Add(c.cfg.trustFor(row.ExpiresAt.Sub(row.Now)))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fenced := s.fenceRenewals > 0

@@ -104,7 +104,7 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		wait := c.backoff(failures)
+		wait := c.cfg.backoff(failures)
 		c.log.Warn("database not ready; retrying", zap.Error(err), zap.Duration("retry_in", wait))
 		c.events.emit(Event{Kind: EventError, Err: err})
 		if !sleepCtx(ctx, wait) {
@@ -180,7 +180,7 @@ func (c *Coordinator) endSession(abandoned bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := c.store.EndSession(ctx, s.id, sessionPruneAfter*c.cfg.TTL); err != nil {
+	if err := c.store.EndSession(ctx, s.id, c.cfg.sessionPrune()); err != nil {
 		c.log.Warn("could not delete the session row; it expires after TTL", zap.String("session", s.id), zap.Error(err))
 	}
 }

@@ -117,14 +117,7 @@ const maxReadsPerStep = 3
 // member is settled (working in the current generation, or correctly idle).
 func (m *poolMember) step(ctx context.Context) bool {
 	p, c := m.p, m.p.c
-	// A join sends up to seven statements, in a transaction among them,
-	// and a step cut short on a loaded database only fails again at the
-	// next one: the driver may close the connection of a statement it
-	// cancels, so the next step must open one as well. So a step may take
-	// a campaign round for one name or a TTL, whichever is longer; safety
-	// never depends on it (the membership's lease and the generation
-	// fence the work).
-	opCtx, cancel := context.WithTimeout(ctx, max(c.roundTimeout(1), c.cfg.TTL))
+	opCtx, cancel := context.WithTimeout(ctx, c.cfg.poolStepTimeout())
 	defer cancel()
 	m.expiry = time.Time{}
 
@@ -377,19 +370,12 @@ func (m *poolMember) leave(ctx context.Context) {
 	}
 }
 
-// deadMemberGrace is how long, in TTLs, a member row that nobody holds (it
-// was released, or its session expired) is kept before it is pruned. A
-// row is only a record of a membership that has ended: its member id
-// never returns (memberID). A row created or released moments ago is never pruned,
-// so a member about to acquire its row never finds it gone.
-const deadMemberGrace = 10
-
 // pruneDead deletes member rows of processes that left or died, so the
 // pool's reads stay small however often processes restart. It runs after
 // a publish, that is, only when membership changed.
 func (m *poolMember) pruneDead(ctx context.Context) {
 	c := m.p.c
-	n, err := c.store.PruneDead(ctx, m.p.rows.members, deadMemberGrace*c.cfg.TTL)
+	n, err := c.store.PruneDead(ctx, m.p.rows.members, c.cfg.deadMemberPrune())
 	if err != nil {
 		m.fail("prune dead members", err)
 		return

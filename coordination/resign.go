@@ -78,7 +78,7 @@ func (c *Coordinator) readResigns(ctx context.Context) {
 	c.mu.Unlock()
 	var terms []store.Term
 	if len(names) > 0 {
-		opCtx, cancel := context.WithTimeout(ctx, c.roundTimeout(len(names)))
+		opCtx, cancel := context.WithTimeout(ctx, c.cfg.roundTimeout(len(names)))
 		var err error
 		terms, err = c.store.PendingResigns(opCtx, s.id, names)
 		cancel()
@@ -103,7 +103,7 @@ func (c *Coordinator) readResigns(ctx context.Context) {
 		if l == nil || l.sess != s || l.epoch != t.Epoch {
 			continue // a request for a term that is over already
 		}
-		c.holdOff[t.Name] = time.Now().Add(c.cfg.TTL)
+		c.holdOff[t.Name] = time.Now().Add(c.cfg.resignHoldOff())
 		c.loseLocked(l, fmt.Errorf("%w: lease %q epoch %d: another process asked this holder to hand the lease over",
 			ErrResigned, t.Name, t.Epoch), lossResigned)
 	}

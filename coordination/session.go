@@ -27,10 +27,6 @@ import (
 // under the session gets that deadline too, which is conservative: the
 // session row outlives it in the database.
 
-// sessionPruneAfter is how long, in TTLs, a session row is kept after it
-// expired before a process ending its own session deletes it.
-const sessionPruneAfter = 10
-
 // session is the in-memory state of one session. deadline, held and
 // fenceRenewals are guarded by Coordinator.mu.
 type session struct {
@@ -112,10 +108,10 @@ func (c *Coordinator) ensureSession(ctx context.Context) (*session, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ns := &session{id: id, deadline: start.Add(c.cfg.TTL - c.cfg.Margin)}
+	ns := &session{id: id, deadline: start.Add(c.cfg.trustWindow())}
 	d := time.Until(ns.deadline)
 	if d <= 0 {
-		return nil, fmt.Errorf("start session: the statement took longer than the trust window (TTL - Margin = %v)", c.cfg.TTL-c.cfg.Margin)
+		return nil, fmt.Errorf("start session: the statement took longer than the trust window (TTL - Margin = %v)", c.cfg.trustWindow())
 	}
 	ns.timer = time.AfterFunc(d, func() { c.sessionDeadline(ns) })
 	c.sess = ns
@@ -141,7 +137,7 @@ func (c *Coordinator) sessionRenewed(s *session, start time.Time, notice int64) 
 		return false
 	}
 	c.metrics.headroom(s.deadline.Sub(now))
-	if d := start.Add(c.cfg.TTL - c.cfg.Margin); d.After(s.deadline) {
+	if d := start.Add(c.cfg.trustWindow()); d.After(s.deadline) {
 		s.deadline = d
 		s.timer.Reset(d.Sub(now))
 	}
@@ -247,7 +243,7 @@ func (c *Coordinator) renewLoop(ctx context.Context) (abandoned bool) {
 			timer.Reset(min(c.cfg.RenewInterval, c.halfTrustLeft()))
 		default:
 			failures++
-			timer.Reset(c.backoff(failures))
+			timer.Reset(c.cfg.backoff(failures))
 		}
 	}
 }
