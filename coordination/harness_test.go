@@ -424,3 +424,13 @@ func names(prefix string, n int) []string {
 	}
 	return out
 }
+
+// onRenew installs f as the hook called after every renewal attempt.
+func (s *testSignals) onRenew(f func(terms, lost int, err error)) { s.afterRenew.Store(&f) }
+
+// onRound installs f as the hook called after every campaign round.
+func (s *testSignals) onRound(f func(names int)) { s.afterRound.Store(&f) }
+
+// onWoken installs f as the hook called after every attempt of leases
+// named by a notification.
+func (s *testSignals) onWoken(f func(attempted int)) { s.afterWoken.Store(&f) }

@@ -128,15 +128,15 @@ func (m *poolMember) step(ctx context.Context) bool {
 		m.mem = nil
 	}
 	if m.mem == nil {
-		if c.isUnhealthy() {
+		if c.health.unhealthyNow() {
 			return false // rejoin once a health check passes (stepdown.go)
 		}
 		if err := c.store.EnsureRows(opCtx, []string{p.rows.generation}); err != nil {
 			m.fail("create pool row", err)
 			return false
 		}
-		me := c.memberID(p.key)
-		l, err := c.acquireDirect(opCtx, p.rows.member(me))
+		me := c.pools.memberID(p.key)
+		l, err := c.campaigner.acquireDirect(opCtx, p.rows.member(me))
 		if err != nil {
 			m.fail("join", err)
 			return false
@@ -166,9 +166,7 @@ func (m *poolMember) round(ctx, opCtx context.Context) (settled, again bool) {
 	}
 	m.noteExpiry(st, time.Now())
 	m.gen = st.Generation
-	c.mu.Lock()
-	p.read, p.generation, p.members = true, st.Generation, len(st.List)
-	c.mu.Unlock()
+	c.pools.noteRead(p, st.Generation, len(st.List))
 
 	// Revoke: stop work of older generations, then acknowledge.
 	if !m.acknowledge(opCtx, st.Generation) {
@@ -286,9 +284,7 @@ func (m *poolMember) startWork(ctx context.Context, a Assignment) {
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	w := &poolWork{gen: a.Generation, cancel: cancel, done: make(chan struct{})}
 	m.work = w
-	c.mu.Lock()
-	m.p.current = &a
-	c.mu.Unlock()
+	c.pools.setCurrent(m.p, &a)
 	m.log.Info("assignment", zap.Int64("generation", a.Generation), zap.Int("index", a.Index), zap.Int("count", a.Count))
 	go func() {
 		defer close(w.done)
@@ -309,10 +305,7 @@ func (m *poolMember) stopWork(cause error) {
 	w.cancel(cause)
 	m.waitWork(w, 0)
 	m.work = nil
-	c := m.p.c
-	c.mu.Lock()
-	m.p.current = nil
-	c.mu.Unlock()
+	m.p.c.pools.setCurrent(m.p, nil)
 }
 
 // waitWork waits for w to return; with limit > 0 it gives up after limit

@@ -55,12 +55,10 @@ type poolOps interface {
 	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
 }
 
-// resignStore is resign's: the request (Coordinator.Resign) and the
-// holder's read of the requests for its terms.
+// resignStore is the resign reader's: the requests for this process's
+// terms (the request itself is the Admin's, adminStore).
 type resignStore interface {
-	RequestResign(ctx context.Context, name, prefer string, check func(store.Row) (time.Duration, error)) (row store.Row, found, notified bool, err error)
 	PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error)
-	CheckSchema(ctx context.Context) error
 }
 
 // schemaStore is start-up's: the schema, and whether failovers of the
@@ -81,7 +79,8 @@ type wakeStore interface {
 }
 
 // leaseStore is every slice at once: what New hands the composition root,
-// which gives each owner its own. It declares no method of its own.
+// which gives each owner its own, and the Admin its adminStore. It
+// declares no method of its own.
 type leaseStore interface {
 	sessionStore
 	fenceStore
@@ -90,6 +89,7 @@ type leaseStore interface {
 	resignStore
 	schemaStore
 	wakeStore
+	adminStore
 }
 
 var (
@@ -100,5 +100,6 @@ var (
 	_ resignStore  = (*store.Store)(nil)
 	_ schemaStore  = (*store.Store)(nil)
 	_ wakeStore    = (*store.Store)(nil)
+	_ adminStore   = (*store.Store)(nil)
 	_ leaseStore   = (*store.Store)(nil)
 )
