@@ -211,10 +211,10 @@ func takeable(r store.Row, exists bool, mine, holder string) bool {
 // acquireNames is the one acquire path of the coordinator. It creates the
 // rows named in missing, makes sure of a session with at least
 // RenewInterval of trust left (ensureSession), and acquires names under it
-// in chunks of store.WriteChunk, one statement each. Each chunk's terms
-// are handed to start, with the session they ride on, as soon as the
-// chunk's statement has succeeded and while the session is still marked
-// in use, so that the first terms of a long round ride on the session's
+// (Store.AcquireEach, one statement per chunk of store.WriteChunk names).
+// Each chunk's terms are handed to start, with the session they ride on,
+// as soon as the chunk's statement has succeeded and while the session is
+// still marked in use, so that the first terms of a long round ride on the session's
 // renewals while the rest are taken. A name that gets no term is held by
 // another live session.
 //
@@ -236,18 +236,17 @@ func (cp *campaigner) acquireNames(ctx context.Context, names, missing []string,
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	defer cp.keeper.using(s)()
-	for len(names) > 0 {
-		chunk := names[:min(len(names), store.WriteChunk)]
-		names = names[len(chunk):]
-		acquireStart := time.Now()
-		terms, err := cp.store.Acquire(ctx, s.id, cp.holder, chunk)
-		cp.metrics.acquireRoundTrip(time.Since(acquireStart))
-		if err != nil {
-			return chunk, fmt.Errorf("acquire: %w", err)
-		}
+	sent := time.Now() // when the current statement was sent
+	failed, err = cp.store.AcquireEach(ctx, s.id, cp.holder, names, func(terms []store.Term) {
+		cp.metrics.acquireRoundTrip(time.Since(sent))
 		for _, t := range terms {
 			start(t.Name, t.Epoch, s)
 		}
+		sent = time.Now()
+	})
+	if err != nil {
+		cp.metrics.acquireRoundTrip(time.Since(sent))
+		return failed, fmt.Errorf("acquire: %w", err)
 	}
 	return nil, nil
 }

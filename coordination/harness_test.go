@@ -308,11 +308,11 @@ func (f *faultStore) EndSession(ctx context.Context, id string, pruneAfter time.
 	return f.leaseStore.EndSession(ctx, id, pruneAfter)
 }
 
-func (f *faultStore) Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error) {
+func (f *faultStore) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) ([]string, error) {
 	if f.failAcquire.Load() || f.failAll.Load() {
-		return nil, errInjected
+		return names[:min(len(names), store.WriteChunk)], errInjected // the first statement fails
 	}
-	return f.leaseStore.Acquire(ctx, session, holder, names)
+	return f.leaseStore.AcquireEach(ctx, session, holder, names, took)
 }
 
 func (f *faultStore) Get(ctx context.Context, names []string) ([]store.Row, error) {

@@ -238,6 +238,21 @@ func (m *memStore) Acquire(ctx context.Context, session, holder string, names []
 	return out, nil
 }
 
+// AcquireEach is Acquire in statements of store.WriteChunk names, as the
+// store sends them.
+func (m *memStore) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) ([]string, error) {
+	for len(names) > 0 {
+		chunk := names[:min(len(names), store.WriteChunk)]
+		names = names[len(chunk):]
+		terms, err := m.Acquire(ctx, session, holder, chunk)
+		if err != nil {
+			return chunk, err
+		}
+		took(terms)
+	}
+	return nil, nil
+}
+
 func (m *memStore) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
 	m.mu.Lock()
 	gate := m.releaseGate

@@ -39,7 +39,7 @@ type fenceStore interface {
 // taking and giving back lease rows.
 type leaseOps interface {
 	EnsureRows(ctx context.Context, names []string) error
-	Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error)
+	AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) (failed []string, err error)
 	Release(ctx context.Context, session string, terms []store.Term) (int64, error)
 	Get(ctx context.Context, names []string) ([]store.Row, error)
 	List(ctx context.Context, prefix string) ([]store.Row, error)
