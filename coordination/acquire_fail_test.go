@@ -108,13 +108,14 @@ type ambiguousAcquireStore struct {
 	top  atomic.Int64 // the highest epoch committed but reported failed
 }
 
-func (a *ambiguousAcquireStore) Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error) {
-	terms, err := a.leaseStore.Acquire(ctx, session, holder, names)
+func (a *ambiguousAcquireStore) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) ([]string, error) {
 	select {
 	case <-a.on:
-		return terms, err
+		return a.leaseStore.AcquireEach(ctx, session, holder, names, took)
 	default:
 	}
+	var terms []store.Term
+	_, err := a.leaseStore.AcquireEach(ctx, session, holder, names, func(got []store.Term) { terms = append(terms, got...) })
 	if err == nil && len(terms) > 0 {
 		for _, t := range terms {
 			if t.Epoch > a.top.Load() {
@@ -126,7 +127,7 @@ func (a *ambiguousAcquireStore) Acquire(ctx context.Context, session, holder str
 		default:
 		}
 	}
-	return nil, errors.Join(err, errors.New("injected: connection lost after COMMIT"))
+	return names, errors.Join(err, errors.New("injected: connection lost after COMMIT"))
 }
 
 // caseAmbiguousAcquire: an acquire that committed but was reported failed

@@ -406,12 +406,4 @@ func (c *Coordinator) Resign(ctx context.Context, name string, opts ResignOption
 // ErrNotInTransaction. On SQLite, when this process holds and trusts the
 // term, it also renews the process's session inside tx, as Lease.Fence
 // describes.
-func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
-	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", t.Name, t.Epoch)); err != nil {
-		return err
-	}
-	if err := c.renewInFence(tx, t); err != nil {
-		return err
-	}
-	return c.Admin().checkFence(tx, t, c.holder)
-}
+func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error { return c.fencer.check(tx, t) }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -229,9 +230,9 @@ func (c Config) validate() error {
 		return bad("TTL (%v) must be at most %v", c.TTL, MaxTTL)
 	case c.Margin >= c.TTL:
 		return bad("Margin (%v) must be less than TTL (%v)", c.Margin, c.TTL)
-	case c.RenewInterval > (c.TTL-c.Margin)/2:
+	case c.RenewInterval > c.trustWindow()/2:
 		return bad("RenewInterval (%v) must be at most half of TTL - Margin (%v - %v = %v), so a failed renewal can be retried before the trust deadline",
-			c.RenewInterval, c.TTL, c.Margin, c.TTL-c.Margin)
+			c.RenewInterval, c.TTL, c.Margin, c.trustWindow())
 	case c.RetryInterval > c.TTL:
 		return bad("RetryInterval (%v) must be at most TTL (%v)", c.RetryInterval, c.TTL)
 	case c.RenewInterval == 0 || c.RetryInterval == 0 || c.Margin == 0:
@@ -251,4 +252,67 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
+}
+
+// Durations derived from the config. Each is computed here and nowhere
+// else; the loops and the pool members ask for them by name.
+
+// trustWindow is how long the holder trusts its session after the start
+// of a successful renewal, or of the session's creation: TTL - Margin.
+// The trust deadline of every lease of the session is that start plus it.
+func (c Config) trustWindow() time.Duration { return c.trustFor(c.TTL) }
+
+// trustFor is how long the holder may trust a session that the database
+// shows live for left more, counted from the start of the read: left, at
+// most TTL, less Margin (fencerenew.go).
+func (c Config) trustFor(left time.Duration) time.Duration { return min(left, c.TTL) - c.Margin }
+
+// sessionPruneAfter is how long, in TTLs, a session row is kept after it
+// expired before a process ending its own session deletes it.
+const sessionPruneAfter = 10
+
+// sessionPrune is sessionPruneAfter TTLs (Store.EndSession's pruneAfter).
+func (c Config) sessionPrune() time.Duration { return sessionPruneAfter * c.TTL }
+
+// deadMemberGrace is how long, in TTLs, a member row that nobody holds (it
+// was released, or its session expired) is kept before it is pruned. A
+// row is only a record of a membership that has ended: its member id
+// never returns (memberID). A row created or released moments ago is
+// never pruned, so a member about to acquire its row never finds it gone.
+const deadMemberGrace = 10
+
+// deadMemberPrune is deadMemberGrace TTLs (Store.PruneDead's grace).
+func (c Config) deadMemberPrune() time.Duration { return deadMemberGrace * c.TTL }
+
+// resignHoldOff is how long a process holds off taking a lease again
+// after it resigned it, unless it sees another holder first: one TTL.
+func (c Config) resignHoldOff() time.Duration { return c.TTL }
+
+// roundTimeout bounds one campaign round over n names: for each statement
+// it may send (a read per thousand names, an insert and an acquire per
+// five hundred, the session's), long enough on a loaded database; short
+// enough that a round stuck behind a row lock does not hold up the next
+// for long.
+func (c Config) roundTimeout(n int) time.Duration {
+	statements := 3 + n/1000 + 2*(n/500)
+	return time.Duration(statements) * max(c.RenewInterval, 2*c.RetryInterval)
+}
+
+// poolStepTimeout bounds one step of a pool member. A join sends up to
+// seven statements, in a transaction among them, and a step cut short on
+// a loaded database only fails again at the next one: the driver may
+// close the connection of a statement it cancels, so the next step must
+// open one as well. So a step may take a campaign round for one name or a
+// TTL, whichever is longer; safety never depends on it (the membership's
+// lease and the generation fence the work).
+func (c Config) poolStepTimeout() time.Duration { return max(c.roundTimeout(1), c.TTL) }
+
+// backoff returns the wait after the n-th consecutive failure: 100ms
+// doubling up to RetryInterval, each drawn at random from its upper half.
+func (c Config) backoff(n int) time.Duration {
+	d := c.RetryInterval
+	if n < 16 {
+		d = min(d, 100*time.Millisecond<<(n-1))
+	}
+	return max(d/2+rand.N(d/2+1), time.Millisecond)
 }

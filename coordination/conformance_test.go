@@ -70,16 +70,14 @@ var conformanceCases = []conformanceCase{
 // renewSignal installs a hook that reports every successful renewal.
 func renewSignal(r *running) <-chan int {
 	ch := make(chan int, 64)
-	r.mu.Lock()
-	r.afterRenew = func(terms, lost int, err error) {
+	r.signals.onRenew(func(terms, lost int, err error) {
 		if err == nil && lost == 0 {
 			select {
 			case ch <- terms:
 			default:
 			}
 		}
-	}
-	r.mu.Unlock()
+	})
 	return ch
 }
 
@@ -311,8 +309,7 @@ type tick struct {
 func tickSignal(r *running, cl *countingLogger) <-chan tick {
 	ch := make(chan tick, 1024)
 	seq := 0
-	r.mu.Lock()
-	r.afterRenew = func(terms, lost int, err error) {
+	r.signals.onRenew(func(terms, lost int, err error) {
 		seq++
 		if err != nil || lost != 0 {
 			return
@@ -322,8 +319,7 @@ func tickSignal(r *running, cl *countingLogger) <-chan tick {
 		case ch <- tick{seq: seq, terms: terms, stmts: stmts, renewal: cl.renewals()}:
 		default:
 		}
-	}
-	r.mu.Unlock()
+	})
 	return ch
 }
 
@@ -702,8 +698,7 @@ func caseTransientErrors(t *testing.T, b *bundle) {
 	defer unsub()
 	failures := make(chan struct{}, 16)
 	successes := make(chan struct{}, 16)
-	a.mu.Lock()
-	a.afterRenew = func(terms, lost int, err error) {
+	a.signals.onRenew(func(terms, lost int, err error) {
 		ch := successes
 		if err != nil {
 			ch = failures
@@ -712,8 +707,7 @@ func caseTransientErrors(t *testing.T, b *bundle) {
 		case ch <- struct{}{}:
 		default:
 		}
-	}
-	a.mu.Unlock()
+	})
 	fa.failRenew.Store(true)
 	for range 2 {
 		select {

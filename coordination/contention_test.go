@@ -72,16 +72,22 @@ func caseContention(t *testing.T, b *bundle) {
 					fs.failAll.Store(true) // cut off for good: the term must end by itself
 					<-ctx.Done()
 				}
-				// A term ends when the process stops trusting it, at its
-				// deadline at the latest: Valid turns false and the
+				// A term ends when its work returns, or earlier, when the
+				// process stops trusting it: at its deadline, if that
+				// passes without a renewal; Valid turns false and the
 				// context is cancelled then. A cut-off term always ends
-				// there; a released one ends there too when the read above
-				// outlasted the term (a busy machine). How much later this
-				// goroutine runs is the scheduler's delay, not the term's.
+				// so; under load, so can one whose session could not be
+				// renewed while the read above waited. A deadline only
+				// moves while it is ahead, so one read after the work
+				// returned that lies before that moment was the term's
+				// end. How much later this goroutine runs is the
+				// scheduler's delay, not the term's.
 				tm.end = time.Now()
 				if d := l.Deadline(); d.Before(tm.end) {
-					if lag := tm.end.Sub(d); lag > 100*time.Millisecond {
+					if lag := tm.end.Sub(d); n%5 == 4 && lag > 100*time.Millisecond {
 						t.Logf("LOUD: %s@%d: work saw the end of its term %v after the deadline (a busy machine)", r.Holder(), l.Epoch(), lag.Round(time.Millisecond))
+					} else if n%5 != 4 {
+						t.Logf("LOUD: %s@%d: the term ended at its deadline, %v before its work's read returned (a busy machine)", r.Holder(), l.Epoch(), lag.Round(time.Millisecond))
 					}
 					tm.end = d
 				}

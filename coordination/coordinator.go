@@ -18,49 +18,29 @@ import (
 	"github.com/leasehold/leasehold/internal/wake"
 )
 
-// The coordinator is split by concern:
+// The coordinator is the composition root of owners that each hold their
+// own state behind their own lock (the table under "Owners" in the package
+// doc says which owns what, and who may call it):
 //
-//   - coordinator.go: the type, its construction and the store it uses;
-//   - lifecycle.go: Run, start-up and shutdown;
-//   - session.go: the session that every held lease rides on, and its
-//     renewal loop;
-//   - failover.go: what a holder does when the database failed over;
-//   - release.go: releases, batched across concurrent callers;
-//   - campaign.go: the campaign loop and acquiring;
-//   - queries.go: what the process holds and what the database shows;
-//   - fencerenew.go: renewal inside fenced transactions (SQLite);
-//   - resign.go: resign requests, and how a holder acts on them;
-//   - stepdown.go: health checks, and the step-down after failed ones.
-
-// leaseStore is what the coordinator needs from the database. The GORM
-// implementation is internal/store; tests wrap it to inject faults.
-type leaseStore interface {
-	Dialect() string
-	CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error
-	RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error)
-	Rebind(ctx context.Context, id string) (terms []store.Term, ok bool, err error)
-	ReadSession(ctx context.Context, id string) (store.Session, bool, error)
-	EndSession(ctx context.Context, id string, pruneAfter time.Duration) error
-	EnsureRows(ctx context.Context, names []string) error
-	Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error)
-	Release(ctx context.Context, session string, terms []store.Term) (int64, error)
-	Get(ctx context.Context, names []string) ([]store.Row, error)
-	List(ctx context.Context, prefix string) ([]store.Row, error)
-	Fence(tx *gorm.DB, name string) (store.Row, bool, error)
-	SerializesWriters() bool
-	RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error)
-	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
-	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
-	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
-	RequestResign(ctx context.Context, name, prefer string, check func(store.Row) (time.Duration, error)) (row store.Row, found, notified bool, err error)
-	PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error)
-	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
-	CheckSchema(ctx context.Context) error
-	ProbeFailover(ctx context.Context) (unsupported, err error)
-	Wakeups() wake.Database
-}
-
-var _ leaseStore = (*store.Store)(nil)
+//   - coordinator.go: the type, its construction and wiring; lifecycle.go:
+//     Run, start-up and shutdown;
+//   - session.go, failover.go, fencerenew.go: the session keeper (the
+//     session row, its renewal loop, the trust deadline, the rebind after
+//     a failover, renewal inside fenced transactions);
+//   - terms.go, lease.go: the set of terms held, and the Lease type;
+//   - campaign.go: the campaigner (campaigns, observers, wake-ups
+//     received, hold-offs) and the one acquire path;
+//   - release.go: the releaser, which batches releases;
+//   - resign.go: resign requests, and the reader of those for this
+//     process's terms; stepdown.go: the health gate;
+//   - pools.go, pool.go, member.go: the pools running here, and the member
+//     protocol;
+//   - queries.go, inspect.go: what the process holds and what the
+//     database shows; wake.go: wake-ups.
+//
+// Lock order, for the owners whose methods take another's lock: the
+// campaigner's before the term set's, the term set's before the session
+// keeper's. No owner calls another while holding its own lock otherwise.
 
 type runState int
 
@@ -75,54 +55,20 @@ const (
 // renewal statement per tick keeps alive, however many leases there are.
 // Create it with New, start it with Run. It is safe for concurrent use.
 type Coordinator struct {
-	cfg     Config
-	id      identity.Identity
-	holder  string
-	store   leaseStore
-	log     *zap.Logger
-	events  broadcaster
-	metrics *metrics
+	*shared
+	id    identity.Identity
+	store leaseStore
 
-	ready   chan struct{} // closed once the schema is in place and loops run
-	closing chan struct{} // closed when shutdown begins
-	done    chan struct{} // closed when Run returns
+	done chan struct{} // closed when Run returns
 
-	renewWake    chan struct{}
-	campaignWake chan struct{}
-	wokenWake    chan struct{} // woken holds names to attempt at once
-	resignWake   chan struct{}
-	heldDropped  chan struct{} // a term left held (awaitReleases)
-
-	// sessMu serialises starting and topping up the session (ensureSession).
-	sessMu sync.Mutex
-	// relMu is held by the one caller that sends the queued releases.
-	relMu sync.Mutex
-
-	mu          sync.Mutex
-	state       runState
-	leaseParent context.Context
-	sess        *session // the current session; nil before the first acquire and after a loss
-	held        map[string]*Lease
-	releaseQ    []*releaseReq // releases waiting for a statement
-	releasing   int           // releases queued or being sent
-	campaigns   map[string]*campaign
-	observed    map[string]*Election // elections with observers
-	elections   map[string]*Election
-	woken       map[string]struct{}  // campaigned leases a notification named, not attempted yet (acquireWoken)
-	wokenAt     time.Time            // when the latest of them arrived
-	pools       map[string]*Pool     // the pools whose Run is active in this process, by key
-	joins       map[string]int       // per pool key, the memberships this process started (memberID)
-	holdOff     map[string]time.Time // leases this process resigned, until when it does not take them again
-	unhealthy   bool                 // no health check passed yet, or the last one failed: no campaigning
-	healthKnown bool                 // a health check has returned
-
-	// healthChanged is when unhealthy last changed, or when Run
-	// started; healthErr is the last check's error, nil after a
-	// pass. Both are for Renewal.
-	healthChanged time.Time
-	healthErr     error
-
-	renewals renewals // outcomes of the renewal loop's statements (Renewal)
+	keeper     *keeper       // the session and its renewal
+	terms      *termSet      // the terms held
+	campaigner *campaigner   // campaigns, observers, hold-offs
+	releaser   *releaser     // batched releases
+	resigns    *resignReader // resign requests for this process's terms
+	health     *healthGate   // health checks and step-down
+	pools      *poolSet      // the pools running here
+	fencer     *fencer       // fencing checks
 
 	// wake carries the wake-ups (wake.go); nil where there is none.
 	wake wake.Transport
@@ -131,20 +77,66 @@ type Coordinator struct {
 	// has been logged.
 	listening     atomic.Bool
 	listenChanged chan struct{}
-	// dropWakes, when set by tests, drops every wake-up received.
-	dropWakes atomic.Bool
 
-	// afterRenew, when set by tests (under mu), is called after every
-	// renewal attempt with the number of leases it covered, the number it
-	// found lost and the error.
-	afterRenew func(terms, lost int, err error)
-	// afterRound, when set by tests, is called after every campaign round
-	// with the number of names it read.
-	afterRound func(names int)
-	// afterWoken, when set by tests (under mu), is called after every
-	// attempt of leases named by a notification (acquireWoken) with the
-	// number it attempted.
-	afterWoken func(attempted int)
+	mu    sync.Mutex
+	state runState
+}
+
+// shared is what every owner reads and nobody changes after New: the
+// configuration, the holder string, the log, events, metrics, the test
+// signals, and the channels that say the coordinator is ready or closing.
+type shared struct {
+	cfg     Config
+	holder  string
+	log     *zap.Logger
+	events  *broadcaster
+	metrics *metrics
+	signals *testSignals
+
+	ready   chan struct{} // closed once the schema is in place and loops run
+	closing chan struct{} // closed when shutdown begins
+}
+
+// closingNow reports whether shutdown has begun.
+func (s *shared) closingNow() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitReady waits until the coordinator serves elections. It returns
+// ErrClosed once shutdown has begun, or ctx's error.
+func (s *shared) waitReady(ctx context.Context) error {
+	select {
+	case <-s.ready:
+	case <-s.closing:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if s.closingNow() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// testSignals are hooks for tests: every one is unset in production, and
+// an unset hook costs one atomic load where it would be called.
+type testSignals struct {
+	// afterRenew is called after every renewal attempt with the number
+	// of leases it covered, the number it found lost and the error.
+	afterRenew atomic.Pointer[func(terms, lost int, err error)]
+	// afterRound is called after every campaign round with the number of
+	// names it read.
+	afterRound atomic.Pointer[func(names int)]
+	// afterWoken is called after every attempt of leases named by a
+	// notification (acquireWoken) with the number it attempted.
+	afterWoken atomic.Pointer[func(attempted int)]
+	// dropWakes drops every wake-up received.
+	dropWakes atomic.Bool
 }
 
 // campaign is one waiting Campaign call.
@@ -173,6 +165,7 @@ func New(db *gorm.DB, id identity.Identity, cfg Config) (*Coordinator, error) {
 	return newCoordinator(st, id, cfg), nil
 }
 
+// newCoordinator wires the owners, each with the slice of st it uses.
 func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinator {
 	holder := id.Holder()
 	log := cfg.Logger.Named("leasehold").With(zap.String("identity", holder))
@@ -180,33 +173,31 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	if err != nil {
 		log.Warn("the meter provider refused an instrument; no metrics are recorded", zap.Error(err))
 	}
-	c := &Coordinator{
-		cfg:           cfg,
-		id:            id,
-		holder:        holder,
-		store:         st,
-		log:           log,
-		metrics:       m,
-		ready:         make(chan struct{}),
-		closing:       make(chan struct{}),
-		done:          make(chan struct{}),
-		renewWake:     make(chan struct{}, 1),
-		campaignWake:  make(chan struct{}, 1),
-		wokenWake:     make(chan struct{}, 1),
-		woken:         make(map[string]struct{}),
-		resignWake:    make(chan struct{}, 1),
-		heldDropped:   make(chan struct{}, 1),
-		listenChanged: make(chan struct{}, 1),
-		held:          make(map[string]*Lease),
-		campaigns:     make(map[string]*campaign),
-		observed:      make(map[string]*Election),
-		elections:     make(map[string]*Election),
-		pools:         make(map[string]*Pool),
-		joins:         make(map[string]int),
-		holdOff:       make(map[string]time.Time),
-		unhealthy:     cfg.HealthCheck != nil,
-		events:        broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
+	sh := &shared{
+		cfg: cfg, holder: holder, log: log, metrics: m,
+		events:  &broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
+		signals: &testSignals{},
+		ready:   make(chan struct{}),
+		closing: make(chan struct{}),
 	}
+	c := &Coordinator{
+		shared:        sh,
+		id:            id,
+		store:         st,
+		done:          make(chan struct{}),
+		listenChanged: make(chan struct{}, 1),
+		pools:         newPoolSet(id.Instance),
+	}
+	c.terms = newTermSet(sh)
+	c.keeper = newKeeper(sh, st, c.terms)
+	c.releaser = newReleaser(st, sh.closing, c.terms)
+	c.fencer = &fencer{shared: sh, store: st, admin: c.Admin(), keeper: c.keeper, terms: c.terms}
+	c.health = newHealthGate(sh, c.terms)
+	c.campaigner = newCampaigner(sh, st, c.keeper, c.terms, c.releaser, c.health)
+	c.resigns = newResignReader(sh, st, c.keeper, c.terms, c.campaigner)
+	c.terms.wire(c.keeper, c.releaser, c.fencer, c.campaigner)
+	c.keeper.resignWake = c.resigns.wake
+	c.health.passed = c.campaigner.wakeRound
 	if st != nil { // a coordinator built only for its Admin (tests)
 		c.wake = wakeTransport(st.Wakeups(), cfg)
 	}
@@ -229,20 +220,10 @@ func (c *Coordinator) Ready() <-chan struct{} { return c.ready }
 func (c *Coordinator) Done() <-chan struct{} { return c.done }
 
 // poke wakes a loop without blocking.
-func (c *Coordinator) poke(ch chan struct{}) {
+func poke(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:
-	}
-}
-
-// closingNow reports whether shutdown has begun.
-func (c *Coordinator) closingNow() bool {
-	select {
-	case <-c.closing:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -263,16 +244,6 @@ const maxPollJitter = 25 * time.Millisecond
 // polling in step.
 func pollJitter(d time.Duration) time.Duration {
 	return d + rand.N(min(d/20, maxPollJitter)+1)
-}
-
-// backoff returns the wait after the n-th consecutive failure: 100ms
-// doubling up to RetryInterval, each drawn at random from its upper half.
-func (c *Coordinator) backoff(n int) time.Duration {
-	d := c.cfg.RetryInterval
-	if n < 16 {
-		d = min(d, 100*time.Millisecond<<(n-1))
-	}
-	return max(d/2+rand.N(d/2+1), time.Millisecond)
 }
 
 // sleepCtx waits d or until ctx is done; it reports whether d passed.

@@ -6,9 +6,11 @@
 //
 // A [Coordinator] is built from a *gorm.DB, the process identity (package
 // identity) and a [Config]. [Coordinator.Run] migrates the schema (unless
-// disabled) and then keeps two loops going until its context ends: one
-// campaigns for the elections this process wants, one renews the leases it
-// holds. [Coordinator.Election] returns an [Election] scoped to this
+// disabled) and then keeps its loops going until its context ends: one
+// campaigns for the elections this process wants, one renews the session
+// of the leases it holds, one reads the resign requests for them, one
+// runs the health checks (with a HealthCheck) and one listens for
+// wake-ups; each running pool has its own. [Coordinator.Election] returns an [Election] scoped to this
 // process's cluster ([ClusterScope]) or to everyone who shares the database
 // ([GlobalScope]). [Election.Run] runs a function whenever this process
 // leads; [Election.Campaign] gives the lower-level [Lease], and
@@ -210,6 +212,39 @@
 // its channel keeps only the latest value. Both are hints: a change is
 // seen at the next read, one per RetryInterval, so terms that began and
 // ended between two reads are missed. Act as leader only under a [Lease].
+//
+// # Owners
+//
+// Inside the package, each piece of the coordinator's state has one
+// owner, which holds it behind its own lock; [Coordinator] only builds
+// the owners, wires them and runs their loops. Owners call each other
+// through narrow methods, never by reaching into another's fields, and
+// take locks in one order (campaigner, then term set, then keeper), so
+// none calls another while holding its own lock otherwise.
+//
+//	owner         file(s)                 owns                                        called by
+//	keeper        session.go, failover.go, the session, its renewal loop, the trust    campaigner (ensureSession),
+//	              fencerenew.go           deadline, notice counters, the rebind        term set (trust of a term),
+//	                                      after a failover                             fencer, resign reader, Run
+//	termSet       terms.go, lease.go      the terms held, each Lease's state, the      campaigner (hold), keeper,
+//	                                      releases in flight                           resign reader, health gate,
+//	                                                                                   Lease, Run (drain)
+//	campaigner    campaign.go,            campaigns, elections and their observers,    Election, pool members
+//	              elections.go            wake-ups received, resign hold-offs; the     (acquireDirect), resign
+//	                                      one acquire path                             reader, wake-ups, Run
+//	releaser      release.go              the queue of releases, batching              Lease.Release, campaigner
+//	resignReader  resign.go               nothing but its wake-up                      keeper (wakes it), Run
+//	healthGate    stepdown.go             health state: campaigning allowed,           campaigner, pool members,
+//	                                      step-down                                    Renewal, Run
+//	poolSet       pools.go                the pools running here, member ids, each     Pool, pool members,
+//	                                      Pool's last read and assignment              wake-ups, metrics
+//	fencer        fencerenew.go           nothing: the fencing check                   Lease, CheckFence
+//
+// The wake-up transport, the listen loop and whether it listens (wake.go)
+// stay with [Coordinator] itself, which hands each wake-up to the
+// campaigner and the pool set. Each owner is handed only the slice of the
+// store it uses (stores.go), and test hooks live in one testSignals value,
+// unset in production.
 //
 // # Inspection
 //

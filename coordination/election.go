@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"go.opentelemetry.io/otel/metric"
 )
@@ -22,7 +21,7 @@ type Election struct {
 	key   string                   // full lease name
 	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
 
-	// Guarded by c.mu.
+	// Guarded by the coordinator's campaigner (elections.go).
 	busy       bool
 	seen       bool // seenHolder and seenEpoch are those of the last look
 	seenHolder string
@@ -37,14 +36,9 @@ func (c *Coordinator) Election(scope Scope, name string) (*Election, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.elections[key]; ok {
-		return e, nil
-	}
-	e := &Election{c: c, scope: scope, name: name, key: key, attrs: c.metrics.leaseAttrs(key)}
-	c.elections[key] = e
-	return e, nil
+	return c.campaigner.election(key, func() *Election {
+		return &Election{c: c, scope: scope, name: name, key: key, attrs: c.metrics.leaseAttrs(key)}
+	}), nil
 }
 
 // Name returns the full lease name of the election.
@@ -61,22 +55,11 @@ func (e *Election) Scope() Scope { return e.scope }
 // done under it has returned.
 func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 	c := e.c
-	c.mu.Lock()
-	select {
-	case <-c.closing:
-		c.mu.Unlock()
-		return nil, ErrClosed
-	default:
+	cp, err := c.campaigner.claim(e, true)
+	if err != nil {
+		return nil, err
 	}
-	if e.busy {
-		c.mu.Unlock()
-		return nil, fmt.Errorf("%w: %q", ErrBusy, e.key)
-	}
-	e.busy = true
-	cp := &campaign{e: e, result: make(chan *Lease, 1)}
-	c.campaigns[e.key] = cp
-	c.mu.Unlock()
-	c.poke(c.campaignWake)
+	c.campaigner.wakeRound()
 
 	select {
 	case l := <-cp.result:
@@ -117,22 +100,12 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 // long as a campaign round over one name.
 func (e *Election) TryAcquire(ctx context.Context) (*Lease, error) {
 	c := e.c
-	c.mu.Lock()
-	if c.closingNow() {
-		c.mu.Unlock()
-		return nil, ErrClosed
+	if _, err := c.campaigner.claim(e, false); err != nil {
+		return nil, err
 	}
-	if e.busy {
-		c.mu.Unlock()
-		return nil, fmt.Errorf("%w: %q", ErrBusy, e.key)
-	}
-	e.busy = true
-	c.mu.Unlock()
-	l, err := c.tryAcquire(ctx, e)
+	l, err := c.campaigner.tryAcquire(ctx, e)
 	if err != nil {
-		c.mu.Lock()
-		e.busy = false
-		c.mu.Unlock()
+		c.campaigner.idle(e)
 		return nil, err
 	}
 	return l, nil
@@ -141,32 +114,14 @@ func (e *Election) TryAcquire(ctx context.Context) (*Lease, error) {
 // abortCampaign withdraws a campaign; a lease granted in the meantime is
 // released at once.
 func (e *Election) abortCampaign(cp *campaign) {
-	c := e.c
-	c.mu.Lock()
-	if c.campaigns[e.key] == cp {
-		delete(c.campaigns, e.key)
-	}
-	var granted *Lease
-	select {
-	case granted = <-cp.result:
-	default:
-		e.busy = false
-	}
-	c.mu.Unlock()
-	if granted != nil {
+	if granted := e.c.campaigner.abort(e, cp); granted != nil {
 		_ = granted.Release(context.Background())
 	}
 }
 
 // IsLeader reports whether this process holds the election's lease and
 // trusts it right now.
-func (e *Election) IsLeader() bool {
-	c := e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.held[e.key]
-	return l != nil && l.validLocked()
-}
+func (e *Election) IsLeader() bool { return e.c.terms.leads(e.key) }
 
 // Leader reads who holds the election's lease, by the database clock.
 // For a lease never acquired it returns a LeaseInfo with only Name set.
@@ -178,7 +133,7 @@ func (e *Election) Leader(ctx context.Context) (LeaseInfo, error) {
 	if len(rows) == 0 {
 		return LeaseInfo{Name: e.key}, nil
 	}
-	return e.c.info(rows[0]), nil
+	return leaseInfo(rows[0], e.c.holder), nil
 }
 
 // Observe follows who leads the election without campaigning for it: the
@@ -210,36 +165,11 @@ func (e *Election) Leader(ctx context.Context) (LeaseInfo, error) {
 // does. Observe may be called any number of times, alongside Campaign,
 // Run and TryAcquire of the same election.
 func (e *Election) Observe(ctx context.Context) (<-chan LeaseInfo, error) {
-	c := e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closingNow() {
-		return nil, ErrClosed
-	}
-	o := &observer{ch: make(chan LeaseInfo, 1)}
-	e.observers = append(e.observers, o)
-	c.observed[e.key] = e
-	o.stop = context.AfterFunc(ctx, func() { e.unobserve(o) })
-	c.poke(c.campaignWake)
-	return o.ch, nil
-}
-
-// unobserve ends one observer after its context is done.
-func (e *Election) unobserve(o *observer) {
-	c := e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if i := slices.Index(e.observers, o); i >= 0 {
-		e.observers = slices.Delete(e.observers, i, i+1)
-	}
-	if len(e.observers) == 0 && c.observed[e.key] == e {
-		delete(c.observed, e.key)
-	}
-	o.closeLocked()
+	return e.c.campaigner.observe(ctx, e)
 }
 
 // observer is the channel of one Observe call. It is used under the
-// coordinator's mu only, which makes the campaign loop its one sender.
+// campaigner's lock only, which makes the campaign loop its one sender.
 type observer struct {
 	ch     chan LeaseInfo // buffered 1: the latest value not yet taken
 	stop   func() bool    // stops the wait for Observe's ctx

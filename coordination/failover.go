@@ -27,10 +27,10 @@ var errLostInFailover = fmt.Errorf("%w: the database failed over, and the new pr
 // incarnation of the server answers (Store.ProbeFailover), before any
 // other statement runs. Where it cannot, the coordinator works on without
 // failover detection and says so once.
-func (c *Coordinator) probeFailover(ctx context.Context) error {
-	unsupported, err := c.store.ProbeFailover(ctx)
+func probeFailover(ctx context.Context, st schemaStore, log *zap.Logger) error {
+	unsupported, err := st.ProbeFailover(ctx)
 	if unsupported != nil {
-		c.log.Warn("this database cannot say which incarnation of the server answers; a failover to a standby that lost writes is not detected (docs/operations.md, High availability of the database)",
+		log.Warn("this database cannot say which incarnation of the server answers; a failover to a standby that lost writes is not detected (docs/operations.md, High availability of the database)",
 			zap.Error(unsupported))
 	}
 	return err
@@ -41,20 +41,20 @@ func (c *Coordinator) probeFailover(ctx context.Context) error {
 // (Store.Rebind), the terms the new primary does not show are dropped, the
 // ones it shows but this process does not hold are released, and the
 // renewal is sent again. ok is false when the session is over.
-func (c *Coordinator) renewSession(ctx context.Context, s *session) (ok bool, notice int64, err error) {
-	ok, notice, err = c.store.RenewSession(ctx, s.id, c.cfg.TTL)
+func (k *keeper) renewSession(ctx context.Context, s *session) (ok bool, notice int64, err error) {
+	ok, notice, err = k.store.RenewSession(ctx, s.id, k.cfg.TTL)
 	if err != nil || ok {
 		return ok, notice, err
 	}
-	terms, live, err := c.store.Rebind(ctx, s.id)
+	terms, live, err := k.store.Rebind(ctx, s.id)
 	if err != nil {
 		return false, 0, fmt.Errorf("check the session after a database failover: %w", err)
 	}
 	if !live {
 		return false, 0, nil
 	}
-	c.keepTerms(ctx, s, terms)
-	return c.store.RenewSession(ctx, s.id, c.cfg.TTL)
+	k.keepTerms(ctx, s, terms)
+	return k.store.RenewSession(ctx, s.id, k.cfg.TTL)
 }
 
 // keepTerms is the check of a session's terms after a failover: each term
@@ -62,28 +62,16 @@ func (c *Coordinator) renewSession(ctx context.Context, s *session) (ok bool, no
 // now, with cause lossFailover; each one they show that this process does
 // not hold is released, unless an acquire is under way on s, whose terms
 // may not have been handed over yet.
-func (c *Coordinator) keepTerms(ctx context.Context, s *session, terms []store.Term) {
+func (k *keeper) keepTerms(ctx context.Context, s *session, terms []store.Term) {
 	shown := make(map[string]int64, len(terms))
 	for _, t := range terms {
 		shown[t.Name] = t.Epoch
 	}
-	c.mu.Lock()
-	kept, dropped := 0, 0
-	for _, l := range c.held {
-		if l.sess != s {
-			continue
-		}
-		if epoch, ok := shown[l.name]; ok && epoch == l.epoch {
-			delete(shown, l.name)
-			kept++
-			continue
-		}
-		dropped++
-		c.loseLocked(l, errLostInFailover, lossFailover)
-	}
+	kept, dropped := k.terms.keep(s, shown)
+	k.mu.Lock()
 	busy := s.busy > 0
-	c.mu.Unlock()
-	c.log.Warn("database failed over; checked this process's terms against the new primary",
+	k.mu.Unlock()
+	k.log.Warn("database failed over; checked this process's terms against the new primary",
 		zap.String("session", s.id), zap.Int("kept", kept), zap.Int("dropped", dropped), zap.Int("unknown", len(shown)))
 	if len(shown) == 0 || busy {
 		return
@@ -92,10 +80,10 @@ func (c *Coordinator) keepTerms(ctx context.Context, s *session, terms []store.T
 	for name, epoch := range shown {
 		stray = append(stray, store.Term{Name: name, Epoch: epoch})
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.ShutdownTimeout)
+	rctx, cancel := context.WithTimeout(ctx, k.cfg.ShutdownTimeout)
 	defer cancel()
-	if _, err := c.store.Release(rctx, s.id, stray); err != nil {
-		c.log.Warn("could not release terms the new primary shows but this process does not hold; they are free once its session ends",
+	if _, err := k.store.Release(rctx, s.id, stray); err != nil {
+		k.log.Warn("could not release terms the new primary shows but this process does not hold; they are free once its session ends",
 			zap.Int("leases", len(stray)), zap.Error(err))
 	}
 }

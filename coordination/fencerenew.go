@@ -27,25 +27,31 @@ import (
 //     database clock, minus Margin. Readers see only committed rows, so a
 //     rolled-back renewal extends nothing.
 
+// fencer makes the fencing checks (Lease.Fence, Coordinator.CheckFence).
+// It owns no state: the term it checks is the term set's, the session it
+// renews in the transaction the keeper's.
+type fencer struct {
+	*shared
+	store  fenceStore
+	admin  *Admin // the fencing check itself (Admin.checkFence)
+	keeper *keeper
+	terms  *termSet
+}
+
 // renewInFence renews, inside the fenced transaction tx, the session of
 // term t when the store serialises writers and this process holds and
 // trusts t. It is a no-op otherwise.
-func (c *Coordinator) renewInFence(tx *gorm.DB, t Token) error {
-	if !c.store.SerializesWriters() {
+func (f *fencer) renewInFence(tx *gorm.DB, t Token) error {
+	if !f.store.SerializesWriters() {
 		return nil
 	}
-	c.mu.Lock()
-	var s *session
-	if l := c.held[t.Name]; l != nil && l.epoch == t.Epoch && l.validLocked() {
-		s = l.sess
-	}
-	c.mu.Unlock()
+	s := f.terms.sessionOf(t)
 	if s == nil {
 		// The check that follows reports why; a term this process no longer
 		// trusts is never extended.
 		return nil
 	}
-	ok, notice, err := c.store.RenewSessionIn(tx, s.id, c.cfg.TTL)
+	ok, notice, err := f.store.RenewSessionIn(tx, s.id, f.cfg.TTL)
 	if err != nil {
 		return fmt.Errorf("coordination: fencing check of lease %q: renew the session in the transaction: %w", t.Name, err)
 	}
@@ -53,12 +59,22 @@ func (c *Coordinator) renewInFence(tx *gorm.DB, t Token) error {
 		// The notice is committed state whether tx commits or not: a
 		// resign request is acted on even while fenced transactions keep
 		// the renewal loop's own statement waiting.
-		c.mu.Lock()
-		s.fenceRenewals++
-		c.noticedLocked(s, notice)
-		c.mu.Unlock()
+		f.keeper.renewedInFence(s, notice)
 	}
 	return nil
+}
+
+// check is Coordinator.CheckFence: the session's renewal inside tx
+// (renewInFence), then the Admin's fencing check, with this process as
+// the holder.
+func (f *fencer) check(tx *gorm.DB, t Token) error {
+	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", t.Name, t.Epoch)); err != nil {
+		return err
+	}
+	if err := f.renewInFence(tx, t); err != nil {
+		return err
+	}
+	return f.admin.checkFence(tx, t, f.holder)
 }
 
 // watchRenewal runs while the renewal statement of s is in flight on a
@@ -70,13 +86,13 @@ func (c *Coordinator) renewInFence(tx *gorm.DB, t Token) error {
 // renewal that completes in time sends no read. The returned stop ends the
 // watch and reports whether any read found the session renewed by fenced
 // transactions.
-func (c *Coordinator) watchRenewal(ctx context.Context, s *session) (stop func() bool) {
+func (k *keeper) watchRenewal(ctx context.Context, s *session) (stop func() bool) {
 	done := make(chan struct{})
 	result := make(chan bool, 1)
 	go func() {
 		covered := false
 		for {
-			t := time.NewTimer(c.halfTrustLeft())
+			t := time.NewTimer(k.halfTrustLeft())
 			select {
 			case <-done:
 				t.Stop()
@@ -84,7 +100,7 @@ func (c *Coordinator) watchRenewal(ctx context.Context, s *session) (stop func()
 				return
 			case <-t.C:
 			}
-			if c.trustFromSession(ctx, s) {
+			if k.trustFromSession(ctx, s) {
 				covered = true
 			}
 		}
@@ -104,28 +120,27 @@ func (c *Coordinator) watchRenewal(ctx context.Context, s *session) (stop func()
 // session's leases live until at least that moment (given the same
 // clock-rate bound as a renewal). It reports whether a renewal committed
 // in a fenced transaction extended the deadline.
-func (c *Coordinator) trustFromSession(ctx context.Context, s *session) bool {
-	c.mu.Lock()
+func (k *keeper) trustFromSession(ctx context.Context, s *session) bool {
+	k.mu.Lock()
 	deadline := s.deadline
-	c.mu.Unlock()
+	k.mu.Unlock()
 	start := time.Now()
 	if !start.Before(deadline) {
 		return false
 	}
-	opCtx, cancel := context.WithTimeout(ctx, min(c.cfg.RenewInterval, deadline.Sub(start)))
-	row, ok, err := c.store.ReadSession(opCtx, s.id)
+	opCtx, cancel := context.WithTimeout(ctx, min(k.cfg.RenewInterval, deadline.Sub(start)))
+	row, ok, err := k.store.ReadSession(opCtx, s.id)
 	cancel()
 	if err != nil {
-		c.log.Debug("reading the session while the renewal waits failed", zap.Error(err))
+		k.log.Debug("reading the session while the renewal waits failed", zap.Error(err))
 		return false
 	}
 	if !ok || !row.Live() {
 		return false
 	}
-	left := min(row.ExpiresAt.Sub(row.Now), c.cfg.TTL)
-	d := start.Add(left - c.cfg.Margin)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	d := start.Add(k.cfg.trustFor(row.ExpiresAt.Sub(row.Now)))
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	fenced := s.fenceRenewals > 0
 	s.fenceRenewals = 0
 	now := time.Now()
@@ -139,16 +154,16 @@ func (c *Coordinator) trustFromSession(ctx context.Context, s *session) bool {
 
 // halfTrustLeft returns half the time left before the session's trust
 // deadline, at least 10ms, and RenewInterval when there is no session.
-func (c *Coordinator) halfTrustLeft() time.Duration {
-	c.mu.Lock()
-	s := c.sess
+func (k *keeper) halfTrustLeft() time.Duration {
+	k.mu.Lock()
+	s := k.sess
 	var left time.Duration
 	if s != nil {
 		left = time.Until(s.deadline)
 	}
-	c.mu.Unlock()
+	k.mu.Unlock()
 	if s == nil {
-		return c.cfg.RenewInterval
+		return k.cfg.RenewInterval
 	}
 	return max(left/2, 10*time.Millisecond)
 }

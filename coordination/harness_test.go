@@ -308,11 +308,11 @@ func (f *faultStore) EndSession(ctx context.Context, id string, pruneAfter time.
 	return f.leaseStore.EndSession(ctx, id, pruneAfter)
 }
 
-func (f *faultStore) Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error) {
+func (f *faultStore) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) ([]string, error) {
 	if f.failAcquire.Load() || f.failAll.Load() {
-		return nil, errInjected
+		return names[:min(len(names), store.WriteChunk)], errInjected // the first statement fails
 	}
-	return f.leaseStore.Acquire(ctx, session, holder, names)
+	return f.leaseStore.AcquireEach(ctx, session, holder, names, took)
 }
 
 func (f *faultStore) Get(ctx context.Context, names []string) ([]store.Row, error) {
@@ -424,3 +424,13 @@ func names(prefix string, n int) []string {
 	}
 	return out
 }
+
+// onRenew installs f as the hook called after every renewal attempt.
+func (s *testSignals) onRenew(f func(terms, lost int, err error)) { s.afterRenew.Store(&f) }
+
+// onRound installs f as the hook called after every campaign round.
+func (s *testSignals) onRound(f func(names int)) { s.afterRound.Store(&f) }
+
+// onWoken installs f as the hook called after every attempt of leases
+// named by a notification.
+func (s *testSignals) onWoken(f func(attempted int)) { s.afterWoken.Store(&f) }

@@ -102,18 +102,10 @@ func (c *Coordinator) Renewal() RenewalState {
 		}
 	default:
 	}
-	c.mu.Lock()
-	for _, l := range c.held {
-		if l.validLocked() {
-			st.Held++
-		}
-	}
-	if s := c.sess; s != nil && !s.dead {
-		st.TrustDeadline = s.deadline
-	}
-	st.Unhealthy, st.HealthChanged, st.HealthError = c.unhealthy, c.healthChanged, c.healthErr
-	c.mu.Unlock()
-	c.renewals.read(&st)
+	c.terms.heldState(&st)
+	c.keeper.trustDeadline(&st)
+	c.health.state(&st)
+	c.keeper.renewals.read(&st)
 	return st
 }
 

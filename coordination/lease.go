@@ -44,7 +44,7 @@ const (
 // ErrUnhealthy, ErrClosed). Whoever obtained the lease must call Release once the work
 // done under it has returned, including after a loss.
 type Lease struct {
-	c      *Coordinator
+	t      *termSet // the owner of its state
 	name   string
 	epoch  int64
 	ctx    context.Context
@@ -53,7 +53,7 @@ type Lease struct {
 	sess  *session                 // the session the term rides on; its deadline is the term's
 	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
 
-	// Guarded by c.mu.
+	// Guarded by t.mu.
 	state         leaseState
 	confirmedLost bool // the database showed the term is over
 	election      *Election
@@ -80,24 +80,21 @@ func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 // Deadline returns the current trust deadline: the moment, on this
 // process's monotonic clock, after which it must no longer act as holder
 // unless a renewal extends it.
-func (l *Lease) Deadline() time.Time {
-	l.c.mu.Lock()
-	defer l.c.mu.Unlock()
-	return l.sess.deadline
-}
+func (l *Lease) Deadline() time.Time { return l.t.keeper.deadline(l.sess) }
 
 // Valid reports whether it is safe to act as holder right now. It reads
 // the monotonic clock itself and needs no goroutine to have run, so a
 // process resumed after a long pause sees false at once, even before the
 // timer that cancels Context has fired. Call it before each unit of work.
 func (l *Lease) Valid() bool {
-	l.c.mu.Lock()
-	defer l.c.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	return l.validLocked()
 }
 
+// validLocked is Valid; t.mu must be held.
 func (l *Lease) validLocked() bool {
-	return l.state == stateHeld && l.ctx.Err() == nil && l.sess.trustedLocked()
+	return l.state == stateHeld && l.ctx.Err() == nil && l.t.keeper.trusted(l.sess)
 }
 
 // Check returns nil when Valid would report true, and otherwise an error
@@ -141,7 +138,7 @@ func (l *Lease) Fence(tx *gorm.DB) error {
 	if !l.Valid() {
 		return &FenceError{Name: l.name, Epoch: l.epoch, Reason: "this process no longer trusts the term (" + l.Check().Error() + ")"}
 	}
-	return l.c.CheckFence(tx, l.Token())
+	return l.t.fencer.check(tx, l.Token())
 }
 
 // Release ends the term and, unless the database already showed it over,
@@ -151,80 +148,52 @@ func (l *Lease) Fence(tx *gorm.DB) error {
 // and it is idempotent. The release statement only matches this holder
 // and epoch, so it can never touch a newer term.
 func (l *Lease) Release(ctx context.Context) error {
-	c := l.c
-	c.mu.Lock()
+	t := l.t
+	t.mu.Lock()
 	if l.state == stateReleased {
-		c.mu.Unlock()
+		t.mu.Unlock()
 		return nil
 	}
 	wasHeld := l.state == stateHeld
 	l.state = stateReleased
-	c.dropLocked(l)
+	t.dropLocked(l)
 	l.cancel(ErrReleased)
-	if l.election != nil {
-		l.election.busy = false
-	}
 	needDB := !l.confirmedLost
 	if needDB {
 		// A draining Run waits for this release to reach the database.
-		c.releasing++
+		t.releasing++
 		defer func() {
-			c.mu.Lock()
-			c.releasing--
-			c.mu.Unlock()
-			c.poke(c.renewWake)
+			t.mu.Lock()
+			t.releasing--
+			t.mu.Unlock()
+			t.keeper.wakeRenewal()
 		}()
 	}
-	c.mu.Unlock()
+	t.mu.Unlock()
+	if l.election != nil {
+		t.campaigner.idle(l.election)
+	}
 	if !needDB {
-		c.poke(c.renewWake)
+		t.keeper.wakeRenewal()
 		return nil
 	}
 
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ShutdownTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.ShutdownTimeout)
 	defer cancel()
-	err := c.release(rctx, &releaseReq{session: l.sess.id, term: store.Term{Name: l.name, Epoch: l.epoch}, done: make(chan error, 1)})
-	log := c.log.With(zap.String("lease", l.name), zap.Int64("epoch", l.epoch))
+	err := t.releaser.release(rctx, &releaseReq{session: l.sess.id, term: store.Term{Name: l.name, Epoch: l.epoch}, done: make(chan error, 1)})
+	log := t.log.With(zap.String("lease", l.name), zap.Int64("epoch", l.epoch))
 	if err != nil {
 		err = fmt.Errorf("coordination: release lease %q epoch %d (it is free once its session expires): %w", l.name, l.epoch, err)
 		log.Warn("release failed", zap.Error(err))
-		c.events.emit(Event{Kind: EventError, Lease: l.name, Epoch: l.epoch, Err: err})
+		t.events.emit(Event{Kind: EventError, Lease: l.name, Epoch: l.epoch, Err: err})
 		return err
 	}
 	if wasHeld {
-		c.metrics.released()
+		t.metrics.released()
 		log.Info("released lease")
-		c.events.emit(Event{Kind: EventReleased, Lease: l.name, Holder: c.holder, Epoch: l.epoch})
+		t.events.emit(Event{Kind: EventReleased, Lease: l.name, Holder: t.holder, Epoch: l.epoch})
 	}
 	return nil
-}
-
-// dropLocked takes l out of the held set. c.mu must be held.
-func (c *Coordinator) dropLocked(l *Lease) {
-	if c.held[l.name] == l {
-		delete(c.held, l.name)
-		l.sess.held--
-		c.poke(c.heldDropped)
-	}
-}
-
-// loseLocked ends a held term; why is the cause its metrics report.
-// c.mu must be held.
-func (c *Coordinator) loseLocked(l *Lease, cause error, why lossCause) {
-	if l.state != stateHeld {
-		return
-	}
-	l.state = stateLost
-	c.dropLocked(l)
-	l.cancel(cause)
-	c.metrics.lost(why)
-	if why == lossResigned || why == lossUnhealthy {
-		c.log.Info("stepping down from lease", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(cause))
-	} else {
-		c.log.Warn("lost lease", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(cause))
-	}
-	c.events.emit(Event{Kind: EventLost, Lease: l.name, Holder: c.holder, Epoch: l.epoch, Err: cause})
-	c.poke(c.renewWake)
 }
 
 // requireTransaction returns an error wrapping ErrNotInTransaction unless

@@ -3,7 +3,6 @@ package coordination
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -36,9 +35,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		return ErrAlreadyRunning
 	}
 	c.state = stateRunning
-	c.leaseParent = context.WithoutCancel(ctx)
-	c.healthStartLocked()
 	c.mu.Unlock()
+	c.terms.start(context.WithoutCancel(ctx))
+	c.health.start()
 	unregister := c.registerMetrics()
 	defer func() {
 		unregister()
@@ -64,13 +63,13 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	close(c.ready)
 
 	var wg sync.WaitGroup
-	wg.Go(func() { c.campaignLoop(ctx) })
-	wg.Go(func() { c.resignLoop(ctx) })
-	wg.Go(func() { c.healthLoop(ctx) })
+	wg.Go(func() { c.campaigner.loop(ctx) })
+	wg.Go(func() { c.resigns.loop(ctx) })
+	wg.Go(func() { c.health.loop(ctx) })
 	wg.Go(func() { c.listenLoop(ctx) })
-	abandoned := c.renewLoop(ctx)
+	abandoned := c.keeper.renewLoop(ctx, c.beginShutdown)
 	wg.Wait()
-	c.endSession(abandoned)
+	c.keeper.end(abandoned)
 	c.log.Info("coordinator stopped")
 	return nil
 }
@@ -91,7 +90,7 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 			}
 		}
 		if err == nil {
-			err = c.probeFailover(opCtx)
+			err = probeFailover(opCtx, c.store, c.log)
 		}
 		cancel()
 		if err == nil {
@@ -104,7 +103,7 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		wait := c.backoff(failures)
+		wait := c.cfg.backoff(failures)
 		c.log.Warn("database not ready; retrying", zap.Error(err), zap.Duration("retry_in", wait))
 		c.events.emit(Event{Kind: EventError, Err: err})
 		if !sleepCtx(ctx, wait) {
@@ -117,70 +116,12 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 // context.
 func (c *Coordinator) beginShutdown() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closingNow() {
+		c.mu.Unlock()
 		return
 	}
 	close(c.closing)
-	clear(c.campaigns)
-	for _, e := range c.observed {
-		for _, o := range e.observers {
-			o.closeLocked()
-		}
-		e.observers = nil
-	}
-	clear(c.observed)
-	for _, l := range c.held {
-		l.cancel(ErrClosed)
-	}
-}
-
-// heldCount counts the leases still to be renewed or being released:
-// the drain ends when it reaches zero.
-func (c *Coordinator) heldCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.held) + c.releasing
-}
-
-// abandon gives up on terms whose work did not return within the
-// shutdown timeout. They are not released: the work may still be acting.
-// It reports whether there were any.
-func (c *Coordinator) abandon() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	abandoned := len(c.held) > 0
-	for _, l := range c.held {
-		err := fmt.Errorf("%w: leader work did not return within ShutdownTimeout (%v); the lease is not released and expires after TTL (%v)",
-			ErrClosed, c.cfg.ShutdownTimeout, c.cfg.TTL)
-		c.log.Error("leader work still running at shutdown timeout", zap.String("lease", l.name),
-			zap.Int64("epoch", l.epoch), zap.Error(err))
-		l.state = stateLost
-		delete(c.held, l.name)
-		c.metrics.lost(lossShutdownTimeout)
-		c.events.emit(Event{Kind: EventLost, Lease: l.name, Holder: c.holder, Epoch: l.epoch, Err: err})
-	}
-	return abandoned
-}
-
-// endSession deletes the session row once Run is done with it, so that it
-// does not linger until it expires. A session under which work was
-// abandoned is left to expire after TTL instead: deleting it would free
-// leases that work may still act under.
-func (c *Coordinator) endSession(abandoned bool) {
-	c.mu.Lock()
-	s := c.sess
-	c.sess = nil
-	if s != nil {
-		s.lose()
-	}
 	c.mu.Unlock()
-	if s == nil || abandoned {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
-	defer cancel()
-	if err := c.store.EndSession(ctx, s.id, sessionPruneAfter*c.cfg.TTL); err != nil {
-		c.log.Warn("could not delete the session row; it expires after TTL", zap.String("session", s.id), zap.Error(err))
-	}
+	c.campaigner.closeAll()
+	c.terms.cancelAll()
 }

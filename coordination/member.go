@@ -117,14 +117,7 @@ const maxReadsPerStep = 3
 // member is settled (working in the current generation, or correctly idle).
 func (m *poolMember) step(ctx context.Context) bool {
 	p, c := m.p, m.p.c
-	// A join sends up to seven statements, in a transaction among them,
-	// and a step cut short on a loaded database only fails again at the
-	// next one: the driver may close the connection of a statement it
-	// cancels, so the next step must open one as well. So a step may take
-	// a campaign round for one name or a TTL, whichever is longer; safety
-	// never depends on it (the membership's lease and the generation
-	// fence the work).
-	opCtx, cancel := context.WithTimeout(ctx, max(c.roundTimeout(1), c.cfg.TTL))
+	opCtx, cancel := context.WithTimeout(ctx, c.cfg.poolStepTimeout())
 	defer cancel()
 	m.expiry = time.Time{}
 
@@ -135,15 +128,15 @@ func (m *poolMember) step(ctx context.Context) bool {
 		m.mem = nil
 	}
 	if m.mem == nil {
-		if c.isUnhealthy() {
+		if c.health.unhealthyNow() {
 			return false // rejoin once a health check passes (stepdown.go)
 		}
 		if err := c.store.EnsureRows(opCtx, []string{p.rows.generation}); err != nil {
 			m.fail("create pool row", err)
 			return false
 		}
-		me := c.memberID(p.key)
-		l, err := c.acquireDirect(opCtx, p.rows.member(me))
+		me := c.pools.memberID(p.key)
+		l, err := c.campaigner.acquireDirect(opCtx, p.rows.member(me))
 		if err != nil {
 			m.fail("join", err)
 			return false
@@ -173,9 +166,7 @@ func (m *poolMember) round(ctx, opCtx context.Context) (settled, again bool) {
 	}
 	m.noteExpiry(st, time.Now())
 	m.gen = st.Generation
-	c.mu.Lock()
-	p.read, p.generation, p.members = true, st.Generation, len(st.List)
-	c.mu.Unlock()
+	c.pools.noteRead(p, st.Generation, len(st.List))
 
 	// Revoke: stop work of older generations, then acknowledge.
 	if !m.acknowledge(opCtx, st.Generation) {
@@ -293,9 +284,7 @@ func (m *poolMember) startWork(ctx context.Context, a Assignment) {
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	w := &poolWork{gen: a.Generation, cancel: cancel, done: make(chan struct{})}
 	m.work = w
-	c.mu.Lock()
-	m.p.current = &a
-	c.mu.Unlock()
+	c.pools.setCurrent(m.p, &a)
 	m.log.Info("assignment", zap.Int64("generation", a.Generation), zap.Int("index", a.Index), zap.Int("count", a.Count))
 	go func() {
 		defer close(w.done)
@@ -316,10 +305,7 @@ func (m *poolMember) stopWork(cause error) {
 	w.cancel(cause)
 	m.waitWork(w, 0)
 	m.work = nil
-	c := m.p.c
-	c.mu.Lock()
-	m.p.current = nil
-	c.mu.Unlock()
+	m.p.c.pools.setCurrent(m.p, nil)
 }
 
 // waitWork waits for w to return; with limit > 0 it gives up after limit
@@ -377,19 +363,12 @@ func (m *poolMember) leave(ctx context.Context) {
 	}
 }
 
-// deadMemberGrace is how long, in TTLs, a member row that nobody holds (it
-// was released, or its session expired) is kept before it is pruned. A
-// row is only a record of a membership that has ended: its member id
-// never returns (memberID). A row created or released moments ago is never pruned,
-// so a member about to acquire its row never finds it gone.
-const deadMemberGrace = 10
-
 // pruneDead deletes member rows of processes that left or died, so the
 // pool's reads stay small however often processes restart. It runs after
 // a publish, that is, only when membership changed.
 func (m *poolMember) pruneDead(ctx context.Context) {
 	c := m.p.c
-	n, err := c.store.PruneDead(ctx, m.p.rows.members, deadMemberGrace*c.cfg.TTL)
+	n, err := c.store.PruneDead(ctx, m.p.rows.members, c.cfg.deadMemberPrune())
 	if err != nil {
 		m.fail("prune dead members", err)
 		return

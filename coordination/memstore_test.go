@@ -15,7 +15,9 @@ import (
 
 // memStore is an in-memory leaseStore whose "database clock" is time.Now,
 // so inside a testing/synctest bubble the whole lease protocol runs on fake
-// time. It implements the same conditions as the SQL statements.
+// time. It implements the same conditions as the SQL statements; whether a
+// lease can be taken it decides with store.Row.Takeable, the Go statement
+// of the acquire statement's rule.
 type memStore struct {
 	mu       sync.Mutex
 	rows     map[string]*memRow
@@ -226,10 +228,7 @@ func (m *memStore) Acquire(ctx context.Context, session, holder string, names []
 	var out []store.Term
 	for _, name := range names {
 		r := m.rows[name]
-		if r == nil || (m.liveLocked(r, now) && r.session != session) {
-			continue
-		}
-		if r.preferUntil >= now && !store.Prefers(r.prefer, holder) {
+		if r == nil || !m.rowLocked(r, now).Takeable(session, holder) {
 			continue
 		}
 		r.holder, r.session, r.epoch, r.acquired = holder, session, r.epoch+1, now
@@ -237,6 +236,21 @@ func (m *memStore) Acquire(ctx context.Context, session, holder string, names []
 		out = append(out, store.Term{Name: name, Epoch: r.epoch})
 	}
 	return out, nil
+}
+
+// AcquireEach is Acquire in statements of store.WriteChunk names, as the
+// store sends them.
+func (m *memStore) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) ([]string, error) {
+	for len(names) > 0 {
+		chunk := names[:min(len(names), store.WriteChunk)]
+		names = names[len(chunk):]
+		terms, err := m.Acquire(ctx, session, holder, chunk)
+		if err != nil {
+			return chunk, err
+		}
+		took(terms)
+	}
+	return nil, nil
 }
 
 func (m *memStore) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {

@@ -38,7 +38,7 @@ import (
 //
 // docs/operations.md explains each. The gauges are observed by one
 // callback, registered when Run starts and unregistered when it returns,
-// which reads the coordinator's state under its mutex: trust.remaining
+// which reads each owner's state under its lock: trust.remaining
 // is read then from the trust deadline, on the monotonic clock, so it
 // falls while renewals stall, when the headroom histogram, recorded at
 // successful renewals only, has nothing to record. health.unhealthy is
@@ -48,8 +48,8 @@ import (
 // turns all of it off: no instrument is recorded to and no callback is
 // registered.
 //
-// The callback takes Coordinator.mu, and some counters are added to while
-// it is held. That is safe with any SDK whose synchronous instruments do
+// The callback takes the locks of the owners whose state it reads, one at
+// a time, and some counters are added to while one of them is held. That is safe with any SDK whose synchronous instruments do
 // not wait for a collection in progress, as OpenTelemetry's does not.
 
 // meterName is the instrumentation scope of the instruments.
@@ -305,42 +305,12 @@ func (c *Coordinator) registerMetrics() (unregister func()) {
 // process knows, each running pool, the trust left, and the health.
 func (c *Coordinator) observeMetrics(_ context.Context, o metric.Observer) error {
 	m := c.metrics
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var trust time.Time // the trust deadline of the leases held and trusted
-	for _, l := range c.held {
-		valid := l.validLocked()
-		o.ObserveInt64(m.held, boolInt(valid), l.attrs)
-		o.ObserveInt64(m.epoch, l.epoch, l.attrs)
-		if valid && l.sess.deadline.After(trust) {
-			trust = l.sess.deadline
-		}
-	}
-	var left time.Duration
-	if !trust.IsZero() {
-		left = max(time.Until(trust), 0)
-	}
-	o.ObserveFloat64(m.trustRemaining, seconds(left))
+	held := c.terms.observe(o, m)
 	if c.cfg.HealthCheck != nil {
-		o.ObserveInt64(m.unhealthy, boolInt(c.unhealthy))
+		o.ObserveInt64(m.unhealthy, boolInt(c.health.unhealthyNow()))
 	}
-	for name, e := range c.elections {
-		if c.held[name] != nil {
-			continue
-		}
-		o.ObserveInt64(m.held, 0, e.attrs)
-		if e.seen && e.seenEpoch > 0 {
-			o.ObserveInt64(m.epoch, e.seenEpoch, e.attrs)
-		}
-	}
-	for _, p := range c.pools {
-		if !p.read {
-			continue
-		}
-		o.ObserveInt64(m.poolGeneration, p.generation, p.attrs)
-		o.ObserveInt64(m.poolMembers, int64(p.members), p.attrs)
-		o.ObserveInt64(m.poolAssigned, boolInt(p.current != nil), p.attrs)
-	}
+	c.campaigner.observeElections(o, m, held)
+	c.pools.observe(o, m)
 	return nil
 }
 

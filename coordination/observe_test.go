@@ -131,16 +131,14 @@ func caseObserveCostsNoStatementPerName(t *testing.T, b *bundle) {
 	type round struct{ seq, names, stmts int }
 	rounds := make(chan round, 1024)
 	seq := 0
-	o.mu.Lock()
-	o.afterRound = func(names int) {
+	o.signals.onRound(func(names int) {
 		seq++
 		stmts, _ := cl.snapshot()
 		select {
 		case rounds <- round{seq: seq, names: names, stmts: stmts}:
 		default:
 		}
-	}
-	o.mu.Unlock()
+	})
 	// perRound returns the statements of a round over n names that
 	// directly follows another such round.
 	perRound := func(n int) int {

@@ -276,14 +276,12 @@ type renewResult struct {
 // renewResults installs a hook that reports every renewal attempt.
 func renewResults(r *running) <-chan renewResult {
 	ch := make(chan renewResult, 256)
-	r.mu.Lock()
-	r.afterRenew = func(terms, lost int, err error) {
+	r.signals.onRenew(func(terms, lost int, err error) {
 		select {
 		case ch <- renewResult{at: time.Now(), lost: lost, err: err}:
 		default:
 		}
-	}
-	r.mu.Unlock()
+	})
 	return ch
 }
 

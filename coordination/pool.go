@@ -3,7 +3,6 @@ package coordination
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -61,7 +60,7 @@ type Pool struct {
 	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
 	wake  chan struct{}            // buffered 1: a wake-up for the pool's rows (wake.go)
 
-	// Guarded by c.mu.
+	// Guarded by the coordinator's poolSet.
 	busy    bool
 	current *Assignment
 	// read says whether Run has read the pool; generation and members are
@@ -137,21 +136,6 @@ func (cfg PoolConfig) Validate() error {
 	return nil
 }
 
-// enter marks the pool as run by this process, and reports false when it
-// already is. Busy is per key, not per Pool value: two Runs of one key in
-// one process would be two members of one process, working on two indexes
-// under one coordinator's session and identity.
-func (p *Pool) enter() bool {
-	c := p.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p.busy || c.pools[p.key] != nil {
-		return false
-	}
-	p.busy, c.pools[p.key] = true, p
-	return true
-}
-
 // runAssignment runs fn for one assignment of Run, in the assignment's
 // goroutine, under the panic policy (term.go), and calls OnTermEnd once
 // fn has returned for the last time. work ends with the assignment.
@@ -189,23 +173,6 @@ func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, err
 		wake:  make(chan struct{}, 1),
 		attrs: c.metrics.poolAttrs(key),
 	}, nil
-}
-
-// memberID returns the member id of a new membership of pool key: the
-// instance id for the process's first join of the pool, "<instance>.<n>"
-// for its n-th. Every join, a rejoin after a loss included, takes a member
-// row that was never used: a member row is pruned once its session has
-// been dead for a while, and a row created again under a used key would
-// start its epochs at 1 again, handing out a fencing token an earlier
-// membership had.
-func (c *Coordinator) memberID(key string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.joins[key]++
-	if n := c.joins[key]; n > 1 {
-		return c.id.Instance + "." + strconv.Itoa(n)
-	}
-	return c.id.Instance
 }
 
 // Name returns the pool's key ("global/<name>" or "cluster/<c>/<name>"),
@@ -320,14 +287,7 @@ func (p *Pool) State(ctx context.Context) (PoolState, error) {
 }
 
 // Current returns the assignment this process is working on, if any.
-func (p *Pool) Current() (Assignment, bool) {
-	p.c.mu.Lock()
-	defer p.c.mu.Unlock()
-	if p.current == nil {
-		return Assignment{}, false
-	}
-	return *p.current, true
-}
+func (p *Pool) Current() (Assignment, bool) { return p.c.pools.current(p) }
 
 // Run makes this process a member of the pool until ctx is cancelled, and
 // calls fn with each assignment once its barrier has passed. fn runs in
@@ -355,8 +315,11 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[As
 	if err != nil {
 		return fmt.Errorf("coordination: run pool %q: %w", p.key, err)
 	}
-	for !p.enter() {
-		err := fmt.Errorf("%w: pool %q", ErrBusy, p.key)
+	for {
+		err := c.pools.enter(p)
+		if err == nil {
+			break
+		}
 		if !r.opts.RetryBusy {
 			return err
 		}
@@ -369,12 +332,7 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[As
 			return nil
 		}
 	}
-	defer func() {
-		c.mu.Lock()
-		p.busy, p.current, p.read = false, nil, false
-		delete(c.pools, p.key)
-		c.mu.Unlock()
-	}()
+	defer c.pools.leave(p)
 
 	// The pool's rows live in the coordinator's tables: wait until it has
 	// migrated them.

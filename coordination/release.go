@@ -2,7 +2,10 @@ package coordination
 
 import (
 	"context"
+	"sync"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/internal/store"
 )
@@ -25,75 +28,100 @@ type releaseReq struct {
 	done    chan error // buffered 1
 }
 
+// releaser owns the queue of releases waiting for a statement, and
+// batches them: at most one batch is in flight at a time.
+type releaser struct {
+	store   leaseOps
+	closing <-chan struct{}
+	terms   *termSet // whose terms still to queue a release it waits for, at shutdown
+
+	// send is held by the one caller that sends the queued releases.
+	send sync.Mutex
+
+	mu    sync.Mutex
+	queue []*releaseReq // releases waiting for a statement
+}
+
+func newReleaser(st leaseOps, closing <-chan struct{}, t *termSet) *releaser {
+	return &releaser{store: st, closing: closing, terms: t}
+}
+
 // release sends req together with every other queued release, and returns
-// its result. The caller has counted it in c.releasing.
-func (c *Coordinator) release(ctx context.Context, req *releaseReq) error {
-	c.mu.Lock()
-	c.releaseQ = append(c.releaseQ, req)
-	c.mu.Unlock()
-	c.relMu.Lock()
+// its result. The caller has counted it in termSet.releasing.
+func (r *releaser) release(ctx context.Context, req *releaseReq) error {
+	r.mu.Lock()
+	r.queue = append(r.queue, req)
+	r.mu.Unlock()
+	r.send.Lock()
 	select {
 	case err := <-req.done: // sent by the previous batch
-		c.relMu.Unlock()
+		r.send.Unlock()
 		return err
 	default:
 	}
-	if c.closingNow() {
+	select {
+	case <-r.closing:
 		// At shutdown every term ends at about the same moment: a short
 		// wait lets the releases of the terms whose work is returning join
 		// this batch. It ends as soon as no term is left to join it, so
 		// the last lease (or the only one) goes out at once.
-		c.awaitReleases(shutdownBatchWait)
+		r.awaitReleases(shutdownBatchWait)
+	default:
 	}
-	c.mu.Lock()
-	batch := c.releaseQ
-	c.releaseQ = nil
-	c.mu.Unlock()
-	c.sendReleases(ctx, batch)
-	c.relMu.Unlock()
+	r.mu.Lock()
+	batch := r.queue
+	r.queue = nil
+	r.mu.Unlock()
+	r.sendReleases(ctx, batch)
+	r.send.Unlock()
 	return <-req.done
 }
 
 // awaitReleases waits up to d for every lease still held to queue its
-// release: each term leaving c.held signals heldDropped.
-func (c *Coordinator) awaitReleases(d time.Duration) {
+// release: each term leaving the term set signals its dropped channel.
+func (r *releaser) awaitReleases(d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	for {
-		c.mu.Lock()
-		left := len(c.held)
-		c.mu.Unlock()
-		if left == 0 {
-			return
-		}
+	for r.terms.left() > 0 {
 		select {
-		case <-c.heldDropped:
+		case <-r.terms.dropped:
 		case <-t.C:
 			return
 		}
 	}
 }
 
-// sendReleases releases a batch, one statement per session and chunk, and
-// tells every request its result.
-func (c *Coordinator) sendReleases(ctx context.Context, batch []*releaseReq) {
+// sendReleases releases a batch, one statement per session, which the
+// store cuts into chunks, and tells every request its result.
+func (r *releaser) sendReleases(ctx context.Context, batch []*releaseReq) {
 	bySession := make(map[string][]*releaseReq)
 	var order []string
-	for _, r := range batch {
-		if _, ok := bySession[r.session]; !ok {
-			order = append(order, r.session)
+	for _, q := range batch {
+		if _, ok := bySession[q.session]; !ok {
+			order = append(order, q.session)
 		}
-		bySession[r.session] = append(bySession[r.session], r)
+		bySession[q.session] = append(bySession[q.session], q)
 	}
 	for _, id := range order {
 		reqs := bySession[id]
 		terms := make([]store.Term, len(reqs))
-		for i, r := range reqs {
-			terms[i] = r.term
+		for i, q := range reqs {
+			terms[i] = q.term
 		}
-		_, err := c.store.Release(ctx, id, terms)
-		for _, r := range reqs {
-			r.done <- err
+		_, err := r.store.Release(ctx, id, terms)
+		for _, q := range reqs {
+			q.done <- err
 		}
+	}
+}
+
+// giveBack releases a term that was acquired but is not wanted, at once
+// and on its own.
+func (r *releaser) giveBack(log *zap.Logger, timeout time.Duration, s *session, name string, epoch int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if _, err := r.store.Release(ctx, s.id, []store.Term{{Name: name, Epoch: epoch}}); err != nil {
+		log.Warn("could not give back a lease nobody waits for; it is free once its session expires",
+			zap.String("lease", name), zap.Int64("epoch", epoch), zap.Error(err))
 	}
 }

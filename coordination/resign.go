@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -33,95 +32,61 @@ import (
 // no other process take the lease until then (takeable in
 // internal/store/sql_leases.go).
 
-// noticedLocked notes the notice counter a renewal of s returned, and
-// wakes the resign loop when requests are left to read. The counter only
-// grows, so an older value that arrives late is ignored. c.mu must be
-// held.
-func (c *Coordinator) noticedLocked(s *session, notice int64) {
-	s.notice = max(s.notice, notice)
-	if s.notice != s.handled {
-		c.poke(c.resignWake)
-	}
+// resignReader reads the resign requests for this process's terms, each
+// time a renewal returned a notice counter not yet handled, and ends the
+// terms they name. It owns nothing but its wake-up: the notice counters
+// are the keeper's, the terms the term set's, the hold-offs the
+// campaigner's.
+type resignReader struct {
+	*shared
+	store      resignStore
+	keeper     *keeper
+	terms      *termSet
+	campaigner *campaigner
+	wake       chan struct{} // buffered 1: a notice counter changed
 }
 
-// resignLoop reads the resign requests of the current session each time a
+func newResignReader(sh *shared, st resignStore, k *keeper, t *termSet, cp *campaigner) *resignReader {
+	return &resignReader{shared: sh, store: st, keeper: k, terms: t, campaigner: cp, wake: make(chan struct{}, 1)}
+}
+
+// loop reads the resign requests of the current session each time a
 // renewal returned a notice counter not yet handled.
-func (c *Coordinator) resignLoop(ctx context.Context) {
+func (r *resignReader) loop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.resignWake:
+		case <-r.wake:
 		}
-		c.readResigns(ctx)
+		r.read(ctx)
 	}
 }
 
-// readResigns reads which leases of the current session have a resign
-// request for their current term, and ends those terms. A failed read,
-// and a read while an acquire is under way on the session, are tried again
-// after the next renewal, which finds the counter still unhandled.
-func (c *Coordinator) readResigns(ctx context.Context) {
-	c.mu.Lock()
-	s := c.sess
-	if s == nil || s.dead || s.notice == s.handled {
-		c.mu.Unlock()
+// read reads which leases of the current session have a resign request
+// for their current term, and ends those terms. A failed read, and a read
+// while an acquire is under way on the session, are tried again after the
+// next renewal, which finds the counter still unhandled.
+func (r *resignReader) read(ctx context.Context) {
+	s, notice, ok := r.keeper.pendingNotice()
+	if !ok {
 		return
 	}
-	notice := s.notice
-	var names []string
-	for name, l := range c.held {
-		if l.sess == s && l.election != nil {
-			names = append(names, name)
-		}
-	}
-	c.mu.Unlock()
+	names := r.terms.electionsOf(s)
 	var terms []store.Term
 	if len(names) > 0 {
-		opCtx, cancel := context.WithTimeout(ctx, c.roundTimeout(len(names)))
+		opCtx, cancel := context.WithTimeout(ctx, r.cfg.roundTimeout(len(names)))
 		var err error
-		terms, err = c.store.PendingResigns(opCtx, s.id, names)
+		terms, err = r.store.PendingResigns(opCtx, s.id, names)
 		cancel()
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
-				c.log.Warn("could not read resign requests; trying again after the next renewal", zap.Error(err))
-				c.events.emit(Event{Kind: EventError, Err: fmt.Errorf("read resign requests: %w", err)})
+				r.log.Warn("could not read resign requests; trying again after the next renewal", zap.Error(err))
+				r.events.emit(Event{Kind: EventError, Err: fmt.Errorf("read resign requests: %w", err)})
 			}
 			return
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// An acquire under way on s may have committed terms that are not in
-	// c.held yet; a request for one of them would go unread if the notice
-	// counted as handled now. It is read again after the next renewal.
-	if s.busy == 0 {
-		s.handled = notice
-	}
-	for _, t := range terms {
-		l := c.held[t.Name]
-		if l == nil || l.sess != s || l.epoch != t.Epoch {
-			continue // a request for a term that is over already
-		}
-		c.holdOff[t.Name] = time.Now().Add(c.cfg.TTL)
-		c.loseLocked(l, fmt.Errorf("%w: lease %q epoch %d: another process asked this holder to hand the lease over",
-			ErrResigned, t.Name, t.Epoch), lossResigned)
-	}
-}
-
-// holdingOff reports whether this process holds off taking the lease
-// name after resigning it: for one TTL after the term ended, unless r, the
-// lease as just read, shows another live holder, which ends the hold-off.
-func (c *Coordinator) holdingOff(name string, r store.Row, exists bool) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	until, ok := c.holdOff[name]
-	if !ok {
-		return false
-	}
-	if (exists && r.Live() && r.Holder != c.holder) || !time.Now().Before(until) {
-		delete(c.holdOff, name)
-		return false
-	}
-	return true
+	r.keeper.handledNotice(s, notice)
+	r.terms.resign(s, terms, r.campaigner.holdOffFor)
 }

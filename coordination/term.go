@@ -185,7 +185,7 @@ func endOfTerm(err error) bool {
 // for a panic and the wait before the next call when there is one, and
 // ev (an EventError carrying err) to Subscribe. what names the callback
 // in the message ("leader work", "pool work", "health check").
-func (c *Coordinator) reportFailure(log *zap.Logger, what string, err error, retryIn time.Duration, ev Event) {
+func (s *shared) reportFailure(log *zap.Logger, what string, err error, retryIn time.Duration, ev Event) {
 	msg, fields := what+" returned an error", []zap.Field{zap.Error(err)}
 	var pe *PanicError
 	if errors.As(err, &pe) {
@@ -197,5 +197,5 @@ func (c *Coordinator) reportFailure(log *zap.Logger, what string, err error, ret
 	}
 	log.Error(msg, fields...)
 	ev.Kind, ev.Err = EventError, err
-	c.events.emit(ev)
+	s.events.emit(ev)
 }

@@ -74,7 +74,7 @@ func (c *Coordinator) listenLoop(ctx context.Context) {
 	}
 	failed := false
 	err := c.listen(ctx, func(err error) {
-		defer c.poke(c.listenChanged)
+		defer poke(c.listenChanged)
 		if err == nil {
 			c.listening.Store(true)
 			c.log.Info("listening for release notifications: followers take over a released lease at once")
@@ -103,7 +103,7 @@ func (c *Coordinator) listenLoop(ctx context.Context) {
 	case err != nil:
 		c.log.Warn("release notifications unavailable; followers poll every RetryInterval", zap.Error(err))
 	}
-	c.poke(c.listenChanged)
+	poke(c.listenChanged)
 }
 
 // listen delivers the wake-ups of other processes (and of this one) to
@@ -151,45 +151,11 @@ func (c *Coordinator) listen(ctx context.Context, state func(err error)) error {
 // for those only observed; each pool whose rows are named reads them;
 // every loop runs a full round when names is nil.
 func (c *Coordinator) wakeFor(names []string) {
-	if c.dropWakes.Load() {
+	if c.signals.dropWakes.Load() {
 		return
 	}
-	c.mu.Lock()
-	round, woken := names == nil, false
-	var pools []*Pool
-	if names == nil {
-		for _, p := range c.pools {
-			pools = append(pools, p)
-		}
-	}
-	for _, n := range names {
-		switch {
-		case c.campaigns[n] != nil:
-			// Attempted at once, without a read (acquireWoken).
-			c.woken[n] = struct{}{}
-			woken = true
-		case c.observed[n] != nil:
-			round = true // its observers get the read
-		}
-		if key, ok := poolKeyOf(n); ok {
-			if p := c.pools[key]; p != nil {
-				pools = append(pools, p)
-			}
-		}
-	}
-	if woken {
-		c.wokenAt = time.Now()
-	}
-	c.mu.Unlock()
-	if woken {
-		c.poke(c.wokenWake)
-	}
-	if round {
-		c.poke(c.campaignWake)
-	}
-	for _, p := range pools {
-		c.poke(p.wake)
-	}
+	c.campaigner.woke(names)
+	c.pools.woke(names)
 }
 
 // notify announces a change to the named rows (a pool's) to the other

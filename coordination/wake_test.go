@@ -72,14 +72,12 @@ func waitListenState(t testing.TB, c *running, ok func() bool, what string) {
 // roundSignal reports every campaign round of c.
 func roundSignal(c *running) <-chan int {
 	ch := make(chan int, 64)
-	c.mu.Lock()
-	c.afterRound = func(n int) {
+	c.signals.onRound(func(n int) {
 		select {
 		case ch <- n:
 		default:
 		}
-	}
-	c.mu.Unlock()
+	})
 	return ch
 }
 
@@ -154,23 +152,21 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 	if hasWakeups(b) {
 		waitListening(t, a, f)
 	}
-	f.dropWakes.Store(true)
+	f.signals.dropWakes.Store(true)
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "lost"))
 	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "lost"), wait)
 
 	// Spurious wake-ups, one at a time: one for anything runs a round,
 	// one naming the lease attempts it at once; each finds it held.
-	f.dropWakes.Store(false)
+	f.signals.dropWakes.Store(false)
 	rounds := roundSignal(f)
 	attempts := make(chan int, 16)
-	f.mu.Lock()
-	f.afterWoken = func(n int) {
+	f.signals.onWoken(func(n int) {
 		select {
 		case attempts <- n:
 		default:
 		}
-	}
-	f.mu.Unlock()
+	})
 	var lastRound time.Time
 	for i := range 4 {
 		if i%2 == 0 {
@@ -202,7 +198,7 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 		t.Fatal("the leader's lease is no longer valid after the follower's wake-ups")
 	}
 
-	f.dropWakes.Store(true)
+	f.signals.dropWakes.Store(true)
 	release(t, l)
 	if l2 := successor(t, got, l, "follower without wake-ups"); l2 != nil {
 		// Its next poll comes at least RetryInterval after its last round;

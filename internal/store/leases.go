@@ -39,8 +39,19 @@ func (s *Store) EnsureRows(ctx context.Context, names []string) error {
 // and the next Acquire for the session takes it again with a new epoch.
 func (s *Store) Acquire(ctx context.Context, session, holder string, names []string) ([]Term, error) {
 	var out []Term
-	err := chunks(names, WriteChunk, func(part []string) error {
-		return s.run(ctx, s.general, func(db *gorm.DB) error {
+	_, err := s.AcquireEach(ctx, session, holder, names, func(got []Term) { out = append(out, got...) })
+	return out, err
+}
+
+// AcquireEach is Acquire for a caller that starts each term as soon as it
+// has it: the terms of each statement are handed to took once that
+// statement has succeeded, before the next is sent. It stops at the first
+// statement that fails and returns the names of its chunk, failed, which
+// started no term though the statement may have committed (see Acquire).
+func (s *Store) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]Term)) (failed []string, err error) {
+	err = chunks(names, WriteChunk, func(part []string) error {
+		var out []Term
+		err := s.run(ctx, s.general, func(db *gorm.DB) error {
 			if err := s.ensureIncarnation(db); err != nil {
 				return err
 			}
@@ -61,11 +72,17 @@ func (s *Store) Acquire(ctx context.Context, session, holder string, names []str
 			if err != nil {
 				return err // got may hold rows of a rolled-back change
 			}
-			out = append(out, got...)
+			out = got
 			return nil
 		})
+		if err != nil {
+			failed = part
+			return err
+		}
+		took(out)
+		return nil
 	})
-	return out, err
+	return failed, err
 }
 
 func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names []string) ([]Term, error) {

@@ -84,6 +84,18 @@ func (r Row) ReservedAgainst(holder string) bool {
 	return r.PreferredHolder != "" && !r.PreferredUntil.Before(r.Now) && !Prefers(r.PreferredHolder, holder)
 }
 
+// Takeable reports whether an acquire by holder under session ("" for
+// none) would take the lease of r, as the acquire statement decides
+// (takeable in sql_leases.go): the lease is free, expired, held by a dead
+// session or by session itself; no unexpired resign preference names
+// another process; and no failover of the database is less than a
+// hold-off ago. It is the one statement of the rule in Go: the
+// coordinator reads rows with it to decide whether to send an acquire,
+// and the in-memory store of its tests applies it.
+func (r Row) Takeable(session, holder string) bool {
+	return (!r.Live() || (session != "" && r.Session == session)) && !r.ReservedAgainst(holder) && !r.HeldOff()
+}
+
 // Prefers reports whether a resign preference names the process with this
 // holder string: as its holder string, its node or its instance id.
 func Prefers(preference, holder string) bool {

@@ -1,0 +1,105 @@
+package coordination
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/wake"
+)
+
+// What the coordinator needs from the database, cut by consumer: each
+// owner of state (see "Owners" in the package doc) holds the one slice it
+// uses, and nothing else. The GORM implementation of all of them is
+// internal/store; tests wrap it, or use an in-memory fake, to inject
+// faults into the slice under test.
+
+// sessionStore is the session keeper's: the session row, its renewal and
+// the check of its terms after a failover of the database.
+type sessionStore interface {
+	CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error
+	RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error)
+	Rebind(ctx context.Context, id string) (terms []store.Term, ok bool, err error)
+	ReadSession(ctx context.Context, id string) (store.Session, bool, error)
+	EndSession(ctx context.Context, id string, pruneAfter time.Duration) error
+	SerializesWriters() bool
+	Release(ctx context.Context, session string, terms []store.Term) (int64, error)
+}
+
+// fenceStore is the fencing check's, inside the caller's transaction.
+type fenceStore interface {
+	Fence(tx *gorm.DB, name string) (store.Row, bool, error)
+	SerializesWriters() bool
+	RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error)
+}
+
+// leaseOps is the campaigner's and the releaser's: reading, creating,
+// taking and giving back lease rows.
+type leaseOps interface {
+	EnsureRows(ctx context.Context, names []string) error
+	AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) (failed []string, err error)
+	Release(ctx context.Context, session string, terms []store.Term) (int64, error)
+	Get(ctx context.Context, names []string) ([]store.Row, error)
+	List(ctx context.Context, prefix string) ([]store.Row, error)
+}
+
+// poolOps is the pool membership protocol's, beside the lease operations
+// its membership rides on.
+type poolOps interface {
+	EnsureRows(ctx context.Context, names []string) error
+	List(ctx context.Context, prefix string) ([]store.Row, error)
+	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
+	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
+	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
+}
+
+// resignStore is the resign reader's: the requests for this process's
+// terms (the request itself is the Admin's, adminStore).
+type resignStore interface {
+	PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error)
+}
+
+// schemaStore is start-up's: the schema, and whether failovers of the
+// database can be detected.
+type schemaStore interface {
+	Dialect() string
+	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
+	CheckSchema(ctx context.Context) error
+	ProbeFailover(ctx context.Context) (unsupported, err error)
+}
+
+// wakeStore is the wake-ups': the store's side of them, from which New
+// picks the transport (wake.go), and the dialect the listen loop names
+// when there is none.
+type wakeStore interface {
+	Dialect() string
+	Wakeups() wake.Database
+}
+
+// leaseStore is every slice at once: what New hands the composition root,
+// which gives each owner its own, and the Admin its adminStore. It
+// declares no method of its own.
+type leaseStore interface {
+	sessionStore
+	fenceStore
+	leaseOps
+	poolOps
+	resignStore
+	schemaStore
+	wakeStore
+	adminStore
+}
+
+var (
+	_ sessionStore = (*store.Store)(nil)
+	_ fenceStore   = (*store.Store)(nil)
+	_ leaseOps     = (*store.Store)(nil)
+	_ poolOps      = (*store.Store)(nil)
+	_ resignStore  = (*store.Store)(nil)
+	_ schemaStore  = (*store.Store)(nil)
+	_ wakeStore    = (*store.Store)(nil)
+	_ adminStore   = (*store.Store)(nil)
+	_ leaseStore   = (*store.Store)(nil)
+)
