@@ -162,7 +162,7 @@ func caseAmbiguousAcquire(t *testing.T, b *bundle) {
 		t.Fatalf("no acquire committed within %v", wait)
 	}
 	// Another round may have committed a later epoch since.
-	if got := row(t, b.db, e.Name()); got.Epoch < taken[0].Epoch || got.Holder != r.Holder() {
+	if got := row(t, b.db, e.Key()); got.Epoch < taken[0].Epoch || got.Holder != r.Holder() {
 		t.Fatalf("row %+v, want held by %s at epoch %d or later, as the ambiguous acquires committed", got, r.Holder(), taken[0].Epoch)
 	}
 	select {
@@ -186,7 +186,7 @@ func caseAmbiguousAcquire(t *testing.T, b *bundle) {
 	if err := l.Check(); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	if got := row(t, b.db, e.Name()); got.Epoch != l.Epoch() || got.Holder != r.Holder() {
+	if got := row(t, b.db, e.Key()); got.Epoch != l.Epoch() || got.Holder != r.Holder() {
 		t.Fatalf("row %+v, want the term's epoch %d", got, l.Epoch())
 	}
 }

@@ -172,7 +172,7 @@ type ResignOptions struct {
 }
 
 // Resign asks the current holder of the lease name to hand it over. name
-// is the full lease name, as LeaseInfo.Name and Election.Name report it:
+// is the full lease name, as LeaseInfo.Name and Election.Key report it:
 // "cluster/eu/reports" or "global/billing", say.
 //
 // The request is recorded in the lease row, fenced by the epoch of the

@@ -57,7 +57,7 @@ func ExampleAdmin() {
 	err = db.Transaction(func(tx *gorm.DB) error { return admin.CheckFence(tx, lease.Token()) })
 	fmt.Println("fence check of the current term:", err)
 
-	info, err := admin.Resign(ctx, lease.Name(), coordination.ResignOptions{})
+	info, err := admin.Resign(ctx, lease.Key(), coordination.ResignOptions{})
 	if err != nil {
 		panic(err)
 	}

@@ -44,8 +44,8 @@ func caseAdminReadsChecksAndFences(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatalf("Leases: %v", err)
 	}
-	if len(infos) != 2 || infos[0].Name != l.Name() || infos[1].Name != lb.Name() {
-		t.Fatalf("Leases = %+v, want %s and %s, by name", infos, l.Name(), lb.Name())
+	if len(infos) != 2 || infos[0].Name != l.Key() || infos[1].Name != lb.Key() {
+		t.Fatalf("Leases = %+v, want %s and %s, by name", infos, l.Key(), lb.Key())
 	}
 	if i := infos[0]; i.Holder != a.Holder() || i.Epoch != l.Epoch() || !i.Live || i.Mine || i.DatabaseTime.IsZero() {
 		t.Fatalf("Leases()[0] = %+v, want live, held by %s at epoch %d, not Mine", i, a.Holder(), l.Epoch())
@@ -59,11 +59,11 @@ func caseAdminReadsChecksAndFences(t *testing.T, b *bundle) {
 	}
 
 	for _, good := range []string{"", "node-b", bb.Identity().Instance, bb.Holder()} {
-		if err := admin.CheckPreferred(ctx, l.Name(), good); err != nil {
+		if err := admin.CheckPreferred(ctx, l.Key(), good); err != nil {
 			t.Errorf("CheckPreferred(%q) = %v, want nil: a live process answers to it", good, err)
 		}
 	}
-	err = admin.CheckPreferred(ctx, l.Name(), "node-c")
+	err = admin.CheckPreferred(ctx, l.Key(), "node-c")
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `"node-c"`) || !strings.Contains(err.Error(), bb.Holder()) ||
 		strings.Contains(err.Error(), "are "+a.Holder()) {
 		t.Errorf("CheckPreferred(node-c) = %v, want ErrInvalidConfig naming it and listing %s but not the current holder", err, bb.Holder())
@@ -82,7 +82,7 @@ func caseAdminReadsChecksAndFences(t *testing.T, b *bundle) {
 		tk     Token
 		reason string
 	}{
-		{Token{Name: l.Name(), Epoch: l.Epoch() + 1}, "the epoch is now"},
+		{Token{Name: l.Key(), Epoch: l.Epoch() + 1}, "the epoch is now"},
 		{Token{Name: "global/no-such-lease", Epoch: 1}, "no such lease"},
 	} {
 		var fe *FenceError

@@ -103,7 +103,7 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 	case <-time.After(time.Hour):
 		t.Fatalf("cut-off holder did not stop")
 	}
-	last := row(t, db, la.Name()) // a's last renewal, as the database recorded it
+	last := row(t, db, la.Key()) // a's last renewal, as the database recorded it
 
 	var lb *Lease
 	select {
@@ -114,7 +114,7 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 	if lb == nil {
 		t.Fatalf("b's campaign failed")
 	}
-	now := row(t, db, lb.Name())
+	now := row(t, db, lb.Key())
 	if now.Holder != b.Holder() || now.Epoch != la.Epoch()+1 {
 		t.Fatalf("after takeover: %+v", now)
 	}

@@ -97,21 +97,21 @@ func caseAcquireRenewRelease(t *testing.T, b *bundle) {
 	renewed := renewSignal(r)
 	e := election(t, r.Coordinator, ClusterScope, "jobs")
 	l := mustCampaign(t, e)
-	if l.Epoch() != 1 || l.Name() != "cluster/test/jobs" {
+	if l.Epoch() != 1 || l.Key() != "cluster/test/jobs" {
 		t.Fatalf("lease = %s, want cluster/test/jobs@1", l.Token())
 	}
 	if !l.Valid() || !e.IsLeader() || l.Check() != nil {
 		t.Fatalf("fresh lease not valid: %v", l.Check())
 	}
 	// Several renewals span more than the TTL: the term must survive them.
-	deadline0 := l.Deadline()
+	deadline0 := l.TrustDeadline()
 	for range 8 {
 		recvInt(t, renewed)
 	}
-	if !l.Valid() || !l.Deadline().After(deadline0) {
+	if !l.Valid() || !l.TrustDeadline().After(deadline0) {
 		t.Fatalf("renewals did not keep the term alive (valid=%v)", l.Valid())
 	}
-	if got := row(t, b.db, l.Name()); got.Holder != r.Holder() || got.Epoch != 1 || !got.Live() {
+	if got := row(t, b.db, l.Key()); got.Holder != r.Holder() || got.Epoch != 1 || !got.Live() {
 		t.Fatalf("row = %+v, want live, held by %s at epoch 1", got, r.Holder())
 	}
 	release(t, l)
@@ -146,7 +146,7 @@ func caseEpochNeverReused(t *testing.T, b *bundle) {
 	l = mustCampaign(t, ec)
 	epochs = append(epochs, l.Epoch())
 	// Taken over after expiry, without a release.
-	expireNow(t, b.db, l.Name())
+	expireNow(t, b.db, l.Key())
 	l2 := mustCampaign(t, ea)
 	epochs = append(epochs, l2.Epoch())
 	select {
@@ -203,7 +203,7 @@ func caseExactlyOneWinner(t *testing.T, b *bundle) {
 		t.Fatalf("two winners: %s and %s", winner.l.Token(), other.l.Token())
 	default:
 	}
-	if got := row(t, b.db, winner.l.Name()); got.Holder != runs[winner.i].Holder() {
+	if got := row(t, b.db, winner.l.Key()); got.Holder != runs[winner.i].Holder() {
 		t.Fatalf("database holder %q, winner %q", got.Holder, runs[winner.i].Holder())
 	}
 	cancel()
@@ -436,7 +436,7 @@ func caseFence(t *testing.T, b *bundle) {
 		t.Fatalf("fenced write by the holder failed: %v", err)
 	}
 	// Another process takes over after expiry.
-	expireNow(t, b.db, l.Name())
+	expireNow(t, b.db, l.Key())
 	l2 := mustCampaign(t, election(t, c.Coordinator, GlobalScope, "fence"))
 	// The database check alone (as a paused process would run it before
 	// its own timers fire) refuses the stale epoch.
@@ -448,7 +448,7 @@ func caseFence(t *testing.T, b *bundle) {
 	// A claimed epoch that is not the current one is refused even for the
 	// real holder.
 	err = write(3, func(tx *gorm.DB) error {
-		return c.CheckFence(tx, Token{Name: l2.Name(), Epoch: l2.Epoch() - 1})
+		return c.CheckFence(tx, Token{Name: l2.Key(), Epoch: l2.Epoch() - 1})
 	})
 	if !errors.Is(err, ErrFenced) {
 		t.Fatalf("write with an old epoch: err = %v, want ErrFenced", err)
@@ -522,9 +522,9 @@ func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
 		fence func(tx *gorm.DB) error
 		names string // what the refusal must name
 	}{
-		{"Lease.Fence", l.Fence, fmt.Sprintf("lease %q epoch %d", l.Name(), l.Epoch())},
+		{"Lease.Fence", l.Fence, fmt.Sprintf("lease %q epoch %d", l.Key(), l.Epoch())},
 		{"Coordinator.CheckFence", func(tx *gorm.DB) error { return r.CheckFence(tx, l.Token()) },
-			fmt.Sprintf("lease %q epoch %d", l.Name(), l.Epoch())},
+			fmt.Sprintf("lease %q epoch %d", l.Key(), l.Epoch())},
 		{"Assignment.Fence", a.Fence, fmt.Sprintf("pool %q generation %d", a.Pool, a.Generation)},
 	}
 	for _, c := range checks {
@@ -597,8 +597,8 @@ func caseScopes(t *testing.T, b *bundle) {
 	// One cluster leader per cluster: both win.
 	la := mustCampaign(t, election(t, ra.Coordinator, ClusterScope, "report"))
 	lb := mustCampaign(t, election(t, rb.Coordinator, ClusterScope, "report"))
-	if la.Name() == lb.Name() {
-		t.Fatalf("cluster-scoped leases collide: %s", la.Name())
+	if la.Key() == lb.Key() {
+		t.Fatalf("cluster-scoped leases collide: %s", la.Key())
 	}
 	// One global leader: only the first wins.
 	g := mustCampaign(t, election(t, ra.Coordinator, GlobalScope, "report"))
@@ -637,7 +637,7 @@ func caseLeaderAndList(t *testing.T, b *bundle) {
 		t.Fatalf("AcquiredAt %v after DatabaseTime %v", info.AcquiredAt, info.DatabaseTime)
 	}
 	all, err := a.Leases(context.Background())
-	if err != nil || len(all) != 1 || all[0].Name != l.Name() {
+	if err != nil || len(all) != 1 || all[0].Name != l.Key() {
 		t.Fatalf("Leases = %+v, %v", all, err)
 	}
 	if held := a.Held(); len(held) != 1 || held[0] != l.Token() {
@@ -664,7 +664,7 @@ func caseCutOff(t *testing.T, b *bundle) {
 	fa.failAll.Store(true) // the holder can no longer reach the database
 	l2 := mustCampaign(t, election(t, c.Coordinator, ClusterScope, "cut"))
 	takenAt := time.Now()
-	ev := recvEvent(t, events, kindIs(EventLost, l.Name()))
+	ev := recvEvent(t, events, kindIs(EventLost, l.Key()))
 	if !errors.Is(ev.Err, ErrLeaseLost) {
 		t.Fatalf("lost event cause = %v", ev.Err)
 	}
@@ -684,7 +684,7 @@ func caseCutOff(t *testing.T, b *bundle) {
 	}
 	fa.failAll.Store(false)
 	release(t, l) // must not touch the successor's term
-	if got := row(t, b.db, l2.Name()); got.Holder != c.Holder() || got.Epoch != l2.Epoch() || !got.Live() {
+	if got := row(t, b.db, l2.Key()); got.Holder != c.Holder() || got.Epoch != l2.Epoch() || !got.Live() {
 		t.Fatalf("successor row after stale release: %+v", got)
 	}
 	release(t, l2)
@@ -736,7 +736,7 @@ func caseTransientErrors(t *testing.T, b *bundle) {
 		}
 		break
 	}
-	if got := row(t, b.db, l.Name()); got.Epoch != l.Epoch() || !got.Live() {
+	if got := row(t, b.db, l.Key()); got.Epoch != l.Epoch() || !got.Live() {
 		t.Fatalf("row after transient errors: %+v", got)
 	}
 	release(t, l)
@@ -778,7 +778,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 	// database, renewed by the draining coordinator.
 	renewed := renewSignal(a)
 	recvInt(t, renewed)
-	if got := row(t, b.db, l.Name()); got.Holder != a.Holder() || !got.Live() {
+	if got := row(t, b.db, l.Key()); got.Holder != a.Holder() || !got.Live() {
 		t.Fatalf("lease released while leader work still ran: %+v", got)
 	}
 	close(finish)
@@ -787,7 +787,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("coordinator did not stop after the work returned")
 	}
-	if got := row(t, b.db, l.Name()); got.Holder != "" {
+	if got := row(t, b.db, l.Key()); got.Holder != "" {
 		t.Fatalf("lease not released after the work returned: %+v", got)
 	}
 	select {
@@ -828,7 +828,7 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 		t.Fatalf("leader work did not start")
 	}
 	a.cancel()
-	ev := recvEvent(t, events, kindIs(EventLost, l.Name()))
+	ev := recvEvent(t, events, kindIs(EventLost, l.Key()))
 	if !errors.Is(ev.Err, ErrClosed) || !strings.Contains(ev.Err.Error(), "ShutdownTimeout") {
 		t.Fatalf("overrun event: %v", ev.Err)
 	}
@@ -838,7 +838,7 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 		t.Fatalf("Run did not return after ShutdownTimeout")
 	}
 	// Not released while the work still runs.
-	if got := row(t, b.db, l.Name()); got.Holder != a.Holder() {
+	if got := row(t, b.db, l.Key()); got.Holder != a.Holder() {
 		t.Fatalf("lease released while stubborn work still runs: %+v", got)
 	}
 	close(finish)
@@ -857,12 +857,12 @@ func caseLeaderChanged(t *testing.T, b *bundle) {
 		l2, _ := election(t, c.Coordinator, ClusterScope, "watch").Campaign(ctx)
 		got <- l2
 	}()
-	ev := recvEvent(t, events, kindIs(EventLeaderChanged, l.Name()))
+	ev := recvEvent(t, events, kindIs(EventLeaderChanged, l.Key()))
 	if ev.Holder != a.Holder() || ev.Epoch != l.Epoch() {
 		t.Fatalf("leader-changed = %+v, want holder %s epoch %d", ev, a.Holder(), l.Epoch())
 	}
 	release(t, l)
-	elected := recvEvent(t, events, kindIs(EventElected, l.Name()))
+	elected := recvEvent(t, events, kindIs(EventElected, l.Key()))
 	if elected.Epoch != l.Epoch()+1 {
 		t.Fatalf("elected epoch %d", elected.Epoch)
 	}

@@ -59,9 +59,9 @@ func caseContention(t *testing.T, b *bundle) {
 				// returned was valid when the database answered. (Under
 				// load the read can outlast the term; then there is
 				// nothing to compare, nor when the read fails.)
-				rows, err := db.Get(context.Background(), []string{l.Name()})
+				rows, err := db.Get(context.Background(), []string{l.Key()})
 				if err != nil || len(rows) != 1 {
-					t.Logf("read %s: %d rows, %v", l.Name(), len(rows), err)
+					t.Logf("read %s: %d rows, %v", l.Key(), len(rows), err)
 				} else if got := rows[0]; l.Valid() && (got.Holder != r.Holder() || got.Epoch != l.Epoch() || !got.Live()) {
 					t.Errorf("leader %s@%d, still trusting its term, but database shows %+v", r.Holder(), l.Epoch(), got)
 				}
@@ -83,7 +83,7 @@ func caseContention(t *testing.T, b *bundle) {
 				// end. How much later this goroutine runs is the
 				// scheduler's delay, not the term's.
 				tm.end = time.Now()
-				if d := l.Deadline(); d.Before(tm.end) {
+				if d := l.TrustDeadline(); d.Before(tm.end) {
 					if lag := tm.end.Sub(d); n%5 == 4 && lag > 100*time.Millisecond {
 						t.Logf("LOUD: %s@%d: work saw the end of its term %v after the deadline (a busy machine)", r.Holder(), l.Epoch(), lag.Round(time.Millisecond))
 					} else if n%5 != 4 {

@@ -31,12 +31,12 @@
 //
 // Elections and pools are named by [ValidateName]: ASCII letters, digits,
 // '.', '_', '-', ':' and '/'. Each is stored as rows of one lease table,
-// whose keys are what [Lease.Name], [Token.Name], [LeaseInfo.Name] and
+// whose keys are what [Lease.Key], [Token.Name], [LeaseInfo.Name] and
 // [Event.Lease] report:
 //
 //	cluster/<cluster>/<name>        election, ClusterScope
 //	global/<name>                   election, GlobalScope
-//	pool|<key>|generation           pool generation (<key> is Pool.Name())
+//	pool|<key>|generation           pool generation (<key> is Pool.Key())
 //	pool|<key>|member|<member id>    pool membership
 //
 // No name contains '|', so no name can produce another election's or

@@ -41,8 +41,8 @@ func (c *Coordinator) Election(scope Scope, name string) (*Election, error) {
 	}), nil
 }
 
-// Name returns the full lease name of the election.
-func (e *Election) Name() string { return e.key }
+// Key returns the full lease name of the election.
+func (e *Election) Key() string { return e.key }
 
 // Scope returns the election's scope.
 func (e *Election) Scope() Scope { return e.scope }

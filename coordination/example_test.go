@@ -67,7 +67,7 @@ func Example() {
 		panic(err)
 	}
 	_ = reports.Run(ctx, func(ctx context.Context, lease *coordination.Lease) error {
-		fmt.Println("leading", lease.Name(), "at epoch", lease.Epoch())
+		fmt.Println("leading", lease.Key(), "at epoch", lease.Epoch())
 		cancel() // stop the example; a real leader works until ctx is done
 		return nil
 	})

@@ -90,7 +90,7 @@ func caseFencedTransactionsKeepTerm(t *testing.T, b *bundle) {
 	if n != txns {
 		t.Fatalf("%d fenced writes committed, want %d", n, txns)
 	}
-	if got := row(t, b.db, l.Name()); got.Holder != a.Holder() || got.Epoch != l.Epoch() || !got.Live() {
+	if got := row(t, b.db, l.Key()); got.Holder != a.Holder() || got.Epoch != l.Epoch() || !got.Live() {
 		t.Fatalf("row after the fenced transactions: %+v", got)
 	}
 	t.Logf("%d fenced transactions of %v over %v (TTL %v): both terms held throughout", txns, hold, elapsed.Round(time.Millisecond), cfg.TTL)
@@ -141,7 +141,7 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 	}
 	var inTx int64 // the session's renewed_at_us as the transaction itself sees it
 	if err := tx.Raw("SELECT renewed_at_us FROM "+tables.Sessions+" WHERE id IN (SELECT session_id FROM "+tables.Leases+
-		" WHERE name = ?)", l.Name()).Row().Scan(&inTx); err != nil {
+		" WHERE name = ?)", l.Key()).Row().Scan(&inTx); err != nil {
 		t.Fatal(err)
 	}
 	// The transaction stays open: the holder's renewals cannot get in (the
@@ -151,7 +151,7 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 	deadline := time.Now().Add(wait)
 	var outside store.Row
 	for {
-		outside = row(t, b.db, l.Name())
+		outside = row(t, b.db, l.Key())
 		if !outside.Live() {
 			break
 		}
@@ -162,9 +162,9 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 	}
 	if l.Valid() {
 		t.Fatalf("the row expired by the database clock (%+v) while the holder still trusts the term (deadline in %v)",
-			outside, time.Until(l.Deadline()))
+			outside, time.Until(l.TrustDeadline()))
 	}
-	ev := recvEvent(t, events, kindIs(EventLost, l.Name()))
+	ev := recvEvent(t, events, kindIs(EventLost, l.Key()))
 	if !errors.Is(ev.Err, ErrLeaseLost) {
 		t.Fatalf("lost event %v, want ErrLeaseLost", ev.Err)
 	}
@@ -175,7 +175,7 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 	if inTx != outside.RenewedAt.UnixMicro() {
 		// The check renewed the session inside the transaction. After the
 		// rollback the row is as it was: expired, not renewed.
-		if got := row(t, b.db, l.Name()); got.Live() || !got.RenewedAt.Equal(outside.RenewedAt) {
+		if got := row(t, b.db, l.Key()); got.Live() || !got.RenewedAt.Equal(outside.RenewedAt) {
 			t.Fatalf("row after the fenced transaction rolled back: %+v; want it as before, %+v", got, outside)
 		}
 		t.Logf("the fencing check renewed the term inside the transaction; the rollback undid it")

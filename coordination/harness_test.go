@@ -144,7 +144,7 @@ func mustCampaign(t testing.TB, e *Election) *Lease {
 	defer cancel()
 	l, err := e.Campaign(ctx)
 	if err != nil {
-		t.Fatalf("Campaign(%s): %v", e.Name(), err)
+		t.Fatalf("Campaign(%s): %v", e.Key(), err)
 	}
 	return l
 }
@@ -161,7 +161,7 @@ func election(t testing.TB, c *Coordinator, scope Scope, name string) *Election 
 func release(t testing.TB, l *Lease) {
 	t.Helper()
 	if err := l.Release(context.Background()); err != nil {
-		t.Fatalf("Release(%s): %v", l.Name(), err)
+		t.Fatalf("Release(%s): %v", l.Key(), err)
 	}
 }
 

@@ -43,6 +43,21 @@ const (
 // of Context tells which (ErrLeaseLost, ErrReleased, ErrResigned,
 // ErrUnhealthy, ErrClosed). Whoever obtained the lease must call Release once the work
 // done under it has returned, including after a loss.
+//
+// Which liveness probe to use when:
+//   - Context (or Done): pass it to the work, so that everything the work
+//     waits on stops when the term ends. This is the main one.
+//   - Valid (or Check, which returns the error): before each unit of work
+//     that must not run outside the term. It reads the monotonic clock
+//     itself, so it is right at once after a pause, before the timer that
+//     cancels Context has fired.
+//   - Fence: inside the transaction that commits the work, so the database
+//     refuses it once another term began. The only probe that protects
+//     the data itself; the others save wasted work.
+//   - TrustDeadline: for deciding whether a unit of work fits in the rest
+//     of the term (a deadline for a batch, a timeout for a call). It is a
+//     moment on this process's monotonic clock, not a context deadline:
+//     renewals move it later.
 type Lease struct {
 	t      *termSet // the owner of its state
 	name   string
@@ -59,10 +74,10 @@ type Lease struct {
 	election      *Election
 }
 
-// Name returns the full lease name, the key of its row: such as
+// Key returns the full lease name, the key of its row: such as
 // "cluster/eu-1/reports" or "global/billing" for elections, and
 // "pool|global/orders|member|<instance>" for pool membership.
-func (l *Lease) Name() string { return l.name }
+func (l *Lease) Key() string { return l.name }
 
 // Epoch returns the fencing epoch of this term.
 func (l *Lease) Epoch() int64 { return l.epoch }
@@ -77,10 +92,10 @@ func (l *Lease) Context() context.Context { return l.ctx }
 // Done is shorthand for Context().Done().
 func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 
-// Deadline returns the current trust deadline: the moment, on this
+// TrustDeadline returns the current trust deadline: the moment, on this
 // process's monotonic clock, after which it must no longer act as holder
 // unless a renewal extends it.
-func (l *Lease) Deadline() time.Time { return l.t.keeper.deadline(l.sess) }
+func (l *Lease) TrustDeadline() time.Time { return l.t.keeper.deadline(l.sess) }
 
 // Valid reports whether it is safe to act as holder right now. It reads
 // the monotonic clock itself and needs no goroutine to have run, so a

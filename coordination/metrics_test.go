@@ -165,15 +165,15 @@ func caseMetricsAcquireRenewRelease(t *testing.T, b *bundle) {
 	renewed := renewSignal(r)
 	e := election(t, r.Coordinator, ClusterScope, "metered")
 
-	if held, ok := probe.collect().gauge(metricLeaseHeld, attrLease, e.Name()); !ok || held != 0 {
+	if held, ok := probe.collect().gauge(metricLeaseHeld, attrLease, e.Key()); !ok || held != 0 {
 		t.Fatalf("before the campaign: held = %d (present %v), want 0", held, ok)
 	}
 	l := mustCampaign(t, e)
 	s := probe.collect()
-	if held, _ := s.gauge(metricLeaseHeld, attrLease, l.Name()); held != 1 {
+	if held, _ := s.gauge(metricLeaseHeld, attrLease, l.Key()); held != 1 {
 		t.Fatalf("after acquiring: held = %d, want 1", held)
 	}
-	if epoch, _ := s.gauge(metricLeaseEpoch, attrLease, l.Name()); epoch != l.Epoch() {
+	if epoch, _ := s.gauge(metricLeaseEpoch, attrLease, l.Key()); epoch != l.Epoch() {
 		t.Fatalf("after acquiring: epoch = %d, want %d", epoch, l.Epoch())
 	}
 	if n := s.sum(metricAcquisitions); n != 1 {
@@ -202,7 +202,7 @@ func caseMetricsAcquireRenewRelease(t *testing.T, b *bundle) {
 	if n := s.sum(metricReleases); n != 1 {
 		t.Fatalf("releases = %d, want 1", n)
 	}
-	if held, _ := s.gauge(metricLeaseHeld, attrLease, l.Name()); held != 0 {
+	if held, _ := s.gauge(metricLeaseHeld, attrLease, l.Key()); held != 0 {
 		t.Fatalf("after release: held = %d, want 0", held)
 	}
 	if n := s.sum(metricLosses); n != 0 {
@@ -216,7 +216,7 @@ func caseMetricsAcquireRenewRelease(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("Run did not return within %v", wait)
 	}
-	if _, ok := probe.collect().gauge(metricLeaseHeld, attrLease, l.Name()); ok {
+	if _, ok := probe.collect().gauge(metricLeaseHeld, attrLease, l.Key()); ok {
 		t.Fatalf("the held gauge is still observed after Run returned")
 	}
 }
@@ -246,10 +246,10 @@ func caseMetricsTryAcquire(t *testing.T, b *bundle) {
 	if n, _, _ := s.hist(metricAcquireDuration); n != 1 {
 		t.Fatalf("A: acquire round trips = %d, want 1", n)
 	}
-	if held, _ := s.gauge(metricLeaseHeld, attrLease, la.Name()); held != 1 {
+	if held, _ := s.gauge(metricLeaseHeld, attrLease, la.Key()); held != 1 {
 		t.Fatalf("A: held = %d, want 1", held)
 	}
-	if epoch, _ := s.gauge(metricLeaseEpoch, attrLease, la.Name()); epoch != la.Epoch() {
+	if epoch, _ := s.gauge(metricLeaseEpoch, attrLease, la.Key()); epoch != la.Epoch() {
 		t.Fatalf("A: epoch = %d, want %d", epoch, la.Epoch())
 	}
 
@@ -263,7 +263,7 @@ func caseMetricsTryAcquire(t *testing.T, b *bundle) {
 	if n, _, _ := s.hist(metricAcquireDuration); n != 0 {
 		t.Fatalf("C: acquire round trips = %d after an attempt refused by its read, want 0", n)
 	}
-	if held, _ := s.gauge(metricLeaseHeld, attrLease, ec.Name()); held != 0 {
+	if held, _ := s.gauge(metricLeaseHeld, attrLease, ec.Key()); held != 0 {
 		t.Fatalf("C: held = %d, want 0", held)
 	}
 
@@ -280,10 +280,10 @@ func caseMetricsTryAcquire(t *testing.T, b *bundle) {
 	if n, _, _ := s.hist(metricAcquireDuration); n != 1 {
 		t.Fatalf("C: acquire round trips = %d, want 1", n)
 	}
-	if held, _ := s.gauge(metricLeaseHeld, attrLease, lc.Name()); held != 1 {
+	if held, _ := s.gauge(metricLeaseHeld, attrLease, lc.Key()); held != 1 {
 		t.Fatalf("C: held = %d, want 1", held)
 	}
-	if epoch, _ := s.gauge(metricLeaseEpoch, attrLease, lc.Name()); epoch != lc.Epoch() || epoch <= la.Epoch() {
+	if epoch, _ := s.gauge(metricLeaseEpoch, attrLease, lc.Key()); epoch != lc.Epoch() || epoch <= la.Epoch() {
 		t.Fatalf("C: epoch = %d, want %d, above A's %d", epoch, lc.Epoch(), la.Epoch())
 	}
 	if n := probeA.collect().sum(metricReleases); n != 1 {
@@ -323,7 +323,7 @@ func caseMetricsLossAndHandoff(t *testing.T, b *bundle) {
 	}()
 
 	fa.failAll.Store(true)
-	ev := recvEvent(t, eventsA, kindIs(EventLost, la.Name()))
+	ev := recvEvent(t, eventsA, kindIs(EventLost, la.Key()))
 	fa.failAll.Store(false)
 	cause := lossCauseOf(t, ev.Err)
 	s := probeA.collect()
@@ -333,7 +333,7 @@ func caseMetricsLossAndHandoff(t *testing.T, b *bundle) {
 	if n := s.sum(metricRenewErrors); n == 0 {
 		t.Fatalf("A: no renew error counted while cut off")
 	}
-	if held, _ := s.gauge(metricLeaseHeld, attrLease, la.Name()); held != 0 {
+	if held, _ := s.gauge(metricLeaseHeld, attrLease, la.Key()); held != 0 {
 		t.Fatalf("A: held = %d after the loss, want 0", held)
 	}
 	release(t, la)
@@ -349,10 +349,10 @@ func caseMetricsLossAndHandoff(t *testing.T, b *bundle) {
 		t.Fatalf("C did not take the lease over within %v", wait)
 	}
 	s = probeC.collect()
-	if held, _ := s.gauge(metricLeaseHeld, attrLease, lc.Name()); held != 1 {
+	if held, _ := s.gauge(metricLeaseHeld, attrLease, lc.Key()); held != 1 {
 		t.Fatalf("C: held = %d, want 1", held)
 	}
-	if epoch, _ := s.gauge(metricLeaseEpoch, attrLease, lc.Name()); epoch != lc.Epoch() || epoch <= la.Epoch() {
+	if epoch, _ := s.gauge(metricLeaseEpoch, attrLease, lc.Key()); epoch != lc.Epoch() || epoch <= la.Epoch() {
 		t.Fatalf("C: epoch = %d, want %d, above A's %d", epoch, lc.Epoch(), la.Epoch())
 	}
 	n, lo, hi := s.hist(metricHandoffGap)
@@ -361,8 +361,8 @@ func caseMetricsLossAndHandoff(t *testing.T, b *bundle) {
 	}
 	t.Logf("handoff gap %.3fs (TTL %v, retry %v)", hi, cfg.TTL, cfg.RetryInterval)
 
-	expireNow(t, b.db, lc.Name())
-	ev = recvEvent(t, eventsC, kindIs(EventLost, lc.Name()))
+	expireNow(t, b.db, lc.Key())
+	ev = recvEvent(t, eventsC, kindIs(EventLost, lc.Key()))
 	cause = lossCauseOf(t, ev.Err)
 	s = probeC.collect()
 	if n, all := s.sum(metricLosses, attrCause, cause), s.sum(metricLosses); n != 1 || all != 1 {
@@ -434,16 +434,16 @@ func caseMetricsPool(t *testing.T, b *bundle) {
 			n, _, _ := s.hist(metricRebalanceDuration)
 			return n > 0
 		})
-		if gen, _ := s.gauge(metricPoolGeneration, attrPool, m.p.Name()); gen != a.Generation {
+		if gen, _ := s.gauge(metricPoolGeneration, attrPool, m.p.Key()); gen != a.Generation {
 			t.Errorf("member %d: generation = %d, want %d", i, gen, a.Generation)
 		}
-		if n, _ := s.gauge(metricPoolMembers, attrPool, m.p.Name()); n != 2 {
+		if n, _ := s.gauge(metricPoolMembers, attrPool, m.p.Key()); n != 2 {
 			t.Errorf("member %d: members = %d, want 2", i, n)
 		}
-		if n, _ := s.gauge(metricPoolAssigned, attrPool, m.p.Name()); n != 1 {
+		if n, _ := s.gauge(metricPoolAssigned, attrPool, m.p.Key()); n != 1 {
 			t.Errorf("member %d: assigned = %d, want 1", i, n)
 		}
-		if held, _ := s.gauge(metricLeaseHeld, attrLease, a.member.Name()); held != 1 {
+		if held, _ := s.gauge(metricLeaseHeld, attrLease, a.member.Key()); held != 1 {
 			t.Errorf("member %d: membership lease held = %d, want 1", i, held)
 		}
 		// A join takes its membership on the acquire path of elections.
@@ -551,7 +551,7 @@ func caseMetricsTrustRemaining(t *testing.T, b *bundle) {
 	for {
 		s := probe.collect()
 		v, _ := s.value(metricTrustRemaining)
-		held, _ := s.gauge(metricLeaseHeld, attrLease, l.Name())
+		held, _ := s.gauge(metricLeaseHeld, attrLease, l.Key())
 		if held != 1 {
 			t.Fatalf("the lease was lost (%v) before trust remaining fell below TTL/4 (%vs); last value %vs",
 				context.Cause(l.Context()), quarter, last)
@@ -567,7 +567,7 @@ func caseMetricsTrustRemaining(t *testing.T, b *bundle) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	recvEvent(t, events, kindIs(EventLost, l.Name()))
+	recvEvent(t, events, kindIs(EventLost, l.Key()))
 	probe.until("trust remaining 0 after the loss", func(s snapshot) bool {
 		v, ok := s.value(metricTrustRemaining)
 		return ok && v == 0

@@ -58,9 +58,9 @@ func caseObserve(t *testing.T, b *bundle) {
 	if info.Holder != a.Holder() || info.ExpiresAt.Before(info.DatabaseTime) {
 		t.Fatalf("observed %+v, want %s live at epoch %d", info, a.Holder(), l.Epoch())
 	}
-	ev := recvEvent(t, events, kindIs(EventLeaderChanged, l.Name()))
+	ev := recvEvent(t, events, kindIs(EventLeaderChanged, l.Key()))
 	for ev.Holder == "" {
-		ev = recvEvent(t, events, kindIs(EventLeaderChanged, l.Name()))
+		ev = recvEvent(t, events, kindIs(EventLeaderChanged, l.Key()))
 	}
 	if ev.Holder != a.Holder() || ev.Epoch != l.Epoch() {
 		t.Fatalf("leader-changed = %+v, want holder %s epoch %d", ev, a.Holder(), l.Epoch())
@@ -69,7 +69,7 @@ func caseObserve(t *testing.T, b *bundle) {
 	release(t, l)
 	recvInfo(t, ch, o.Holder(), "the release", func(i LeaseInfo) bool { return i.Holder == "" && i.Epoch == l.Epoch() && !i.Live })
 	recvEvent(t, events, func(ev Event) bool {
-		return ev.Kind == EventLeaderChanged && ev.Lease == l.Name() && ev.Holder == ""
+		return ev.Kind == EventLeaderChanged && ev.Lease == l.Key() && ev.Holder == ""
 	})
 
 	l2, err := tryAcquire(ea)
@@ -77,7 +77,7 @@ func caseObserve(t *testing.T, b *bundle) {
 		t.Fatalf("TryAcquire: %v", err)
 	}
 	recvInfo(t, ch, o.Holder(), "the second term", func(i LeaseInfo) bool { return i.Holder == a.Holder() && i.Epoch == l2.Epoch() })
-	expireNow(t, b.db, l2.Name())
+	expireNow(t, b.db, l2.Key())
 	recvInfo(t, ch, o.Holder(), "the expiry", func(i LeaseInfo) bool { return i.Holder == "" && i.Epoch == l2.Epoch() && !i.Live })
 
 	// A term after the free stretches gets the next epoch: the observer

@@ -218,7 +218,7 @@ func caseDatabaseDownAtStart(t *testing.T, o *outageEnv) {
 	if l.Epoch() != 1 || !l.Valid() {
 		t.Fatalf("lease %s valid=%v, want a valid first term", l.Token(), l.Valid())
 	}
-	if got := row(t, db, l.Name()); got.Holder != c.Holder() || got.Epoch != 1 || !got.Live() {
+	if got := row(t, db, l.Key()); got.Holder != c.Holder() || got.Epoch != 1 || !got.Live() {
 		t.Fatalf("row = %+v, want live, held by %s at epoch 1", got, c.Holder())
 	}
 	stillRunning(t, r)
@@ -401,7 +401,7 @@ await:
 		t.Fatalf("holder lost the term over a %v restart: lost=%d valid=%v cause=%v",
 			outage, ok.lost, l.Valid(), context.Cause(l.Context()))
 	}
-	got := row(t, db, l.Name())
+	got := row(t, db, l.Key())
 	if got.Holder != a.Holder() || got.Epoch != l.Epoch() || !got.Live() {
 		t.Fatalf("row after the restart = %+v, want live, held by %s at the same epoch %d", got, a.Holder(), l.Epoch())
 	}
@@ -483,7 +483,7 @@ func caseDatabaseDownLongerThanTrust(t *testing.T, o *outageEnv) {
 	if cause := context.Cause(l1.Context()); !errors.Is(cause, ErrLeaseLost) {
 		t.Fatalf("cause = %v, want ErrLeaseLost", cause)
 	}
-	ev := recvEvent(t, events, kindIs(EventLost, l1.Name()))
+	ev := recvEvent(t, events, kindIs(EventLost, l1.Key()))
 	if ev.Epoch != l1.Epoch() || !errors.Is(ev.Err, ErrLeaseLost) {
 		t.Fatalf("lost event %+v, want epoch %d with ErrLeaseLost", ev, l1.Epoch())
 	}
@@ -507,7 +507,7 @@ func caseDatabaseDownLongerThanTrust(t *testing.T, o *outageEnv) {
 	if l2.Epoch() <= l1.Epoch() {
 		t.Fatalf("new term epoch %d, want above the lost %d", l2.Epoch(), l1.Epoch())
 	}
-	if got := row(t, db, l2.Name()); got.Holder != a.Holder() || got.Epoch != l2.Epoch() || !got.Live() {
+	if got := row(t, db, l2.Key()); got.Holder != a.Holder() || got.Epoch != l2.Epoch() || !got.Live() {
 		t.Fatalf("row = %+v, want live, held by %s at epoch %d", got, a.Holder(), l2.Epoch())
 	}
 	if !l2.Valid() {
@@ -523,7 +523,7 @@ func caseDatabaseDownLongerThanTrust(t *testing.T, o *outageEnv) {
 	case <-time.After(wait):
 		t.Fatalf("Election.Run did not return within %v of cancellation", wait)
 	}
-	if got := row(t, db, l2.Name()); got.Holder != "" {
+	if got := row(t, db, l2.Key()); got.Holder != "" {
 		t.Fatalf("the term was not released after Election.Run returned: %+v", got)
 	}
 }

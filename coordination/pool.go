@@ -175,10 +175,10 @@ func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, err
 	}, nil
 }
 
-// Name returns the pool's key ("global/<name>" or "cluster/<c>/<name>"),
+// Key returns the pool's key ("global/<name>" or "cluster/<c>/<name>"),
 // the same string as the key of an election of that scope and name. The
 // pool's rows are named after it but never equal it (see the type's doc).
-func (p *Pool) Name() string { return p.key }
+func (p *Pool) Key() string { return p.key }
 
 // Assignment is one member's share of one generation of a pool.
 type Assignment struct {

@@ -98,11 +98,11 @@ func casePoolNestedNames(t *testing.T, b *bundle) {
 			mu.Lock()
 			switch {
 			case len(rows) == 0:
-				regressions = append(regressions, fmt.Sprintf("pool %q: generation row %q is gone", p.Name(), p.rows.generation))
-			case rows[0].Epoch < last[p.Name()]:
-				regressions = append(regressions, fmt.Sprintf("pool %q: generation went from %d back to %d", p.Name(), last[p.Name()], rows[0].Epoch))
+				regressions = append(regressions, fmt.Sprintf("pool %q: generation row %q is gone", p.Key(), p.rows.generation))
+			case rows[0].Epoch < last[p.Key()]:
+				regressions = append(regressions, fmt.Sprintf("pool %q: generation went from %d back to %d", p.Key(), last[p.Key()], rows[0].Epoch))
 			default:
-				last[p.Name()] = rows[0].Epoch
+				last[p.Key()] = rows[0].Epoch
 			}
 			mu.Unlock()
 		}
@@ -147,8 +147,8 @@ func casePoolNestedNames(t *testing.T, b *bundle) {
 		t.Error(r)
 	}
 	for _, p := range pools {
-		if last[p.Name()] <= before[p.Name()] {
-			t.Errorf("pool %q: generation %d did not grow from %d across a join, a leave and a join", p.Name(), last[p.Name()], before[p.Name()])
+		if last[p.Key()] <= before[p.Key()] {
+			t.Errorf("pool %q: generation %d did not grow from %d across a join, a leave and a join", p.Key(), last[p.Key()], before[p.Key()])
 		}
 	}
 	mu.Unlock()
@@ -170,17 +170,17 @@ func casePoolNestedNames(t *testing.T, b *bundle) {
 			switch inst := memberInstance(m.ID); {
 			case inst == rc.id.Instance:
 				if m.Live {
-					t.Errorf("pool %q: the leaver %s is still live", p.Name(), m.ID)
+					t.Errorf("pool %q: the leaver %s is still live", p.Key(), m.ID)
 				}
 			case !slices.Contains(want, inst):
-				t.Errorf("pool %q sees a member %q that is none of its members %v", p.Name(), m.ID, want)
+				t.Errorf("pool %q sees a member %q that is none of its members %v", p.Key(), m.ID, want)
 			case m.Live && !slices.Contains(live, inst):
 				live = append(live, inst)
 			}
 		}
 		slices.Sort(live)
 		if !slices.Equal(live, want) {
-			t.Errorf("pool %q sees live members %v, want %v", p.Name(), live, want)
+			t.Errorf("pool %q sees live members %v, want %v", p.Key(), live, want)
 		}
 		var list []string
 		for _, id := range st.List {
@@ -188,7 +188,7 @@ func casePoolNestedNames(t *testing.T, b *bundle) {
 		}
 		slices.Sort(list)
 		if !slices.Equal(list, want) {
-			t.Errorf("pool %q: generation %d lists %v, want %v", p.Name(), st.Generation, st.List, want)
+			t.Errorf("pool %q: generation %d lists %v, want %v", p.Key(), st.Generation, st.List, want)
 		}
 	}
 
@@ -201,10 +201,10 @@ func casePoolNestedNames(t *testing.T, b *bundle) {
 		var owners []string
 		for _, p := range pools {
 			if strings.HasPrefix(r.Name, p.rows.prefix) {
-				owners = append(owners, p.Name())
+				owners = append(owners, p.Key())
 			}
 		}
-		isElection := slices.ContainsFunc(leases, func(l *Lease) bool { return l.Name() == r.Name })
+		isElection := slices.ContainsFunc(leases, func(l *Lease) bool { return l.Key() == r.Name })
 		if len(owners) > 1 || (len(owners) == 1) == isElection || (len(owners) == 0 && !isElection) {
 			t.Errorf("row %q belongs to pools %v (election: %v)", r.Name, owners, isElection)
 		}

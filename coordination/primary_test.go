@@ -141,10 +141,10 @@ func caseReadReplica(t *testing.T, b *bundle) {
 	}
 	found := false
 	for _, in := range infos {
-		found = found || (in.Name == l.Name() && in.Holder == a.Holder() && in.Live)
+		found = found || (in.Name == l.Key() && in.Holder == a.Holder() && in.Live)
 	}
 	if !found {
-		t.Fatalf("Leases() = %+v, want %s held by %s", infos, l.Name(), a.Holder())
+		t.Fatalf("Leases() = %+v, want %s held by %s", infos, l.Key(), a.Holder())
 	}
 	if err := b.db.Transaction(func(tx *gorm.DB) error { return l.Fence(tx) }); err != nil {
 		t.Fatalf("Fence in a transaction on the primary: %v", err)

@@ -40,7 +40,7 @@ func runLeader(t testing.TB, e *Election) *runner {
 		select {
 		case <-ld.done:
 		case <-time.After(wait):
-			t.Errorf("Election.Run of %s did not return within %v", e.Name(), wait)
+			t.Errorf("Election.Run of %s did not return within %v", e.Key(), wait)
 		}
 	})
 	return ld
@@ -102,11 +102,11 @@ func caseResignHandsOver(t *testing.T, b *bundle) {
 	events, unsubscribe := a.Subscribe(64)
 	defer unsubscribe()
 
-	info, err := operator(t, b).Resign(context.Background(), ea.Name(), ResignOptions{})
+	info, err := operator(t, b).Resign(context.Background(), ea.Key(), ResignOptions{})
 	if err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
-	if info.Holder != a.Holder() || info.Epoch != epoch || !info.Live || info.Name != ea.Name() {
+	if info.Holder != a.Holder() || info.Epoch != epoch || !info.Live || info.Name != ea.Key() {
 		t.Fatalf("Resign returned %+v, want %s live at epoch %d", info, a.Holder(), epoch)
 	}
 	select {
@@ -117,14 +117,14 @@ func caseResignHandsOver(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("A's work was not cancelled within %v", wait)
 	}
-	ev := recvEvent(t, events, kindIs(EventLost, ea.Name()))
+	ev := recvEvent(t, events, kindIs(EventLost, ea.Key()))
 	if !errors.Is(ev.Err, ErrResigned) || ev.Epoch != epoch {
 		t.Fatalf("EventLost = %+v, want ErrResigned at epoch %d", ev, epoch)
 	}
 	if got := recvTerm(t, lb.terms, "B"); got != epoch+1 {
 		t.Fatalf("B took the lease at epoch %d, want %d", got, epoch+1)
 	}
-	if r := row(t, b.db, ea.Name()); r.Holder != bb.Holder() || r.Epoch != epoch+1 || r.ResignEpoch != 0 {
+	if r := row(t, b.db, ea.Key()); r.Holder != bb.Holder() || r.Epoch != epoch+1 || r.ResignEpoch != 0 {
 		t.Fatalf("row = %+v, want B at epoch %d with no request left", r, epoch+1)
 	}
 	noTerm(t, la.terms, "A", 3*fastConfig().RetryInterval)
@@ -147,7 +147,7 @@ func caseResignIsFencedByEpoch(t *testing.T, b *bundle) {
 	// A request for the first term, and a notice for it, reach the row
 	// of the second.
 	tables := rawStore(t, b.db).Tables()
-	if err := b.db.Exec("UPDATE "+tables.Leases+" SET resign_epoch = ? WHERE name = ?", l1.Epoch(), e.Name()).Error; err != nil {
+	if err := b.db.Exec("UPDATE "+tables.Leases+" SET resign_epoch = ? WHERE name = ?", l1.Epoch(), e.Key()).Error; err != nil {
 		t.Fatal(err)
 	}
 	if err := b.db.Exec("UPDATE "+tables.Sessions+" SET notice = notice + 1 WHERE id = ?", l2.sess.id).Error; err != nil {
@@ -162,7 +162,7 @@ func caseResignIsFencedByEpoch(t *testing.T, b *bundle) {
 
 	// A request for the second term, which is released before its holder
 	// acts on it: the next term is not affected.
-	if _, err := operator(t, b).Resign(context.Background(), e.Name(), ResignOptions{}); err != nil {
+	if _, err := operator(t, b).Resign(context.Background(), e.Key(), ResignOptions{}); err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
 	release(t, l2)
@@ -170,7 +170,7 @@ func caseResignIsFencedByEpoch(t *testing.T, b *bundle) {
 	if l3.Epoch() != l2.Epoch()+1 {
 		t.Fatalf("third term at epoch %d, want %d", l3.Epoch(), l2.Epoch()+1)
 	}
-	if got := row(t, b.db, e.Name()); got.ResignEpoch != 0 {
+	if got := row(t, b.db, e.Key()); got.ResignEpoch != 0 {
 		t.Fatalf("the acquire left resign_epoch %d in the row, want 0", got.ResignEpoch)
 	}
 	for range 4 {
@@ -181,7 +181,7 @@ func caseResignIsFencedByEpoch(t *testing.T, b *bundle) {
 	}
 
 	// The check fails when it should: a request for the current term ends it.
-	if _, err := operator(t, b).Resign(context.Background(), e.Name(), ResignOptions{}); err != nil {
+	if _, err := operator(t, b).Resign(context.Background(), e.Key(), ResignOptions{}); err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
 	select {
@@ -209,17 +209,17 @@ func caseResignUnknownAndFree(t *testing.T, b *bundle) {
 
 	free := election(t, r.Coordinator, GlobalScope, "free")
 	release(t, mustCampaign(t, free))
-	_, err = op.Resign(ctx, free.Name(), ResignOptions{})
-	if !errors.Is(err, ErrNotHeld) || !strings.Contains(err.Error(), free.Name()) {
-		t.Fatalf("Resign(free) = %v, want ErrNotHeld naming %s", err, free.Name())
+	_, err = op.Resign(ctx, free.Key(), ResignOptions{})
+	if !errors.Is(err, ErrNotHeld) || !strings.Contains(err.Error(), free.Key()) {
+		t.Fatalf("Resign(free) = %v, want ErrNotHeld naming %s", err, free.Key())
 	}
 
 	expired := election(t, r.Coordinator, GlobalScope, "expired")
 	l := mustCampaign(t, expired)
-	expireNow(t, b.db, expired.Name())
-	_, err = op.Resign(ctx, expired.Name(), ResignOptions{})
-	if !errors.Is(err, ErrNotHeld) || !strings.Contains(err.Error(), expired.Name()) {
-		t.Fatalf("Resign(expired) = %v, want ErrNotHeld naming %s", err, expired.Name())
+	expireNow(t, b.db, expired.Key())
+	_, err = op.Resign(ctx, expired.Key(), ResignOptions{})
+	if !errors.Is(err, ErrNotHeld) || !strings.Contains(err.Error(), expired.Key()) {
+		t.Fatalf("Resign(expired) = %v, want ErrNotHeld naming %s", err, expired.Key())
 	}
 	_ = l.Release(ctx)
 
@@ -227,20 +227,20 @@ func caseResignUnknownAndFree(t *testing.T, b *bundle) {
 	lh := mustCampaign(t, held)
 	defer release(t, lh)
 	for _, pref := range []string{r.Holder(), "node-a", r.Identity().Instance} {
-		_, err = op.Resign(ctx, held.Name(), ResignOptions{PreferredHolder: pref})
+		_, err = op.Resign(ctx, held.Key(), ResignOptions{PreferredHolder: pref})
 		if err == nil || !strings.Contains(err.Error(), "current holder") {
 			t.Fatalf("Resign preferring the holder itself (%q) = %v, want it refused", pref, err)
 		}
 	}
-	if _, err := op.Resign(ctx, held.Name(), ResignOptions{PreferredHolder: strings.Repeat("x", 256)}); !errors.Is(err, ErrInvalidConfig) ||
+	if _, err := op.Resign(ctx, held.Key(), ResignOptions{PreferredHolder: strings.Repeat("x", 256)}); !errors.Is(err, ErrInvalidConfig) ||
 		!strings.Contains(err.Error(), "PreferredHolder") {
 		t.Fatalf("Resign with a 256-byte PreferredHolder = %v, want ErrInvalidConfig naming the field", err)
 	}
-	if _, err := op.Resign(ctx, held.Name(), ResignOptions{PreferredHolder: "nöde"}); !errors.Is(err, ErrInvalidConfig) ||
+	if _, err := op.Resign(ctx, held.Key(), ResignOptions{PreferredHolder: "nöde"}); !errors.Is(err, ErrInvalidConfig) ||
 		!strings.Contains(err.Error(), "printable ASCII") {
 		t.Fatalf("Resign with a non-ASCII PreferredHolder = %v, want ErrInvalidConfig", err)
 	}
-	if got := row(t, b.db, held.Name()); got.ResignEpoch != 0 || got.PreferredHolder != "" {
+	if got := row(t, b.db, held.Key()); got.ResignEpoch != 0 || got.PreferredHolder != "" {
 		t.Fatalf("refused requests left %+v in the row", got)
 	}
 	if _, err := op.Resign(ctx, "pool|global/orders|member|0123", ResignOptions{}); err == nil || !strings.Contains(err.Error(), "pool membership") {
@@ -257,7 +257,7 @@ func caseResignUnknownAndFree(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bare.Resign(ctx, held.Name(), ResignOptions{}); !errors.Is(err, ErrSchemaMissing) {
+	if _, err := bare.Resign(ctx, held.Key(), ResignOptions{}); !errors.Is(err, ErrSchemaMissing) {
 		t.Fatalf("Resign on tables never migrated = %v, want ErrSchemaMissing", err)
 	}
 }
@@ -275,13 +275,13 @@ func caseResignPreferredHolder(t *testing.T, b *bundle) {
 	lc := runLeader(t, election(t, cc.Coordinator, ClusterScope, "preferred"))
 	op := operator(t, b)
 
-	if _, err := op.Resign(context.Background(), ea.Name(), ResignOptions{PreferredHolder: "node-c"}); err != nil {
+	if _, err := op.Resign(context.Background(), ea.Key(), ResignOptions{PreferredHolder: "node-c"}); err != nil {
 		t.Fatalf("Resign preferring node-c: %v", err)
 	}
 	if got := recvTerm(t, lc.terms, "C"); got != epoch+1 {
 		t.Fatalf("C took the lease at epoch %d, want %d", got, epoch+1)
 	}
-	if got := row(t, b.db, ea.Name()); got.Holder != cc.Holder() || got.PreferredHolder != "" {
+	if got := row(t, b.db, ea.Key()); got.Holder != cc.Holder() || got.PreferredHolder != "" {
 		t.Fatalf("row = %+v, want C's with the preference cleared", got)
 	}
 	select {
@@ -315,7 +315,7 @@ func caseResignPreferredHolder(t *testing.T, b *bundle) {
 		t.Fatalf("the preferred process's acquire = %v, %v; want epoch %d", terms, err, got.Epoch+1)
 	}
 
-	if _, err := op.Resign(context.Background(), ea.Name(), ResignOptions{PreferredHolder: bb.Identity().Instance}); err != nil {
+	if _, err := op.Resign(context.Background(), ea.Key(), ResignOptions{PreferredHolder: bb.Identity().Instance}); err != nil {
 		t.Fatalf("Resign preferring B's instance: %v", err)
 	}
 	if got := recvTerm(t, lb.terms, "B"); got != epoch+2 {

@@ -43,7 +43,7 @@ func ExampleRunOptions() {
 		Backoff:    10 * time.Millisecond,
 		MaxBackoff: time.Second,
 		OnTermStart: func(l *coordination.Lease) {
-			fmt.Println("term started:", l.Name(), "epoch", l.Epoch())
+			fmt.Println("term started:", l.Key(), "epoch", l.Epoch())
 		},
 		OnError: func(l *coordination.Lease, err error, retryIn time.Duration) {
 			fmt.Println("work failed:", err, "- again in", retryIn)

@@ -64,7 +64,7 @@ func caseElectionRunPolicy(t *testing.T, b *bundle) {
 		})
 	}()
 	first := recvEpoch(t, calls)
-	ev := recvEvent(t, events, kindIs(EventError, e.Name()))
+	ev := recvEvent(t, events, kindIs(EventError, e.Key()))
 	var pe *PanicError
 	if !errors.As(ev.Err, &pe) || pe.Value != "kaboom" || !errors.Is(ev.Err, ErrPanicked) || ev.Epoch != first {
 		t.Fatalf("first error event = %+v, want a *PanicError of \"kaboom\" at epoch %d", ev, first)
@@ -72,14 +72,14 @@ func caseElectionRunPolicy(t *testing.T, b *bundle) {
 	if got := recvEpoch(t, calls); got != first {
 		t.Fatalf("called again at epoch %d after a panic, want the same term %d", got, first)
 	}
-	if ev := recvEvent(t, events, kindIs(EventError, e.Name())); !errors.Is(ev.Err, errBoom) {
+	if ev := recvEvent(t, events, kindIs(EventError, e.Key())); !errors.Is(ev.Err, errBoom) {
 		t.Fatalf("second error event = %+v, want %v", ev, errBoom)
 	}
 	if got := recvEpoch(t, calls); got != first {
 		t.Fatalf("called again at epoch %d after an error, want the same term %d", got, first)
 	}
 	// The nil return releases the term; the next call is a new term.
-	if ev := recvEvent(t, events, kindIs(EventReleased, e.Name())); ev.Epoch != first {
+	if ev := recvEvent(t, events, kindIs(EventReleased, e.Key())); ev.Epoch != first {
 		t.Fatalf("released epoch %d, want %d", ev.Epoch, first)
 	}
 	if got := recvEpoch(t, calls); got <= first {

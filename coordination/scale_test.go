@@ -177,7 +177,7 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 		work.Go(func() {
 			l, err := e.Campaign(ctx)
 			if err != nil {
-				campaignErrs <- fmt.Errorf("Campaign(%s): %w", e.Name(), err)
+				campaignErrs <- fmt.Errorf("Campaign(%s): %w", e.Key(), err)
 				return
 			}
 			held <- l

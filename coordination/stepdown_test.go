@@ -118,7 +118,7 @@ func TestUnhealthyNeverAcquires(t *testing.T) {
 				t.Fatalf("TryAcquire = %v, want ErrUnhealthy", err)
 			}
 			ms.mu.Lock()
-			r, ok := ms.rows[e.Name()]
+			r, ok := ms.rows[e.Key()]
 			held := ok && r.holder != ""
 			ms.mu.Unlock()
 			if held {
@@ -178,7 +178,7 @@ func TestStepDownAfterFailures(t *testing.T) {
 		default:
 			t.Fatalf("the term did not end after 3 failed checks")
 		}
-		if r := ms.row(e.Name()); r.Holder != "" {
+		if r := ms.row(e.Key()); r.Holder != "" {
 			t.Fatalf("row held by %q after the step-down, want it released", r.Holder)
 		}
 

@@ -51,7 +51,7 @@ func TestTrustDeadline(t *testing.T) {
 		defer stop()
 		start := time.Now()
 		l := bubbleCampaign(t, c, "deadline")
-		if got, want := l.Deadline(), start.Add(12*time.Second); !got.Equal(want) {
+		if got, want := l.TrustDeadline(), start.Add(12*time.Second); !got.Equal(want) {
 			t.Fatalf("deadline after acquire = %v after start, want 12s", got.Sub(start))
 		}
 		events, unsub := c.Subscribe(64)
@@ -89,7 +89,7 @@ func TestTrustDeadline(t *testing.T) {
 		}
 		// The database still shows the lease live until 15s: the holder
 		// stopped Margin (3s) before anyone else could take over.
-		if r := ms.row(l.Name()); r.ExpiresAt.Sub(start) != 15*time.Second {
+		if r := ms.row(l.Key()); r.ExpiresAt.Sub(start) != 15*time.Second {
 			t.Fatalf("database expiry %v after start, want 15s", r.ExpiresAt.Sub(start))
 		}
 		_ = l.Release(context.Background())
@@ -107,7 +107,7 @@ func TestSlowRenewalDoesNotExtendTrustPastAttemptStart(t *testing.T) {
 		// The first renewal starts at 5s and completes at 9s.
 		time.Sleep(9*time.Second + time.Millisecond)
 		synctest.Wait()
-		if got := l.Deadline().Sub(start); got != 17*time.Second {
+		if got := l.TrustDeadline().Sub(start); got != 17*time.Second {
 			t.Fatalf("deadline after a slow renewal = %v, want 5s + 15s - 3s = 17s (attempt start, not completion)", got)
 		}
 		if !l.Valid() {
@@ -174,10 +174,10 @@ func TestConfirmedLossCancelsAtOnce(t *testing.T) {
 		// edit) and another process takes the lease: the next renewal sees
 		// the session gone, and the term ends then, long before the trust
 		// deadline.
-		ms.expireSession(l.Name())
+		ms.expireSession(l.Key())
 		ctx := context.Background()
 		_ = ms.CreateSession(ctx, "intruder-session", "intruder", time.Minute)
-		if terms, _ := ms.Acquire(ctx, "intruder-session", "intruder", []string{l.Name()}); len(terms) != 1 {
+		if terms, _ := ms.Acquire(ctx, "intruder-session", "intruder", []string{l.Key()}); len(terms) != 1 {
 			t.Fatal("intruder could not acquire")
 		}
 		waitDone(t, l)
@@ -186,7 +186,7 @@ func TestConfirmedLossCancelsAtOnce(t *testing.T) {
 		}
 		// Release of a confirmed-lost term leaves the new holder alone.
 		_ = l.Release(context.Background())
-		if r := ms.row(l.Name()); r.Holder != "intruder" {
+		if r := ms.row(l.Key()); r.Holder != "intruder" {
 			t.Fatalf("release touched the new term: %+v", r)
 		}
 	})
@@ -220,7 +220,7 @@ func TestRunWaitsForReleaseInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-c.Done()
-		if r := ms.row(l.Name()); r.Holder != "" {
+		if r := ms.row(l.Key()); r.Holder != "" {
 			t.Fatalf("not released: %+v", r)
 		}
 	})
@@ -256,14 +256,14 @@ func TestWaitingRenewalTrustsCommittedFencedRenewal(t *testing.T) {
 		time.Sleep(7 * time.Second)
 		// At 7s a fenced transaction commits a renewal of the term.
 		ms.set(func(m *memStore) {
-			s := m.sessions[m.rows[l.Name()].session]
+			s := m.sessions[m.rows[l.Key()].session]
 			s.renewed, s.expires = nowUS(), nowUS()+(15*time.Second).Microseconds()
 		})
 		// The renewal that began at 5s is still waiting at 8.5s, half the
 		// trust left (7s) after it began; the rows are read then.
 		time.Sleep(1500*time.Millisecond + time.Millisecond)
 		synctest.Wait()
-		if got := l.Deadline().Sub(start); got != 19*time.Second {
+		if got := l.TrustDeadline().Sub(start); got != 19*time.Second {
 			t.Fatalf("deadline after reading a renewal committed at 7s = %v, want 7s + 15s - 3s = 19s", got)
 		}
 		// Later reads find nothing newer. They read the database clock at
@@ -308,7 +308,7 @@ func TestSessionOutlivesALongAcquire(t *testing.T) {
 		if !l.Valid() {
 			t.Fatalf("lease acquired after 40s is not valid: %v", l.Check())
 		}
-		if r := ms.row(l.Name()); !r.Live() || r.Session == "" {
+		if r := ms.row(l.Key()); !r.Live() || r.Session == "" {
 			t.Fatalf("row after the long acquire: %+v", r)
 		}
 		_ = l.Release(context.Background())

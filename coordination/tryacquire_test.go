@@ -28,10 +28,10 @@ func caseTryAcquireFree(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatalf("TryAcquire on a free lease: %v", err)
 	}
-	if l.Epoch() != 1 || l.Name() != "global/try-free" || !l.Valid() || !e.IsLeader() {
+	if l.Epoch() != 1 || l.Key() != "global/try-free" || !l.Valid() || !e.IsLeader() {
 		t.Fatalf("TryAcquire = %s (valid %v), want a valid term global/try-free@1", l.Token(), l.Valid())
 	}
-	if got := row(t, b.db, l.Name()); got.Holder != a.Holder() || got.Epoch != 1 || !got.Live() {
+	if got := row(t, b.db, l.Key()); got.Holder != a.Holder() || got.Epoch != 1 || !got.Live() {
 		t.Fatalf("row = %+v, want live, held by %s at epoch 1", got, a.Holder())
 	}
 	if err := b.db.Transaction(func(tx *gorm.DB) error { return l.Fence(tx) }); err != nil {
@@ -77,17 +77,17 @@ func caseTryAcquireHeld(t *testing.T, b *bundle) {
 	c := start(t, b.db, "node-c", fastConfig())
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "try-held"))
 	defer release(t, l)
-	before := row(t, b.db, l.Name())
+	before := row(t, b.db, l.Key())
 	ec := election(t, c.Coordinator, GlobalScope, "try-held")
 	got, err := tryAcquire(ec)
 	if err == nil {
 		t.Fatalf("TryAcquire of a held lease returned %s", got.Token())
 	}
 	if !errors.Is(err, ErrNotAcquired) || !strings.Contains(err.Error(), a.Holder()) ||
-		!strings.Contains(err.Error(), "epoch 1") || !strings.Contains(err.Error(), l.Name()) {
-		t.Fatalf("TryAcquire of a held lease = %v, want ErrNotAcquired naming %s, %s and epoch 1", err, l.Name(), a.Holder())
+		!strings.Contains(err.Error(), "epoch 1") || !strings.Contains(err.Error(), l.Key()) {
+		t.Fatalf("TryAcquire of a held lease = %v, want ErrNotAcquired naming %s, %s and epoch 1", err, l.Key(), a.Holder())
 	}
-	after := row(t, b.db, l.Name())
+	after := row(t, b.db, l.Key())
 	if after.Holder != before.Holder || after.Epoch != before.Epoch || after.Session != before.Session ||
 		!after.AcquiredAt.Equal(before.AcquiredAt) {
 		t.Fatalf("TryAcquire that failed changed the row: before %+v, after %+v", before, after)
@@ -120,7 +120,7 @@ func caseTryAcquireAfterExpiry(t *testing.T, b *bundle) {
 	c := start(t, b.db, "node-c", fastConfig())
 	old := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "try-expired"))
 	defer release(t, old)
-	expireNow(t, b.db, old.Name())
+	expireNow(t, b.db, old.Key())
 	l, err := tryAcquire(election(t, c.Coordinator, GlobalScope, "try-expired"))
 	if err != nil {
 		t.Fatalf("TryAcquire after the holder expired: %v", err)
@@ -129,7 +129,7 @@ func caseTryAcquireAfterExpiry(t *testing.T, b *bundle) {
 	if l.Epoch() != old.Epoch()+1 {
 		t.Fatalf("TryAcquire after expiry = %s, want epoch %d", l.Token(), old.Epoch()+1)
 	}
-	if got := row(t, b.db, l.Name()); got.Holder != c.Holder() || got.Epoch != l.Epoch() || !got.Live() {
+	if got := row(t, b.db, l.Key()); got.Holder != c.Holder() || got.Epoch != l.Epoch() || !got.Live() {
 		t.Fatalf("row = %+v, want live, held by %s at epoch %d", got, c.Holder(), l.Epoch())
 	}
 	select {

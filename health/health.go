@@ -180,7 +180,7 @@ func ReadyWhenLeading(e *coordination.Election) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		why := ""
 		if !e.IsLeader() {
-			why = "not leading " + e.Name()
+			why = "not leading " + e.Key()
 		}
 		respond(w, why)
 	})

@@ -246,7 +246,7 @@ func checkRestarts(t *testing.T, r *running, worker string, calls []call) []Even
 	var errs []Event
 	for _, ev := range evs {
 		if ev.Kind == EventWorkerError {
-			if ev.Worker != worker || ev.Lease != calls[0].lease.Name() || ev.Epoch != calls[0].lease.Epoch() {
+			if ev.Worker != worker || ev.Lease != calls[0].lease.Key() || ev.Epoch != calls[0].lease.Epoch() {
 				t.Fatalf("worker-error event %+v, want worker %q term %s", ev, worker, calls[0].lease.Token())
 			}
 			errs = append(errs, ev)
@@ -387,7 +387,7 @@ func caseLoss(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("worker did not start")
 	}
-	expireNow(t, b.db, l1.Name()) // the next renewal finds the term over
+	expireNow(t, b.db, l1.Key()) // the next renewal finds the term over
 	select {
 	case cause := <-causes:
 		if !errors.Is(cause, coordination.ErrLeaseLost) {
@@ -450,14 +450,14 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 		t.Fatalf("term ended with %v, want ErrClosed", context.Cause(l.Context()))
 	}
 	// The function has not returned: the lease stays held, and renewed.
-	before := leaseRow(t, b.db, l.Name())
+	before := leaseRow(t, b.db, l.Key())
 	if before.Holder != r.Coordinator().Holder() || before.Epoch != l.Epoch() {
 		t.Fatalf("lease released while the function still ran: %+v", before)
 	}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(wait)
-	for row := before; !row.ExpiresAt.After(before.ExpiresAt); row = leaseRow(t, b.db, l.Name()) {
+	for row := before; !row.ExpiresAt.After(before.ExpiresAt); row = leaseRow(t, b.db, l.Key()) {
 		if row.Holder != r.Coordinator().Holder() || !row.Live() {
 			t.Fatalf("lease not held while the function still ran: %+v", row)
 		}
@@ -499,7 +499,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("Run did not return after the function returned")
 	}
-	if row := leaseRow(t, b.db, l.Name()); row.Holder != "" {
+	if row := leaseRow(t, b.db, l.Key()); row.Holder != "" {
 		t.Fatalf("lease not released at shutdown: %+v", row)
 	}
 	stopped := recvEvent(t, r.events, "stopped-leading", hostEvent(EventStoppedLeading, "drain"))
@@ -536,7 +536,7 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 		t.Fatalf("Run returned after %v, before ShutdownTimeout %v", took, cfg.Coordination.ShutdownTimeout)
 	}
 	ev := recvEvent(t, r.events, "shutdown-overrun", hostEvent(EventShutdownOverrun, "stubborn"))
-	if ev.Lease != l.Name() || ev.Epoch != l.Epoch() || !errors.Is(ev.Err, ErrShutdownOverrun) {
+	if ev.Lease != l.Key() || ev.Epoch != l.Epoch() || !errors.Is(ev.Err, ErrShutdownOverrun) {
 		t.Fatalf("overrun event = %+v, want term %s and ErrShutdownOverrun", ev, l.Token())
 	}
 	logged := r.logs.FilterLevelExact(zapcore.ErrorLevel).FilterField(zapString("worker", "stubborn")).
@@ -544,14 +544,14 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 	if len(logged) != 1 {
 		t.Fatalf("logged %d error lines naming the stuck worker, want 1", len(logged))
 	}
-	if row := leaseRow(t, b.db, l.Name()); row.Holder != r.Coordinator().Holder() || row.Epoch != l.Epoch() {
+	if row := leaseRow(t, b.db, l.Key()); row.Holder != r.Coordinator().Holder() || row.Epoch != l.Epoch() {
 		t.Fatalf("lease of a function still running was released: %+v", row)
 	}
 	// The function returns at last: its goroutine ends and gives the lease
 	// back.
 	close(finish)
 	r.waitWorkers(t)
-	if row := leaseRow(t, b.db, l.Name()); row.Holder != "" {
+	if row := leaseRow(t, b.db, l.Key()); row.Holder != "" {
 		t.Fatalf("lease not released after the stuck function returned: %+v", row)
 	}
 }

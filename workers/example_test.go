@@ -54,7 +54,7 @@ func ExampleClusterSingleton() {
 	defer cancel()
 
 	warmer := workers.ClusterSingleton("cache-warmer", func(ctx context.Context, lease *coordination.Lease) error {
-		fmt.Println("warming the cache as", lease.Name(), "at epoch", lease.Epoch())
+		fmt.Println("warming the cache as", lease.Key(), "at epoch", lease.Epoch())
 		cancel() // end the example; a real warmer works until ctx is done
 		<-ctx.Done()
 		return nil

@@ -256,9 +256,9 @@ func (h *Host) reportOverrun(st *workerState, timeout time.Duration) {
 	fields := []zap.Field{zap.Duration("shutdown_timeout", timeout)}
 	detail := "its goroutine is left running"
 	if term != nil {
-		ev.Lease, ev.Epoch = term.Name(), term.Epoch()
-		fields = append(fields, zap.String("lease", term.Name()), zap.Int64("epoch", term.Epoch()))
-		detail += fmt.Sprintf(", and lease %q epoch %d is not released: it expires after TTL", term.Name(), term.Epoch())
+		ev.Lease, ev.Epoch = term.Key(), term.Epoch()
+		fields = append(fields, zap.String("lease", term.Key()), zap.Int64("epoch", term.Epoch()))
+		detail += fmt.Sprintf(", and lease %q epoch %d is not released: it expires after TTL", term.Key(), term.Epoch())
 	}
 	ev.Err = fmt.Errorf("%w: %s worker %q ignored its cancelled context for %v; %s",
 		ErrShutdownOverrun, st.w.Kind(), st.w.Name(), timeout, detail)

@@ -86,7 +86,7 @@ func (p *partitioned) bind(h *Host, st *workerState) error {
 		return err
 	}
 	st.coordPool = pool
-	h.byPool[pool.Name()] = st
+	h.byPool[pool.Key()] = st
 	return nil
 }
 
@@ -118,7 +118,7 @@ func (p *partitioned) run(ctx context.Context, h *Host) error {
 		},
 		OnError: func(a coordination.Assignment, err error, retryIn time.Duration) {
 			if a.Pool == "" { // a refused join
-				h.reportError(st, pool.Name(), 0, err, retryIn)
+				h.reportError(st, pool.Key(), 0, err, retryIn)
 				return
 			}
 			h.reportError(st, a.Pool, a.Epoch, err, retryIn)

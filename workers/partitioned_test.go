@@ -344,7 +344,7 @@ func TestPartitionedScopes(t *testing.T) {
 		t.Fatalf("NewHost: %v", err)
 	}
 	for w, want := range map[Worker]string{cluster: "cluster/east/shard", global: "global/items"} {
-		if got := h.stateOf(w).coordPool.Name(); got != want {
+		if got := h.stateOf(w).coordPool.Key(); got != want {
 			t.Errorf("%s worker %q: pool %q, want %q", w.Kind(), w.Name(), got, want)
 		}
 	}

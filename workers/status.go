@@ -70,7 +70,7 @@ func (h *Host) Status(ctx context.Context) (Status, error) {
 		term, pool, ref := st.term, st.pool, st.ref
 		st.mu.Unlock()
 		if term != nil && term.Valid() {
-			s.Leading = append(s.Leading, Leading{Worker: st.w.Name(), Kind: st.w.Kind(), Lease: term.Name(), Epoch: term.Epoch()})
+			s.Leading = append(s.Leading, Leading{Worker: st.w.Name(), Kind: st.w.Kind(), Lease: term.Key(), Epoch: term.Epoch()})
 		}
 		if ref == nil {
 			continue

@@ -124,7 +124,7 @@ func (s *singleton) bind(h *Host, st *workerState) error {
 		return err
 	}
 	st.election = e
-	h.byLease[e.Name()] = st
+	h.byLease[e.Key()] = st
 	return nil
 }
 
@@ -141,25 +141,25 @@ func (s *singleton) run(ctx context.Context, h *Host) error {
 		RetryBusy: true,
 		OnTermStart: func(l *coordination.Lease) {
 			st.setTerm(l)
-			st.log.Info("started leading", zap.String("lease", l.Name()), zap.Int64("epoch", l.Epoch()))
-			h.emit(Event{Kind: EventStartedLeading, Worker: s.name, Lease: l.Name(), Epoch: l.Epoch()})
+			st.log.Info("started leading", zap.String("lease", l.Key()), zap.Int64("epoch", l.Epoch()))
+			h.emit(Event{Kind: EventStartedLeading, Worker: s.name, Lease: l.Key(), Epoch: l.Epoch()})
 		},
 		OnTermEnd: func(l *coordination.Lease, cause error) {
-			log := st.log.With(zap.String("lease", l.Name()), zap.Int64("epoch", l.Epoch()))
+			log := st.log.With(zap.String("lease", l.Key()), zap.Int64("epoch", l.Epoch()))
 			if errors.Is(cause, coordination.ErrReleased) {
 				log.Info("worker function finished its work for this term; the lease is released",
 					zap.Duration("campaign_in", h.cfg.RestartBackoff))
 			}
 			st.setTerm(nil)
 			log.Info("stopped leading", zap.NamedError("cause", cause))
-			h.emit(Event{Kind: EventStoppedLeading, Worker: s.name, Lease: l.Name(), Epoch: l.Epoch(), Err: cause})
+			h.emit(Event{Kind: EventStoppedLeading, Worker: s.name, Lease: l.Key(), Epoch: l.Epoch(), Err: cause})
 		},
 		OnError: func(l *coordination.Lease, err error, retryIn time.Duration) {
 			if l == nil { // a refused campaign
-				h.reportError(st, st.election.Name(), 0, err, retryIn)
+				h.reportError(st, st.election.Key(), 0, err, retryIn)
 				return
 			}
-			h.reportError(st, l.Name(), l.Epoch(), err, retryIn)
+			h.reportError(st, l.Key(), l.Epoch(), err, retryIn)
 		},
 	})
 }

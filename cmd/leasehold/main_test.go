@@ -165,12 +165,12 @@ func caseStatus(t *testing.T, tg testdb.Target) {
 	}
 	line := ""
 	for s := range strings.Lines(r.stdout) {
-		if strings.HasPrefix(s, l.Name()+" ") {
+		if strings.HasPrefix(s, l.Key()+" ") {
 			line = s
 		}
 	}
 	if !strings.Contains(line, c.Holder()) || !strings.Contains(line, " yes ") {
-		t.Fatalf("status lists no live line for %s held by %s:\n%s", l.Name(), c.Holder(), r.stdout)
+		t.Fatalf("status lists no live line for %s held by %s:\n%s", l.Key(), c.Holder(), r.stdout)
 	}
 
 	t.Logf("status:\n%s", r.stdout)
@@ -186,9 +186,9 @@ func caseStatus(t *testing.T, tg testdb.Target) {
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 		t.Fatalf("status -json does not decode: %v\n%s", err, r.stdout)
 	}
-	if len(s.Leases) != 1 || s.Leases[0].Name != l.Name() || s.Leases[0].Holder != c.Holder() ||
+	if len(s.Leases) != 1 || s.Leases[0].Name != l.Key() || s.Leases[0].Holder != c.Holder() ||
 		!s.Leases[0].Live || s.Leases[0].Epoch != l.Epoch() || s.Leases[0].Left <= 0 || s.DatabaseTime.IsZero() {
-		t.Fatalf("status -json = %+v, want %s live, held by %s at epoch %d", s, l.Name(), c.Holder(), l.Epoch())
+		t.Fatalf("status -json = %+v, want %s live, held by %s at epoch %d", s, l.Key(), c.Holder(), l.Epoch())
 	}
 	if len(s.Pools) != 1 || s.Pools[0].Key != key || s.Pools[0].Generation < 1 || len(s.Pools[0].Members) != 1 {
 		t.Fatalf("status -json pools = %+v, want %s with one member", s.Pools, key)
@@ -230,7 +230,7 @@ func runPool(t *testing.T, c *coordination.Coordinator, name string) string {
 	case <-time.After(wait):
 		t.Fatalf("no assignment in pool %s within %v", name, wait)
 	}
-	return p.Name()
+	return p.Key()
 }
 
 // hookWriter calls first with the first write, before it returns.
@@ -255,7 +255,7 @@ func caseWatch(t *testing.T, tg testdb.Target) {
 	w := &hookWriter{first: func() {
 		// Between the first refresh and the second, a lease is taken.
 		_, l := holdLease(t, driver, dsn, "cli-watch")
-		name = l.Name()
+		name = l.Key()
 	}}
 	r := runTo(t, w, dbEnv(driver, dsn), "watch", "-interval", "100ms", "-count", "2")
 	if r.code != 0 {
@@ -290,9 +290,9 @@ func caseResign(t *testing.T, tg testdb.Target) {
 	if r.code != 1 || !strings.Contains(r.stderr, `no lease named "global/no-such-lease"`) {
 		t.Fatalf("resign of an unknown lease: %+v", r)
 	}
-	r = runCmd(t, env, "resign", l.Name(), "-prefer", "node-b")
+	r = runCmd(t, env, "resign", l.Key(), "-prefer", "node-b")
 	if r.code != 0 || !strings.Contains(r.stdout, c.Holder()) || !strings.Contains(r.stdout, "node-b") {
-		t.Fatalf("resign %s: %+v", l.Name(), r)
+		t.Fatalf("resign %s: %+v", l.Key(), r)
 	}
 	select {
 	case <-l.Context().Done():

@@ -351,7 +351,7 @@ func TestCommandsNameTheDatabase(t *testing.T) {
 			}
 			_, l := holdLease(t, driver, dsn, "cli-name")
 			_, _ = holdLeaseAs(t, "node-b", driver, dsn, "cli-name-b")
-			r := runCmd(t, env, "resign", l.Name(), "-prefer", "node-b")
+			r := runCmd(t, env, "resign", l.Key(), "-prefer", "node-b")
 			if r.code != exitOK || !strings.Contains(r.stdout, want) {
 				t.Errorf("resign: want %q in its success line: %+v", want, r)
 			}
@@ -393,7 +393,7 @@ func TestResignPreferredHolder(t *testing.T) {
 			a, la := holdLease(t, driver, dsn, "cli-prefer")
 			b, _ := holdLeaseAs(t, "node-b", driver, dsn, "cli-prefer-b")
 			for _, bad := range []string{"bad holder!", "node-c", "node-b/eu/nope"} {
-				r := runCmd(t, env, "resign", la.Name(), "-prefer", bad)
+				r := runCmd(t, env, "resign", la.Key(), "-prefer", bad)
 				if r.code != exitUsage || !strings.Contains(r.stderr, fmt.Sprintf("invalid value %q for flag -prefer", bad)) ||
 					!strings.Contains(r.stderr, b.Holder()) || !strings.Contains(r.stderr, "-force") {
 					t.Errorf("resign -prefer %q: want exit 2 listing %s and naming -force: %+v", bad, b.Holder(), r)
@@ -411,7 +411,7 @@ func TestResignPreferredHolder(t *testing.T) {
 				!strings.Contains(r.stderr, "no lease named") {
 				t.Errorf("resign of an unknown lease -prefer node-c: want the unknown lease reported: %+v", r)
 			}
-			r := runCmd(t, env, "resign", la.Name(), "-prefer", "node-c", "-force")
+			r := runCmd(t, env, "resign", la.Key(), "-prefer", "node-c", "-force")
 			if r.code != exitOK || !strings.Contains(r.stdout, "node-c") {
 				t.Fatalf("resign -prefer node-c -force: %+v", r)
 			}
@@ -433,7 +433,7 @@ func TestResignPrefersALiveProcess(t *testing.T) {
 	id := b.Identity()
 	for i, good := range []string{id.Node, id.Instance, b.Holder()} {
 		_, l := holdLease(t, driver, dsn, fmt.Sprintf("cli-live-%d", i))
-		r := runCmd(t, dbEnv(driver, dsn), "resign", l.Name(), "-prefer", good)
+		r := runCmd(t, dbEnv(driver, dsn), "resign", l.Key(), "-prefer", good)
 		if r.code != exitOK || !strings.Contains(r.stdout, good) {
 			t.Errorf("resign -prefer %q (live): %+v", good, r)
 		}

@@ -306,15 +306,15 @@ func (w *worker) fenced(ctx context.Context, fence func(*gorm.DB) error, do func
 // the fence refuses.
 func (w *worker) ledger(ctx context.Context, l *coordination.Lease) error {
 	defer history.Term(ctx, w.record,
-		history.Event{Kind: history.LeaderStart, Lease: l.Name(), Epoch: l.Epoch()},
-		history.Event{Kind: history.LeaderStop, Lease: l.Name(), Epoch: l.Epoch()})()
+		history.Event{Kind: history.LeaderStart, Lease: l.Key(), Epoch: l.Epoch()},
+		history.Event{Kind: history.LeaderStop, Lease: l.Key(), Epoch: l.Epoch()})()
 	t := time.NewTicker(chaos.LedgerEvery)
 	defer t.Stop()
 	for {
 		_, ok, at, err := w.fenced(ctx, l.Fence, func(tx *gorm.DB) (bool, error) {
 			return true, tx.Create(&chaos.LedgerRow{Epoch: l.Epoch(), Holder: w.holder}).Error
 		})
-		e := history.Event{Kind: history.Write, Resource: chaos.LedgerWorker, Lease: l.Name(), Epoch: l.Epoch(), Accepted: ok, Time: at}
+		e := history.Event{Kind: history.Write, Resource: chaos.LedgerWorker, Lease: l.Key(), Epoch: l.Epoch(), Accepted: ok, Time: at}
 		if err != nil {
 			e.Err = err.Error()
 		}
