@@ -217,7 +217,7 @@ func casePoolRowsRenamed(t *testing.T, tg testdb.Target) {
 	if st.Generation != 7 || !slices.Equal(st.List, []string{i1, i2}) || len(st.Members) != 2 ||
 		st.Members[0].ID != i1 || st.Members[0].Ack != 7 || !st.Members[0].Live ||
 		st.Members[1].ID != i2 || st.Members[1].Ack != 6 || !st.Members[1].Live {
-		t.Errorf("pool %q after the migration: %+v", p.Name(), st)
+		t.Errorf("pool %q after the migration: %+v", p.Key(), st)
 	}
 	p, err = c.Pool(coordination.GlobalScope, "a/member", coordination.PoolConfig{})
 	if err != nil {
@@ -227,6 +227,6 @@ func casePoolRowsRenamed(t *testing.T, tg testdb.Target) {
 		t.Fatal(err)
 	}
 	if st.Generation != 5 || len(st.Members) != 1 || st.Members[0].ID != "generation" || st.Members[0].Live {
-		t.Errorf("pool %q after the migration: %+v", p.Name(), st)
+		t.Errorf("pool %q after the migration: %+v", p.Key(), st)
 	}
 }
