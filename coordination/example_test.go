@@ -465,5 +465,5 @@ func ExampleConfig_healthCheck() {
 	<-coord.Done()
 	// Output:
 	// leading at epoch 1
-	// stepped down: coordination: process is unhealthy: 2 health checks in a row failed, the last with: the disk is full
+	// stepped down: leasehold: process is unhealthy: 2 health checks in a row failed, the last with: the disk is full
 }

@@ -56,5 +56,5 @@ func ExampleRunOptions() {
 	// Output:
 	// term started: cluster/eu-1/reports epoch 1
 	// work failed: database busy - again in 10ms
-	// term ended: coordination: coordinator stopped
+	// term ended: leasehold: coordinator stopped
 }

@@ -165,7 +165,7 @@ func ExampleHost_Subscribe() {
 	}
 	// Output:
 	// started-leading billing global/billing 1 <nil>
-	// stopped-leading billing global/billing 1 coordination: coordinator stopped
+	// stopped-leading billing global/billing 1 leasehold: coordinator stopped
 }
 
 // One subscription carries the coordinator's events too, tagged with the
