@@ -91,9 +91,7 @@ func NewAdmin(db *gorm.DB, cfg AdminConfig) (*Admin, error) {
 // Its statements share the coordinator's connections (Config.MaxConnections),
 // and its log lines carry the coordinator's identity. It works whether or
 // not Run runs.
-func (c *Coordinator) Admin() *Admin {
-	return &Admin{store: c.store, log: c.log, ttl: c.cfg.TTL}
-}
+func (c *Coordinator) Admin() *Admin { return c.admin }
 
 // leaseInfo is the lease of row r, with Mine set when self, a holder
 // string, holds it; "" is nobody.

@@ -69,6 +69,7 @@ type Coordinator struct {
 	health     *healthGate   // health checks and step-down
 	pools      *poolSet      // the pools running here
 	fencer     *fencer       // fencing checks
+	admin      *Admin        // reads, resign requests and fence checks; built once
 
 	// wake carries the wake-ups (wake.go); nil where there is none.
 	wake wake.Transport
@@ -191,7 +192,8 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	c.terms = newTermSet(sh)
 	c.keeper = newKeeper(sh, st, c.terms)
 	c.releaser = newReleaser(st, sh.closing, c.terms)
-	c.fencer = &fencer{shared: sh, store: st, admin: c.Admin(), keeper: c.keeper, terms: c.terms}
+	c.admin = &Admin{store: st, log: c.log, ttl: cfg.TTL}
+	c.fencer = &fencer{shared: sh, store: st, admin: c.admin, keeper: c.keeper, terms: c.terms}
 	c.health = newHealthGate(sh, c.terms)
 	c.campaigner = newCampaigner(sh, st, c.keeper, c.terms, c.releaser, c.health)
 	c.resigns = newResignReader(sh, st, c.keeper, c.terms, c.campaigner)
