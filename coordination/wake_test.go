@@ -169,6 +169,8 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 	})
 	var lastRound time.Time
 	for i := range 4 {
+		drainSignals(rounds)
+		drainSignals(attempts)
 		if i%2 == 0 {
 			f.wakeFor(nil)
 			select {
@@ -199,6 +201,17 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 	}
 
 	f.signals.dropWakes.Store(true)
+	// A round that a wake-up of the loop asked for may still be queued
+	// (the signal a wait above took can be that of an earlier round): wait
+	// for the follower's next round to end, after which only its poll
+	// starts another.
+	drainSignals(rounds)
+	select {
+	case <-rounds:
+	case <-time.After(wait):
+		t.Fatalf("the follower ran no round within %v", wait)
+	}
+	lastRound = time.Now()
 	release(t, l)
 	if l2 := successor(t, got, l, "follower without wake-ups"); l2 != nil {
 		// Its next poll comes at least RetryInterval after its last round;
@@ -207,6 +220,17 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 			t.Fatalf("follower took the lease %v after its last round, before its poll (%v): a dropped wake-up woke it", took, cfg.RetryInterval)
 		}
 		release(t, l2)
+	}
+}
+
+// drainSignals empties ch of the signals already sent.
+func drainSignals(ch <-chan int) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
 	}
 }
 
