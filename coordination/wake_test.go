@@ -12,6 +12,8 @@ import (
 	"go.uber.org/zap/zaptest"
 	zapobserver "go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/store"
 )
 
 // TestWakeups runs the release-notification cases on every database.
@@ -26,6 +28,7 @@ func TestWakeups(t *testing.T) {
 		{"PoolRebalancesOnWakeup", casePoolRebalancesOnWakeup},
 		{"NoListeningOnAOneConnectionPool", caseNoListeningOnAOneConnectionPool},
 		{"PostgresWithoutPGNotify", casePostgresWithoutPGNotify},
+		{"ListeningConnectionBreaks", caseListeningConnectionBreaks},
 	})
 }
 
@@ -400,5 +403,84 @@ func casePostgresWithoutPGNotify(t *testing.T, b *bundle) {
 	}
 	if n := logs.FilterMessageSnippet("release notifications unavailable").Len(); n != 0 {
 		t.Fatalf("%d lines saying notifications are unavailable, want none: the warning naming pgnotify says it", n)
+	}
+}
+
+// caseListeningConnectionBreaks: a statement that gives up mid-query on
+// the listening connection, which also carries the coordinator's reads,
+// makes the driver close it. Only that statement fails: the one queued
+// behind it runs on the pool, and listening starts again.
+func caseListeningConnectionBreaks(t *testing.T, b *bundle) {
+	if b.target.Dialect != "postgres" {
+		t.Skip("only PostgreSQL listens on a connection of the pool")
+	}
+	cfg := slowPollConfig()
+	cfg.RetryInterval = 500 * time.Millisecond
+	r := start(t, b.db, "node-a", cfg)
+	waitListening(t, r)
+	st := r.store.(*store.Store)
+
+	// Hold a lock that every read of the lease table waits for.
+	lock := b.db.Begin()
+	t.Cleanup(func() { lock.Rollback() })
+	if err := lock.Exec("LOCK TABLE " + st.Tables().Leases + " IN ACCESS EXCLUSIVE MODE").Error; err != nil {
+		t.Fatalf("lock the lease table: %v", err)
+	}
+	names := []string{"global/breaks"}
+	first := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := st.Get(ctx, names)
+		first <- err
+	}()
+	waitLockWaiters(t, b.db, 1)
+	second := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_, err := st.Get(ctx, names)
+		second <- err
+	}()
+	select {
+	case err := <-first:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the read that gave up: %v, want a deadline exceeded", err)
+		}
+	case <-time.After(wait):
+		t.Fatalf("the read with a deadline of 1s did not return within %v", wait)
+	}
+	waitListenState(t, r, func() bool { return !r.listening.Load() }, "no longer listening on the broken connection")
+	if err := lock.Commit().Error; err != nil {
+		t.Fatalf("unlock: %v", err)
+	}
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Fatalf("the read queued behind the one that gave up failed: %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatalf("the read queued behind the one that gave up did not return within %v", wait)
+	}
+	waitListening(t, r)
+}
+
+// waitLockWaiters waits, at most wait, until n backends of the database
+// wait for a lock.
+func waitLockWaiters(t *testing.T, db *gorm.DB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		var waiting int
+		if err := db.Raw("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()").Scan(&waiting).Error; err != nil {
+			t.Fatalf("read pg_stat_activity: %v", err)
+		}
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d backends wait for a lock after %v, want %d", waiting, wait, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -75,7 +75,8 @@ func (t *listener) Listen(ctx context.Context, deliver func(names []string), up 
 		if err := c.Notify(probePayload); err != nil {
 			return err
 		}
-		c.Share()
+		raw := c.Raw()
+		c.Share(func() bool { return connAlive(raw) == nil })
 		return serve(ctx, c, deliver, func() {
 			c.Listening(ctx)
 			up()

@@ -159,8 +159,10 @@ type lending struct {
 
 	mu   sync.Mutex
 	idle *sync.Cond // signalled when users drops to 0
-	// conn is the shared connection's handle, nil while none is shared.
+	// conn is the shared connection's handle, nil while none is shared;
+	// alive is what the transport said tells whether it still works.
 	conn  *gorm.DB
+	alive func() bool
 	users int                // statements that use or wait for conn
 	stop  context.CancelFunc // ends the transport's wait in progress
 	// up is cancelled (by setUp) when conn is set, and replaced when it
@@ -199,13 +201,17 @@ func (l *lending) poolAllows() error {
 func (l *lending) run(ctx context.Context, fn func(db *gorm.DB) error) error {
 	for {
 		l.mu.Lock()
-		if conn := l.conn; conn != nil {
+		if conn, alive := l.conn, l.alive; conn != nil {
 			l.users++
 			if l.stop != nil {
 				l.stop()
 			}
 			l.mu.Unlock()
-			return l.runOn(ctx, conn, fn)
+			err, dead := l.runOn(ctx, conn, alive, fn)
+			if !dead {
+				return err
+			}
+			continue // the shared connection broke before fn ran: the pool
 		}
 		up := l.up
 		l.mu.Unlock()
@@ -218,9 +224,14 @@ func (l *lending) run(ctx context.Context, fn func(db *gorm.DB) error) error {
 	}
 }
 
-// runOn runs fn on the shared connection conn; the caller counted itself
-// in users.
-func (l *lending) runOn(ctx context.Context, conn *gorm.DB, fn func(db *gorm.DB) error) error {
+// runOn runs fn on the shared connection conn, which alive (if not nil)
+// says still works; the caller counted itself in users. When the connection has broken by the time fn's turn comes
+// (a statement before it gave up mid-query, and the driver closed the
+// connection), it runs nothing and reports dead: the connection is no
+// longer shared, and the caller goes to the pool, as it would have had
+// the connection broken on the pool. Only the statement that was running
+// on it fails, as on the pool.
+func (l *lending) runOn(ctx context.Context, conn *gorm.DB, alive func() bool, fn func(db *gorm.DB) error) (err error, dead bool) {
 	defer func() {
 		l.mu.Lock()
 		l.users--
@@ -232,10 +243,30 @@ func (l *lending) runOn(ctx context.Context, conn *gorm.DB, fn func(db *gorm.DB)
 	select {
 	case l.turn <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		return ctx.Err(), false
 	}
 	defer func() { <-l.turn }()
-	return fn(conn.WithContext(ctx).Session(&gorm.Session{}))
+	if alive != nil && !alive() {
+		l.broke(conn)
+		return nil, true
+	}
+	return fn(conn.WithContext(ctx).Session(&gorm.Session{})), false
+}
+
+// broke stops sharing conn, which broke: the statements that come next go
+// to the pool, where they wait for the slots the transport holds until it
+// notices the broken connection and ends its Listen.
+func (l *lending) broke(conn *gorm.DB) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn != conn {
+		return
+	}
+	l.conn, l.alive = nil, nil
+	l.up, l.setUp = context.WithCancel(context.Background())
+	if l.stop != nil {
+		l.stop()
+	}
 }
 
 // runOnPoolUnless runs fn on the pool within a general slot, unless up is
@@ -279,10 +310,10 @@ func (c *lentConn) Notify(payload string) error {
 }
 
 // Share makes the general statements run on the connection.
-func (c *lentConn) Share() {
+func (c *lentConn) Share(alive func() bool) {
 	c.shared = true
 	c.l.mu.Lock()
-	c.l.conn = c.conn
+	c.l.conn, c.l.alive = c.conn, alive
 	c.l.setUp()
 	c.l.mu.Unlock()
 }
@@ -294,7 +325,7 @@ func (c *lentConn) unshare() {
 	}
 	l := c.l
 	l.mu.Lock()
-	l.conn = nil
+	l.conn, l.alive = nil, nil
 	l.up, l.setUp = context.WithCancel(context.Background())
 	for l.users > 0 {
 		l.idle.Wait()

@@ -123,8 +123,11 @@ type Conn interface {
 	Notify(payload string) error
 	// Share lends the connection to the store's general statements, from
 	// now until Listen's fn returns; then the store waits for the
-	// statements on it to end.
-	Share()
+	// statements on it to end. alive reports, without a round trip,
+	// whether the connection can still carry a statement: a statement
+	// that gives up mid-query makes the driver close it, and the store
+	// then sends the statements queued behind it to the pool.
+	Share(alive func() bool)
 	// Idle waits until no statement uses or wants the connection and
 	// returns a context for one wait on it, done when ctx is, at deadline
 	// unless it is zero, or as soon as a statement wants the connection.
