@@ -33,8 +33,8 @@ import (
 //   - release.go: the releaser, which batches releases;
 //   - resign.go: resign requests, and the reader of those for this
 //     process's terms; stepdown.go: the health gate;
-//   - pools.go, pool.go, member.go: the pools running here, and the member
-//     protocol;
+//   - pools.go, pool.go: the pools running here, and Pool.Run; member.go:
+//     what the member protocol (internal/membership) is handed;
 //   - queries.go, inspect.go: what the process holds and what the
 //     database shows; wake.go: wake-ups.
 //

@@ -1,12 +1,11 @@
 package coordination
 
 import (
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/leasehold/leasehold/coordination/internal/membership"
 	"github.com/leasehold/leasehold/internal/store"
 )
 
@@ -24,23 +23,20 @@ func poolKeyOf(rowKey string) (string, bool) {
 
 // poolStateOf builds the state of the pool with the given key from its
 // rows, as read by one statement.
-func poolStateOf(key string, pr poolRows, rows []store.Row) PoolState {
-	st := PoolState{Pool: key}
-	for _, r := range rows {
-		st.DBNow, st.HoldUntil, st.floor = r.Now, r.HoldUntil, r.EpochFloor
-		if r.Name == pr.generation {
-			st.Generation = r.Epoch
-			if r.Data != "" {
-				st.List = strings.Split(r.Data, ",")
-			}
-		} else if id, ok := pr.memberID(r.Name); ok {
-			ack, _ := strconv.ParseInt(r.Data, 10, 64)
-			st.Members = append(st.Members, Member{
-				ID: id, Holder: r.Holder, Ack: ack, Live: r.Live(), ExpiresAt: r.ExpiresAt,
-			})
+func poolStateOf(key string, rows membership.Rows, rs []store.Row) PoolState {
+	return poolStateFrom(key, membership.StateOf(rows, rs))
+}
+
+// poolStateFrom is the pool with the given key as the member protocol
+// read it.
+func poolStateFrom(key string, s membership.State) PoolState {
+	st := PoolState{Pool: key, Generation: s.Generation, List: s.List, DBNow: s.DBNow, HoldUntil: s.HoldUntil}
+	if s.Members != nil {
+		st.Members = make([]Member, len(s.Members))
+		for i, m := range s.Members {
+			st.Members[i] = Member{ID: m.ID, Holder: m.Holder, Ack: m.Ack, Live: m.Live, ExpiresAt: m.ExpiresAt}
 		}
 	}
-	sort.Slice(st.Members, func(i, j int) bool { return st.Members[i].ID < st.Members[j].ID })
 	return st
 }
 

@@ -1,7 +1,6 @@
 package coordination
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -319,23 +318,4 @@ func boolInt(b bool) int64 {
 		return 1
 	}
 	return 0
-}
-
-// noteSettled follows a member's steps for the rebalance histogram: a
-// period out of work starts with the first step that leaves the member
-// unsettled, and is recorded when a step settles it in another generation
-// than the one it was last settled in. A member that settles again in the
-// same generation (after a failed read, say) records nothing.
-func (m *poolMember) noteSettled(began time.Time, settled bool) {
-	if !settled {
-		if m.unsettledSince.IsZero() {
-			m.unsettledSince = began
-		}
-		return
-	}
-	if m.gen != m.settledGen {
-		m.p.c.metrics.rebalanced(m.p, time.Since(cmp.Or(m.unsettledSince, began)))
-		m.settledGen = m.gen
-	}
-	m.unsettledSince = time.Time{}
 }

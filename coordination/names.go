@@ -2,7 +2,8 @@ package coordination
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/leasehold/leasehold/coordination/internal/membership"
 )
 
 // Scope says who competes for an election.
@@ -124,24 +125,10 @@ func leaseName(scope Scope, cluster, name string) (string, error) {
 	return "", fmt.Errorf("%w: scope %d is neither ClusterScope nor GlobalScope", ErrInvalidName, int(scope))
 }
 
-// poolRows names the rows of the pool with the given key (from leaseName).
-type poolRows struct {
-	prefix     string // every row of this pool starts with it, and no other row does
-	generation string // the generation row
-	members    string // every member row starts with it, and no other row does
-}
-
-func poolRowsFor(key string) poolRows {
+// poolRowsFor names the rows of the pool with the given key (from
+// leaseName): its prefix, its generation row, and the prefix of its
+// member rows, after which comes the member id.
+func poolRowsFor(key string) membership.Rows {
 	prefix := "pool" + keySep + key + keySep
-	return poolRows{prefix: prefix, generation: prefix + "generation", members: prefix + "member" + keySep}
-}
-
-// member returns the row key of the member with the given member id.
-func (r poolRows) member(instance string) string { return r.members + instance }
-
-// memberID returns the member id of a member row key, and false for a key
-// that is not a member row of this pool.
-func (r poolRows) memberID(rowKey string) (string, bool) {
-	id, ok := strings.CutPrefix(rowKey, r.members)
-	return id, ok && id != ""
+	return membership.Rows{Prefix: prefix, Generation: prefix + "generation", Members: prefix + "member" + keySep}
 }

@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/coordination/internal/membership"
 )
 
 // A Pool splits work across every live process that runs it: each member
@@ -54,8 +56,8 @@ type Pool struct {
 	c     *Coordinator
 	scope Scope
 	name  string
-	key   string   // "global/<name>" or "cluster/<cluster>/<name>"
-	rows  poolRows // the names of its rows
+	key   string          // "global/<name>" or "cluster/<cluster>/<name>"
+	rows  membership.Rows // the names of its rows
 	poll  time.Duration
 	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
 	wake  chan struct{}            // buffered 1: a wake-up for the pool's rows (wake.go)
@@ -104,7 +106,7 @@ func RebalanceBound(poll time.Duration) time.Duration { return poll + poll/4 }
 // read, a quarter poll later. The bound leaves out, as RebalanceBound
 // does, the time of the statements and of the work returning.
 func CrashRebalanceBound(ttl, poll time.Duration) time.Duration {
-	return ttl + poll/4 + expiryMargin
+	return ttl + poll/4 + membership.ExpiryMargin
 }
 
 // PoolConfig tunes a pool. The zero value is valid.
@@ -220,7 +222,7 @@ func (a Assignment) Fence(tx *gorm.DB) error {
 		return fail("this process no longer trusts its membership")
 	}
 	c := a.p.c
-	row, ok, err := c.store.Fence(tx, a.p.rows.generation)
+	row, ok, err := c.store.Fence(tx, a.p.rows.Generation)
 	if err != nil {
 		return fmt.Errorf("coordination: fencing check of pool %q: %w", a.Pool, err)
 	}
@@ -256,34 +258,15 @@ type PoolState struct {
 	// publish and start work again, by the database clock; zero when
 	// there is no hold-off (docs/design.md, "Failover of the database").
 	HoldUntil time.Time
-
-	// floor is the epoch floor of the database's incarnation: a
-	// generation below it is republished above it.
-	floor int64
-}
-
-// heldOff reports whether a failover of the database was less than a
-// hold-off ago at the read.
-func (s PoolState) heldOff() bool { return s.HoldUntil.After(s.DBNow) }
-
-// live returns the live member ids.
-func (s PoolState) live() map[string]Member {
-	out := make(map[string]Member)
-	for _, m := range s.Members {
-		if m.Live {
-			out[m.ID] = m
-		}
-	}
-	return out
 }
 
 // State reads the pool.
 func (p *Pool) State(ctx context.Context) (PoolState, error) {
-	rows, err := p.c.store.List(ctx, p.rows.prefix)
+	st, err := membership.Read(ctx, p.c.store, p.key, p.rows)
 	if err != nil {
-		return PoolState{}, fmt.Errorf("coordination: read pool %q: %w", p.key, err)
+		return PoolState{}, err
 	}
-	return poolStateOf(p.key, p.rows, rows), nil
+	return poolStateFrom(p.key, st), nil
 }
 
 // Current returns the assignment this process is working on, if any.
@@ -344,8 +327,8 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[As
 		return nil
 	}
 	log := c.log.With(zap.String("pool", p.key))
-	m := &poolMember{p: p, fn: fn, run: r, log: log}
-	defer m.leave(ctx)
+	m := (&poolRun{p: p, fn: fn, run: r}).member(log)
+	defer m.Leave(ctx, ErrClosed)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -354,13 +337,13 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[As
 			return nil
 		case <-c.closing:
 			return ErrClosed
-		case <-m.lost():
+		case <-m.Lost():
 		case <-p.wake:
 		case <-timer.C:
 		}
 		began := time.Now()
-		settled := m.step(ctx)
-		m.noteSettled(began, settled)
-		timer.Reset(time.Until(p.nextRead(began, settled, m.expiry)))
+		settled := m.Step(ctx)
+		m.NoteSettled(began, settled)
+		timer.Reset(time.Until(m.NextRead(began, settled)))
 	}
 }

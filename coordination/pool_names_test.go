@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/coordination/internal/membership"
 )
 
 // nestedPoolNames are pool names that extend each other through the parts
@@ -91,14 +93,14 @@ func casePoolNestedNames(t *testing.T, b *bundle) {
 	last := map[string]int64{}
 	read := func() {
 		for _, p := range pools {
-			rows, err := rawStore(t, b.db).Get(ctx, []string{p.rows.generation})
+			rows, err := rawStore(t, b.db).Get(ctx, []string{p.rows.Generation})
 			if err != nil {
 				continue // a busy database; the next read decides
 			}
 			mu.Lock()
 			switch {
 			case len(rows) == 0:
-				regressions = append(regressions, fmt.Sprintf("pool %q: generation row %q is gone", p.Key(), p.rows.generation))
+				regressions = append(regressions, fmt.Sprintf("pool %q: generation row %q is gone", p.Key(), p.rows.Generation))
 			case rows[0].Epoch < last[p.Key()]:
 				regressions = append(regressions, fmt.Sprintf("pool %q: generation went from %d back to %d", p.Key(), last[p.Key()], rows[0].Epoch))
 			default:
@@ -200,7 +202,7 @@ func casePoolNestedNames(t *testing.T, b *bundle) {
 	for _, r := range all {
 		var owners []string
 		for _, p := range pools {
-			if strings.HasPrefix(r.Name, p.rows.prefix) {
+			if strings.HasPrefix(r.Name, p.rows.Prefix) {
 				owners = append(owners, p.Key())
 			}
 		}
@@ -240,7 +242,7 @@ func casePrefixMatchIsExact(t *testing.T, b *bundle) {
 	}
 	for _, key := range keys {
 		rows := poolRowsFor(key)
-		if err := s.EnsureRows(ctx, []string{rows.generation, rows.member("m1")}); err != nil {
+		if err := s.EnsureRows(ctx, []string{rows.Generation, rows.Member("m1")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -250,7 +252,7 @@ func casePrefixMatchIsExact(t *testing.T, b *bundle) {
 	}
 	for _, key := range keys {
 		rows := poolRowsFor(key)
-		got, err := s.List(ctx, rows.prefix)
+		got, err := s.List(ctx, rows.Prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,22 +260,22 @@ func casePrefixMatchIsExact(t *testing.T, b *bundle) {
 		for _, r := range got {
 			names = append(names, r.Name)
 		}
-		if want := []string{rows.generation, rows.member("m1")}; !slices.Equal(names, want) {
-			t.Errorf("List(%q) = %q, want %q", rows.prefix, names, want)
+		if want := []string{rows.Generation, rows.Member("m1")}; !slices.Equal(names, want) {
+			t.Errorf("List(%q) = %q, want %q", rows.Prefix, names, want)
 		}
 	}
 	for i, key := range keys {
 		rows := poolRowsFor(key)
-		n, err := s.PruneDead(ctx, rows.members, 0)
+		n, err := s.PruneDead(ctx, rows.Members, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n != 1 {
-			t.Errorf("PruneDead(%q) deleted %d rows, want 1", rows.members, n)
+			t.Errorf("PruneDead(%q) deleted %d rows, want 1", rows.Members, n)
 		}
 		for _, other := range keys[i+1:] {
-			if got, err := s.Get(ctx, []string{poolRowsFor(other).member("m1")}); err != nil || len(got) != 1 {
-				t.Errorf("PruneDead(%q) deleted a member row of pool %q (%v)", rows.members, other, err)
+			if got, err := s.Get(ctx, []string{poolRowsFor(other).Member("m1")}); err != nil || len(got) != 1 {
+				t.Errorf("PruneDead(%q) deleted a member row of pool %q (%v)", rows.Members, other, err)
 			}
 		}
 	}
@@ -294,7 +296,7 @@ func TestRowKeysCannotCollide(t *testing.T) {
 	}
 	type owner struct{ kind, key string }
 	rows := map[string]owner{}
-	var pools []poolRows
+	var pools []membership.Rows
 	add := func(row string, o owner) {
 		if prev, ok := rows[row]; ok && prev != o {
 			t.Fatalf("row key %q is both %v and %v", row, prev, o)
@@ -311,23 +313,23 @@ func TestRowKeysCannotCollide(t *testing.T) {
 				add(key, owner{"election", key})
 				pr := poolRowsFor(key)
 				pools = append(pools, pr)
-				add(pr.generation, owner{"pool", key})
+				add(pr.Generation, owner{"pool", key})
 				for _, inst := range []string{"generation", "member", "i1"} {
-					add(pr.member(inst), owner{"pool", key})
+					add(pr.Member(inst), owner{"pool", key})
 				}
 			}
 		}
 	}
 	for _, pr := range pools {
-		key := strings.TrimSuffix(strings.TrimPrefix(pr.prefix, "pool|"), "|")
+		key := strings.TrimSuffix(strings.TrimPrefix(pr.Prefix, "pool|"), "|")
 		for row, o := range rows {
 			mine := o == owner{"pool", key}
-			if strings.HasPrefix(row, pr.prefix) != mine {
-				t.Fatalf("prefix %q and row %q of %v", pr.prefix, row, o)
+			if strings.HasPrefix(row, pr.Prefix) != mine {
+				t.Fatalf("prefix %q and row %q of %v", pr.Prefix, row, o)
 			}
-			_, isMember := pr.memberID(row)
-			if isMember != (mine && row != pr.generation) {
-				t.Fatalf("member prefix %q and row %q of %v", pr.members, row, o)
+			_, isMember := pr.MemberID(row)
+			if isMember != (mine && row != pr.Generation) {
+				t.Fatalf("member prefix %q and row %q of %v", pr.Members, row, o)
 			}
 		}
 	}

@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/leasehold/leasehold/coordination/internal/membership"
 )
 
 // interval is one member's work on one index of one generation.
@@ -256,7 +258,7 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 		// have been dead for ten TTLs: the leaver's released row and the
 		// crashed member's alike. Never sooner, so that a row a member is
 		// about to acquire is never deleted under it.
-		memberRow := func(n *poolNode) string { return poolRowsFor("global/orders").member(n.c.id.Instance) }
+		memberRow := func(n *poolNode) string { return poolRowsFor("global/orders").Member(n.c.id.Instance) }
 		hasRow := func(name string) bool {
 			ms.mu.Lock()
 			defer ms.mu.Unlock()
@@ -348,59 +350,11 @@ func poolChurn(t *testing.T, seed int64) {
 	t.Logf("seed %d: %d intervals, %d members at the end", seed, len(rec.ivs), len(alive))
 }
 
-// TestPoolReadSchedule checks the read schedule the rebalance bounds rest
-// on: reads never come later than the poll (a quarter of it while
-// unsettled), and come at another member's expiry when that is sooner.
-func TestPoolReadSchedule(t *testing.T) {
-	p := &Pool{poll: time.Second}
-	began := time.Now()
-	for range 1000 {
-		for _, tc := range []struct {
-			settled bool
-			wait    time.Duration
-		}{{true, time.Second}, {false, time.Second / 4}} {
-			got := p.nextRead(began, tc.settled, time.Time{}).Sub(began)
-			if got > tc.wait || got < tc.wait*9/10 {
-				t.Fatalf("settled=%v: next read after %v, want within [%v, %v]", tc.settled, got, tc.wait*9/10, tc.wait)
-			}
-		}
-		if d := jitterBelow(10 * time.Millisecond); d > 10*time.Millisecond || d < 9*time.Millisecond {
-			t.Fatalf("jitterBelow(10ms) = %v", d)
-		}
-	}
-	expiry := began.Add(300 * time.Millisecond)
-	if got := p.nextRead(began, true, expiry); !got.Equal(expiry) {
-		t.Errorf("next read with a member expiring in 300ms comes at %v, want at the expiry", got.Sub(began))
-	}
-	if got := p.nextRead(began, false, began.Add(time.Hour)); got.Sub(began) > time.Second/4 {
-		t.Errorf("a far expiry delayed the next read to %v", got.Sub(began))
-	}
-}
-
-// TestPoolExpiryConversion checks that a member row's expiry, converted
-// from the database clock, is never before the moment the row expires.
-func TestPoolExpiryConversion(t *testing.T) {
-	p := &Pool{poll: time.Second}
-	m := &poolMember{p: p, me: "me"}
-	db := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	readEnd := time.Now()
-	st := PoolState{DBNow: db, Members: []Member{
-		{ID: "me", Live: true, ExpiresAt: db.Add(time.Millisecond)},      // own row: ignored
-		{ID: "dead", Live: false, ExpiresAt: db.Add(-time.Second)},       // expired: ignored
-		{ID: "b", Live: true, ExpiresAt: db.Add(700 * time.Millisecond)}, // the first to expire
-		{ID: "c", Live: true, ExpiresAt: db.Add(900 * time.Millisecond)},
-	}}
-	m.noteExpiry(st, readEnd)
-	if want := readEnd.Add(700*time.Millisecond + expiryMargin); !m.expiry.Equal(want) {
-		t.Errorf("expiry = readEnd + %v, want readEnd + %v", m.expiry.Sub(readEnd), want.Sub(readEnd))
-	}
-}
-
 func TestRebalanceBounds(t *testing.T) {
 	if got, want := RebalanceBound(time.Second), 1250*time.Millisecond; got != want {
 		t.Errorf("RebalanceBound(1s) = %v, want %v", got, want)
 	}
-	if got, want := CrashRebalanceBound(5*time.Second, time.Second), 5*time.Second+250*time.Millisecond+expiryMargin; got != want {
+	if got, want := CrashRebalanceBound(5*time.Second, time.Second), 5*time.Second+250*time.Millisecond+membership.ExpiryMargin; got != want {
 		t.Errorf("CrashRebalanceBound(5s, 1s) = %v, want %v", got, want)
 	}
 	// The measured case: TTL 5s, poll 1s must settle within TTL + one poll.

@@ -28,7 +28,7 @@ func casePruneWaitingDeletesNewTerm(t *testing.T, b *bundle) {
 	if _, err := s.Migrate(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	prefix := poolRowsFor("global/prune").members
+	prefix := poolRowsFor("global/prune").Members
 	m1, m2 := prefix+"m1", prefix+"m2"
 	sd := newSession(t, s, "holder-d")
 	for _, n := range []string{m1, m2} {

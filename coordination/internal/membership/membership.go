@@ -1,0 +1,128 @@
+// Package membership is the member protocol of a pool: join, read the
+// pool's rows, publish the next member list as a new generation, revoke
+// the work of older generations and acknowledge, assign, leave, and prune
+// the rows of dead members; and when to read again.
+//
+// A [Member] is one process's membership of one pool for one run of it.
+// The coordinator's Pool.Run drives it: it calls Step, and sleeps until
+// NextRead, a wake-up or the end of the membership (Lost). What the
+// protocol needs from outside it is handed at New, behind small
+// interfaces: the slice of the store it uses ([Store]), the join of a
+// member row ([Joiner]) and the membership that gives ([Lease]), the
+// wake-up of the other members ([Notifier]), the start and stop of the
+// work of a generation ([Worker]), and where reads, failures and
+// rebalance times go ([Reporter]).
+//
+// The protocol and the guarantees it gives are described with the
+// coordination package's Pool type.
+package membership
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// Store is the protocol's slice of the store: the pool's rows, the
+// acknowledgement in a member row, the compare-and-set publish of a
+// generation and the pruning of dead members' rows.
+type Store interface {
+	EnsureRows(ctx context.Context, names []string) error
+	List(ctx context.Context, prefix string) ([]store.Row, error)
+	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
+	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
+	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
+}
+
+// Lease is a membership: this member's term of its member row, renewed
+// with every other lease of the process.
+type Lease interface {
+	Key() string     // the member row's key
+	Epoch() int64    // the term's epoch
+	Session() string // the session that holds the term
+	// Valid reports whether the process still trusts the term.
+	Valid() bool
+	// Context ends when the term does.
+	Context() context.Context
+	Release(ctx context.Context) error
+}
+
+// Joiner takes memberships.
+type Joiner interface {
+	// MayJoin reports whether the process may join now (not while its
+	// health checks fail).
+	MayJoin() bool
+	// NewID returns the member id of a new membership: one the process
+	// never used in this pool before, so that a member row, whose epochs
+	// start at 1 again when it is pruned and created anew, never hands
+	// out a fencing token an earlier membership had.
+	NewID() string
+	// Join takes the member row named row.
+	Join(ctx context.Context, row string) (Lease, error)
+}
+
+// Notifier wakes the other processes for a change to a row. It is a
+// hint: a failure is the notifier's to log.
+type Notifier interface {
+	Notify(ctx context.Context, row string)
+}
+
+// Assignment is this member's share of one generation.
+type Assignment struct {
+	Index      int      // this member's index, 0 <= Index < Count
+	Count      int      // number of members in the generation
+	Generation int64    // the generation
+	Members    []string // member ids in index order
+	Lease      Lease    // the membership the assignment rides on
+}
+
+// Worker runs the work of a generation.
+type Worker interface {
+	// Start is called when the member starts working in a generation. It
+	// returns the work, which the member runs in a goroutine of its own
+	// under a context that ends when the generation is superseded, the
+	// membership ends or the context of Step ends. The member waits for
+	// the work to return before it acknowledges a newer generation.
+	Start(a Assignment) (run func(ctx context.Context))
+	// Stopped is called once the work of the last Start has returned
+	// after a newer generation or the loss of the membership ended it;
+	// not on Leave.
+	Stopped()
+}
+
+// Reporter receives what the member has to tell besides its log.
+type Reporter interface {
+	// Read reports the generation and member count of each read.
+	Read(generation int64, members int)
+	// Failed reports a failed step, or work that did not return on
+	// Leave, once logged.
+	Failed(err error)
+	// Rebalanced reports how long the member was out of work before it
+	// settled in a new generation (see NoteSettled).
+	Rebalanced(d time.Duration)
+}
+
+// Config is what a Member is built from.
+type Config struct {
+	Pool   string        // the pool's key, for logs and errors
+	Rows   Rows          // the names of the pool's rows
+	Holder string        // this process's holder string
+	Poll   time.Duration // how often to read when settled
+	// StepTimeout bounds the statements of one Step. ShutdownTimeout
+	// bounds the wait for the work on Leave, and is how often a wait for
+	// work that does not return is logged. PruneAfter is how long a
+	// member row must have been unheld, or its session dead, before it
+	// is pruned.
+	StepTimeout, ShutdownTimeout, PruneAfter time.Duration
+
+	Store    Store
+	Joiner   Joiner
+	Notifier Notifier
+	Worker   Worker
+	Reporter Reporter
+	Log      *zap.Logger      // the pool's logger
+	Now      func() time.Time // the clock; time.Now when nil
+}

@@ -1,0 +1,55 @@
+package membership
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// ExpiryMargin is added to a member row's expiry, converted from the
+// database clock to this process's clock, before the read that is to see
+// it expired. It covers SQLite's clock, which has millisecond resolution.
+const ExpiryMargin = 2 * time.Millisecond
+
+// noteExpiry records when the first other live member row of st expires
+// unless renewed, converted to this process's clock. readEnd is taken
+// after the read returned, so the database clock was read before it and
+// the converted moment is never early.
+func (m *Member) noteExpiry(st State, readEnd time.Time) {
+	for _, mb := range st.Members {
+		if !mb.Live || mb.ID == m.me || mb.ExpiresAt.IsZero() {
+			continue
+		}
+		at := readEnd.Add(mb.ExpiresAt.Sub(st.DBNow) + ExpiryMargin)
+		if m.expiry.IsZero() || at.Before(m.expiry) {
+			m.expiry = at
+		}
+	}
+}
+
+// NextRead returns when the read after the step that began at began
+// starts (see nextRead), given whether it left the member settled.
+func (m *Member) NextRead(began time.Time, settled bool) time.Time {
+	return nextRead(m.cfg.Poll, began, settled, m.expiry)
+}
+
+// nextRead returns when the read after the one whose step began at began
+// starts: one poll later when settled, a quarter of it while a rebalance
+// is pending, each shortened by a random 0-10% so that members do not act
+// in step yet never wait longer than the interval. When another member's
+// row would expire before then (expiry, if not zero), the read comes at
+// that expiry instead, so a crashed member is noticed at once rather than
+// up to a poll later.
+func nextRead(poll time.Duration, began time.Time, settled bool, expiry time.Time) time.Time {
+	wait := poll
+	if !settled {
+		wait = poll / 4
+	}
+	next := began.Add(jitterBelow(wait))
+	if !expiry.IsZero() && expiry.Before(next) {
+		next = expiry
+	}
+	return next
+}
+
+// jitterBelow returns d less a random 0-10% of d: within [0.9d, d].
+func jitterBelow(d time.Duration) time.Duration { return d - rand.N(d/10+1) }
