@@ -238,7 +238,21 @@
 //	                                      step-down                                    Renewal, Run
 //	poolSet       pools.go                the pools running here, member ids, each     Pool, pool members,
 //	                                      Pool's last read and assignment              wake-ups, metrics
+//	membership.   internal/membership,    one Run's membership of its pool: its        Pool.Run only
+//	Member        member.go (its seam)    member row's lease, acknowledgement and
+//	                                      work, the read schedule; no lock, owned
+//	                                      by Run's goroutine
 //	fencer        fencerenew.go           nothing: the fencing check                   Lease, CheckFence
+//
+// The pool member protocol (join, read, publish, revoke and acknowledge,
+// assign, leave, prune, when to read next) is the package
+// internal/membership, which declares what it needs from outside as small
+// interfaces: its slice of the store, the join of a member row, the
+// wake-up of the other members, the start and stop of a generation's
+// work, and where reads, failures and rebalance times go. poolRun
+// (member.go) implements them with the campaigner, the health gate, the
+// pool set, the wake-ups, Run's term loop, events and metrics; Pool.Run
+// keeps the loop that steps the member and the public types.
 //
 // The wake-up transport, the listen loop and whether it listens (wake.go)
 // stay with [Coordinator] itself, which hands each wake-up to the
