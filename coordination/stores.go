@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/coordination/internal/membership"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/wake"
 )
@@ -46,14 +47,8 @@ type leaseOps interface {
 }
 
 // poolOps is the pool membership protocol's, beside the lease operations
-// its membership rides on.
-type poolOps interface {
-	EnsureRows(ctx context.Context, names []string) error
-	List(ctx context.Context, prefix string) ([]store.Row, error)
-	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
-	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
-	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
-}
+// its membership rides on: the interface the protocol's package declares.
+type poolOps = membership.Store
 
 // resignStore is the resign reader's: the requests for this process's
 // terms (the request itself is the Admin's, adminStore).
