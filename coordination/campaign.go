@@ -333,7 +333,10 @@ func (cp *campaigner) seenLocked(e *Election, epoch int64) {
 }
 
 // acquireDirect takes a lease that only this process ever competes for
-// (a pool member row) without going through the campaign loop.
+// (a pool member row) without going through the campaign loop. Its error
+// wraps ErrNotAcquired when another live session has the row, and
+// ErrSessionLost when this process stopped trusting its session while the
+// row was taken.
 func (cp *campaigner) acquireDirect(ctx context.Context, name string) (*Lease, error) {
 	if err := cp.waitReady(ctx); err != nil {
 		return nil, err
@@ -419,8 +422,9 @@ func notAcquired(r store.Row) error {
 
 // startTerm turns a term acquired outside the campaign loop into a Lease
 // of e (nil for a pool membership), unless the coordinator is shutting
-// down or the session lost this process's trust while the term was taken:
-// then the term is given back and an error returned.
+// down (ErrClosed) or the session lost this process's trust while the term
+// was taken (ErrSessionLost): then the term is given back and the error
+// returned.
 func (cp *campaigner) startTerm(name string, epoch int64, s *session, e *Election) (*Lease, error) {
 	cp.mu.Lock()
 	l, err := cp.terms.hold(name, epoch, s, e)
@@ -434,7 +438,7 @@ func (cp *campaigner) startTerm(name string, epoch int64, s *session, e *Electio
 		return nil, ErrClosed
 	case err != nil:
 		cp.releaser.giveBack(cp.log, cp.cfg.ShutdownTimeout, s, name, epoch)
-		return nil, fmt.Errorf("%w: %q: the session was lost while acquiring", ErrNotAcquired, name)
+		return nil, fmt.Errorf("%w: lease %q: this process stopped trusting its session while the lease was taken; the term is given back", err, name)
 	}
 	return l, nil
 }

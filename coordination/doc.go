@@ -15,8 +15,10 @@
 // ([GlobalScope]). [Election.Run] runs a function whenever this process
 // leads; [Election.Campaign] gives the lower-level [Lease], and
 // [Election.TryAcquire] makes one attempt for it, returning [ErrNotAcquired]
-// (naming the holder) when another process leads. [Election.Observe]
-// follows who leads an election without campaigning for it.
+// (naming the holder) when another process leads, and [ErrSessionLost]
+// when this process stopped trusting its own session during the attempt.
+// [Election.Observe] follows who leads an election without campaigning
+// for it.
 //
 //	coord, err := coordination.New(db, id, coordination.Config{Logger: log})
 //	e, err := coord.Election(coordination.ClusterScope, "reports")

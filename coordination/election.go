@@ -83,13 +83,23 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 //
 // When another live holder has the lease, TryAcquire changes nothing in
 // the database and returns an error wrapping ErrNotAcquired that names the
-// lease, its holder and its epoch. It costs one read then, and otherwise
-// the read and the acquire, plus a statement to create the lease's row the
-// first time and one to start or renew the session when it needs one. An attempt whose acquire statement failed
-// returns that error, never a lease; if the statement committed
-// nonetheless, the epoch it took is never used: the next acquire by this
-// process takes the lease again under a new epoch, and otherwise it
-// expires with the session.
+// lease, its holder and its epoch; so it does when a resign prefers
+// another holder for the lease, or this process holds off after resigning
+// it. It costs one read then, and otherwise the read and the acquire, plus
+// a statement to create the lease's row the first time and one to start
+// or renew the session when it needs one.
+//
+// When this process stops trusting its own session while the lease is
+// being taken (the session's trust deadline passed without a successful
+// renewal, or a renewal found it gone), TryAcquire gives back whatever the
+// acquire took and returns an error wrapping ErrSessionLost, never
+// ErrNotAcquired: the lease may well be free, and a later attempt starts a
+// new session.
+//
+// An attempt whose acquire statement failed returns that error, never a
+// lease; if the statement committed nonetheless, the epoch it took is
+// never used: the next acquire by this process takes the lease again
+// under a new epoch, and otherwise it expires with the session.
 //
 // Like Campaign, TryAcquire waits, within ctx, for the coordinator to be
 // ready, and returns ErrClosed once it is stopping or has stopped. It

@@ -52,11 +52,24 @@ var (
 	// that already has an active campaign, attempt or term in this process.
 	ErrBusy = errors.New("leasehold: election already has an active campaign in this process")
 
-	// ErrNotAcquired is returned by Election.TryAcquire when another live
-	// holder has the lease (the message names the holder and epoch), or
-	// when this process's session lost its trust while the lease was being
-	// taken (the term is given back).
+	// ErrNotAcquired is returned by Election.TryAcquire when the lease
+	// could not be taken because of who has it: another live holder (the
+	// message names the holder and epoch, also when it took the lease
+	// during the attempt), a resign that prefers another holder for a
+	// while, or this process holding off after resigning it. A pool join
+	// refused because another live session has the membership's row
+	// reports it too. It never means that this process lost trust in its
+	// own session: that is ErrSessionLost.
 	ErrNotAcquired = errors.New("leasehold: lease is held by another holder")
+
+	// ErrSessionLost is returned by Election.TryAcquire, and reported for
+	// a pool join, when this process stopped trusting its own session
+	// while the lease was being taken: the session's trust deadline
+	// passed without a successful renewal, or a renewal found the session
+	// gone. The database may have granted the term; it is given back at
+	// once and no Lease is returned. Nobody else need hold the lease: a
+	// later attempt starts a new session and may take it.
+	ErrSessionLost = errors.New("leasehold: session lost")
 
 	// ErrResigned is the cause of a lease's context when its term ended
 	// because a resign was requested for it (Coordinator.Resign): the

@@ -258,7 +258,9 @@ func casePoolMembersJoiningAtOnce(t *testing.T, b *bundle) {
 	rec := newRecorder()
 	// A statement that times out on a loaded machine is retried at the
 	// next step; a join refused because pruning deleted the row it was
-	// about to take is the failure this case is about.
+	// about to take is the failure this case is about. A refusal wraps
+	// ErrNotAcquired, or ErrSessionLost when the session lost trust while
+	// the row was taken; both count.
 	var failures atomic.Int64
 	var runs []*running
 	for i := range members {
@@ -267,7 +269,7 @@ func casePoolMembersJoiningAtOnce(t *testing.T, b *bundle) {
 		t.Cleanup(unsubscribe)
 		go func() {
 			for ev := range events {
-				if ev.Kind == EventError && errors.Is(ev.Err, ErrNotAcquired) {
+				if ev.Kind == EventError && (errors.Is(ev.Err, ErrNotAcquired) || errors.Is(ev.Err, ErrSessionLost)) {
 					failures.Add(1)
 					t.Logf("%s: %v", r.Holder(), ev.Err)
 				}

@@ -2,7 +2,6 @@ package coordination
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -54,12 +53,8 @@ func (t *termSet) start(parent context.Context) {
 	t.parent = parent
 }
 
-// errSessionLost is hold's error for a session that lost this process's
-// trust while the term was taken.
-var errSessionLost = errors.New("the session was lost while acquiring")
-
 // hold starts a term under session s, unless the coordinator is shutting
-// down (ErrClosed) or s lost this process's trust (errSessionLost): the
+// down (ErrClosed) or s lost this process's trust (ErrSessionLost): the
 // lease rides on the session's renewals and shares its trust deadline. e
 // is the election the term is of, nil for a pool membership.
 func (t *termSet) hold(name string, epoch int64, s *session, e *Election) (*Lease, error) {
@@ -69,7 +64,7 @@ func (t *termSet) hold(name string, epoch int64, s *session, e *Election) (*Leas
 		return nil, ErrClosed
 	}
 	if !t.keeper.attach(s) {
-		return nil, errSessionLost
+		return nil, ErrSessionLost
 	}
 	lctx, cancel := context.WithCancelCause(t.parent)
 	l := &Lease{t: t, name: name, epoch: epoch, ctx: lctx, cancel: cancel, sess: s, election: e}

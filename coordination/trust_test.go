@@ -3,6 +3,7 @@ package coordination
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -310,6 +311,58 @@ func TestSessionOutlivesALongAcquire(t *testing.T) {
 		}
 		if r := ms.row(l.Key()); !r.Live() || r.Session == "" {
 			t.Fatalf("row after the long acquire: %+v", r)
+		}
+		_ = l.Release(context.Background())
+	})
+}
+
+// TestTryAcquireSessionLostWhileAcquiring: when this process stops
+// trusting its session while an attempt's acquire is in flight, and the
+// database grants the term all the same, TryAcquire gives the term back
+// and fails with ErrSessionLost, not ErrNotAcquired: nobody else holds the
+// lease. The next attempt starts a new session and takes it.
+func TestTryAcquireSessionLostWhileAcquiring(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := newMemStore()
+		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
+		defer stop()
+		e, err := c.Election(ClusterScope, "lost-while-acquiring")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Renewals hang from now on, so the session's trust ends at its
+		// deadline (12s); the acquire returns at 13s, before the database
+		// expires the session (15s), and so takes the lease.
+		ms.set(func(m *memStore) { m.renewDelay, m.acquireDelay = time.Hour, 13*time.Second })
+		start := time.Now()
+		l, err := e.TryAcquire(context.Background())
+		if err == nil {
+			t.Fatalf("TryAcquire under a session that lost trust returned %s", l.Token())
+		}
+		if took := time.Since(start); took != 13*time.Second {
+			t.Fatalf("TryAcquire returned after %v, want after the 13s acquire", took)
+		}
+		if !errors.Is(err, ErrSessionLost) || errors.Is(err, ErrNotAcquired) {
+			t.Fatalf("TryAcquire under a session that lost trust = %v, want ErrSessionLost and not ErrNotAcquired", err)
+		}
+		if !strings.Contains(err.Error(), e.Key()) {
+			t.Fatalf("TryAcquire's error %q does not name the lease %s", err, e.Key())
+		}
+		if held := c.Held(); len(held) != 0 || e.IsLeader() {
+			t.Fatalf("the term of a lost session was kept: held %v", held)
+		}
+		synctest.Wait() // the give-back
+		if r := ms.row(e.Key()); r.Epoch != 1 || r.Live() {
+			t.Fatalf("row after the give-back = %+v, want epoch 1, not live", r)
+		}
+
+		ms.set(func(m *memStore) { m.renewDelay, m.acquireDelay = 0, 0 })
+		l, err = e.TryAcquire(context.Background())
+		if err != nil {
+			t.Fatalf("TryAcquire after the session was lost: %v", err)
+		}
+		if l.Epoch() != 2 || !l.Valid() {
+			t.Fatalf("TryAcquire after the session was lost = %s (valid %v), want a valid term at epoch 2", l.Token(), l.Valid())
 		}
 		_ = l.Release(context.Background())
 	})

@@ -70,8 +70,9 @@ func caseTryAcquireFree(t *testing.T, b *bundle) {
 }
 
 // caseTryAcquireHeld: an attempt on a lease another live process holds
-// fails with ErrNotAcquired naming the holder and epoch, and leaves the
-// row as it was.
+// fails with ErrNotAcquired naming the holder and epoch, never with
+// ErrSessionLost (this process's session is fine), and leaves the row as
+// it was.
 func caseTryAcquireHeld(t *testing.T, b *bundle) {
 	a := start(t, b.db, "node-a", fastConfig())
 	c := start(t, b.db, "node-c", fastConfig())
@@ -86,6 +87,9 @@ func caseTryAcquireHeld(t *testing.T, b *bundle) {
 	if !errors.Is(err, ErrNotAcquired) || !strings.Contains(err.Error(), a.Holder()) ||
 		!strings.Contains(err.Error(), "epoch 1") || !strings.Contains(err.Error(), l.Key()) {
 		t.Fatalf("TryAcquire of a held lease = %v, want ErrNotAcquired naming %s, %s and epoch 1", err, l.Key(), a.Holder())
+	}
+	if errors.Is(err, ErrSessionLost) {
+		t.Fatalf("TryAcquire of a held lease = %v, want ErrNotAcquired alone, not ErrSessionLost", err)
 	}
 	after := row(t, b.db, l.Key())
 	if after.Holder != before.Holder || after.Epoch != before.Epoch || after.Session != before.Session ||
