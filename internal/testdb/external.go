@@ -16,10 +16,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	mssql "github.com/microsoft/go-mssqldb"
-	"github.com/microsoft/go-mssqldb/msdsn"
 
-	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/redact"
 )
 
@@ -42,19 +39,12 @@ const (
 	SQLServerDSNEnv = "LEASEHOLD_TEST_SQLSERVER_DSN"
 )
 
-// externalEnv maps a dialect to the variable naming its external server.
-var externalEnv = map[string]string{
-	"postgres":  PostgresDSNEnv,
-	"mysql":     MySQLDSNEnv,
-	"sqlserver": SQLServerDSNEnv,
-}
-
 // External reports whether the tests of dialect run against a server
 // named by an environment variable (see PostgresDSNEnv) rather than a
 // private one. Such a server cannot be stopped by a test.
 func External(dialect string) bool {
-	env, ok := externalEnv[dialect]
-	return ok && os.Getenv(env) != ""
+	d := dialectOf(dialect)
+	return d != nil && os.Getenv(d.env) != ""
 }
 
 // External reports whether tg runs against a server named by an
@@ -69,21 +59,9 @@ func SkipExternal(t testing.TB, dialect string) {
 	if !External(dialect) {
 		return
 	}
-	env := externalEnv[dialect]
+	d := dialectOf(dialect)
 	t.Skipf("LOUD: testdb: SKIPPING: this test stops and restarts a private %s server, but %s points the %s tests at %s, which it cannot stop",
-		dialect, env, dialect, redact.DSN(driverOf(dialect), os.Getenv(env)))
-}
-
-// driverOf returns the dbopen driver name of a server dialect.
-func driverOf(dialect string) string {
-	switch dialect {
-	case "mysql":
-		return dbopen.MySQL
-	case "sqlserver":
-		return dbopen.SQLServer
-	default:
-		return dbopen.Postgres
-	}
+		dialect, d.env, dialect, redact.DSN(d.driver, os.Getenv(d.env)))
 }
 
 // externalConnectTimeout bounds the first connection to an external
@@ -94,8 +72,7 @@ var externalConnectTimeout = 20 * time.Second
 // externalServer is the server an environment variable names, shared by
 // the test binary's tests of one dialect.
 type externalServer struct {
-	dialect string
-	env     string
+	dialect *dialect
 	dsn     string // as given
 
 	once  sync.Once
@@ -111,11 +88,11 @@ var (
 // externalFor returns the external server of dialect, or nil when its
 // variable is unset.
 func externalFor(dialect string) *externalServer {
-	env, ok := externalEnv[dialect]
-	if !ok {
+	d := dialectOf(dialect)
+	if d == nil {
 		return nil
 	}
-	dsn := os.Getenv(env)
+	dsn := os.Getenv(d.env)
 	if dsn == "" {
 		return nil
 	}
@@ -123,7 +100,7 @@ func externalFor(dialect string) *externalServer {
 	defer externalMu.Unlock()
 	es := externalServers[dialect]
 	if es == nil || es.dsn != dsn {
-		es = &externalServer{dialect: dialect, env: env, dsn: dsn}
+		es = &externalServer{dialect: d, dsn: dsn}
 		externalServers[dialect] = es
 	}
 	return es
@@ -143,8 +120,11 @@ func closeExternal() error {
 	return errors.Join(errs...)
 }
 
+// env is the variable that names the server.
+func (es *externalServer) env() string { return es.dialect.env }
+
 // driver is the dbopen driver name for the server's DSNs.
-func (es *externalServer) driver() string { return driverOf(es.dialect) }
+func (es *externalServer) driver() string { return es.dialect.driver }
 
 // redacted returns the DSN as given, with its password replaced.
 func (es *externalServer) redacted() string { return redact.DSN(es.driver(), es.dsn) }
@@ -162,18 +142,18 @@ func (es *externalServer) ready() (*sql.DB, error) {
 	es.once.Do(func() {
 		// A DSN the driver cannot read is not quoted, not even redacted:
 		// where its password ends is anyone's guess.
-		if _, err := withDatabase(es.dialect, es.dsn, "t_check"); err != nil {
-			es.err = es.errorf("testdb: %s does not hold a DSN the %s driver accepts: %v", es.env, es.driver(), err)
+		if _, err := withDatabase(es.dialect.name, es.dsn, "t_check"); err != nil {
+			es.err = es.errorf("testdb: %s does not hold a DSN the %s driver accepts: %v", es.env(), es.driver(), err)
 			return
 		}
 		admin, err := es.open(0)
 		if err != nil {
-			es.err = es.errorf("testdb: %s does not hold a DSN the %s driver accepts: %v", es.env, es.driver(), err)
+			es.err = es.errorf("testdb: %s does not hold a DSN the %s driver accepts: %v", es.env(), es.driver(), err)
 			return
 		}
 		if err := es.probe(); err != nil {
 			_ = admin.Close()
-			es.err = es.errorf("testdb: %s=%s: cannot connect within %s: %v", es.env, es.redacted(), externalConnectTimeout, err)
+			es.err = es.errorf("testdb: %s=%s: cannot connect within %s: %v", es.env(), es.redacted(), externalConnectTimeout, err)
 			return
 		}
 		admin.SetMaxOpenConns(4)
@@ -202,52 +182,18 @@ func (es *externalServer) probe() error {
 // ioTimeout instead, unless it is zero or the DSN sets its own
 // "connection timeout".
 func (es *externalServer) open(ioTimeout time.Duration) (*sql.DB, error) {
-	switch es.dialect {
-	case "mysql":
-		return sql.Open("mysql", es.dsn)
-	case "sqlserver":
-		cfg, err := msdsn.Parse(es.dsn)
-		if err != nil {
-			return nil, err
-		}
-		if cfg.ConnTimeout == 0 {
-			cfg.ConnTimeout = ioTimeout
-		}
-		return sql.OpenDB(mssql.NewConnectorConfig(cfg)), nil
-	default:
-		return sql.Open("pgx", es.dsn)
-	}
+	return es.dialect.open(es.dsn, ioTimeout)
 }
 
-// createStmt and dropStmts are the statements that create and drop the
-// database name, which validName has accepted.
-func (es *externalServer) createStmt(name string) string {
-	switch es.dialect {
-	case "mysql":
-		return fmt.Sprintf("CREATE DATABASE `%s` CHARACTER SET utf8mb4", name)
-	case "sqlserver":
-		return fmt.Sprintf("CREATE DATABASE [%s]", name)
-	default:
-		return fmt.Sprintf(`CREATE DATABASE "%s"`, name)
-	}
-}
-
-// dropStmts returns the statements to try, in order, until one succeeds.
-// PostgreSQL before 13 has no WITH (FORCE); SQL Server drops a database
-// only when no session uses it, so they are ended first.
+// dropStmts returns the statements that drop the database name, which
+// validName has accepted, to try in order until one succeeds: the
+// dialect's, then, where it has one, its statement for older servers.
 func (es *externalServer) dropStmts(name string) []string {
-	switch es.dialect {
-	case "mysql":
-		return []string{fmt.Sprintf("DROP DATABASE IF EXISTS `%s`", name)}
-	case "sqlserver":
-		return []string{fmt.Sprintf("IF DB_ID(N'%s') IS NOT NULL BEGIN "+
-			"ALTER DATABASE [%s] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE [%s]; END", name, name, name)}
-	default:
-		return []string{
-			fmt.Sprintf(`DROP DATABASE IF EXISTS "%s" WITH (FORCE)`, name),
-			fmt.Sprintf(`DROP DATABASE IF EXISTS "%s"`, name),
-		}
+	stmts := []string{es.dialect.drop(name)}
+	if es.dialect.dropOlder != nil {
+		stmts = append(stmts, es.dialect.dropOlder(name))
 	}
+	return stmts
 }
 
 // openDSN creates a fresh database for t on the server, dropped when t
@@ -260,15 +206,15 @@ func (es *externalServer) openDSN(t testing.TB) (driver, dsn string) {
 		t.Fatal(err)
 	}
 	name := externalName(t)
-	dsn, err = withDatabase(es.dialect, es.dsn, name)
+	dsn, err = withDatabase(es.dialect.name, es.dsn, name)
 	if err != nil {
-		t.Fatal(es.errorf("testdb: %s does not hold a DSN the %s driver accepts: %v", es.env, es.driver(), err))
+		t.Fatal(es.errorf("testdb: %s does not hold a DSN the %s driver accepts: %v", es.env(), es.driver(), err))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := admin.ExecContext(ctx, es.createStmt(name)); err != nil {
+	if _, err := admin.ExecContext(ctx, es.dialect.create(name)); err != nil {
 		t.Fatal(es.errorf("testdb: create database %s on the server %s names (%s); its user must be allowed to create and drop databases: %v",
-			name, es.env, es.redacted(), err))
+			name, es.env(), es.redacted(), err))
 	}
 	t.Cleanup(func() {
 		// As on the private servers, a failed drop only leaves a database
@@ -283,7 +229,7 @@ func (es *externalServer) openDSN(t testing.TB) (driver, dsn string) {
 			}
 			errs = append(errs, err)
 		}
-		t.Log(es.errorf("testdb: drop database %s on the server %s names (%s): %v", name, es.env, es.redacted(), errors.Join(errs...)))
+		t.Log(es.errorf("testdb: drop database %s on the server %s names (%s): %v", name, es.env(), es.redacted(), errors.Join(errs...)))
 	})
 	return es.driver(), dsn
 }
@@ -303,35 +249,6 @@ func externalName(t testing.TB) string {
 	name := uniqueName(t)
 	i := strings.LastIndexByte(name, '_')
 	return name[:i] + "_" + runToken() + name[i:]
-}
-
-// withDatabase returns dsn, a DSN for dialect's driver, with its database
-// replaced by name, which must be a plain identifier (validName). Every
-// other setting, the password included, is kept as it is.
-//
-// For MySQL the result also has parseTime=true and loc=UTC, as the
-// private MariaDB target's DSNs have.
-func withDatabase(dialect, dsn, name string) (string, error) {
-	if !validName.MatchString(name) {
-		return "", fmt.Errorf("database name %q must match %s", name, validName)
-	}
-	switch dialect {
-	case "postgres":
-		return postgresWith(dsn, pgSettings{database: name})
-	case "mysql":
-		return mysqlWithDatabase(dsn, name)
-	case "sqlserver":
-		switch {
-		case strings.HasPrefix(dsn, "sqlserver://"):
-			return sqlserverURLWithDatabase(dsn, name)
-		case strings.HasPrefix(dsn, "odbc:"):
-			return "", errors.New("the ODBC form (odbc:…) is not supported; use sqlserver://user:password@host:port?database=db or the ADO form server=host;user id=user;password=…")
-		default:
-			return sqlserverADOWithDatabase(dsn, name), nil
-		}
-	default:
-		return "", fmt.Errorf("no external server for dialect %q", dialect)
-	}
 }
 
 // parseURL parses a URL DSN. Its error leaves the URL out: url.Error

@@ -47,7 +47,7 @@ func TestExternalRunLeavesNothingBehind(t *testing.T) {
 	for _, d := range []string{"postgres", "mysql"} {
 		if External(d) {
 			t.Skipf("LOUD: testdb: SKIPPING: this test runs the coordination tests against the private %s server as if it were "+
-				"the user's, and reads what they leave there, but %s points the tests at another server", d, externalEnv[d])
+				"the user's, and reads what they leave there, but %s points the tests at another server", d, dialectOf(d).env)
 		}
 	}
 	pg := Target{Name: "postgres", Dialect: "postgres"}.sharedServer(t)

@@ -150,10 +150,10 @@ func TestWithDatabaseErrorsKeepThePassword(t *testing.T) {
 		} else if strings.Contains(err.Error(), pw) {
 			t.Errorf("%s: withDatabase's error quotes the password: %v", tc.dialect, err)
 		}
-		es := &externalServer{dialect: tc.dialect, env: externalEnv[tc.dialect], dsn: tc.dsn}
+		es := &externalServer{dialect: dialectOf(tc.dialect), dsn: tc.dsn}
 		_, err := es.ready()
-		if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), es.env) {
-			t.Errorf("%s: ready = %v, want an error that names %s and does not quote the password", tc.dialect, err, es.env)
+		if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), es.env()) {
+			t.Errorf("%s: ready = %v, want an error that names %s and does not quote the password", tc.dialect, err, es.env())
 		}
 	}
 	if _, err := withDatabase("postgres", "host=h", "bad name"); err == nil {
@@ -216,7 +216,7 @@ func TestExternalUnreachable(t *testing.T) {
 		{"sqlserver", "sqlserver://app:" + url.QueryEscape(secret) + "@" + silentAddr.String() + "?encrypt=disable"},
 	}
 	for _, tc := range cases {
-		es := &externalServer{dialect: tc.dialect, env: externalEnv[tc.dialect], dsn: tc.dsn}
+		es := &externalServer{dialect: dialectOf(tc.dialect), dsn: tc.dsn}
 		began := time.Now()
 		_, err := es.ready()
 		took := time.Since(began)
@@ -228,8 +228,8 @@ func TestExternalUnreachable(t *testing.T) {
 			t.Errorf("%s: ready took %s, beyond its %s bound", tc.dialect, took, externalConnectTimeout)
 		}
 		msg := err.Error()
-		if strings.Contains(msg, "w/rd") || !strings.Contains(msg, es.env) {
-			t.Errorf("%s: message quotes the password or does not name %s: %s", tc.dialect, es.env, msg)
+		if strings.Contains(msg, "w/rd") || !strings.Contains(msg, es.env()) {
+			t.Errorf("%s: message quotes the password or does not name %s: %s", tc.dialect, es.env(), msg)
 		}
 		// The result is kept: later tests fail at once.
 		if _, again := es.ready(); again == nil || again.Error() != msg {

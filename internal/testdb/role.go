@@ -41,7 +41,7 @@ type Role struct {
 // other than PostgreSQL.
 func (tg Target) Role(t testing.TB) Role {
 	t.Helper()
-	if tg.Dialect != "postgres" {
+	if d := dialectOf(tg.Dialect); d == nil || !d.roles {
 		t.Fatalf("testdb: Role: target %q is not PostgreSQL; only PostgreSQL tests make roles", tg.Name)
 	}
 	adm := tg.roleAdmin(t)
@@ -91,12 +91,12 @@ func (tg Target) Role(t testing.TB) Role {
 func (r Role) DSN(dsn string) (string, error) {
 	out, err := postgresWith(dsn, pgSettings{user: r.Name, password: r.password})
 	if err != nil {
-		return "", errors.New(redact.Message(driverOf("postgres"), dsn, "testdb: connect as role "+r.Name+": "+err.Error()))
+		return "", errors.New(redact.Message(postgresDialect.driver, dsn, "testdb: connect as role "+r.Name+": "+err.Error()))
 	}
 	cfg, err := pgconn.ParseConfig(out)
 	if err != nil || cfg.User != r.Name || cfg.Password != r.password {
 		return "", fmt.Errorf("testdb: connect as role %s: the rewritten DSN %s does not name the role and its password",
-			r.Name, redact.DSN(driverOf("postgres"), out))
+			r.Name, redact.DSN(postgresDialect.driver, out))
 	}
 	return out, nil
 }
@@ -112,7 +112,7 @@ type roleAdmin struct {
 // errorf makes an error whose message quotes no part of the DSN's
 // password.
 func (a *roleAdmin) errorf(format string, args ...any) error {
-	return errors.New(redact.Message(driverOf("postgres"), a.dsn, fmt.Sprintf(format, args...)))
+	return errors.New(redact.Message(postgresDialect.driver, a.dsn, fmt.Sprintf(format, args...)))
 }
 
 // roleAdmin returns the way to tg's server, skipping or failing t as
@@ -120,7 +120,7 @@ func (a *roleAdmin) errorf(format string, args ...any) error {
 func (tg Target) roleAdmin(t testing.TB) *roleAdmin {
 	t.Helper()
 	if es := externalFor(tg.Dialect); es != nil {
-		return &roleAdmin{where: es.env + "=" + es.redacted(), dsn: es.dsn, pool: es.ready}
+		return &roleAdmin{where: es.env() + "=" + es.redacted(), dsn: es.dsn, pool: es.ready}
 	}
 	srv := tg.sharedServer(t)
 	return &roleAdmin{where: "the private PostgreSQL server", pool: func() (*sql.DB, error) {
