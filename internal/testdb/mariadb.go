@@ -2,8 +2,10 @@ package testdb
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // innodbLogFileSize is passed both to mariadb-install-db and to mariadbd,
@@ -33,7 +35,7 @@ func StartMariaDB(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := newServer(KindMySQL, mariadbd, cred)
+	s, err := newServer(mariadbEngine, mariadbd, cred)
 	if err != nil {
 		return nil, err
 	}
@@ -42,8 +44,8 @@ func StartMariaDB(ctx context.Context) (*Server, error) {
 	// stays set.
 	err = s.runSetup(ctx, installDB,
 		"--no-defaults",
-		"--datadir="+s.dataDir,
-		"--tmpdir="+s.tmpDir,
+		"--datadir="+s.dir.dataDir,
+		"--tmpdir="+s.dir.tmpDir,
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 		"--skip-name-resolve",
@@ -59,15 +61,32 @@ func StartMariaDB(ctx context.Context) (*Server, error) {
 	return s, nil
 }
 
-// mariadbArgs are the command-line arguments of mariadbd. Its error log
+// mariadbEngine is what is particular to the private MariaDB servers. The
+// DSN is "root@tcp(127.0.0.1:P)/DB" with no parameters, on no particular
+// database when none is named. The server stops on SIGTERM, its normal
+// shutdown, which is quick, and gets SIGKILL when the test binary dies:
+// it is a single process.
+var mariadbEngine = &engine{
+	kind:    KindMySQL,
+	dialect: mysqlDialect,
+	dsn: func(port int, database string) string {
+		return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", port, database)
+	},
+	adminParams: "?timeout=" + pingTimeout.String(),
+	args:        mariadbArgs,
+	stop:        syscall.SIGTERM,
+	death:       syscall.SIGKILL,
+}
+
+// mariadbArgs are the command-line arguments of mariadbd s. Its error log
 // goes to stderr, which is the server log.
-func (s *Server) mariadbArgs() []string {
+func mariadbArgs(s *Server) []string {
 	return []string{
 		"--no-defaults", // must come first
-		"--datadir=" + s.dataDir,
-		"--tmpdir=" + s.tmpDir,
-		"--socket=" + filepath.Join(s.root, "mysqld.sock"),
-		"--pid-file=" + filepath.Join(s.root, "mysqld.pid"),
+		"--datadir=" + s.dir.dataDir,
+		"--tmpdir=" + s.dir.tmpDir,
+		"--socket=" + filepath.Join(s.dir.root, "mysqld.sock"),
+		"--pid-file=" + filepath.Join(s.dir.root, "mysqld.pid"),
 		"--port=" + strconv.Itoa(s.port),
 		"--bind-address=127.0.0.1",
 		"--skip-grant-tables",

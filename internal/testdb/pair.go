@@ -117,7 +117,7 @@ func StartPostgresPair(ctx context.Context, mode ReplicationMode, settings ...st
 	if err != nil {
 		return nil, err
 	}
-	standby, err := newServer(KindPostgres, primary.bin, primary.cred)
+	standby, err := newServer(primary.eng, primary.bin, primary.dir.cred)
 	if err != nil {
 		_ = primary.Close()
 		return nil, err
@@ -137,11 +137,11 @@ func StartPostgresPair(ctx context.Context, mode ReplicationMode, settings ...st
 // Sync mode it then makes it the primary's synchronous standby.
 func (p *Pair) startStandby(ctx context.Context, primary, s *Server, first bool) error {
 	// pg_basebackup creates the data directory and refuses a non-empty one.
-	if err := os.RemoveAll(s.dataDir); err != nil {
+	if err := os.RemoveAll(s.dir.dataDir); err != nil {
 		return fmt.Errorf("testdb: remove the data directory of the server on port %d: %w", s.port, err)
 	}
 	err := s.runSetup(ctx, p.basebackup,
-		"--pgdata="+s.dataDir,
+		"--pgdata="+s.dir.dataDir,
 		"--host=127.0.0.1",
 		"--port="+strconv.Itoa(primary.port),
 		"--username=postgres",

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // StartPostgres creates a private PostgreSQL cluster in a new temporary
@@ -42,13 +44,13 @@ func StartPostgresWith(ctx context.Context, settings ...string) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
-	s, err := newServer(KindPostgres, postgres, cred)
+	s, err := newServer(postgresEngine, postgres, cred)
 	if err != nil {
 		return nil, err
 	}
 	s.settings = append([]string(nil), settings...)
 	err = s.runSetup(ctx, initdb,
-		"--pgdata="+s.dataDir,
+		"--pgdata="+s.dir.dataDir,
 		"--username=postgres",
 		"--auth=trust",
 		"--no-locale",
@@ -66,12 +68,34 @@ func StartPostgresWith(ctx context.Context, settings ...string) (*Server, error)
 	return s, nil
 }
 
-// postgresArgs are the command-line arguments of the postgres server.
-func (s *Server) postgresArgs() []string {
+// postgresEngine is what is particular to the private PostgreSQL
+// servers. The DSN is "host=127.0.0.1 port=P user=postgres dbname=DB
+// sslmode=disable", on the database "postgres" when none is named. The
+// server stops on SIGINT, its fast shutdown, and gets SIGQUIT, its
+// immediate shutdown, which also ends its backends, when the test binary
+// dies.
+var postgresEngine = &engine{
+	kind:    KindPostgres,
+	dialect: postgresDialect,
+	dsn: func(port int, database string) string {
+		if database == "" {
+			database = "postgres"
+		}
+		return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=%s sslmode=disable", port, database)
+	},
+	adminDatabase: "postgres",
+	adminParams:   fmt.Sprintf(" connect_timeout=%d", int(pingTimeout/time.Second)),
+	args:          postgresArgs,
+	stop:          syscall.SIGINT,
+	death:         syscall.SIGQUIT,
+}
+
+// postgresArgs are the command-line arguments of the postgres server s.
+func postgresArgs(s *Server) []string {
 	args := []string{
-		"-D", s.dataDir,
+		"-D", s.dir.dataDir,
 		"-p", strconv.Itoa(s.port),
-		"-k", s.root, // the Unix socket lives in the private directory
+		"-k", s.dir.root, // the Unix socket lives in the private directory
 	}
 	for _, setting := range []string{
 		"listen_addresses=127.0.0.1",
@@ -87,14 +111,6 @@ func (s *Server) postgresArgs() []string {
 		args = append(args, "-c", setting)
 	}
 	return args
-}
-
-// serverArgs are the command-line arguments of the server binary.
-func (s *Server) serverArgs() []string {
-	if s.kind == KindPostgres {
-		return s.postgresArgs()
-	}
-	return s.mariadbArgs()
 }
 
 // findPostgres finds initdb and postgres: first in Debian's

@@ -21,11 +21,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	// Database/sql drivers for the readiness check and the admin pool:
-	// "pgx" for PostgreSQL and "mysql" for MariaDB.
-	_ "github.com/go-sql-driver/mysql"
-	_ "github.com/jackc/pgx/v5/stdlib"
 )
 
 // ErrBinariesMissing is returned, wrapped with the name of the missing
@@ -66,14 +61,10 @@ var stopTimeout = 15 * time.Second
 //
 // A Server's methods may be called from several goroutines.
 type Server struct {
-	kind    string
-	bin     string              // the server binary: postgres or mariadbd
-	root    string              // temporary directory holding everything
-	dataDir string              // the data directory, inside root
-	tmpDir  string              // the server's own temporary directory, inside root
-	logPath string              // the server's stdout and stderr, inside root
-	cred    *syscall.Credential // the OS user to run as; nil: the current user
-	port    int
+	eng  *engine   // what differs between the kinds of server
+	bin  string    // the server binary: postgres or mariadbd
+	dir  serverDir // where its files are, and whom it runs as
+	port int
 	// settings are extra "name=value" server settings (PostgreSQL's -c),
 	// passed after the defaults.
 	settings []string
@@ -82,6 +73,40 @@ type Server struct {
 	proc   *process // the running server; nil while stopped
 	admin  *sql.DB  // a pool on the admin database; nil while stopped
 	closed bool
+}
+
+// engine is what differs between the kinds of private server: the
+// server's command line, its DSNs and the signals that end it. A Server
+// has one, chosen by the function that starts it: postgresEngine
+// (StartPostgresWith) or mariadbEngine (StartMariaDB).
+type engine struct {
+	kind    string   // KindPostgres or KindMySQL
+	dialect *dialect // the admin pool's driver, and the statements that create and drop databases
+	// dsn is Server.DSN for a server on port.
+	dsn func(port int, database string) string
+	// The admin pool, which probes the server and creates and drops
+	// databases, connects to dsn(port, adminDatabase) + adminParams.
+	adminDatabase, adminParams string
+	// args is the command line of the server binary.
+	args func(s *Server) []string
+	// stop asks the server for a fast shutdown; death is what the server
+	// gets when the test binary dies (Pdeathsig).
+	stop, death syscall.Signal
+}
+
+// adminDSN is the DSN of the admin pool of a server on port.
+func (e *engine) adminDSN(port int) string {
+	return e.dsn(port, e.adminDatabase) + e.adminParams
+}
+
+// serverDir is a server's temporary directory, the files in it, and the
+// OS user the server's processes run as.
+type serverDir struct {
+	root    string              // temporary directory holding everything
+	dataDir string              // the data directory, inside root
+	tmpDir  string              // the server's own temporary directory, inside root
+	logPath string              // the server's stdout and stderr, inside root
+	cred    *syscall.Credential // the OS user to run as; nil: the current user
 }
 
 // process is one run of a server binary.
@@ -103,7 +128,7 @@ func (p *process) exited() bool {
 }
 
 // Kind returns "postgres" or "mysql".
-func (s *Server) Kind() string { return s.kind }
+func (s *Server) Kind() string { return s.eng.kind }
 
 // Port returns the TCP port on 127.0.0.1 that the server listens on. It
 // stays the same across Stop and Start.
@@ -134,34 +159,7 @@ func (s *Server) Running() bool {
 // parameters, so that callers can append their own ("?parseTime=true" and
 // so on). An empty database name connects to no particular database on
 // MariaDB and to the "postgres" database on PostgreSQL.
-func (s *Server) DSN(database string) string {
-	switch s.kind {
-	case KindPostgres:
-		if database == "" {
-			database = "postgres"
-		}
-		return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=%s sslmode=disable", s.port, database)
-	default:
-		return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", s.port, database)
-	}
-}
-
-// sqlDriver is the database/sql driver name for DSN.
-func (s *Server) sqlDriver() string {
-	if s.kind == KindPostgres {
-		return "pgx"
-	}
-	return "mysql"
-}
-
-// adminDSN is the DSN of the admin pool, used to probe the server and to
-// create and drop databases.
-func (s *Server) adminDSN() string {
-	if s.kind == KindPostgres {
-		return s.DSN("postgres") + fmt.Sprintf(" connect_timeout=%d", int(pingTimeout/time.Second))
-	}
-	return s.DSN("") + "?timeout=" + pingTimeout.String()
-}
+func (s *Server) DSN(database string) string { return s.eng.dsn(s.port, database) }
 
 // validName matches the database names that CreateDatabase accepts. They
 // need no quoting rules beyond the plain identifier quotes, and fit in both
@@ -173,14 +171,10 @@ var validName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 // with a digit, at most 63 characters.
 func (s *Server) CreateDatabase(ctx context.Context, name string) error {
 	if !validName.MatchString(name) {
-		return fmt.Errorf("testdb: create %s database %q: the name must match %s", s.kind, name, validName)
+		return fmt.Errorf("testdb: create %s database %q: the name must match %s", s.eng.kind, name, validName)
 	}
-	stmt := fmt.Sprintf("CREATE DATABASE `%s` CHARACTER SET utf8mb4", name)
-	if s.kind == KindPostgres {
-		stmt = fmt.Sprintf(`CREATE DATABASE "%s"`, name)
-	}
-	if err := s.exec(ctx, stmt); err != nil {
-		return fmt.Errorf("testdb: create %s database %q on port %d: %w", s.kind, name, s.port, err)
+	if err := s.exec(ctx, s.eng.dialect.create(name)); err != nil {
+		return fmt.Errorf("testdb: create %s database %q on port %d: %w", s.eng.kind, name, s.port, err)
 	}
 	return nil
 }
@@ -189,14 +183,10 @@ func (s *Server) CreateDatabase(ctx context.Context, name string) error {
 // ends any sessions still connected to it first.
 func (s *Server) DropDatabase(ctx context.Context, name string) error {
 	if !validName.MatchString(name) {
-		return fmt.Errorf("testdb: drop %s database %q: the name must match %s", s.kind, name, validName)
+		return fmt.Errorf("testdb: drop %s database %q: the name must match %s", s.eng.kind, name, validName)
 	}
-	stmt := fmt.Sprintf("DROP DATABASE IF EXISTS `%s`", name)
-	if s.kind == KindPostgres {
-		stmt = fmt.Sprintf(`DROP DATABASE IF EXISTS "%s" WITH (FORCE)`, name)
-	}
-	if err := s.exec(ctx, stmt); err != nil {
-		return fmt.Errorf("testdb: drop %s database %q on port %d: %w", s.kind, name, s.port, err)
+	if err := s.exec(ctx, s.eng.dialect.drop(name)); err != nil {
+		return fmt.Errorf("testdb: drop %s database %q on port %d: %w", s.eng.kind, name, s.port, err)
 	}
 	return nil
 }
@@ -234,7 +224,7 @@ func (s *Server) start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return fmt.Errorf("testdb: start %s server on port %d: the server was closed", s.kind, s.port)
+		return fmt.Errorf("testdb: start %s server on port %d: the server was closed", s.eng.kind, s.port)
 	}
 	if s.proc != nil {
 		if !s.proc.exited() {
@@ -277,8 +267,8 @@ func (s *Server) Close() error {
 	s.closed = true
 	unregister(s)
 	err := s.stopLocked()
-	if rmErr := os.RemoveAll(s.root); rmErr != nil {
-		err = errors.Join(err, fmt.Errorf("testdb: remove %s server directory: %w", s.kind, rmErr))
+	if rmErr := os.RemoveAll(s.dir.root); rmErr != nil {
+		err = errors.Join(err, fmt.Errorf("testdb: remove %s server directory: %w", s.eng.kind, rmErr))
 	}
 	return err
 }
@@ -301,12 +291,9 @@ func (s *Server) stopLocked() error {
 	if p.exited() {
 		return nil
 	}
-	sig := syscall.SIGINT // PostgreSQL: fast shutdown
-	if s.kind == KindMySQL {
-		sig = syscall.SIGTERM // MariaDB: normal shutdown, which is quick
-	}
+	sig := s.eng.stop
 	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("testdb: stop %s server (pid %d): send %v: %w", s.kind, p.pid, sig, err)
+		return fmt.Errorf("testdb: stop %s server (pid %d): send %v: %w", s.eng.kind, p.pid, sig, err)
 	}
 	timer := time.NewTimer(stopTimeout)
 	defer timer.Stop()
@@ -316,8 +303,8 @@ func (s *Server) stopLocked() error {
 	case <-timer.C:
 	}
 	// The fast shutdown did not finish in time.
-	if err := s.killProcess(p); err != nil {
-		return fmt.Errorf("testdb: stop %s server (pid %d): it ignored %v for %s: %w", s.kind, p.pid, sig, stopTimeout, err)
+	if err := p.kill(); err != nil {
+		return fmt.Errorf("testdb: stop %s server (pid %d): it ignored %v for %s: %w", s.eng.kind, p.pid, sig, stopTimeout, err)
 	}
 	return nil
 }
@@ -338,20 +325,20 @@ func (s *Server) Kill() error {
 	if p.exited() {
 		return nil
 	}
-	if err := s.killProcess(p); err != nil {
-		return fmt.Errorf("testdb: kill %s server (pid %d): %w", s.kind, p.pid, err)
+	if err := p.kill(); err != nil {
+		return fmt.Errorf("testdb: kill %s server (pid %d): %w", s.eng.kind, p.pid, err)
 	}
 	return nil
 }
 
-// killProcess kills p's process group and its children and waits until
-// they are gone. The leader has not been reaped yet (done is still open),
+// kill kills p's process group and its children and waits until they
+// are gone. The leader has not been reaped yet (done is still open),
 // so its process group id cannot have been reused: kill the whole group,
 // and the leader's children, which PostgreSQL moves to sessions of their
 // own (setsid): they hold the shared memory that a restart must find
 // released. They are listed before the kill, while they are still the
 // leader's.
-func (s *Server) killProcess(p *process) error {
+func (p *process) kill() error {
 	children := running(func(_, ppid, _ int) bool { return ppid == p.pid })
 	for _, pid := range children {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -452,9 +439,9 @@ var errPortInUse = errors.New("port already in use")
 // startLocked runs the server binary and waits until it accepts
 // connections. On failure the process is gone when it returns.
 func (s *Server) startLocked(ctx context.Context) error {
-	logFile, err := os.OpenFile(s.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(s.dir.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("testdb: start %s server: open log: %w", s.kind, err)
+		return fmt.Errorf("testdb: start %s server: open log: %w", s.eng.kind, err)
 	}
 	// The log is appended to across restarts; remember where this run
 	// begins so that a start error shows only this run's lines.
@@ -462,28 +449,24 @@ func (s *Server) startLocked(ctx context.Context) error {
 	if err != nil {
 		logStart = 0
 	}
-	cmd := exec.Command(s.bin, s.serverArgs()...)
-	cmd.Dir = s.root
-	cmd.Env = s.childEnv()
+	cmd := exec.Command(s.bin, s.eng.args(s)...)
+	cmd.Dir = s.dir.root
+	cmd.Env = s.dir.env()
 	cmd.Stdout = logFile // an *os.File is handed to the child as is: no copying goroutine
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// A process group of its own: a Ctrl-C meant for the test binary
 		// does not reach the server, and Stop can kill the whole group.
 		Setpgid:    true,
-		Credential: s.cred,
+		Credential: s.dir.cred,
 		// If the test binary dies (a panic, a -timeout, a kill), the server
-		// goes too. PostgreSQL gets SIGQUIT, its immediate shutdown, which
-		// also ends its backends; MariaDB is a single process.
-		Pdeathsig: syscall.SIGKILL,
-	}
-	if s.kind == KindPostgres {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
+		// goes too.
+		Pdeathsig: s.eng.death,
 	}
 	p, err := launch(cmd)
 	_ = logFile.Close() // the child has its own descriptor
 	if err != nil {
-		return fmt.Errorf("testdb: start %s server: run %s: %w", s.kind, s.bin, err)
+		return fmt.Errorf("testdb: start %s server: run %s: %w", s.eng.kind, s.bin, err)
 	}
 
 	admin, err := s.waitReady(ctx, p)
@@ -500,7 +483,7 @@ func (s *Server) startLocked(ctx context.Context) error {
 			}
 			timer.Stop()
 		}
-		tail := s.logTail(logStart)
+		tail := s.dir.logTail(logStart)
 		if strings.Contains(tail, "Address already in use") {
 			err = fmt.Errorf("%w (%w)", err, errPortInUse)
 		}
@@ -541,9 +524,9 @@ func (s *Server) waitReady(ctx context.Context, p *process) (*sql.DB, error) {
 		case <-ctx.Done():
 		}
 	}()
-	admin, err := sql.Open(s.sqlDriver(), s.adminDSN())
+	admin, err := s.eng.dialect.open(s.eng.adminDSN(s.port), 0)
 	if err != nil {
-		return nil, fmt.Errorf("testdb: start %s server: open admin pool: %w", s.kind, err)
+		return nil, fmt.Errorf("testdb: start %s server: open admin pool: %w", s.eng.kind, err)
 	}
 	admin.SetMaxOpenConns(4)
 	admin.SetMaxIdleConns(2)
@@ -562,17 +545,17 @@ func (s *Server) waitReady(ctx context.Context, p *process) (*sql.DB, error) {
 		if p.exited() {
 			_ = admin.Close()
 			return nil, fmt.Errorf("testdb: start %s server on port %d: it exited before accepting connections: %w",
-				s.kind, s.port, p.err)
+				s.eng.kind, s.port, p.err)
 		}
 		select {
 		case <-p.done:
 			_ = admin.Close()
 			return nil, fmt.Errorf("testdb: start %s server on port %d: it exited before accepting connections: %w",
-				s.kind, s.port, p.err)
+				s.eng.kind, s.port, p.err)
 		case <-ctx.Done():
 			_ = admin.Close()
 			return nil, fmt.Errorf("testdb: start %s server on port %d: not accepting connections after %s: %w (last probe: %w)",
-				s.kind, s.port, time.Since(began).Round(time.Millisecond), ctx.Err(), lastErr)
+				s.eng.kind, s.port, time.Since(began).Round(time.Millisecond), ctx.Err(), lastErr)
 		case <-ticker.C:
 		}
 	}
@@ -580,8 +563,8 @@ func (s *Server) waitReady(ctx context.Context, p *process) (*sql.DB, error) {
 
 // logTail returns the end of the server log from offset from on, framed so
 // that it reads well inside an error message.
-func (s *Server) logTail(from int64) string {
-	return fileTail(s.logPath, from)
+func (d *serverDir) logTail(from int64) string {
+	return fileTail(d.logPath, from)
 }
 
 // fileTail returns at most logTailBytes from the end of the file at path,
@@ -606,13 +589,13 @@ func fileTail(path string, from int64) string {
 	return fmt.Sprintf("--- end of %s ---\n%s\n---", path, text)
 }
 
-// childEnv is the environment for the server processes: this process's,
+// env is the environment for the server processes: this process's,
 // without variables that would point the tools elsewhere (PGDATA, PGPORT,
 // MYSQL_HOME, TMPDIR and so on), with the C locale and with TMPDIR set to
 // the server's own temporary directory. A server that shared the machine's
 // temporary directory would share its files' names too: mariadb-install-db
 // has failed on another server's leftover "#sql-temptable-..." file.
-func (s *Server) childEnv() []string {
+func (d *serverDir) env() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -623,7 +606,7 @@ func (s *Server) childEnv() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "LC_ALL=C", "LANG=C", "TMPDIR="+s.tmpDir)
+	return append(env, "LC_ALL=C", "LANG=C", "TMPDIR="+d.tmpDir)
 }
 
 // serviceUser returns the credential to run a server as. PostgreSQL and
@@ -649,42 +632,44 @@ func serviceUser(name string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// newServer makes the temporary directory for a server of the given kind,
+// newServer makes the temporary directory for a server of eng's kind,
 // owned by the user it will run as, and the Server value describing it.
-func newServer(kind, bin string, cred *syscall.Credential) (*Server, error) {
+func newServer(eng *engine, bin string, cred *syscall.Credential) (*Server, error) {
 	sweepOnce.Do(sweepStale)
-	root, err := os.MkdirTemp("", dirPrefix+kind+"-")
+	root, err := os.MkdirTemp("", dirPrefix+eng.kind+"-")
 	if err != nil {
-		return nil, fmt.Errorf("testdb: make %s server directory: %w", kind, err)
+		return nil, fmt.Errorf("testdb: make %s server directory: %w", eng.kind, err)
 	}
 	// Record which process owns the directory, so that a later test binary
 	// can remove it if this one is killed before it can clean up.
 	owner := filepath.Join(root, ownerFile)
 	if err := os.WriteFile(owner, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		_ = os.RemoveAll(root)
-		return nil, fmt.Errorf("testdb: make %s server directory: %w", kind, err)
+		return nil, fmt.Errorf("testdb: make %s server directory: %w", eng.kind, err)
 	}
 	tmpDir := filepath.Join(root, "tmp")
 	if err := os.Mkdir(tmpDir, 0o700); err != nil {
 		_ = os.RemoveAll(root)
-		return nil, fmt.Errorf("testdb: make %s server directory: %w", kind, err)
+		return nil, fmt.Errorf("testdb: make %s server directory: %w", eng.kind, err)
 	}
 	if cred != nil {
 		for _, dir := range []string{root, tmpDir} {
 			if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 				_ = os.RemoveAll(root)
-				return nil, fmt.Errorf("testdb: hand %s server directory %s to uid %d: %w", kind, dir, cred.Uid, err)
+				return nil, fmt.Errorf("testdb: hand %s server directory %s to uid %d: %w", eng.kind, dir, cred.Uid, err)
 			}
 		}
 	}
 	s := &Server{
-		kind:    kind,
-		bin:     bin,
-		root:    root,
-		dataDir: filepath.Join(root, "data"),
-		tmpDir:  tmpDir,
-		logPath: filepath.Join(root, "server.log"),
-		cred:    cred,
+		eng: eng,
+		bin: bin,
+		dir: serverDir{
+			root:    root,
+			dataDir: filepath.Join(root, "data"),
+			tmpDir:  tmpDir,
+			logPath: filepath.Join(root, "server.log"),
+			cred:    cred,
+		},
 	}
 	register(s)
 	return s, nil
@@ -727,24 +712,24 @@ func sweepStale() {
 func (s *Server) runSetup(ctx context.Context, bin string, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	out := filepath.Join(s.root, filepath.Base(bin)+".log")
+	out := filepath.Join(s.dir.root, filepath.Base(bin)+".log")
 	f, err := os.Create(out)
 	if err != nil {
-		return fmt.Errorf("testdb: set up %s server: create %s: %w", s.kind, out, err)
+		return fmt.Errorf("testdb: set up %s server: create %s: %w", s.eng.kind, out, err)
 	}
 	defer f.Close()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = s.root
-	cmd.Env = s.childEnv()
+	cmd.Dir = s.dir.root
+	cmd.Env = s.dir.env()
 	cmd.Stdout = f
 	cmd.Stderr = f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cred}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.dir.cred}
 	// On cancellation kill the whole group: mariadb-install-db is a shell
 	// script that runs mariadbd.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = killTimeout
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("testdb: set up %s server: %s failed: %w\n%s", s.kind, filepath.Base(bin), err, fileTail(out, 0))
+		return fmt.Errorf("testdb: set up %s server: %s failed: %w\n%s", s.eng.kind, filepath.Base(bin), err, fileTail(out, 0))
 	}
 	return nil
 }

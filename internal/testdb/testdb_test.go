@@ -88,8 +88,8 @@ func TestServerLifecycle(t *testing.T) {
 				if err := srv.Close(); err != nil {
 					t.Errorf("Close: %v", err)
 				}
-				if _, err := os.Stat(srv.root); !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("Close left the server directory %s behind (stat: %v)", srv.root, err)
+				if _, err := os.Stat(srv.dir.root); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("Close left the server directory %s behind (stat: %v)", srv.dir.root, err)
 				}
 				if err := srv.Start(); err == nil {
 					t.Error("Start after Close succeeded, want an error")
@@ -122,16 +122,16 @@ func TestServerLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The server's temporary files go to a directory of its own.
-			if !strings.HasPrefix(srv.tmpDir, srv.root+string(os.PathSeparator)) {
-				t.Errorf("temporary directory %s is not inside the server directory %s", srv.tmpDir, srv.root)
+			if !strings.HasPrefix(srv.dir.tmpDir, srv.dir.root+string(os.PathSeparator)) {
+				t.Errorf("temporary directory %s is not inside the server directory %s", srv.dir.tmpDir, srv.dir.root)
 			}
 			if k.kind == KindMySQL {
 				var tmp string
 				if err := db.Raw("SELECT @@tmpdir").Row().Scan(&tmp); err != nil {
 					t.Fatal(err)
 				}
-				if filepath.Clean(tmp) != srv.tmpDir {
-					t.Errorf("@@tmpdir = %q, want the server's own %q", tmp, srv.tmpDir)
+				if filepath.Clean(tmp) != srv.dir.tmpDir {
+					t.Errorf("@@tmpdir = %q, want the server's own %q", tmp, srv.dir.tmpDir)
 				}
 			}
 			closeGorm(t, db)
