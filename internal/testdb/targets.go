@@ -100,42 +100,7 @@ func (tg Target) OpenDSN(t testing.TB) (driver, dsn string) {
 	if es := externalFor(tg.Dialect); es != nil {
 		return es.openDSN(t)
 	}
-	switch tg.Name {
-	case "sqlserver":
-		unavailable(t, tg.Dialect, fmt.Errorf("there is no private SQL Server; set %s to test against one", SQLServerDSNEnv))
-		return "", ""
-	case "sqlite-cgo":
-		if !cgoEnabled {
-			unavailable(t, tg.Dialect, errors.New("sqlite-cgo needs cgo, but this test binary was built with CGO_ENABLED=0"))
-		}
-		return dbopen.SQLite, dbopen.SQLiteDSN(dbopen.SQLite, filepath.Join(t.TempDir(), "test.db"))
-	case "sqlite-pure":
-		return dbopen.SQLitePure, dbopen.SQLiteDSN(dbopen.SQLitePure, filepath.Join(t.TempDir(), "test.db"))
-	case "postgres", "mysql":
-		srv := tg.sharedServer(t)
-		name := uniqueName(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := srv.CreateDatabase(ctx, name); err != nil {
-			t.Fatalf("testdb: %v", err)
-		}
-		t.Cleanup(func() {
-			// Dropping only saves disk space (a PostgreSQL database takes
-			// about 7 MB), so a failure is logged, not a test failure.
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := srv.DropDatabase(ctx, name); err != nil {
-				t.Logf("testdb: %v", err)
-			}
-		})
-		if tg.Name == "mysql" {
-			return dbopen.MySQL, srv.DSN(name) + "?parseTime=true&loc=UTC"
-		}
-		return dbopen.Postgres, srv.DSN(name)
-	default:
-		t.Fatalf("testdb: unknown target %q (want one of postgres, mysql, sqlite-cgo, sqlite-pure, sqlserver)", tg.Name)
-		return "", ""
-	}
+	return tg.backend().openDSN(t, tg)
 }
 
 // Server returns the shared private server behind tg, or nil for the
@@ -150,14 +115,10 @@ func (tg Target) OpenDSN(t testing.TB) (driver, dsn string) {
 func (tg Target) Server(t testing.TB) *Server {
 	t.Helper()
 	SkipExternal(t, tg.Dialect)
-	switch tg.Name {
-	case "postgres", "mysql":
-	case "sqlserver":
-		unavailable(t, tg.Dialect, fmt.Errorf("there is no private SQL Server to stop; set %s to test against one", SQLServerDSNEnv))
-	default:
+	srv := tg.backend().server(t, tg)
+	if srv == nil {
 		return nil
 	}
-	srv := tg.sharedServer(t)
 	t.Cleanup(func() {
 		if srv.Running() {
 			return
@@ -173,46 +134,144 @@ func (tg Target) Server(t testing.TB) *Server {
 // first use, or skips or fails the test if it cannot start.
 func (tg Target) sharedServer(t testing.TB) *Server {
 	t.Helper()
-	srv, err := sharedFor(tg.Name)
-	if err != nil {
-		if errors.Is(err, ErrBinariesMissing) {
-			unavailable(t, tg.Dialect, err)
-		}
-		t.Fatalf("testdb: shared %s server: %v", tg.Name, err)
-	}
-	return srv
+	return tg.backend().server(t, tg)
 }
 
-// shared holds the package's shared servers, one per kind, each started
-// at most once.
-type sharedServer struct {
+// backend is what differs between the targets: where a test's database
+// comes from when no environment variable names a server for it, and
+// which private server is behind it. Each target name has one (backends);
+// Target.backend picks it.
+type backend interface {
+	// openDSN makes a fresh database for t and returns dbopen's driver
+	// name and a DSN for it, or skips or fails t as Target.OpenDSN says.
+	openDSN(t testing.TB, tg Target) (driver, dsn string)
+	// server returns the package's shared private server behind the
+	// target, started on first use, or nil when the target has none to
+	// stop (SQLite). It skips or fails t when the server cannot start, or
+	// when the target should have one and has not (SQL Server).
+	server(t testing.TB, tg Target) *Server
+}
+
+var (
+	postgresTarget = &privateTarget{start: StartPostgres, driver: dbopen.Postgres}
+	// MariaDB handles use parseTime=true&loc=UTC, so DATETIME columns
+	// scan into time.Time.
+	mysqlTarget = &privateTarget{start: StartMariaDB, driver: dbopen.MySQL, params: "?parseTime=true&loc=UTC"}
+
+	// backends maps each target name to its backend.
+	backends = map[string]backend{
+		"postgres":    postgresTarget,
+		"mysql":       mysqlTarget,
+		"sqlite-cgo":  sqliteTarget{driver: dbopen.SQLite, needsCgo: true},
+		"sqlite-pure": sqliteTarget{driver: dbopen.SQLitePure},
+		"sqlserver":   sqlserverTarget{},
+	}
+)
+
+// backend returns tg's backend, picked by its name.
+func (tg Target) backend() backend {
+	if b, ok := backends[tg.Name]; ok {
+		return b
+	}
+	return unknownTarget{}
+}
+
+// privateTarget is a target whose databases are made on a shared private
+// server, one per kind, each started at most once.
+type privateTarget struct {
+	start  func(context.Context) (*Server, error) // StartPostgres or StartMariaDB
+	driver string                                 // dbopen's driver name
+	params string                                 // appended to the server's DSN of a database
+
 	once sync.Once
 	srv  *Server
 	err  error
-}
-
-var shared = map[string]*sharedServer{
-	KindPostgres: {},
-	KindMySQL:    {},
 }
 
 // sharedStartTimeout bounds the first start of a shared server, setup
 // (initdb, mariadb-install-db) included.
 const sharedStartTimeout = 2 * time.Minute
 
-func sharedFor(kind string) (*Server, error) {
-	ss := shared[kind]
-	ss.once.Do(func() {
+func (p *privateTarget) server(t testing.TB, tg Target) *Server {
+	t.Helper()
+	p.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), sharedStartTimeout)
 		defer cancel()
-		if kind == KindPostgres {
-			ss.srv, ss.err = StartPostgres(ctx)
-		} else {
-			ss.srv, ss.err = StartMariaDB(ctx)
+		p.srv, p.err = p.start(ctx)
+	})
+	if p.err != nil {
+		if errors.Is(p.err, ErrBinariesMissing) {
+			unavailable(t, tg.Dialect, p.err)
+		}
+		t.Fatalf("testdb: shared %s server: %v", tg.Name, p.err)
+	}
+	return p.srv
+}
+
+func (p *privateTarget) openDSN(t testing.TB, tg Target) (driver, dsn string) {
+	t.Helper()
+	srv := p.server(t, tg)
+	name := uniqueName(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.CreateDatabase(ctx, name); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(func() {
+		// Dropping only saves disk space (a PostgreSQL database takes
+		// about 7 MB), so a failure is logged, not a test failure.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.DropDatabase(ctx, name); err != nil {
+			t.Logf("testdb: %v", err)
 		}
 	})
-	return ss.srv, ss.err
+	return p.driver, srv.DSN(name) + p.params
 }
+
+// sqliteTarget is a target whose databases are new files in the test's
+// temporary directory, opened through driver.
+type sqliteTarget struct {
+	driver   string // dbopen.SQLite or dbopen.SQLitePure
+	needsCgo bool   // the driver is the cgo one
+}
+
+func (s sqliteTarget) openDSN(t testing.TB, tg Target) (driver, dsn string) {
+	t.Helper()
+	if s.needsCgo && !cgoEnabled {
+		unavailable(t, tg.Dialect, fmt.Errorf("%s needs cgo, but this test binary was built with CGO_ENABLED=0", tg.Name))
+	}
+	return s.driver, dbopen.SQLiteDSN(s.driver, filepath.Join(t.TempDir(), "test.db"))
+}
+
+func (sqliteTarget) server(testing.TB, Target) *Server { return nil }
+
+// sqlserverTarget is the target "sqlserver", which has no private server:
+// only one an environment variable names.
+type sqlserverTarget struct{}
+
+func (sqlserverTarget) openDSN(t testing.TB, tg Target) (driver, dsn string) {
+	t.Helper()
+	unavailable(t, tg.Dialect, fmt.Errorf("there is no private SQL Server; set %s to test against one", SQLServerDSNEnv))
+	return "", ""
+}
+
+func (sqlserverTarget) server(t testing.TB, tg Target) *Server {
+	t.Helper()
+	unavailable(t, tg.Dialect, fmt.Errorf("there is no private SQL Server to stop; set %s to test against one", SQLServerDSNEnv))
+	return nil
+}
+
+// unknownTarget is the backend of a target name testdb does not know.
+type unknownTarget struct{}
+
+func (unknownTarget) openDSN(t testing.TB, tg Target) (driver, dsn string) {
+	t.Helper()
+	t.Fatalf("testdb: unknown target %q (want one of postgres, mysql, sqlite-cgo, sqlite-pure, sqlserver)", tg.Name)
+	return "", ""
+}
+
+func (unknownTarget) server(testing.TB, Target) *Server { return nil }
 
 // dbCounter makes database names unique within the test binary; each
 // binary has servers of its own.
