@@ -30,6 +30,7 @@ func TestFailoverRollback(t *testing.T) {
 		{"PoolRepublishesAboveTheFloor", caseRollbackPool},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case has a database of its own
 			tg := testdb.Target{Name: "postgres", Dialect: "postgres"}
 			tc.fn(t, &bundle{t: t, target: tg, db: tg.Open(t)})
 		})
@@ -309,6 +310,7 @@ func caseRollbackPool(t *testing.T, b *bundle) {
 // hold and campaign through the pair's multi-host DSN. The old primary is
 // stopped first, as a failover tool does.
 func TestFailoverOfAReplicatedPair(t *testing.T) {
+	t.Parallel() // each case starts a pair of its own, one after the other
 	t.Run("Sync", caseFailoverSync)
 	t.Run("AsyncLostAcquire", caseFailoverAsyncLostAcquire)
 }

@@ -38,6 +38,7 @@ func TestMySQLDSNOptions(t *testing.T) {
 		{"Pool", casePoolFive},
 	}
 	t.Run(mysql.Name, func(t *testing.T) {
+		t.Parallel()
 		runDSNVariants(t, mysql, variants, cases)
 	})
 }
