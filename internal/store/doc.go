@@ -3,7 +3,9 @@
 // schema migrations, for every supported dialect.
 //
 // Every difference between the databases lives in the file of its
-// database, a type implementing the database interface (dialect.go):
+// database: its facts (plain values), its runtime type implementing the
+// database interface, and its schema type implementing the schema's small
+// interfaces (dialect.go, sql_schema.go):
 //
 //   - postgres.go: PostgreSQL's clock, names as one text[] parameter,
 //     releases joined with arrays, row locks, DDL, advisory migration

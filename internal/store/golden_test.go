@@ -85,7 +85,7 @@ func TestGoldenSQL(t *testing.T) {
 			if d.lockFirst() {
 				st("acquire, first: lock the named rows, in name order", d.sqlLockRows(tables, names))
 			}
-			if d.acquire() == acquireLockThenUpdate {
+			if d.acquire == acquireLockThenUpdate {
 				st("acquire: lock the leases this session can take, with their epochs", d.sqlAcquireLock(tables, session, holder, names))
 				st("acquire: new terms (new epochs) of exactly those", d.sqlAcquireTerms(tables, session, holder, three[1:]))
 			} else {
@@ -200,7 +200,7 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 			})
 			check("acquire", n/WriteChunk, func(yield func(stmt)) {
 				_ = chunks(names, WriteChunk, func(p []string) error {
-					if d.acquire() == acquireLockThenUpdate {
+					if d.acquire == acquireLockThenUpdate {
 						yield(d.sqlAcquireLock(tables, session, holder, p))
 						return nil
 					}

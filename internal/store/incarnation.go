@@ -19,7 +19,7 @@ import (
 // primary already handed out.
 //
 // Where the database can say which incarnation of the server answers
-// (database.incarnationExpr: PostgreSQL's system identifier and timeline,
+// (facts.incarnationExpr: PostgreSQL's system identifier and timeline,
 // SQL Server's instance name), the store defends against this in three
 // places:
 //
@@ -89,7 +89,7 @@ func (d *dialect) takingAllowed(t Tables) string {
 		return ""
 	}
 	return " AND EXISTS (SELECT 1 FROM " + d.quote(t.Incarnation) + " i WHERE i.id = " + incarnationID +
-		" AND i.incarnation = " + d.incarnation + " AND i.hold_until_us <= " + d.now() + ")"
+		" AND i.incarnation = " + d.incarnation + " AND i.hold_until_us <= " + d.now + ")"
 }
 
 // incarnationColumns are the two columns every lease read ends with: until
@@ -109,7 +109,7 @@ func (d *dialect) incarnationColumns(t Tables) string {
 func (d *dialect) sqlEnsureIncarnation(t Tables) stmt {
 	q := d.quote(t.Incarnation)
 	into := "INSERT INTO " + q + " (id, incarnation, previous, adopted_at_us, hold_until_us, epoch_floor) "
-	row := incarnationID + ", " + d.incarnation + ", '', " + d.now() + ", 0, 0"
+	row := incarnationID + ", " + d.incarnation + ", '', " + d.now + ", 0, 0"
 	return stmt{d.insertOnceConcurrent(into, row, q, "id", incarnationID), nil}
 }
 
@@ -121,10 +121,10 @@ func (d *dialect) sqlEnsureIncarnation(t Tables) stmt {
 func (d *dialect) sqlAdopt(t Tables, hold time.Duration) stmt {
 	sessTTL := "COALESCE((SELECT MAX(s.expires_at_us - s.renewed_at_us) FROM " + d.quote(t.Sessions) + " s), 0)"
 	maxEpoch := "COALESCE((SELECT MAX(l.epoch) FROM " + d.quote(t.Leases) + " l), 0)"
-	return stmt{"UPDATE " + d.quote(t.Incarnation) + " SET hold_until_us = " + d.now() + " + CASE WHEN " + sessTTL + " > " + us(hold) +
+	return stmt{"UPDATE " + d.quote(t.Incarnation) + " SET hold_until_us = " + d.now + " + CASE WHEN " + sessTTL + " > " + us(hold) +
 		" THEN " + sessTTL + " ELSE " + us(hold) + " END, epoch_floor = CASE WHEN epoch_floor >= " + maxEpoch +
 		" THEN epoch_floor ELSE " + maxEpoch + " END + " + strconv.FormatInt(epochJump, 10) +
-		", previous = incarnation, adopted_at_us = " + d.now() + ", incarnation = " + d.incarnation +
+		", previous = incarnation, adopted_at_us = " + d.now + ", incarnation = " + d.incarnation +
 		" WHERE id = " + incarnationID + " AND incarnation <> " + d.incarnation, nil}
 }
 
@@ -135,7 +135,7 @@ func (d *dialect) sqlAdopt(t Tables, hold time.Duration) stmt {
 // it for gone. It does not extend the session.
 func (d *dialect) sqlRebind(t Tables, id string) stmt {
 	return stmt{"UPDATE " + d.quote(t.Sessions) + " SET incarnation = " + d.incarnation + " WHERE id = ? AND expires_at_us >= " +
-		d.now(), []any{id}}
+		d.now, []any{id}}
 }
 
 // sqlSessionTerms reads the terms the lease rows show a session holding.

@@ -62,7 +62,7 @@ func (s *Store) AcquireEach(ctx context.Context, session, holder string, names [
 						return err
 					}
 				}
-				if s.dl().acquire() == acquireLockThenUpdate {
+				if s.dl().acquire == acquireLockThenUpdate {
 					got, err = s.acquireLockThenUpdate(tx, session, holder, part)
 				} else {
 					got, err = scanTerms(tx, s.dl().sqlAcquire(s.tables, session, holder, part))

@@ -57,7 +57,7 @@ func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target
 	// On the pool, never on the listening connection: the migration runs
 	// its own transactions and locks.
 	err = s.runOn(ctx, s.general, func(db *gorm.DB) error {
-		return s.dl().withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
+		return s.dl().lock.withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
 			if err := tx.Exec(s.dl().createMigrationsTable(s.tables)).Error; err != nil {
 				return fmt.Errorf("create %s: %w", s.tables.Migrations, err)
 			}

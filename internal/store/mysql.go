@@ -9,32 +9,42 @@ import (
 	"gorm.io/gorm"
 )
 
-// mysqlDB is MySQL and MariaDB (gorm.io/driver/mysql). It has no UPDATE ...
-// RETURNING, detects no failovers (incarnation.go), and its followers
+// mysqlFacts are the facts of MySQL and MariaDB. They have no UPDATE ...
+// RETURNING, and detect no failovers (incarnation.go).
+var mysqlFacts = facts{
+	name:    MySQL,
+	now:     mysqlNow,
+	quote:   quoteBacktick,
+	acquire: acquireLockThenUpdate,
+	// renewReturnsRows: the notice is the statement's last insert id
+	// instead (see mysqlDB.returning).
+	renewReturnsRows: false,
+	lockRows:         lockClause{suffix: " FOR UPDATE"},
+	// types: binary ASCII collation for names, so that names and holders
+	// compare byte for byte, as on the other databases (MySQL's default
+	// collation ignores case).
+	types:       columnTypes{name: "VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin", bigint: "BIGINT", integer: "INT", text: "TEXT"},
+	tableSuffix: " ENGINE=InnoDB",
+}
+
+// mysqlNow: UTC_TIMESTAMP(6) is constant within a statement and
+// independent of the session time zone; TIMESTAMPDIFF between two DATETIMEs
+// does no time-zone conversion either.
+const mysqlNow = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
+
+// mysqlDialect is MySQL and MariaDB (gorm.io/driver/mysql).
+func mysqlDialect() *dialect {
+	s := mysqlSchema{facts: mysqlFacts}
+	return newDialect(mysqlFacts, mysqlDB{}, s, s, s)
+}
+
+// mysqlDB is the runtime fragments of MySQL and MariaDB. Their followers
 // poll.
 type mysqlDB struct {
 	inLists
-	sqlStrings
 }
 
 var _ database = mysqlDB{}
-
-func (mysqlDB) name() string { return MySQL }
-
-// now: UTC_TIMESTAMP(6) is constant within a statement and independent of
-// the session time zone; TIMESTAMPDIFF between two DATETIMEs does no
-// time-zone conversion either.
-func (mysqlDB) now() string {
-	return "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
-}
-
-func (mysqlDB) quote(ident string) string { return quoteBacktick(ident) }
-
-func (mysqlDB) incarnationExpr() string { return "" }
-
-func (mysqlDB) acquire() acquireMode { return acquireLockThenUpdate }
-
-func (mysqlDB) serialWriters() bool { return false }
 
 // returning hands back one column of the row an UPDATE changes as the
 // statement's last insert id: MariaDB and MySQL have no UPDATE ...
@@ -50,87 +60,65 @@ func (mysqlDB) returning(cols ...string) (afterSet, afterWhere string) {
 	return ", " + cols[0] + " = LAST_INSERT_ID(" + cols[0] + ")", ""
 }
 
-func (mysqlDB) renewReturnsRows() bool { return false }
-
 // sqlEnsureRows: not INSERT IGNORE, which would also turn real errors into
 // warnings.
-func (m mysqlDB) sqlEnsureRows(t Tables, names []string) stmt {
-	return stmt{"INSERT INTO " + m.quote(t.Leases) + " (name, expires_at_us) VALUES " + valuesNow(m.now(), len(names)) +
-		" ON DUPLICATE KEY UPDATE expires_at_us = IF(holder = '', " + m.now() + ", expires_at_us)", namesArgs(names)}
+func (mysqlDB) sqlEnsureRows(t Tables, names []string) stmt {
+	return stmt{"INSERT INTO " + quoteBacktick(t.Leases) + " (name, expires_at_us) VALUES " + valuesNow(mysqlNow, len(names)) +
+		" ON DUPLICATE KEY UPDATE expires_at_us = IF(holder = '', " + mysqlNow + ", expires_at_us)", namesArgs(names)}
 }
-
-func (mysqlDB) lockForUpdate() (hint, suffix string) { return "", " FOR UPDATE" }
 
 func (mysqlDB) lockForShare(string) (hint, suffix string) { return "", " LOCK IN SHARE MODE" }
 
-func (m mysqlDB) insertOnceConcurrent(into, values, q, key, value string) string {
-	return m.insertOnce(into+"VALUES ("+values+")", q, key, value)
+func (mysqlDB) insertOnceConcurrent(into, values, _, key, _ string) string {
+	return onDuplicateKeyNothing(into+"VALUES ("+values+")", key)
 }
 
-// nameType: binary ASCII collation, so that names and holders compare byte
-// for byte, as on the other databases (MySQL's default collation ignores
-// case).
-func (mysqlDB) nameType() string          { return "VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin" }
-func (mysqlDB) bigintType() string        { return "BIGINT" }
-func (mysqlDB) intType() string           { return "INT" }
-func (mysqlDB) textType() string          { return "TEXT" }
-func (mysqlDB) createTableSuffix() string { return " ENGINE=InnoDB" }
-
-// The schema: DDL commits implicitly, and ADD COLUMN cannot say "if not
-// exists".
-
-func (mysqlDB) createTableIf(string) string { return createTableIfNotExists }
-
-func (m mysqlDB) addColumn(table string, c column) string {
-	return alterAdd(m, table, "ADD COLUMN ", []column{c})
+// onDuplicateKeyNothing makes ins do nothing when a row with its key
+// exists.
+func onDuplicateKeyNothing(ins, key string) string {
+	return ins + " ON DUPLICATE KEY UPDATE " + key + " = " + key
 }
 
-func (m mysqlDB) addColumns(table string, cols []column) []string {
-	return []string{alterAdd(m, table, "ADD COLUMN ", cols)}
+// mysqlSchema is the schema of MySQL and MariaDB: DDL commits implicitly,
+// and ADD COLUMN cannot say "if not exists".
+type mysqlSchema struct {
+	facts
+	sqlStrings
 }
 
-func (mysqlDB) hasColumn(table, col string) string {
+var (
+	_ schemaDDL       = mysqlSchema{}
+	_ rowRewriter     = mysqlSchema{}
+	_ migrationLocker = mysqlSchema{}
+)
+
+func (mysqlSchema) createTableIf(string) string { return createTableIfNotExists }
+
+func (m mysqlSchema) addColumn(table string, c column) string {
+	return alterAdd(m.facts, table, "ADD COLUMN ", []column{c})
+}
+
+func (m mysqlSchema) addColumns(table string, cols []column) []string {
+	return []string{alterAdd(m.facts, table, "ADD COLUMN ", cols)}
+}
+
+func (mysqlSchema) hasColumn(table, col string) string {
 	return "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = '" +
 		table + "' AND column_name = '" + col + "'"
 }
 
-func (m mysqlDB) hasDataColumnAsReleased(table string) string { return m.hasColumn(table, "data") }
+func (m mysqlSchema) hasDataColumnAsReleased(table string) string { return m.hasColumn(table, "data") }
 
 // addDataColumn: a nullable MEDIUMTEXT, since TEXT columns take no default
 // before MySQL 8.0.13; reads use COALESCE.
-func (m mysqlDB) addDataColumn(table string) string {
+func (m mysqlSchema) addDataColumn(table string) string {
 	return "ALTER TABLE " + m.quote(table) + " ADD COLUMN data MEDIUMTEXT NULL"
-}
-
-// concat is CONCAT: || is a logical OR on MySQL.
-func (mysqlDB) concat(parts ...string) string { return "CONCAT(" + strings.Join(parts, ", ") + ")" }
-
-func (mysqlDB) lastSlash(col string) string {
-	return "(LENGTH(" + col + ") - LOCATE('/', REVERSE(" + col + ")) + 1)"
-}
-
-// renameUnlessTaken: MySQL cannot read the table it updates in a
-// subquery. IGNORE skips the rows whose new name is taken; it can hide
-// nothing else here, since the new name has the old one's length and no
-// other column changes.
-func (mysqlDB) renameUnlessTaken(q string, newName, where func(col string) string) string {
-	return "UPDATE IGNORE " + q + " SET name = " + newName("name") + " WHERE " + where("name")
-}
-
-// insertUnlessTaken: IGNORE skips names taken already (see
-// renameUnlessTaken).
-func (mysqlDB) insertUnlessTaken(ins, _, _ string) string {
-	return strings.Replace(ins, "INSERT INTO", "INSERT IGNORE INTO", 1)
-}
-
-func (mysqlDB) insertOnce(ins, _, key, _ string) string {
-	return ins + " ON DUPLICATE KEY UPDATE " + key + " = " + key
 }
 
 // unlessCounted: MySQL cannot say "if not exists" in ALTER TABLE ... ADD
 // COLUMN, so a prepared statement is either s or DO 0. The statements must
 // run on one connection (a session variable carries the choice).
-func (mysqlDB) unlessCounted(check, s string) []string {
+func (mysqlSchema) unlessCounted(check, s string) []string {
 	return []string{
 		"SET @leasehold_ddl = IF((" + check + ") = 0, " + quoteLiteral(s) + ", 'DO 0')",
 		"PREPARE leasehold_ddl FROM @leasehold_ddl",
@@ -139,10 +127,31 @@ func (mysqlDB) unlessCounted(check, s string) []string {
 	}
 }
 
-func (mysqlDB) scriptBatchEnd() string { return "" }
+func (mysqlSchema) insertOnce(ins, _, key, _ string) string { return onDuplicateKeyNothing(ins, key) }
+
+// concat is CONCAT: || is a logical OR on MySQL.
+func (mysqlSchema) concat(parts ...string) string { return "CONCAT(" + strings.Join(parts, ", ") + ")" }
+
+func (mysqlSchema) lastSlash(col string) string {
+	return "(LENGTH(" + col + ") - LOCATE('/', REVERSE(" + col + ")) + 1)"
+}
+
+// renameUnlessTaken: MySQL cannot read the table it updates in a
+// subquery. IGNORE skips the rows whose new name is taken; it can hide
+// nothing else here, since the new name has the old one's length and no
+// other column changes.
+func (mysqlSchema) renameUnlessTaken(q string, newName, where func(col string) string) string {
+	return "UPDATE IGNORE " + q + " SET name = " + newName("name") + " WHERE " + where("name")
+}
+
+// insertUnlessTaken: IGNORE skips names taken already (see
+// renameUnlessTaken).
+func (mysqlSchema) insertUnlessTaken(ins, _, _ string) string {
+	return strings.Replace(ins, "INSERT INTO", "INSERT IGNORE INTO", 1)
+}
 
 // migrationLock is a named lock (GET_LOCK), held by a connection.
-func (mysqlDB) migrationLock(Tables, time.Duration) lockSQL {
+func (mysqlSchema) migrationLock(Tables, time.Duration) lockSQL {
 	return lockSQL{acquire: "SELECT GET_LOCK(?, ?)", release: "SELECT RELEASE_LOCK(?)"}
 }
 
@@ -152,7 +161,7 @@ func (mysqlDB) migrationLock(Tables, time.Duration) lockSQL {
 // data changes runs in a transaction begun and ended by statements on that
 // connection: gorm would take the pinned connection for a transaction
 // already and only set a savepoint.
-func (m mysqlDB) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
+func (m mysqlSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
 	lock := m.migrationLock(t, timeout)
 	return pinned(db, func(conn *gorm.DB) error {
 		var dbName sql.NullString

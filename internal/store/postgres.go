@@ -11,45 +11,47 @@ import (
 	"github.com/leasehold/leasehold/internal/wake"
 )
 
-// postgresDB is PostgreSQL, through pgx (gorm.io/driver/postgres). It
-// detects failovers (incarnation.go) and wakes the followers with
-// LISTEN/NOTIFY (notifier, wake.go).
+// postgresFacts are PostgreSQL's facts. It detects failovers
+// (incarnation.go).
+var postgresFacts = facts{
+	name:  Postgres,
+	now:   postgresNow,
+	quote: quoteDouble,
+	// incarnationExpr is the cluster's system identifier, which a restore
+	// into a new cluster changes, and the timeline of the WAL being
+	// written, which every promotion and point-in-time recovery raises.
+	// Both are readable by any role, and only on a server that accepts
+	// writes.
+	incarnationExpr: "(SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || " +
+		"substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)",
+	acquire:          acquireReturning,
+	renewReturnsRows: true,
+	lockRows:         lockClause{suffix: " FOR UPDATE"},
+	types:            columnTypes{name: `VARCHAR(255) COLLATE "C"`, bigint: "BIGINT", integer: "INTEGER", text: "TEXT"},
+}
+
+// postgresNow: statement_timestamp() is constant within one statement and,
+// unlike now(), advances inside a long transaction, which matters for the
+// fencing check that runs inside the caller's transaction.
+const postgresNow = "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)"
+
+// postgresDialect is PostgreSQL, through pgx (gorm.io/driver/postgres).
+func postgresDialect() *dialect {
+	s := postgresSchema{facts: postgresFacts}
+	return newDialect(postgresFacts, postgresDB{}, s, s, s)
+}
+
+// postgresDB is PostgreSQL's runtime fragments. It wakes the followers
+// with LISTEN/NOTIFY (notifier, wake.go).
 type postgresDB struct {
-	guardedDDL
 	returningClause
 	onConflict
-	sqlStrings
-	notExistsRename
 }
 
 var (
 	_ database = postgresDB{}
 	_ notifier = postgresDB{}
 )
-
-func (postgresDB) name() string { return Postgres }
-
-// now: statement_timestamp() is constant within one statement and, unlike
-// now(), advances inside a long transaction, which matters for the
-// fencing check that runs inside the caller's transaction.
-func (postgresDB) now() string {
-	return "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)"
-}
-
-func (postgresDB) quote(ident string) string { return quoteDouble(ident) }
-
-// incarnationExpr is the cluster's system identifier, which a restore into
-// a new cluster changes, and the timeline of the WAL being written, which
-// every promotion and point-in-time recovery raises. Both are readable by
-// any role, and only on a server that accepts writes.
-func (postgresDB) incarnationExpr() string {
-	return "(SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || " +
-		"substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)"
-}
-
-func (postgresDB) acquire() acquireMode { return acquireReturning }
-
-func (postgresDB) serialWriters() bool { return false }
 
 // nameIn matches col against the names of one text[] parameter
 // (pgNameIn).
@@ -76,52 +78,57 @@ func (postgresDB) whereTerms(q, session string, terms []Term) (string, []any) {
 
 // sqlEnsureRows takes the names as one text[] parameter (see sqlSelect).
 func (p postgresDB) sqlEnsureRows(t Tables, names []string) stmt {
-	q := p.quote(t.Leases)
-	return stmt{"INSERT INTO " + q + " (name, expires_at_us) SELECT n, " + p.now() + " FROM unnest(CAST(? AS text[])) AS n" +
-		p.touchUnheld(q, p.now()), []any{pgTextArray(names)}}
+	q := quoteDouble(t.Leases)
+	return stmt{"INSERT INTO " + q + " (name, expires_at_us) SELECT n, " + postgresNow + " FROM unnest(CAST(? AS text[])) AS n" +
+		p.touchUnheld(q, postgresNow), []any{pgTextArray(names)}}
 }
-
-func (postgresDB) lockForUpdate() (hint, suffix string) { return "", " FOR UPDATE" }
 
 // lockForShare takes a share lock on the rows of the alias alone.
 func (postgresDB) lockForShare(alias string) (hint, suffix string) {
 	return "", " FOR SHARE OF " + alias
 }
 
-// The schema: DDL that says "if not exists" itself, and transactional.
-
-func (postgresDB) nameType() string            { return `VARCHAR(255) COLLATE "C"` }
-func (postgresDB) bigintType() string          { return "BIGINT" }
-func (postgresDB) intType() string             { return "INTEGER" }
-func (postgresDB) textType() string            { return "TEXT" }
-func (postgresDB) createTableIf(string) string { return createTableIfNotExists }
-func (postgresDB) createTableSuffix() string   { return "" }
-
-func (p postgresDB) addColumn(table string, c column) string {
-	return alterAdd(p, table, "ADD COLUMN IF NOT EXISTS ", []column{c})
+// postgresSchema is PostgreSQL's schema: DDL that says "if not exists"
+// itself, and transactional.
+type postgresSchema struct {
+	facts
+	guardedDDL
+	onConflictDDL
+	sqlStrings
+	notExistsRename
 }
 
-func (p postgresDB) addColumns(table string, cols []column) []string {
-	return []string{alterAdd(p, table, "ADD COLUMN IF NOT EXISTS ", cols)}
+var (
+	_ schemaDDL       = postgresSchema{}
+	_ rowRewriter     = postgresSchema{}
+	_ migrationLocker = postgresSchema{}
+)
+
+func (postgresSchema) createTableIf(string) string { return createTableIfNotExists }
+
+func (p postgresSchema) addColumn(table string, c column) string {
+	return alterAdd(p.facts, table, "ADD COLUMN IF NOT EXISTS ", []column{c})
 }
 
-func (postgresDB) hasColumn(_, _ string) string { return "" }
+func (p postgresSchema) addColumns(table string, cols []column) []string {
+	return []string{alterAdd(p.facts, table, "ADD COLUMN IF NOT EXISTS ", cols)}
+}
 
-func (p postgresDB) addDataColumn(table string) string {
+func (postgresSchema) hasColumn(_, _ string) string { return "" }
+
+func (p postgresSchema) addDataColumn(table string) string {
 	return "ALTER TABLE " + p.quote(table) + " ADD COLUMN IF NOT EXISTS data TEXT NOT NULL DEFAULT ''"
 }
 
-func (postgresDB) concat(parts ...string) string { return strings.Join(parts, " || ") }
+func (postgresSchema) concat(parts ...string) string { return strings.Join(parts, " || ") }
 
-func (postgresDB) lastSlash(col string) string {
+func (postgresSchema) lastSlash(col string) string {
 	return "(LENGTH(" + col + ") - STRPOS(REVERSE(" + col + "), '/') + 1)"
 }
 
-func (postgresDB) scriptBatchEnd() string { return "" }
-
 // migrationLock is a transaction-level advisory lock, waited for up to
 // timeout.
-func (postgresDB) migrationLock(t Tables, timeout time.Duration) lockSQL {
+func (postgresSchema) migrationLock(t Tables, timeout time.Duration) lockSQL {
 	return lockSQL{
 		setup:   "SET LOCAL lock_timeout = " + strconv.FormatInt(timeout.Milliseconds(), 10),
 		acquire: "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(advisoryKey(migrationLockKey(t)), 10) + ")",
@@ -130,7 +137,7 @@ func (postgresDB) migrationLock(t Tables, timeout time.Duration) lockSQL {
 
 // withMigrationLock: DDL is transactional on PostgreSQL: lock, migrate and
 // record in one transaction; the lock ends with it.
-func (p postgresDB) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
+func (p postgresSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
 	lock := p.migrationLock(t, timeout)
 	return db.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec(lock.setup).Error; err != nil {
@@ -150,8 +157,8 @@ func (p postgresDB) withMigrationLock(db *gorm.DB, t Tables, timeout time.Durati
 // the names of the leases it freed, when it freed any. The notification is
 // sent at commit, so nobody is woken for a release that did not happen. It
 // returns one row: the count and an empty string.
-func (p postgresDB) sqlReleaseNotify(t Tables, release stmt) stmt {
-	q := p.quote(t.Leases)
+func (postgresDB) sqlReleaseNotify(t Tables, release stmt) stmt {
+	q := quoteDouble(t.Leases)
 	return stmt{"WITH r AS (" + release.q + " RETURNING " + q + ".name), a AS (SELECT count(*) AS n, string_agg(name, E'\\n') AS names FROM r) " +
 		"SELECT n, CASE WHEN n = 0 THEN '' ELSE CAST(pg_notify(?, CASE WHEN octet_length(names) <= " + strconv.Itoa(wake.MaxPayload) +
 		" THEN names ELSE '' END) AS text) END FROM a", append(release.args, wakeChannel(t))}
@@ -165,7 +172,7 @@ func (postgresDB) sqlNotify(t Tables, payload string) stmt {
 // sqlListen subscribes the connection to the tables' notifications
 // (PostgreSQL). The channel is the lease table's name: an identifier of
 // ASCII letters, digits and '_' (TablesFor), quoted.
-func (p postgresDB) sqlListen(t Tables) string { return "LISTEN " + p.quote(wakeChannel(t)) }
+func (postgresDB) sqlListen(t Tables) string { return "LISTEN " + quoteDouble(wakeChannel(t)) }
 
 // sqlBeginDecide begins the transaction of a decision (Store.decideTx)
 // by a statement, on the listening connection (PostgreSQL).

@@ -88,7 +88,7 @@ var migrations = []Migration{
 		Version:     1,
 		Description: "create the lease table",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{createTable(d, t.Leases, "name", leaseColumns1)}
+			return []string{createTable(d.facts, d.ddl, t.Leases, "name", leaseColumns1)}
 		},
 		columns: &tableColumns{leases, leaseColumns1},
 	},
@@ -96,9 +96,9 @@ var migrations = []Migration{
 		Version:     2,
 		Description: "add the data column for pool generations and member acknowledgements",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{d.addDataColumn(t.Leases)}
+			return []string{d.ddl.addDataColumn(t.Leases)}
 		},
-		applied: func(d *dialect, t Tables) string { return d.hasDataColumnAsReleased(t.Leases) },
+		applied: func(d *dialect, t Tables) string { return d.ddl.hasDataColumnAsReleased(t.Leases) },
 		columns: &tableColumns{leases, []column{{name: "data", typ: textCol, def: "''"}}},
 	},
 	{
@@ -113,7 +113,7 @@ var migrations = []Migration{
 		Version:     4,
 		Description: "create the session table",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{createTable(d, t.Sessions, "id", sessionColumns)}
+			return []string{createTable(d.facts, d.ddl, t.Sessions, "id", sessionColumns)}
 		},
 		columns: &tableColumns{sessions, sessionColumns},
 	},
@@ -121,34 +121,34 @@ var migrations = []Migration{
 		Version:     5,
 		Description: "add the session column to the lease table",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{d.addColumn(t.Leases, sessionIDColumn)}
+			return []string{d.ddl.addColumn(t.Leases, sessionIDColumn)}
 		},
-		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, sessionIDColumn.name) },
+		applied: func(d *dialect, t Tables) string { return d.ddl.hasColumn(t.Leases, sessionIDColumn.name) },
 		columns: &tableColumns{leases, []column{sessionIDColumn}},
 	},
 	{
 		Version:     6,
 		Description: "add the resign request columns to the lease table",
 		statements: func(d *dialect, t Tables) []string {
-			return d.addColumns(t.Leases, resignColumns)
+			return d.ddl.addColumns(t.Leases, resignColumns)
 		},
-		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Leases, resignColumns[0].name) },
+		applied: func(d *dialect, t Tables) string { return d.ddl.hasColumn(t.Leases, resignColumns[0].name) },
 		columns: &tableColumns{leases, resignColumns},
 	},
 	{
 		Version:     7,
 		Description: "add the notice counter to the session table",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{d.addColumn(t.Sessions, noticeColumn)}
+			return []string{d.ddl.addColumn(t.Sessions, noticeColumn)}
 		},
-		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Sessions, noticeColumn.name) },
+		applied: func(d *dialect, t Tables) string { return d.ddl.hasColumn(t.Sessions, noticeColumn.name) },
 		columns: &tableColumns{sessions, []column{noticeColumn}},
 	},
 	{
 		Version:     8,
 		Description: "create the incarnation table",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{createTable(d, t.Incarnation, "id", incarnationColumns)}
+			return []string{createTable(d.facts, d.ddl, t.Incarnation, "id", incarnationColumns)}
 		},
 		columns: &tableColumns{incarnationTable, incarnationColumns},
 	},
@@ -156,9 +156,9 @@ var migrations = []Migration{
 		Version:     9,
 		Description: "add the incarnation column to the session table",
 		statements: func(d *dialect, t Tables) []string {
-			return []string{d.addColumn(t.Sessions, sessionIncarnationColumn)}
+			return []string{d.ddl.addColumn(t.Sessions, sessionIncarnationColumn)}
 		},
-		applied: func(d *dialect, t Tables) string { return d.hasColumn(t.Sessions, sessionIncarnationColumn.name) },
+		applied: func(d *dialect, t Tables) string { return d.ddl.hasColumn(t.Sessions, sessionIncarnationColumn.name) },
 		columns: &tableColumns{sessions, []column{sessionIncarnationColumn}},
 	},
 }
@@ -321,13 +321,13 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 	}
 	stmts := []string{d.createMigrationsTable(t)}
 	rebuild := false
-	rebuilder, rebuilds := d.database.(tableRebuilder)
+	rebuilder, rebuilds := d.ddl.(tableRebuilder)
 	if rebuilds {
 		was := tablesAt(t, from)
 		for i, ta := range tablesAt(t, LatestVersion) {
 			switch had := was[i].cols; {
 			case len(had) == 0:
-				stmts = append(stmts, createTable(d, ta.name, ta.pk, ta.cols))
+				stmts = append(stmts, createTable(d.facts, d.ddl, ta.name, ta.pk, ta.cols))
 			case len(had) < len(ta.cols):
 				// One rebuild per step that added columns, whatever
 				// from says: each copy works whether the table has
@@ -360,7 +360,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 			// Created or rebuilt above.
 		case check != "":
 			for _, s := range m.statements(d, t) {
-				stmts = append(stmts, d.unlessCounted(check, s)...)
+				stmts = append(stmts, d.ddl.unlessCounted(check, s)...)
 			}
 		default:
 			stmts = append(stmts, m.statements(d, t)...)
@@ -398,7 +398,7 @@ func Script(dialectName, prefix string, from int) (string, error) {
 	for _, s := range stmts {
 		b.WriteString(s)
 		b.WriteString(";\n")
-		b.WriteString(d.scriptBatchEnd())
+		b.WriteString(d.batchEnd)
 	}
 	return b.String(), nil
 }
@@ -452,28 +452,28 @@ const (
 // renamePoolGenerations renames "pool/<key>/generation" to
 // "pool|<key>|generation" for rows never acquired.
 func (d *dialect) renamePoolGenerations(table string) string {
-	return d.renameUnlessTaken(d.quote(table),
+	return d.rewrite.renameUnlessTaken(d.quote(table),
 		func(col string) string {
-			return d.concat("'pool|'", d.substr(col, "6", d.length(col)+" - 16"), "'|generation'")
+			return d.rewrite.concat("'pool|'", d.rewrite.substr(col, "6", d.rewrite.length(col)+" - 16"), "'|generation'")
 		},
 		func(col string) string {
 			return strings.ReplaceAll(oldPoolRows, "name", col) + " AND holder <> '" + renamedHolder + "' AND acquired_at_us = 0 AND " +
-				d.length(col) + " > 16 AND " + d.substr(col, d.length(col)+" - 10", "11") + " = '/generation'"
+				d.rewrite.length(col) + " > 16 AND " + d.rewrite.substr(col, d.rewrite.length(col)+" - 10", "11") + " = '/generation'"
 		})
 }
 
 // renamePoolMembers renames "pool/<key>/member/<instance>" to
 // "pool|<key>|member|<instance>".
 func (d *dialect) renamePoolMembers(table string) string {
-	return d.renameUnlessTaken(d.quote(table),
+	return d.rewrite.renameUnlessTaken(d.quote(table),
 		func(col string) string {
-			p := d.lastSlash(col)
-			return d.concat("'pool|'", d.substr(col, "6", p+" - 13"), "'|member|'", d.substr(col, p+" + 1", d.length(col)+" - "+p))
+			p := d.rewrite.lastSlash(col)
+			return d.rewrite.concat("'pool|'", d.rewrite.substr(col, "6", p+" - 13"), "'|member|'", d.rewrite.substr(col, p+" + 1", d.rewrite.length(col)+" - "+p))
 		},
 		func(col string) string {
-			p := d.lastSlash(col)
+			p := d.rewrite.lastSlash(col)
 			return strings.ReplaceAll(oldPoolRows, "name", col) + " AND holder <> '" + renamedHolder + "' AND " +
-				p + " > 13 AND " + p + " < " + d.length(col) + " AND " + d.substr(col, p+" - 7", "8") + " = '/member/'"
+				p + " > 13 AND " + p + " < " + d.rewrite.length(col) + " AND " + d.rewrite.substr(col, p+" - 7", "8") + " = '/member/'"
 		})
 }
 
@@ -486,5 +486,5 @@ func (d *dialect) tombstoneOldPoolRows(table string) string {
 	ins := "INSERT INTO " + q + " (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, data) SELECT " +
 		old + ", '" + renamedHolder + "', renamed.epoch, renamed.acquired_at_us, renamed.renewed_at_us, " + tombstoneExpiry +
 		", renamed.data FROM " + q + " AS renamed WHERE " + strings.ReplaceAll(newPoolRows, "name", "renamed.name")
-	return d.insertUnlessTaken(ins, q, old)
+	return d.rewrite.insertUnlessTaken(ins, q, old)
 }

@@ -52,7 +52,7 @@ func (s *Store) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bo
 // renew sends the renewal statement on db and reads back the notice.
 func (s *Store) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
 	st := s.dl().sqlRenewSession(s.tables, id, ttl)
-	if s.dl().renewReturnsRows() {
+	if s.dl().renewReturnsRows {
 		got, err := queryAll(db, st, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
 		if err != nil || len(got) != 1 {
 			return false, 0, err

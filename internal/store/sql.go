@@ -47,10 +47,10 @@ func termsFilter(terms []Term) (string, []any) {
 
 // prefixFilter matches the names that start with a prefix, as a range of
 // the primary key: "name >= lo AND name < hi" with the bounds from
-// prefixRange. Every name column compares byte for byte (see the dialects'
-// nameType), so the range is exact on every database. LIKE is not: on
-// SQLite it ignores the case of ASCII letters, so the prefix of pool "a"
-// would also match the rows of pool "A".
+// prefixRange. Every name column compares byte for byte (see the name
+// column type in each database's facts), so the range is exact on every
+// database. LIKE is not: on SQLite it ignores the case of ASCII letters,
+// so the prefix of pool "a" would also match the rows of pool "A".
 const prefixFilter = "name >= ? AND name < ?"
 
 // prefixRange returns the bounds of prefixFilter for a non-empty prefix:
@@ -93,8 +93,6 @@ func (returningClause) returning(cols ...string) (afterSet, afterWhere string) {
 	return "", " RETURNING " + strings.Join(cols, ", ")
 }
 
-func (returningClause) renewReturnsRows() bool { return true }
-
 // inLists matches names with an IN list and terms with an OR list, one
 // bound parameter per name (MySQL, SQLite, SQL Server).
 type inLists struct{}
@@ -107,20 +105,12 @@ func (inLists) whereTerms(_, session string, terms []Term) (string, []any) {
 	return sessionTermsWhere(session, terms)
 }
 
-// onConflict skips or updates the row an INSERT finds taken with ON
+// onConflict updates or skips the row an INSERT finds taken with ON
 // CONFLICT (PostgreSQL, SQLite).
 type onConflict struct{}
 
-func (c onConflict) insertOnceConcurrent(into, values, q, key, value string) string {
-	return c.insertOnce(into+"VALUES ("+values+")", q, key, value)
-}
-
-func (onConflict) insertOnce(ins, _, key, _ string) string {
-	return ins + " ON CONFLICT (" + key + ") DO NOTHING"
-}
-
-func (onConflict) insertUnlessTaken(ins, _, _ string) string {
-	return ins + " ON CONFLICT (name) DO NOTHING"
+func (onConflict) insertOnceConcurrent(into, values, _, key, _ string) string {
+	return onConflictDoNothing(into+"VALUES ("+values+")", key)
 }
 
 // touchUnheld ends an INSERT into the lease table q (quoted) of rows that
@@ -128,6 +118,21 @@ func (onConflict) insertUnlessTaken(ins, _, _ string) string {
 // (sqlEnsureRows).
 func (onConflict) touchUnheld(q, now string) string {
 	return " ON CONFLICT (name) DO UPDATE SET expires_at_us = " + now + " WHERE " + q + ".holder = ''"
+}
+
+// onConflictDDL is onConflict in the schema's statements (PostgreSQL,
+// SQLite).
+type onConflictDDL struct{}
+
+func (onConflictDDL) insertOnce(ins, _, key, _ string) string { return onConflictDoNothing(ins, key) }
+
+func (onConflictDDL) insertUnlessTaken(ins, _, _ string) string {
+	return ins + " ON CONFLICT (name) DO NOTHING"
+}
+
+// onConflictDoNothing makes ins do nothing when a row with its key exists.
+func onConflictDoNothing(ins, key string) string {
+	return ins + " ON CONFLICT (" + key + ") DO NOTHING"
 }
 
 // sqlStrings has the string functions LENGTH and SUBSTR (PostgreSQL,

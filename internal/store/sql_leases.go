@@ -15,7 +15,7 @@ import (
 // names another process. Arguments: takeableArgs.
 func (d *dialect) takeable(t Tables, l string) string {
 	return "(NOT " + d.heldExpr(t, l) + " OR " + l + ".session_id = ?) AND " + d.sessionLive(t, "?", "") +
-		" AND (" + l + ".prefer_until_us < " + d.now() + " OR " + l + ".prefer_holder IN (?, ?, ?))" + d.takingAllowed(t)
+		" AND (" + l + ".prefer_until_us < " + d.now + " OR " + l + ".prefer_holder IN (?, ?, ?))" + d.takingAllowed(t)
 }
 
 // takeableArgs are the arguments of takeable: the session twice, then the
@@ -29,7 +29,7 @@ func takeableArgs(session, holder string) []any {
 // incarnation's floor, incarnation.go) in the same statement, and a resign request or preference left from an earlier term
 // is cleared. Arguments: holder, session.
 func (d *dialect) acquireSet(t Tables) string {
-	return "holder = ?, session_id = ?, epoch = " + d.nextEpoch(t) + ", acquired_at_us = " + d.now() + ", renewed_at_us = " + d.now() +
+	return "holder = ?, session_id = ?, epoch = " + d.nextEpoch(t) + ", acquired_at_us = " + d.now + ", renewed_at_us = " + d.now +
 		", expires_at_us = " + heldForever + ", resign_epoch = 0, prefer_holder = '', prefer_until_us = 0"
 }
 
@@ -64,7 +64,7 @@ func (d *dialect) sqlLockDead(t Tables, lo, hi string, grace time.Duration) stmt
 }
 
 func (d *dialect) lockRowsWhere(t Tables, where string, args []any) stmt {
-	hint, suffix := d.lockForUpdate()
+	hint, suffix := d.lockRows.hint, d.lockRows.suffix
 	return stmt{"SELECT name FROM " + d.quote(t.Leases) + hint + " WHERE " + where + " ORDER BY name" + suffix, args}
 }
 
@@ -91,7 +91,7 @@ func (d *dialect) sqlAcquireTerms(t Tables, session, holder string, terms []Term
 func (d *dialect) sqlRelease(t Tables, session string, terms []Term) stmt {
 	q := d.quote(t.Leases)
 	where, args := d.whereTerms(q, session, terms)
-	return stmt{"UPDATE " + q + " SET holder = '', session_id = '', expires_at_us = " + d.now() + where, args}
+	return stmt{"UPDATE " + q + " SET holder = '', session_id = '', expires_at_us = " + d.now + where, args}
 }
 
 // sqlRequestResign records a resign request for one term of a lease,
@@ -101,7 +101,7 @@ func (d *dialect) sqlRelease(t Tables, session string, terms []Term) stmt {
 func (d *dialect) sqlRequestResign(t Tables, session string, term Term, prefer string, window time.Duration) stmt {
 	until := "0"
 	if prefer != "" {
-		until = d.now() + " + " + us(window)
+		until = d.now + " + " + us(window)
 	}
 	e := strconv.FormatInt(term.Epoch, 10)
 	return stmt{"UPDATE " + d.quote(t.Leases) + " SET resign_epoch = " + e + ", prefer_holder = ?, prefer_until_us = " + until +
@@ -143,7 +143,7 @@ func (d *dialect) sqlList(t Tables, lo, hi string) stmt {
 
 // sqlNow reads the database clock alone.
 func (d *dialect) sqlNow() stmt {
-	return stmt{"SELECT " + d.now() + " AS now_us", nil}
+	return stmt{"SELECT " + d.now + " AS now_us", nil}
 }
 
 // sqlFence reads one lease inside the caller's transaction and locks its
@@ -171,7 +171,7 @@ func (d *dialect) sqlSetData(t Tables, session string, term Term, data string) s
 // generation: one above from, or above the incarnation's floor, and only
 // where a lease could be taken now (incarnation.go).
 func (d *dialect) sqlPublish(t Tables, name string, from int64, data string) stmt {
-	return stmt{"UPDATE " + d.quote(t.Leases) + " SET epoch = " + d.nextEpoch(t) + ", data = ?, renewed_at_us = " + d.now() +
+	return stmt{"UPDATE " + d.quote(t.Leases) + " SET epoch = " + d.nextEpoch(t) + ", data = ?, renewed_at_us = " + d.now +
 		" WHERE name = ? AND holder = '' AND epoch = " + strconv.FormatInt(from, 10) + d.takingAllowed(t), []any{data, name}}
 }
 
@@ -197,7 +197,7 @@ func (d *dialect) sqlPruneNames(t Tables, names []string, grace time.Duration) s
 // deadExpr is true for a lease row (table or alias l) nobody holds or is
 // about to hold, for longer than grace by the database clock.
 func (d *dialect) deadExpr(t Tables, l string, grace time.Duration) string {
-	old := d.now() + " - " + us(grace)
+	old := d.now + " - " + us(grace)
 	return "((" + l + ".session_id = '' AND " + l + ".expires_at_us < " + old +
 		") OR (" + l + ".session_id <> '' AND NOT " + d.sessionLive(t, l+".session_id", us(grace)) + "))"
 }

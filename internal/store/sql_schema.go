@@ -13,38 +13,114 @@ import (
 // migration lock, as every database shares them. schema.go lists the
 // migration steps.
 
+// schemaDDL is how one database creates and alters the coordination
+// tables, so that every statement may be applied twice.
+type schemaDDL interface {
+	// createTableIf starts a CREATE TABLE of table that does nothing when
+	// the table exists, up to the table's quoted name.
+	createTableIf(table string) string
+	// addColumn adds a NOT NULL column with a default to a table,
+	// idempotently where the database can say so in the statement
+	// (PostgreSQL, SQL Server). Elsewhere the step guards it with
+	// hasColumn (MySQL), or the migration runs in one transaction with its
+	// version record (SQLite).
+	addColumn(table string, c column) string
+	// addColumns adds NOT NULL columns with defaults to a table, in one
+	// statement where the database allows several in one ALTER TABLE (so a
+	// MySQL step that adds them is done or not begun), one statement each
+	// on SQLite. On SQL Server the first column's absence guards them all:
+	// the migration there is one transaction.
+	addColumns(table string, cols []column) []string
+	// hasColumn counts a column, where ADD COLUMN cannot say "if not
+	// exists" (MySQL, SQLite); "" elsewhere.
+	hasColumn(table, col string) string
+	// hasDataColumnAsReleased is the guard of schema version 2 as it was
+	// released: MySQL's only.
+	hasDataColumnAsReleased(table string) string
+	// addDataColumn adds the text column that pool rows use for their
+	// member list and member rows for their acknowledged generation.
+	addDataColumn(table string) string
+	// unlessCounted returns statements that run s only when the query
+	// check counts nothing, for a database that cannot say "if not exists"
+	// in ALTER TABLE ... ADD COLUMN (MySQL). The statements must run on
+	// one connection. Other databases guard their statements themselves
+	// and get s.
+	unlessCounted(check, s string) []string
+	// insertOnce makes ins, an INSERT of one row into the table q
+	// (quoted), do nothing when a row with key = value exists, for DDL
+	// that may be applied twice.
+	insertOnce(ins, q, key, value string) string
+}
+
+// rowRewriter is what the migration step that renames rows (schema
+// version 3, schema.go) asks one database for: its string functions, and
+// how an UPDATE or an INSERT skips the names taken already.
+type rowRewriter interface {
+	// concat joins string expressions.
+	concat(parts ...string) string
+	// length is the length of a string expression (names are ASCII).
+	length(s string) string
+	// substr is the substring of s from 1-based position from, n long.
+	substr(s, from, n string) string
+	// lastSlash is the 1-based position of the last '/' in col, which must
+	// contain one.
+	lastSlash(col string) string
+	// renameUnlessTaken renders an UPDATE of the lease table q (quoted)
+	// that sets name to newName(col) on the rows matching where, except
+	// rows whose new name is taken already. col is how the statement
+	// refers to the row's name.
+	renameUnlessTaken(q string, newName, where func(col string) string) string
+	// insertUnlessTaken turns ins, "INSERT INTO q (...) SELECT ... WHERE
+	// ..." into the lease table q (quoted), into one that skips rows whose
+	// name (the SQL expression name) is taken.
+	insertUnlessTaken(ins, q, name string) string
+}
+
+// migrationLocker is how one database serialises concurrent migrations of
+// one schema.
+type migrationLocker interface {
+	// migrationLock returns the lock statements for one schema.
+	migrationLock(t Tables, timeout time.Duration) lockSQL
+	// withMigrationLock runs apply with the migration lock of t held, on a
+	// handle every migration statement goes through. apply runs a step
+	// that must be atomic with the record of its version through stepTx.
+	withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error
+}
+
 // column describes one column of a table in the schema.
 type column struct {
 	name string
-	typ  func(database) string
+	typ  func(columnTypes) string
 	def  string // default value literal, "" for none
 }
 
-func nameCol(db database) string   { return db.nameType() }
-func bigintCol(db database) string { return db.bigintType() }
-func intCol(db database) string    { return db.intType() }
+func nameCol(t columnTypes) string   { return t.name }
+func bigintCol(t columnTypes) string { return t.bigint }
+func intCol(t columnTypes) string    { return t.integer }
 
 // textCol is the type of the data column where it takes a default: not on
 // MySQL, whose TEXT columns took none before 8.0.13 (see addDataColumn).
-func textCol(db database) string { return db.textType() }
+func textCol(t columnTypes) string { return t.text }
 
-// columnDef declares the NOT NULL column c, with its default.
-func columnDef(db database, c column) string {
+// columnDef declares the NOT NULL column c, with its default, in the
+// column types t.
+func columnDef(t columnTypes, c column) string {
 	def := ""
 	if c.def != "" {
 		def = " DEFAULT " + c.def
 	}
-	return c.name + " " + c.typ(db) + " NOT NULL" + def
+	return c.name + " " + c.typ(t) + " NOT NULL" + def
 }
 
-// createTable renders an idempotent CREATE TABLE for the database.
-func createTable(db database, table string, pk string, cols []column) string {
+// createTable renders an idempotent CREATE TABLE for the database of the
+// facts f and the DDL ddl.
+func createTable(f facts, ddl schemaDDL, table string, pk string, cols []column) string {
 	defs := make([]string, len(cols))
 	for i, c := range cols {
-		defs[i] = columnDef(db, c)
+		defs[i] = columnDef(f.types, c)
 	}
-	return db.createTableIf(table) + db.quote(table) + " (" + strings.Join(defs, ", ") + ", PRIMARY KEY (" + pk + "))" +
-		db.createTableSuffix()
+	return ddl.createTableIf(table) + f.quote(table) + " (" + strings.Join(defs, ", ") + ", PRIMARY KEY (" + pk + "))" +
+		f.tableSuffix
 }
 
 // createTableIfNotExists starts a CREATE TABLE that does nothing when the
@@ -52,18 +128,19 @@ func createTable(db database, table string, pk string, cols []column) string {
 const createTableIfNotExists = "CREATE TABLE IF NOT EXISTS "
 
 // alterAdd adds the columns cols to a table in one ALTER TABLE, each
-// clause starting with add ("ADD COLUMN ").
-func alterAdd(db database, table, add string, cols []column) string {
+// clause starting with add ("ADD COLUMN "), for the database of the facts
+// f.
+func alterAdd(f facts, table, add string, cols []column) string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
-		parts[i] = add + columnDef(db, c)
+		parts[i] = add + columnDef(f.types, c)
 	}
-	return "ALTER TABLE " + db.quote(table) + " " + strings.Join(parts, ", ")
+	return "ALTER TABLE " + f.quote(table) + " " + strings.Join(parts, ", ")
 }
 
 // createMigrationsTable is the DDL of the version table.
 func (d *dialect) createMigrationsTable(t Tables) string {
-	return createTable(d, t.Migrations, "version", []column{
+	return createTable(d.facts, d.ddl, t.Migrations, "version", []column{
 		{name: "version", typ: intCol},
 		{name: "description", typ: nameCol, def: "''"},
 		{name: "applied_at_us", typ: bigintCol, def: "0"},
@@ -73,7 +150,7 @@ func (d *dialect) createMigrationsTable(t Tables) string {
 // sqlRecordVersion records an applied step. Arguments: description.
 func (d *dialect) sqlRecordVersion(t Tables, version int) string {
 	return "INSERT INTO " + d.quote(t.Migrations) + " (version, description, applied_at_us) VALUES (" +
-		strconv.Itoa(version) + ", ?, " + d.now() + ")"
+		strconv.Itoa(version) + ", ?, " + d.now + ")"
 }
 
 // sqlCurrentVersion reads the highest applied step.
@@ -86,7 +163,7 @@ func (d *dialect) sqlCurrentVersion(t Tables) string {
 func (d *dialect) recordVersionOnce(t Tables, version int, description string) string {
 	q := d.quote(t.Migrations)
 	v := strconv.Itoa(version)
-	return d.insertOnce("INSERT INTO "+q+" (version, description, applied_at_us) VALUES ("+v+", "+description+", "+d.now()+")",
+	return d.ddl.insertOnce("INSERT INTO "+q+" (version, description, applied_at_us) VALUES ("+v+", "+description+", "+d.now+")",
 		q, "version", v)
 }
 
@@ -116,7 +193,7 @@ func inRun(fn func() error) error { return fn() }
 
 // migrationLockSQL lists the lock statements, for the golden files.
 func migrationLockSQL(d *dialect, t Tables, timeout time.Duration) []string {
-	l := d.migrationLock(t, timeout)
+	l := d.lock.migrationLock(t, timeout)
 	var out []string
 	for _, s := range []string{l.setup, l.acquire, l.release} {
 		if s != "" {

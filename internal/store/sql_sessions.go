@@ -28,7 +28,7 @@ const heldForever = "253402300799999999"
 // exists and has not expired by the database clock, less slack (an SQL
 // expression in microseconds, "" for none).
 func (d *dialect) sessionLive(t Tables, id, slack string) string {
-	now := d.now()
+	now := d.now
 	if slack != "" {
 		now += " - " + slack
 	}
@@ -38,7 +38,7 @@ func (d *dialect) sessionLive(t Tables, id, slack string) string {
 // heldExpr is true when the lease row whose table or alias is l is held
 // and live by the database clock.
 func (d *dialect) heldExpr(t Tables, l string) string {
-	return "(" + l + ".holder <> '' AND ((" + l + ".session_id = '' AND " + l + ".expires_at_us >= " + d.now() + ") OR " +
+	return "(" + l + ".holder <> '' AND ((" + l + ".session_id = '' AND " + l + ".expires_at_us >= " + d.now + ") OR " +
 		d.sessionLive(t, l+".session_id", "") + "))"
 }
 
@@ -61,7 +61,7 @@ func (d *dialect) rowColumns(t Tables, joined bool) string {
 	return "l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, " +
 		d.sessionColumn(t, "l", "renewed_at_us", "l.renewed_at_us", joined) + ", " +
 		d.sessionColumn(t, "l", "expires_at_us", "0", joined) + ", COALESCE(l.data, ''), " +
-		"l.resign_epoch, l.prefer_holder, l.prefer_until_us, " + d.now() + " AS now_us, " + d.incarnationColumns(t)
+		"l.resign_epoch, l.prefer_holder, l.prefer_until_us, " + d.now + " AS now_us, " + d.incarnationColumns(t)
 }
 
 // readFrom is the FROM clause of a plain read: each lease with its
@@ -82,7 +82,7 @@ func (d *dialect) sqlCreateSession(t Tables, id, holder string, ttl time.Duratio
 		cols, vals = ", incarnation", ", "+d.incarnation
 	}
 	return stmt{"INSERT INTO " + d.quote(t.Sessions) + " (id, holder, created_at_us, renewed_at_us, expires_at_us" + cols + ") VALUES (?, ?, " +
-		d.now() + ", " + d.now() + ", " + d.now() + " + " + us(ttl) + vals + ")", []any{id, holder}}
+		d.now + ", " + d.now + ", " + d.now + " + " + us(ttl) + vals + ")", []any{id, holder}}
 }
 
 // sqlRenewSession extends a session that has not expired by the database
@@ -97,8 +97,8 @@ func (d *dialect) sqlCreateSession(t Tables, id, holder string, ttl time.Duratio
 // the column as it is and makes its value the statement's last insert id,
 // which the server sends back with the affected-row count.
 func (d *dialect) sqlRenewSession(t Tables, id string, ttl time.Duration) stmt {
-	set := "UPDATE " + d.quote(t.Sessions) + " SET renewed_at_us = " + d.now() + ", expires_at_us = " + d.now() + " + " + us(ttl)
-	where := " WHERE id = ? AND expires_at_us >= " + d.now() + d.sameIncarnation("")
+	set := "UPDATE " + d.quote(t.Sessions) + " SET renewed_at_us = " + d.now + ", expires_at_us = " + d.now + " + " + us(ttl)
+	where := " WHERE id = ? AND expires_at_us >= " + d.now + d.sameIncarnation("")
 	afterSet, afterWhere := d.returning("notice")
 	return stmt{set + afterSet + where + afterWhere, []any{id}}
 }
@@ -112,7 +112,7 @@ func (d *dialect) sqlNotifySession(t Tables, id string) stmt {
 
 // sqlReadSession reads a session's expiry with the database clock.
 func (d *dialect) sqlReadSession(t Tables, id string) stmt {
-	return stmt{"SELECT renewed_at_us, expires_at_us, " + d.now() + " AS now_us FROM " + d.quote(t.Sessions) + " WHERE id = ?", []any{id}}
+	return stmt{"SELECT renewed_at_us, expires_at_us, " + d.now + " AS now_us FROM " + d.quote(t.Sessions) + " WHERE id = ?", []any{id}}
 }
 
 // sqlEndSession deletes a session: every lease still held by it is free at
@@ -124,5 +124,5 @@ func (d *dialect) sqlEndSession(t Tables, id string) stmt {
 // sqlPruneSessions deletes sessions expired for longer than grace. Their
 // leases are free already; a missing session reads as an expired one.
 func (d *dialect) sqlPruneSessions(t Tables, grace time.Duration) stmt {
-	return stmt{"DELETE FROM " + d.quote(t.Sessions) + " WHERE expires_at_us < " + d.now() + " - " + us(grace), nil}
+	return stmt{"DELETE FROM " + d.quote(t.Sessions) + " WHERE expires_at_us < " + d.now + " - " + us(grace), nil}
 }

@@ -8,75 +8,90 @@ import (
 	"gorm.io/gorm"
 )
 
-// sqliteDB is SQLite (gorm.io/driver/sqlite, over the cgo or the pure-Go
-// driver). One writer runs at a time, it detects no failovers
-// (incarnation.go), and the processes that share its file wake each other
-// through sockets next to it (fileDatabase, wake.go).
+// sqliteFacts are SQLite's facts (gorm.io/driver/sqlite, over the cgo or
+// the pure-Go driver). One writer runs at a time, and it detects no
+// failovers (incarnation.go).
+var sqliteFacts = facts{
+	name:             SQLite,
+	now:              sqliteNow,
+	quote:            quoteDouble,
+	acquire:          acquireReturning,
+	serialWriters:    true,
+	renewReturnsRows: true,
+	// lockRows is empty: a writing transaction holds the database's write
+	// lock (sqlWriteLock), which excludes every other writer, and
+	// statements never wait on a row (lockFirst is false).
+	lockRows: lockClause{},
+	types:    columnTypes{name: "TEXT", bigint: "INTEGER", integer: "INTEGER", text: "TEXT"},
+}
+
+// sqliteNow: julianday('now') has millisecond resolution and is constant
+// within one statement. The value is stored in microseconds like the
+// others.
+const sqliteNow = "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)"
+
+// sqliteDialect is SQLite.
+func sqliteDialect() *dialect {
+	s := sqliteSchema{facts: sqliteFacts}
+	return newDialect(sqliteFacts, sqliteDB{}, s, s, s)
+}
+
+// sqliteDB is SQLite's runtime fragments. The processes that share its
+// file wake each other through sockets next to it (fileDatabase, wake.go).
 type sqliteDB struct {
-	guardedDDL
 	returningClause
 	onConflict
 	inLists
-	sqlStrings
-	notExistsRename
 }
 
 var (
-	_ database       = sqliteDB{}
-	_ fileDatabase   = sqliteDB{}
-	_ tableRebuilder = sqliteDB{}
+	_ database     = sqliteDB{}
+	_ fileDatabase = sqliteDB{}
 )
 
-func (sqliteDB) name() string { return SQLite }
-
-// now: julianday('now') has millisecond resolution and is constant within
-// one statement. The value is stored in microseconds like the others.
-func (sqliteDB) now() string {
-	return "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)"
-}
-
-func (sqliteDB) quote(ident string) string { return quoteDouble(ident) }
-
-func (sqliteDB) incarnationExpr() string { return "" }
-
-func (sqliteDB) acquire() acquireMode { return acquireReturning }
-
-func (sqliteDB) serialWriters() bool { return true }
-
 func (s sqliteDB) sqlEnsureRows(t Tables, names []string) stmt {
-	q := s.quote(t.Leases)
-	return stmt{"INSERT INTO " + q + " (name, expires_at_us) VALUES " + valuesNow(s.now(), len(names)) + s.touchUnheld(q, s.now()),
+	q := quoteDouble(t.Leases)
+	return stmt{"INSERT INTO " + q + " (name, expires_at_us) VALUES " + valuesNow(sqliteNow, len(names)) + s.touchUnheld(q, sqliteNow),
 		namesArgs(names)}
 }
-
-// lockForUpdate is empty: a writing transaction holds the database's
-// write lock (sqlWriteLock), which excludes every other writer, and
-// statements never wait on a row (lockFirst is false).
-func (sqliteDB) lockForUpdate() (hint, suffix string) { return "", "" }
 
 // lockForShare is empty: a writing transaction already excludes every
 // other writer, and a deferred one that read a stale snapshot cannot
 // commit a write (sqlFence).
 func (sqliteDB) lockForShare(string) (hint, suffix string) { return "", "" }
 
-func (sqliteDB) nameType() string          { return "TEXT" }
-func (sqliteDB) bigintType() string        { return "INTEGER" }
-func (sqliteDB) intType() string           { return "INTEGER" }
-func (sqliteDB) textType() string          { return "TEXT" }
-func (sqliteDB) createTableSuffix() string { return "" }
+// sqlDatabaseFile reads the file of the main database, "" for one in
+// memory.
+func (sqliteDB) sqlDatabaseFile() string {
+	return "SELECT file FROM pragma_database_list WHERE name = 'main'"
+}
 
-// The schema: ADD COLUMN cannot say "if not exists", so the migrations
-// guard it with hasColumn and the DDL script rebuilds the tables
-// (tableRebuilder).
+// sqliteSchema is SQLite's schema: ADD COLUMN cannot say "if not exists",
+// so the migrations guard it with hasColumn and the DDL script rebuilds
+// the tables (tableRebuilder).
+type sqliteSchema struct {
+	facts
+	guardedDDL
+	onConflictDDL
+	sqlStrings
+	notExistsRename
+}
 
-func (sqliteDB) createTableIf(string) string { return createTableIfNotExists }
+var (
+	_ schemaDDL       = sqliteSchema{}
+	_ rowRewriter     = sqliteSchema{}
+	_ migrationLocker = sqliteSchema{}
+	_ tableRebuilder  = sqliteSchema{}
+)
 
-func (s sqliteDB) addColumn(table string, c column) string {
-	return alterAdd(s, table, "ADD COLUMN ", []column{c})
+func (sqliteSchema) createTableIf(string) string { return createTableIfNotExists }
+
+func (s sqliteSchema) addColumn(table string, c column) string {
+	return alterAdd(s.facts, table, "ADD COLUMN ", []column{c})
 }
 
 // addColumns adds one column a statement: SQLite's ALTER TABLE adds one.
-func (s sqliteDB) addColumns(table string, cols []column) []string {
+func (s sqliteSchema) addColumns(table string, cols []column) []string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
 		parts[i] = s.addColumn(table, c)
@@ -84,33 +99,31 @@ func (s sqliteDB) addColumns(table string, cols []column) []string {
 	return parts
 }
 
-func (sqliteDB) hasColumn(table, col string) string {
+func (sqliteSchema) hasColumn(table, col string) string {
 	return "SELECT COUNT(*) FROM pragma_table_info('" + table + "') WHERE name = '" + col + "'"
 }
 
-func (s sqliteDB) addDataColumn(table string) string {
+func (s sqliteSchema) addDataColumn(table string) string {
 	return "ALTER TABLE " + s.quote(table) + " ADD COLUMN data TEXT NOT NULL DEFAULT ''"
 }
 
-func (sqliteDB) concat(parts ...string) string { return strings.Join(parts, " || ") }
+func (sqliteSchema) concat(parts ...string) string { return strings.Join(parts, " || ") }
 
 // lastSlash: SQLite has no REVERSE: trimming every character but '/' from
 // the right leaves the name up to its last '/'.
-func (sqliteDB) lastSlash(col string) string {
+func (sqliteSchema) lastSlash(col string) string {
 	return "LENGTH(RTRIM(" + col + ", REPLACE(" + col + ", '/', '')))"
 }
 
-func (sqliteDB) scriptBatchEnd() string { return "" }
-
 // migrationLock is the database's write lock, taken by BEGIN IMMEDIATE.
-func (sqliteDB) migrationLock(Tables, time.Duration) lockSQL {
+func (sqliteSchema) migrationLock(Tables, time.Duration) lockSQL {
 	return lockSQL{acquire: "BEGIN IMMEDIATE", release: "COMMIT"}
 }
 
 // withMigrationLock: BEGIN IMMEDIATE takes the write lock up front
 // (waiting up to the busy timeout), whatever _txlock the caller's DSN
 // sets, and the run is one transaction.
-func (s sqliteDB) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
+func (s sqliteSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
 	lock := s.migrationLock(t, timeout)
 	return pinned(db, func(conn *gorm.DB) error {
 		if err := conn.Exec(lock.acquire).Error; err != nil {
@@ -134,7 +147,7 @@ func (s sqliteDB) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration
 // columns of one migration step come and go together, so a rebuild per step
 // copies a table at any version. A missing table is created as before
 // first. Run it inside one transaction.
-func (s sqliteDB) rebuildTable(table, pk string, before, want []column) []string {
+func (s sqliteSchema) rebuildTable(table, pk string, before, want []column) []string {
 	q, tmp := s.quote(table), table+"_rebuild"
 	names := make([]string, len(want))
 	for i, c := range want {
@@ -149,18 +162,12 @@ func (s sqliteDB) rebuildTable(table, pk string, before, want []column) []string
 		// A table the script expects but that is not there yet is
 		// created as it was first, so that the copy and the rename
 		// below still make it.
-		createTable(s, table, pk, before),
+		createTable(s.facts, s, table, pk, before),
 		"DROP TABLE IF EXISTS " + s.quote(tmp),
-		createTable(s, tmp, pk, want),
+		createTable(s.facts, s, tmp, pk, want),
 		"INSERT INTO " + s.quote(tmp) + " (" + cols + ") SELECT " + cols + " FROM " + q +
 			" NATURAL LEFT JOIN (SELECT " + strings.Join(defaults, ", ") + ") AS added",
 		"DROP TABLE " + q,
 		"ALTER TABLE " + s.quote(tmp) + " RENAME TO " + q,
 	}
-}
-
-// sqlDatabaseFile reads the file of the main database, "" for one in
-// memory.
-func (sqliteDB) sqlDatabaseFile() string {
-	return "SELECT file FROM pragma_database_list WHERE name = 'main'"
 }

@@ -9,33 +9,44 @@ import (
 	"gorm.io/gorm"
 )
 
-// sqlserverDB is SQL Server 2016 or newer (gorm.io/driver/sqlserver). It
-// detects failovers by the instance answering (incarnation.go), and its
-// followers poll.
+// sqlserverFacts are the facts of SQL Server 2016 or newer
+// (gorm.io/driver/sqlserver).
+var sqlserverFacts = facts{
+	name:  SQLServer,
+	now:   sqlserverNow,
+	quote: quoteBracket,
+	// incarnationExpr is the name of the server instance answering: an
+	// availability group's failover moves the primary to another instance
+	// (incarnation.go).
+	incarnationExpr:  "CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255))",
+	acquire:          acquireReturning,
+	renewReturnsRows: true,
+	lockRows:         lockClause{hint: " WITH (UPDLOCK, ROWLOCK)"},
+	// types: NVARCHAR names because go-mssqldb binds Go strings as
+	// NVARCHAR: a VARCHAR key compared with an NVARCHAR parameter is
+	// converted row by row and loses its index seek. Binary collation:
+	// byte-for-byte comparison, as on the others.
+	types: columnTypes{name: "NVARCHAR(255) COLLATE Latin1_General_BIN2", bigint: "BIGINT", integer: "INT", text: "NVARCHAR(MAX)"},
+	// batchEnd is GO, so that each statement is compiled after the ones
+	// before it have run.
+	batchEnd: "GO\n",
+}
+
+// sqlserverNow: DATEDIFF_BIG needs SQL Server 2016 or newer.
+const sqlserverNow = "DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())"
+
+// sqlserverDialect is SQL Server.
+func sqlserverDialect() *dialect {
+	s := sqlserverSchema{facts: sqlserverFacts}
+	return newDialect(sqlserverFacts, sqlserverDB{}, s, s, s)
+}
+
+// sqlserverDB is SQL Server's runtime fragments. Its followers poll.
 type sqlserverDB struct {
-	guardedDDL
 	inLists
-	notExistsRename
 }
 
 var _ database = sqlserverDB{}
-
-func (sqlserverDB) name() string { return SQLServer }
-
-// now: DATEDIFF_BIG needs SQL Server 2016 or newer.
-func (sqlserverDB) now() string { return "DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())" }
-
-func (sqlserverDB) quote(ident string) string { return quoteBracket(ident) }
-
-// incarnationExpr is the name of the server instance answering: an
-// availability group's failover moves the primary to another instance.
-func (sqlserverDB) incarnationExpr() string {
-	return "CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255))"
-}
-
-func (sqlserverDB) acquire() acquireMode { return acquireReturning }
-
-func (sqlserverDB) serialWriters() bool { return false }
 
 // returning hands back the changed rows with OUTPUT, between the SET and
 // the WHERE clauses.
@@ -43,20 +54,16 @@ func (sqlserverDB) returning(cols ...string) (afterSet, afterWhere string) {
 	return " OUTPUT inserted." + strings.Join(cols, ", inserted."), ""
 }
 
-func (sqlserverDB) renewReturnsRows() bool { return true }
-
 // sqlEnsureRows: UPDLOCK+HOLDLOCK take a key-range lock, so two concurrent
 // inserts queue instead of one failing with a duplicate key.
-func (s sqlserverDB) sqlEnsureRows(t Tables, names []string) stmt {
-	q := s.quote(t.Leases)
+func (sqlserverDB) sqlEnsureRows(t Tables, names []string) stmt {
+	q := quoteBracket(t.Leases)
 	args := append(namesArgs(names), namesArgs(names)...)
-	return stmt{"UPDATE " + q + " SET expires_at_us = " + s.now() + " WHERE name IN (" + placeholders(len(names)) + ") AND holder = ''; " +
-		"INSERT INTO " + q + " (name, expires_at_us) SELECT v.name, " + s.now() + " FROM (VALUES " +
+	return stmt{"UPDATE " + q + " SET expires_at_us = " + sqlserverNow + " WHERE name IN (" + placeholders(len(names)) + ") AND holder = ''; " +
+		"INSERT INTO " + q + " (name, expires_at_us) SELECT v.name, " + sqlserverNow + " FROM (VALUES " +
 		strings.TrimSuffix(strings.Repeat("(?), ", len(names)), ", ") + ") AS v(name) WHERE NOT EXISTS (SELECT 1 FROM " + q +
 		" WITH (UPDLOCK, HOLDLOCK) WHERE " + q + ".name = v.name)", args}
 }
-
-func (sqlserverDB) lockForUpdate() (hint, suffix string) { return " WITH (UPDLOCK, ROWLOCK)", "" }
 
 // lockForShare holds a shared row lock until the transaction ends.
 func (sqlserverDB) lockForShare(string) (hint, suffix string) { return " WITH (HOLDLOCK, ROWLOCK)", "" }
@@ -68,35 +75,37 @@ func (sqlserverDB) insertOnceConcurrent(into, values, q, key, value string) stri
 		value + ")"
 }
 
-// nameType is NVARCHAR because go-mssqldb binds Go strings as NVARCHAR: a
-// VARCHAR key compared with an NVARCHAR parameter is converted row by row
-// and loses its index seek. Binary collation: byte-for-byte comparison,
-// as on the others.
-func (sqlserverDB) nameType() string          { return "NVARCHAR(255) COLLATE Latin1_General_BIN2" }
-func (sqlserverDB) bigintType() string        { return "BIGINT" }
-func (sqlserverDB) intType() string           { return "INT" }
-func (sqlserverDB) textType() string          { return "NVARCHAR(MAX)" }
-func (sqlserverDB) createTableSuffix() string { return "" }
+// sqlserverSchema is SQL Server's schema: DDL guarded by IF, and
+// transactional.
+type sqlserverSchema struct {
+	facts
+	guardedDDL
+	notExistsRename
+}
 
-// The schema: DDL guarded by IF, and transactional.
+var (
+	_ schemaDDL       = sqlserverSchema{}
+	_ rowRewriter     = sqlserverSchema{}
+	_ migrationLocker = sqlserverSchema{}
+)
 
-func (sqlserverDB) createTableIf(table string) string {
+func (sqlserverSchema) createTableIf(table string) string {
 	return "IF OBJECT_ID(N'" + table + "', N'U') IS NULL CREATE TABLE "
 }
 
 // unicodeColumnDef is columnDef with a Unicode literal (N'...') as the
 // default.
-func (s sqlserverDB) unicodeColumnDef(c column) string {
-	return strings.Replace(columnDef(s, c), " DEFAULT '", " DEFAULT N'", 1)
+func (s sqlserverSchema) unicodeColumnDef(c column) string {
+	return strings.Replace(columnDef(s.types, c), " DEFAULT '", " DEFAULT N'", 1)
 }
 
-func (s sqlserverDB) addColumn(table string, c column) string {
+func (s sqlserverSchema) addColumn(table string, c column) string {
 	return "IF COL_LENGTH(N'" + table + "', N'" + c.name + "') IS NULL ALTER TABLE " + s.quote(table) + " ADD " + s.unicodeColumnDef(c)
 }
 
 // addColumns guards every column by the first one's absence: the
 // migration is one transaction.
-func (s sqlserverDB) addColumns(table string, cols []column) []string {
+func (s sqlserverSchema) addColumns(table string, cols []column) []string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
 		parts[i] = s.unicodeColumnDef(c)
@@ -105,46 +114,42 @@ func (s sqlserverDB) addColumns(table string, cols []column) []string {
 		strings.Join(parts, ", ")}
 }
 
-func (sqlserverDB) hasColumn(_, _ string) string { return "" }
+func (sqlserverSchema) hasColumn(_, _ string) string { return "" }
 
-func (s sqlserverDB) addDataColumn(table string) string {
+func (s sqlserverSchema) addDataColumn(table string) string {
 	return "IF COL_LENGTH(N'" + table + "', N'data') IS NULL ALTER TABLE " + s.quote(table) + " ADD data NVARCHAR(MAX) NOT NULL DEFAULT N''"
 }
 
-func (sqlserverDB) concat(parts ...string) string { return strings.Join(parts, " + ") }
-
-func (sqlserverDB) length(s string) string { return "LEN(" + s + ")" }
-
-func (sqlserverDB) substr(s, from, n string) string {
-	return "SUBSTRING(" + s + ", " + from + ", " + n + ")"
-}
-
-func (sqlserverDB) lastSlash(col string) string {
-	return "(LEN(" + col + ") - CHARINDEX('/', REVERSE(" + col + ")) + 1)"
-}
-
-func (sqlserverDB) insertUnlessTaken(ins, q, name string) string {
-	return ins + " AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + name + ")"
-}
-
-func (sqlserverDB) insertOnce(ins, q, key, value string) string {
+func (sqlserverSchema) insertOnce(ins, q, key, value string) string {
 	return "IF NOT EXISTS (SELECT 1 FROM " + q + " WHERE " + key + " = " + value + ") " + ins
 }
 
-// scriptBatchEnd is GO, so that each statement is compiled after the ones
-// before it have run.
-func (sqlserverDB) scriptBatchEnd() string { return "GO\n" }
+func (sqlserverSchema) concat(parts ...string) string { return strings.Join(parts, " + ") }
+
+func (sqlserverSchema) length(s string) string { return "LEN(" + s + ")" }
+
+func (sqlserverSchema) substr(s, from, n string) string {
+	return "SUBSTRING(" + s + ", " + from + ", " + n + ")"
+}
+
+func (sqlserverSchema) lastSlash(col string) string {
+	return "(LEN(" + col + ") - CHARINDEX('/', REVERSE(" + col + ")) + 1)"
+}
+
+func (sqlserverSchema) insertUnlessTaken(ins, q, name string) string {
+	return ins + " AND NOT EXISTS (SELECT 1 FROM " + q + " AS taken WHERE taken.name = " + name + ")"
+}
 
 // migrationLock is an application lock (sp_getapplock) owned by the
 // migration's transaction, waited for up to timeout; it returns a status.
-func (sqlserverDB) migrationLock(_ Tables, timeout time.Duration) lockSQL {
+func (sqlserverSchema) migrationLock(_ Tables, timeout time.Duration) lockSQL {
 	return lockSQL{acquire: "DECLARE @r INT; EXEC @r = sp_getapplock @Resource = ?, @LockMode = 'Exclusive', " +
 		"@LockOwner = 'Transaction', @LockTimeout = " + strconv.FormatInt(timeout.Milliseconds(), 10) + "; SELECT @r"}
 }
 
 // withMigrationLock locks, migrates and records in one transaction; the
 // lock ends with it.
-func (s sqlserverDB) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
+func (s sqlserverSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
 	lock := s.migrationLock(t, timeout)
 	return db.Transaction(func(tx *gorm.DB) error {
 		var rc int

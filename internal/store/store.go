@@ -125,7 +125,7 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 func (s *Store) dl() *dialect { return s.dialect.Load() }
 
 // Dialect returns the dialect name.
-func (s *Store) Dialect() string { return s.dl().name() }
+func (s *Store) Dialect() string { return s.dl().name }
 
 // Tables returns the table names in use.
 func (s *Store) Tables() Tables { return s.tables }
@@ -139,4 +139,4 @@ func (s *Store) MaxConnections() int { return s.maxConns }
 // as long as it is open; RenewSessionIn lets the fenced transaction renew
 // the session itself, and ReadSession sees the result once it commits,
 // without waiting for the writer.
-func (s *Store) SerializesWriters() bool { return s.dl().serialWriters() }
+func (s *Store) SerializesWriters() bool { return s.dl().serialWriters }
