@@ -42,8 +42,13 @@ import (
 //
 // A dialect holds the three parts of one database. Every statement the
 // library sends is built from one template per operation, shared by every
-// database (sql_sessions.go, sql_leases.go, sql_schema.go, incarnation.go,
-// schema.go), which asks the dialect for the fragments that differ.
+// database, which asks the dialect for the fragments that differ. The
+// builders are small types over the dialect, one for each kind of
+// statement: sessionSQL (sql_sessions.go), leaseSQL (sql_leases.go),
+// poolSQL (sql_pools.go), incarnationSQL (incarnation.go) and schemaSQL
+// (sql_schema.go, schema.go). The conditions several of them share (a
+// lease's liveness, the failover conditions, the locking read of a
+// decision) are the dialect's own.
 //
 // The Store sequences these statements and never asks which database it
 // talks to, only what it can do; schema.go lists the migration steps.
@@ -220,3 +225,21 @@ func lookupDialect(name string) (*dialect, error) {
 // snapshot is taken once no lock is left to wait for. SQLite lets one
 // writer run at a time: its statements never wait on a row.
 func (d *dialect) lockFirst() bool { return !d.serialWriters }
+
+// The statement builders of the dialect, one for each kind of statement.
+
+// sessions builds the statements of the session table (sql_sessions.go).
+func (d *dialect) sessions() sessionSQL { return sessionSQL{d} }
+
+// leases builds the statements of the lease rows (sql_leases.go).
+func (d *dialect) leases() leaseSQL { return leaseSQL{d} }
+
+// pools builds the statements of the pool rows (sql_pools.go).
+func (d *dialect) pools() poolSQL { return poolSQL{d} }
+
+// incarnations builds the statements of the incarnation row
+// (incarnation.go).
+func (d *dialect) incarnations() incarnationSQL { return incarnationSQL{d} }
+
+// schema builds the statements of the schema (sql_schema.go, schema.go).
+func (d *dialect) schema() schemaSQL { return schemaSQL{d} }

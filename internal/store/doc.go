@@ -21,11 +21,12 @@
 //     by IF, sp_getapplock, and its failover incarnation (the instance).
 //
 // The statements are built once for every database, which they ask for
-// the fragments that differ: sql_sessions.go (the session table and the
-// liveness rule), sql_leases.go (the lease table), sql_schema.go (the DDL,
-// the version table and the migration lock), incarnation.go (failovers of
-// the database) and schema.go (the migration steps and the DDL for DBAs),
-// with the helpers of sql.go. The Store sequences them and bounds how many
+// the fragments that differ, by one small builder type for each kind of
+// statement: sql_sessions.go (the session table, and the liveness rule),
+// sql_leases.go (the lease rows elections take), sql_pools.go (the rows of
+// pools), sql_schema.go (the DDL, the version table and the migration
+// lock), incarnation.go (failovers of the database) and schema.go (the
+// migration steps and the DDL for DBAs), with the helpers of sql.go. The Store sequences them and bounds how many
 // connections they use: store.go (the type), conn.go (connection slots and
 // transactions), sessions.go, leases.go, pools.go and migrate.go; wake.go
 // is the store's side of the wake-ups (package internal/wake).

@@ -76,65 +76,65 @@ func TestGoldenSQL(t *testing.T) {
 			var b strings.Builder
 			section := func(title, sql string) { fmt.Fprintf(&b, "-- %s\n%s;\n\n", title, sql) }
 			st := func(title string, x stmt) { section(title, render(db, x.q, x.args...)) }
-			st("start a session", d.sqlCreateSession(tables, session, holder, ttl))
-			st("renew the session: the one statement of a renewal tick", d.sqlRenewSession(tables, session, ttl))
-			st("read the session", d.sqlReadSession(tables, session))
-			st("end the session", d.sqlEndSession(tables, session))
-			st("prune sessions expired long ago", d.sqlPruneSessions(tables, 10*ttl))
+			st("start a session", d.sessions().sqlCreateSession(tables, session, holder, ttl))
+			st("renew the session: the one statement of a renewal tick", d.sessions().sqlRenewSession(tables, session, ttl))
+			st("read the session", d.sessions().sqlReadSession(tables, session))
+			st("end the session", d.sessions().sqlEndSession(tables, session))
+			st("prune sessions expired long ago", d.sessions().sqlPruneSessions(tables, 10*ttl))
 			st("insert lease rows if absent", d.sqlEnsureRows(tables, names))
 			if d.lockFirst() {
-				st("acquire, first: lock the named rows, in name order", d.sqlLockRows(tables, names))
+				st("acquire, first: lock the named rows, in name order", d.leases().sqlLockRows(tables, names))
 			}
 			if d.acquire == acquireLockThenUpdate {
-				st("acquire: lock the leases this session can take, with their epochs", d.sqlAcquireLock(tables, session, holder, names))
-				st("acquire: new terms (new epochs) of exactly those", d.sqlAcquireTerms(tables, session, holder, three[1:]))
+				st("acquire: lock the leases this session can take, with their epochs", d.leases().sqlAcquireLock(tables, session, holder, names))
+				st("acquire: new terms (new epochs) of exactly those", d.leases().sqlAcquireTerms(tables, session, holder, three[1:]))
 			} else {
-				st("acquire (new epochs in the same statement)", d.sqlAcquire(tables, session, holder, names))
+				st("acquire (new epochs in the same statement)", d.leases().sqlAcquire(tables, session, holder, names))
 			}
-			st("release one lease", d.sqlRelease(tables, session, one))
-			st("record a resign request for one term, with a preferred holder", d.sqlRequestResign(tables, session, one[0], "node-b", 2*ttl))
-			st("record a resign request for one term, without a preference", d.sqlRequestResign(tables, session, one[0], "", 2*ttl))
-			st("notify a session of a resign request", d.sqlNotifySession(tables, session))
-			st("read a session's pending resign requests", d.sqlPendingResigns(tables, session, names))
-			st("release three leases", d.sqlRelease(tables, session, three))
+			st("release one lease", d.leases().sqlRelease(tables, session, one))
+			st("record a resign request for one term, with a preferred holder", d.leases().sqlRequestResign(tables, session, one[0], "node-b", 2*ttl))
+			st("record a resign request for one term, without a preference", d.leases().sqlRequestResign(tables, session, one[0], "", 2*ttl))
+			st("notify a session of a resign request", d.sessions().sqlNotifySession(tables, session))
+			st("read a session's pending resign requests", d.leases().sqlPendingResigns(tables, session, names))
+			st("release three leases", d.leases().sqlRelease(tables, session, three))
 			switch w := d.database.(type) {
 			case notifier:
-				st("release three leases, notifying the listeners at commit", w.sqlReleaseNotify(tables, d.sqlRelease(tables, session, three)))
+				st("release three leases, notifying the listeners at commit", w.sqlReleaseNotify(tables, d.leases().sqlRelease(tables, session, three)))
 				st("notify the listeners (a pool's change)", w.sqlNotify(tables, "pool|global/orders|generation"))
 				section("listen for notifications", w.sqlListen(tables))
 				section("begin a decision on the listening connection", w.sqlBeginDecide())
 			case fileDatabase:
 				section("the database file, for the wake-up sockets next to it", w.sqlDatabaseFile())
 			}
-			st("set a term's data (a member's acknowledged generation)", d.sqlSetData(tables, session, one[0], "42"))
-			st("publish a pool's next generation (compare-and-set)", d.sqlPublish(tables, "pool|global/orders|generation", 41, "a1b2,c3d4"))
+			st("set a term's data (a member's acknowledged generation)", d.pools().sqlSetData(tables, session, one[0], "42"))
+			st("publish a pool's next generation (compare-and-set)", d.pools().sqlPublish(tables, "pool|global/orders|generation", 41, "a1b2,c3d4"))
 			lo, hi, _ := prefixRange("pool|global/orders|member|")
 			if d.lockFirst() {
-				st("prune dead pool members, 1 of 2: lock those that look dead", d.sqlLockDead(tables, lo, hi, 10*ttl))
-				st("prune dead pool members, 2 of 2: delete those of them still dead", d.sqlPruneNames(tables, names, 10*ttl))
+				st("prune dead pool members, 1 of 2: lock those that look dead", d.pools().sqlLockDead(tables, lo, hi, 10*ttl))
+				st("prune dead pool members, 2 of 2: delete those of them still dead", d.pools().sqlPruneNames(tables, names, 10*ttl))
 			} else {
-				st("prune dead pool members", d.sqlPruneDead(tables, lo, hi, 10*ttl))
+				st("prune dead pool members", d.pools().sqlPruneDead(tables, lo, hi, 10*ttl))
 			}
-			st("read leases", d.sqlSelect(tables, names))
-			st("list all leases", d.sqlList(tables, "", ""))
+			st("read leases", d.leases().sqlSelect(tables, names))
+			st("list all leases", d.leases().sqlList(tables, "", ""))
 			lo, hi, _ = prefixRange("pool|global/orders|")
-			st("list leases by prefix", d.sqlList(tables, lo, hi))
-			st("database clock", d.sqlNow())
-			st("fencing check inside the caller's transaction", d.sqlFence(tables, "global/billing"))
+			st("list leases by prefix", d.leases().sqlList(tables, lo, hi))
+			st("database clock", d.leases().sqlNow())
+			st("fencing check inside the caller's transaction", d.leases().sqlFence(tables, "global/billing"))
 			if d.incarnation != "" {
-				st("failover: create the incarnation row unless it exists", d.sqlEnsureIncarnation(tables))
-				st("failover: adopt the incarnation answering, with a hold-off and a new epoch floor", d.sqlAdopt(tables, ttl))
-				st("failover: move a live session to the incarnation answering", d.sqlRebind(tables, session))
-				st("failover: the terms the rows show a session holding", d.sqlSessionTerms(tables, session))
+				st("failover: create the incarnation row unless it exists", d.incarnations().sqlEnsureIncarnation(tables))
+				st("failover: adopt the incarnation answering, with a hold-off and a new epoch floor", d.incarnations().sqlAdopt(tables, ttl))
+				st("failover: move a live session to the incarnation answering", d.incarnations().sqlRebind(tables, session))
+				st("failover: the terms the rows show a session holding", d.incarnations().sqlSessionTerms(tables, session))
 			}
-			section("create the version table", d.createMigrationsTable(tables))
+			section("create the version table", d.schema().createMigrationsTable(tables))
 			for _, m := range migrations {
-				for _, s := range m.statements(d, tables) {
+				for _, s := range m.statements(d.schema(), tables) {
 					section(fmt.Sprintf("migration %d: %s", m.Version, m.Description), s)
 				}
-				section(fmt.Sprintf("record migration %d", m.Version), render(db, d.sqlRecordVersion(tables, m.Version), m.Description))
+				section(fmt.Sprintf("record migration %d", m.Version), render(db, d.schema().sqlRecordVersion(tables, m.Version), m.Description))
 			}
-			section("current schema version", render(db, d.sqlCurrentVersion(tables)))
+			section("current schema version", render(db, d.schema().sqlCurrentVersion(tables)))
 			lockName := migrationLockKey(tables)
 			if name == MySQL {
 				lockName = mysqlLockName("app", lockName) // "app" stands for DATABASE()
@@ -168,7 +168,7 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := dialects[name]
 			db := dryRun(t, name)
-			if st := d.sqlRenewSession(tables, session, time.Minute); len(st.args) != 1 {
+			if st := d.sessions().sqlRenewSession(tables, session, time.Minute); len(st.args) != 1 {
 				t.Errorf("the renewal binds %d parameters, want 1", len(st.args))
 			}
 			check := func(what string, want int, each func(yield func(stmt))) {
@@ -193,7 +193,7 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 				t.Logf("%s of %d leases: %d statements", what, n, count)
 			}
 			check("release", n/WriteChunk, func(yield func(stmt)) {
-				_ = chunks(terms, WriteChunk, func(p []Term) error { yield(d.sqlRelease(tables, session, p)); return nil })
+				_ = chunks(terms, WriteChunk, func(p []Term) error { yield(d.leases().sqlRelease(tables, session, p)); return nil })
 			})
 			check("insert if absent", n/WriteChunk, func(yield func(stmt)) {
 				_ = chunks(names, WriteChunk, func(p []string) error { yield(d.sqlEnsureRows(tables, p)); return nil })
@@ -201,20 +201,20 @@ func TestTenThousandLeasesWithinParameterLimits(t *testing.T) {
 			check("acquire", n/WriteChunk, func(yield func(stmt)) {
 				_ = chunks(names, WriteChunk, func(p []string) error {
 					if d.acquire == acquireLockThenUpdate {
-						yield(d.sqlAcquireLock(tables, session, holder, p))
+						yield(d.leases().sqlAcquireLock(tables, session, holder, p))
 						return nil
 					}
-					yield(d.sqlAcquire(tables, session, holder, p))
+					yield(d.leases().sqlAcquire(tables, session, holder, p))
 					return nil
 				})
 			})
 			if d.lockFirst() {
 				check("lock before acquire", n/WriteChunk, func(yield func(stmt)) {
-					_ = chunks(names, WriteChunk, func(p []string) error { yield(d.sqlLockRows(tables, p)); return nil })
+					_ = chunks(names, WriteChunk, func(p []string) error { yield(d.leases().sqlLockRows(tables, p)); return nil })
 				})
 			}
 			check("read", n/ReadChunk, func(yield func(stmt)) {
-				_ = chunks(names, ReadChunk, func(p []string) error { yield(d.sqlSelect(tables, p)); return nil })
+				_ = chunks(names, ReadChunk, func(p []string) error { yield(d.leases().sqlSelect(tables, p)); return nil })
 			})
 		})
 	}

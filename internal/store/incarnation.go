@@ -104,9 +104,13 @@ func (d *dialect) incarnationColumns(t Tables) string {
 		", -1) AS hold_until_us, COALESCE(" + d.incarnationRow(t, "i.epoch_floor") + ", 0) AS epoch_floor"
 }
 
+// incarnationSQL builds the statements of the incarnation row, and of a
+// session's move to the incarnation answering.
+type incarnationSQL struct{ *dialect }
+
 // sqlEnsureIncarnation creates the incarnation row, naming the incarnation
 // answering, unless it exists.
-func (d *dialect) sqlEnsureIncarnation(t Tables) stmt {
+func (d incarnationSQL) sqlEnsureIncarnation(t Tables) stmt {
 	q := d.quote(t.Incarnation)
 	into := "INSERT INTO " + q + " (id, incarnation, previous, adopted_at_us, hold_until_us, epoch_floor) "
 	row := incarnationID + ", " + d.incarnation + ", '', " + d.now + ", 0, 0"
@@ -118,7 +122,7 @@ func (d *dialect) sqlEnsureIncarnation(t Tables) stmt {
 // this file). hold is the least hold-off: the adopter's own TTL. The
 // assignments that read the old incarnation come before the one that
 // changes it, which MySQL's left-to-right UPDATE would need.
-func (d *dialect) sqlAdopt(t Tables, hold time.Duration) stmt {
+func (d incarnationSQL) sqlAdopt(t Tables, hold time.Duration) stmt {
 	sessTTL := "COALESCE((SELECT MAX(s.expires_at_us - s.renewed_at_us) FROM " + d.quote(t.Sessions) + " s), 0)"
 	maxEpoch := "COALESCE((SELECT MAX(l.epoch) FROM " + d.quote(t.Leases) + " l), 0)"
 	return stmt{"UPDATE " + d.quote(t.Incarnation) + " SET hold_until_us = " + d.now + " + CASE WHEN " + sessTTL + " > " + us(hold) +
@@ -133,13 +137,13 @@ func (d *dialect) sqlAdopt(t Tables, hold time.Duration) stmt {
 // that of two concurrent checks of one session (a renewal tick and an
 // acquire's renewal) the second, finding it moved already, does not take
 // it for gone. It does not extend the session.
-func (d *dialect) sqlRebind(t Tables, id string) stmt {
+func (d incarnationSQL) sqlRebind(t Tables, id string) stmt {
 	return stmt{"UPDATE " + d.quote(t.Sessions) + " SET incarnation = " + d.incarnation + " WHERE id = ? AND expires_at_us >= " +
 		d.now, []any{id}}
 }
 
 // sqlSessionTerms reads the terms the lease rows show a session holding.
-func (d *dialect) sqlSessionTerms(t Tables, id string) stmt {
+func (d incarnationSQL) sqlSessionTerms(t Tables, id string) stmt {
 	return stmt{"SELECT name, epoch FROM " + d.quote(t.Leases) + " WHERE session_id = ? AND holder <> ''", []any{id}}
 }
 
@@ -195,7 +199,7 @@ func (s *Store) ensureIncarnation(db *gorm.DB) error {
 	if s.dl().incarnation == "" || s.incarnationRow.Load() {
 		return nil
 	}
-	if _, err := exec(db, s.dl().sqlEnsureIncarnation(s.tables)); err != nil {
+	if _, err := exec(db, s.dl().incarnations().sqlEnsureIncarnation(s.tables)); err != nil {
 		return err
 	}
 	s.incarnationRow.Store(true)
@@ -208,7 +212,7 @@ func (s *Store) adopt(db *gorm.DB) error {
 	if err := s.ensureIncarnation(db); err != nil {
 		return err
 	}
-	_, err := exec(db, s.dl().sqlAdopt(s.tables, s.failoverHold))
+	_, err := exec(db, s.dl().incarnations().sqlAdopt(s.tables, s.failoverHold))
 	return err
 }
 
@@ -229,12 +233,12 @@ func (s *Store) Rebind(ctx context.Context, id string) (terms []Term, ok bool, e
 		if err := s.adopt(db); err != nil {
 			return err
 		}
-		n, err := exec(db, s.dl().sqlRebind(s.tables, id))
+		n, err := exec(db, s.dl().incarnations().sqlRebind(s.tables, id))
 		if err != nil || n == 0 {
 			return err
 		}
 		ok = true
-		terms, err = scanTerms(db, s.dl().sqlSessionTerms(s.tables, id))
+		terms, err = scanTerms(db, s.dl().incarnations().sqlSessionTerms(s.tables, id))
 		return err
 	})
 	if err != nil {

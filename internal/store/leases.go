@@ -58,14 +58,14 @@ func (s *Store) AcquireEach(ctx context.Context, session, holder string, names [
 			var got []Term
 			err := s.decideTx(db, func(tx *gorm.DB) (err error) {
 				if s.dl().lockFirst() {
-					if _, err := lockNames(tx, s.dl().sqlLockRows(s.tables, part)); err != nil {
+					if _, err := lockNames(tx, s.dl().leases().sqlLockRows(s.tables, part)); err != nil {
 						return err
 					}
 				}
 				if s.dl().acquire == acquireLockThenUpdate {
 					got, err = s.acquireLockThenUpdate(tx, session, holder, part)
 				} else {
-					got, err = scanTerms(tx, s.dl().sqlAcquire(s.tables, session, holder, part))
+					got, err = scanTerms(tx, s.dl().leases().sqlAcquire(s.tables, session, holder, part))
 				}
 				return err
 			})
@@ -86,11 +86,11 @@ func (s *Store) AcquireEach(ctx context.Context, session, holder string, names [
 }
 
 func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names []string) ([]Term, error) {
-	locked, err := scanTerms(tx, s.dl().sqlAcquireLock(s.tables, session, holder, names))
+	locked, err := scanTerms(tx, s.dl().leases().sqlAcquireLock(s.tables, session, holder, names))
 	if err != nil || len(locked) == 0 {
 		return nil, err
 	}
-	n, err := exec(tx, s.dl().sqlAcquireTerms(s.tables, session, holder, locked))
+	n, err := exec(tx, s.dl().leases().sqlAcquireTerms(s.tables, session, holder, locked))
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 	var total int64
 	err := chunks(terms, WriteChunk, func(part []Term) error {
 		return s.run(ctx, s.renewal, func(db *gorm.DB) error {
-			release := s.dl().sqlRelease(s.tables, session, part)
+			release := s.dl().leases().sqlRelease(s.tables, session, part)
 			notify, ok := s.dl().database.(notifier)
 			if !ok {
 				n, err := exec(db, release)
@@ -157,16 +157,16 @@ func (s *Store) RequestResign(ctx context.Context, name, prefer string,
 	check func(Row) (window time.Duration, err error)) (row Row, found, notified bool, err error) {
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
 		return s.decideTx(db, func(tx *gorm.DB) error {
-			lock := s.dl().sqlLockRows(s.tables, []string{name})
+			lock := s.dl().leases().sqlLockRows(s.tables, []string{name})
 			if !s.dl().lockFirst() {
 				// SQLite: take the write lock before the read, so the
 				// writes that follow cannot find the read's snapshot stale.
-				lock = s.dl().sqlWriteLock(s.tables)
+				lock = s.dl().leases().sqlWriteLock(s.tables)
 			}
 			if _, err := lockNames(tx, lock); err != nil {
 				return err
 			}
-			rows, err := queryRows(tx, s.dl().sqlSelect(s.tables, []string{name}))
+			rows, err := queryRows(tx, s.dl().leases().sqlSelect(s.tables, []string{name}))
 			if err != nil || len(rows) == 0 {
 				return err
 			}
@@ -175,12 +175,12 @@ func (s *Store) RequestResign(ctx context.Context, name, prefer string,
 			if err != nil {
 				return err
 			}
-			if _, err := exec(tx, s.dl().sqlRequestResign(s.tables, row.Session, Term{Name: name, Epoch: row.Epoch}, prefer, window)); err != nil {
+			if _, err := exec(tx, s.dl().leases().sqlRequestResign(s.tables, row.Session, Term{Name: name, Epoch: row.Epoch}, prefer, window)); err != nil {
 				return err
 			}
 			// notice + 1 always changes the row: the count is exact with
 			// or without MySQL's clientFoundRows.
-			n, err := exec(tx, s.dl().sqlNotifySession(s.tables, row.Session))
+			n, err := exec(tx, s.dl().sessions().sqlNotifySession(s.tables, row.Session))
 			if err != nil {
 				return err
 			}
@@ -206,7 +206,7 @@ func (s *Store) PendingResigns(ctx context.Context, session string, names []stri
 	var out []Term
 	err := chunks(names, ReadChunk, func(part []string) error {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
-			terms, err := scanTerms(db, s.dl().sqlPendingResigns(s.tables, session, part))
+			terms, err := scanTerms(db, s.dl().leases().sqlPendingResigns(s.tables, session, part))
 			out = append(out, terms...)
 			return err
 		})
@@ -246,7 +246,7 @@ func (s *Store) get(ctx context.Context, names []string) ([]Row, error) {
 	var out []Row
 	err := chunks(names, ReadChunk, func(part []string) error {
 		return s.run(ctx, s.general, func(db *gorm.DB) error {
-			rows, err := queryRows(db, s.dl().sqlSelect(s.tables, part))
+			rows, err := queryRows(db, s.dl().leases().sqlSelect(s.tables, part))
 			out = append(out, rows...)
 			return err
 		})
@@ -271,7 +271,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]Row, error) {
 	}
 	var out []Row
 	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
-		out, err = queryRows(db, s.dl().sqlList(s.tables, lo, hi))
+		out, err = queryRows(db, s.dl().leases().sqlList(s.tables, lo, hi))
 		return err
 	})
 	return out, err
@@ -281,7 +281,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]Row, error) {
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	var now int64
 	err := s.run(ctx, s.general, func(db *gorm.DB) error {
-		st := s.dl().sqlNow()
+		st := s.dl().leases().sqlNow()
 		return scanRow(db, st, &now)
 	})
 	return usTime(now), err
@@ -291,7 +291,7 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 // against a change of holder until tx ends, and returns it. The caller
 // compares session, epoch and liveness.
 func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
-	rows, err := queryRows(tx, s.dl().sqlFence(s.tables, name))
+	rows, err := queryRows(tx, s.dl().leases().sqlFence(s.tables, name))
 	if err != nil || len(rows) == 0 {
 		return Row{}, false, err
 	}

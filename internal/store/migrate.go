@@ -24,7 +24,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 		if !db.Migrator().HasTable(s.tables.Migrations) {
 			return nil
 		}
-		return scanRow(db, stmt{s.dl().sqlCurrentVersion(s.tables), nil}, &v)
+		return scanRow(db, stmt{s.dl().schema().sqlCurrentVersion(s.tables), nil}, &v)
 	})
 	return v, err
 }
@@ -58,11 +58,11 @@ func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target
 	// its own transactions and locks.
 	err = s.runOn(ctx, s.general, func(db *gorm.DB) error {
 		return s.dl().lock.withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
-			if err := tx.Exec(s.dl().createMigrationsTable(s.tables)).Error; err != nil {
+			if err := tx.Exec(s.dl().schema().createMigrationsTable(s.tables)).Error; err != nil {
 				return fmt.Errorf("create %s: %w", s.tables.Migrations, err)
 			}
 			var current int
-			if err := scanRow(tx, stmt{s.dl().sqlCurrentVersion(s.tables), nil}, &current); err != nil {
+			if err := scanRow(tx, stmt{s.dl().schema().sqlCurrentVersion(s.tables), nil}, &current); err != nil {
 				return fmt.Errorf("read schema version: %w", err)
 			}
 			for _, m := range migrations {
@@ -95,7 +95,7 @@ func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target
 func (s *Store) applyStep(tx *gorm.DB, m Migration) error {
 	done := false
 	if m.applied != nil {
-		if q := m.applied(s.dl(), s.tables); q != "" {
+		if q := m.applied(s.dl().schema(), s.tables); q != "" {
 			var n int
 			if err := scanRow(tx, stmt{q, nil}, &n); err != nil {
 				return fmt.Errorf("migration %d (%s): check: %w", m.Version, m.Description, err)
@@ -104,13 +104,13 @@ func (s *Store) applyStep(tx *gorm.DB, m Migration) error {
 		}
 	}
 	if !done {
-		for _, stmt := range m.statements(s.dl(), s.tables) {
+		for _, stmt := range m.statements(s.dl().schema(), s.tables) {
 			if err := tx.Exec(stmt).Error; err != nil {
 				return fmt.Errorf("migration %d (%s): %w", m.Version, m.Description, err)
 			}
 		}
 	}
-	if err := tx.Exec(s.dl().sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
+	if err := tx.Exec(s.dl().schema().sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
 		return fmt.Errorf("record migration %d: %w", m.Version, err)
 	}
 	return nil

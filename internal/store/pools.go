@@ -14,7 +14,7 @@ import (
 func (s *Store) SetData(ctx context.Context, session string, t Term, data string) (bool, error) {
 	var n int64
 	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
-		n, err = exec(db, s.dl().sqlSetData(s.tables, session, t, data))
+		n, err = exec(db, s.dl().pools().sqlSetData(s.tables, session, t, data))
 		return err
 	})
 	if err != nil || n == 1 {
@@ -39,7 +39,7 @@ func (s *Store) Publish(ctx context.Context, name string, from int64, data strin
 		if err := s.ensureIncarnation(db); err != nil {
 			return err
 		}
-		n, err = exec(db, s.dl().sqlPublish(s.tables, name, from, data))
+		n, err = exec(db, s.dl().pools().sqlPublish(s.tables, name, from, data))
 		return err
 	})
 	return n == 1, err
@@ -58,17 +58,17 @@ func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duratio
 	var n int64
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
 		if !s.dl().lockFirst() {
-			n, err = exec(db, s.dl().sqlPruneDead(s.tables, lo, hi, grace))
+			n, err = exec(db, s.dl().pools().sqlPruneDead(s.tables, lo, hi, grace))
 			return err
 		}
 		// Lock the rows that look dead, then delete those still dead on a
 		// snapshot taken after the locks (dialect.lockFirst).
 		return s.decideTx(db, func(tx *gorm.DB) (err error) {
-			dead, err := lockNames(tx, s.dl().sqlLockDead(s.tables, lo, hi, grace))
+			dead, err := lockNames(tx, s.dl().pools().sqlLockDead(s.tables, lo, hi, grace))
 			if err != nil || len(dead) == 0 {
 				return err
 			}
-			n, err = exec(tx, s.dl().sqlPruneNames(s.tables, dead, grace))
+			n, err = exec(tx, s.dl().pools().sqlPruneNames(s.tables, dead, grace))
 			return err
 		})
 	})

@@ -63,12 +63,12 @@ func TablesFor(prefix string) (Tables, error) {
 type Migration struct {
 	Version     int
 	Description string
-	statements  func(d *dialect, t Tables) []string
+	statements  func(s schemaSQL, t Tables) []string
 	// applied, when set, returns a query counting what the step creates.
 	// It guards steps whose DDL is not idempotent on a dialect where DDL
 	// is not transactional either (MySQL): a run that died between the DDL
 	// and recording the version must not fail the next run.
-	applied func(d *dialect, t Tables) string
+	applied func(s schemaSQL, t Tables) string
 	// columns are the columns the step creates a table with or adds to
 	// it, as SQLite declares them. SQLite cannot add a column only if it
 	// is missing, so DDLFrom creates or rebuilds its tables with these
@@ -87,79 +87,79 @@ var migrations = []Migration{
 	{
 		Version:     1,
 		Description: "create the lease table",
-		statements: func(d *dialect, t Tables) []string {
-			return []string{createTable(d.facts, d.ddl, t.Leases, "name", leaseColumns1)}
+		statements: func(s schemaSQL, t Tables) []string {
+			return []string{s.createTable(t.Leases, "name", leaseColumns1)}
 		},
-		columns: &tableColumns{leases, leaseColumns1},
+		columns: &tableColumns{leaseTable, leaseColumns1},
 	},
 	{
 		Version:     2,
 		Description: "add the data column for pool generations and member acknowledgements",
-		statements: func(d *dialect, t Tables) []string {
-			return []string{d.ddl.addDataColumn(t.Leases)}
+		statements: func(s schemaSQL, t Tables) []string {
+			return []string{s.ddl.addDataColumn(t.Leases)}
 		},
-		applied: func(d *dialect, t Tables) string { return d.ddl.hasDataColumnAsReleased(t.Leases) },
-		columns: &tableColumns{leases, []column{{name: "data", typ: textCol, def: "''"}}},
+		applied: func(s schemaSQL, t Tables) string { return s.ddl.hasDataColumnAsReleased(t.Leases) },
+		columns: &tableColumns{leaseTable, []column{{name: "data", typ: textCol, def: "''"}}},
 	},
 	{
 		Version:     3,
 		Description: "rename pool rows to keys that cannot collide",
-		statements: func(d *dialect, t Tables) []string {
-			return []string{d.renamePoolGenerations(t.Leases), d.renamePoolMembers(t.Leases), d.tombstoneOldPoolRows(t.Leases)}
+		statements: func(s schemaSQL, t Tables) []string {
+			return []string{s.renamePoolGenerations(t.Leases), s.renamePoolMembers(t.Leases), s.tombstoneOldPoolRows(t.Leases)}
 		},
 		transactional: true,
 	},
 	{
 		Version:     4,
 		Description: "create the session table",
-		statements: func(d *dialect, t Tables) []string {
-			return []string{createTable(d.facts, d.ddl, t.Sessions, "id", sessionColumns)}
+		statements: func(s schemaSQL, t Tables) []string {
+			return []string{s.createTable(t.Sessions, "id", sessionColumns)}
 		},
-		columns: &tableColumns{sessions, sessionColumns},
+		columns: &tableColumns{sessionTable, sessionColumns},
 	},
 	{
 		Version:     5,
 		Description: "add the session column to the lease table",
-		statements: func(d *dialect, t Tables) []string {
-			return []string{d.ddl.addColumn(t.Leases, sessionIDColumn)}
+		statements: func(s schemaSQL, t Tables) []string {
+			return []string{s.ddl.addColumn(t.Leases, sessionIDColumn)}
 		},
-		applied: func(d *dialect, t Tables) string { return d.ddl.hasColumn(t.Leases, sessionIDColumn.name) },
-		columns: &tableColumns{leases, []column{sessionIDColumn}},
+		applied: func(s schemaSQL, t Tables) string { return s.ddl.hasColumn(t.Leases, sessionIDColumn.name) },
+		columns: &tableColumns{leaseTable, []column{sessionIDColumn}},
 	},
 	{
 		Version:     6,
 		Description: "add the resign request columns to the lease table",
-		statements: func(d *dialect, t Tables) []string {
-			return d.ddl.addColumns(t.Leases, resignColumns)
+		statements: func(s schemaSQL, t Tables) []string {
+			return s.ddl.addColumns(t.Leases, resignColumns)
 		},
-		applied: func(d *dialect, t Tables) string { return d.ddl.hasColumn(t.Leases, resignColumns[0].name) },
-		columns: &tableColumns{leases, resignColumns},
+		applied: func(s schemaSQL, t Tables) string { return s.ddl.hasColumn(t.Leases, resignColumns[0].name) },
+		columns: &tableColumns{leaseTable, resignColumns},
 	},
 	{
 		Version:     7,
 		Description: "add the notice counter to the session table",
-		statements: func(d *dialect, t Tables) []string {
-			return []string{d.ddl.addColumn(t.Sessions, noticeColumn)}
+		statements: func(s schemaSQL, t Tables) []string {
+			return []string{s.ddl.addColumn(t.Sessions, noticeColumn)}
 		},
-		applied: func(d *dialect, t Tables) string { return d.ddl.hasColumn(t.Sessions, noticeColumn.name) },
-		columns: &tableColumns{sessions, []column{noticeColumn}},
+		applied: func(s schemaSQL, t Tables) string { return s.ddl.hasColumn(t.Sessions, noticeColumn.name) },
+		columns: &tableColumns{sessionTable, []column{noticeColumn}},
 	},
 	{
 		Version:     8,
 		Description: "create the incarnation table",
-		statements: func(d *dialect, t Tables) []string {
-			return []string{createTable(d.facts, d.ddl, t.Incarnation, "id", incarnationColumns)}
+		statements: func(s schemaSQL, t Tables) []string {
+			return []string{s.createTable(t.Incarnation, "id", incarnationColumns)}
 		},
 		columns: &tableColumns{incarnationTable, incarnationColumns},
 	},
 	{
 		Version:     9,
 		Description: "add the incarnation column to the session table",
-		statements: func(d *dialect, t Tables) []string {
-			return []string{d.ddl.addColumn(t.Sessions, sessionIncarnationColumn)}
+		statements: func(s schemaSQL, t Tables) []string {
+			return []string{s.ddl.addColumn(t.Sessions, sessionIncarnationColumn)}
 		},
-		applied: func(d *dialect, t Tables) string { return d.ddl.hasColumn(t.Sessions, sessionIncarnationColumn.name) },
-		columns: &tableColumns{sessions, []column{sessionIncarnationColumn}},
+		applied: func(s schemaSQL, t Tables) string { return s.ddl.hasColumn(t.Sessions, sessionIncarnationColumn.name) },
+		columns: &tableColumns{sessionTable, []column{sessionIncarnationColumn}},
 	},
 }
 
@@ -179,8 +179,8 @@ type tableColumns struct {
 	cols  []column
 }
 
-func leases(t Tables) string           { return t.Leases }
-func sessions(t Tables) string         { return t.Sessions }
+func leaseTable(t Tables) string       { return t.Leases }
+func sessionTable(t Tables) string     { return t.Sessions }
 func incarnationTable(t Tables) string { return t.Incarnation }
 
 // tableAt is a table of the schema and its columns at some version, in the
@@ -312,6 +312,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	sq := d.schema()
 	t, err := TablesFor(prefix)
 	if err != nil {
 		return nil, err
@@ -319,7 +320,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 	if from < 0 || from > LatestVersion {
 		return nil, fmt.Errorf("leasehold: schema version %d out of range: from must be 0 to %d", from, LatestVersion)
 	}
-	stmts := []string{d.createMigrationsTable(t)}
+	stmts := []string{sq.createMigrationsTable(t)}
 	rebuild := false
 	rebuilder, rebuilds := d.ddl.(tableRebuilder)
 	if rebuilds {
@@ -327,7 +328,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 		for i, ta := range tablesAt(t, LatestVersion) {
 			switch had := was[i].cols; {
 			case len(had) == 0:
-				stmts = append(stmts, createTable(d.facts, d.ddl, ta.name, ta.pk, ta.cols))
+				stmts = append(stmts, sq.createTable(ta.name, ta.pk, ta.cols))
 			case len(had) < len(ta.cols):
 				// One rebuild per step that added columns, whatever
 				// from says: each copy works whether the table has
@@ -353,19 +354,19 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 		}
 		var check string
 		if m.applied != nil {
-			check = m.applied(d, t)
+			check = m.applied(sq, t)
 		}
 		switch {
 		case rebuilds && m.columns != nil:
 			// Created or rebuilt above.
 		case check != "":
-			for _, s := range m.statements(d, t) {
+			for _, s := range m.statements(sq, t) {
 				stmts = append(stmts, d.ddl.unlessCounted(check, s)...)
 			}
 		default:
-			stmts = append(stmts, m.statements(d, t)...)
+			stmts = append(stmts, m.statements(sq, t)...)
 		}
-		stmts = append(stmts, d.recordVersionOnce(t, m.Version, quoteLiteral(m.Description)))
+		stmts = append(stmts, sq.recordVersionOnce(t, m.Version, quoteLiteral(m.Description)))
 	}
 	if rebuild {
 		stmts = append(stmts, "COMMIT")
@@ -451,36 +452,38 @@ const (
 
 // renamePoolGenerations renames "pool/<key>/generation" to
 // "pool|<key>|generation" for rows never acquired.
-func (d *dialect) renamePoolGenerations(table string) string {
-	return d.rewrite.renameUnlessTaken(d.quote(table),
+func (d schemaSQL) renamePoolGenerations(table string) string {
+	r := d.rewrite
+	return r.renameUnlessTaken(d.quote(table),
 		func(col string) string {
-			return d.rewrite.concat("'pool|'", d.rewrite.substr(col, "6", d.rewrite.length(col)+" - 16"), "'|generation'")
+			return r.concat("'pool|'", r.substr(col, "6", r.length(col)+" - 16"), "'|generation'")
 		},
 		func(col string) string {
 			return strings.ReplaceAll(oldPoolRows, "name", col) + " AND holder <> '" + renamedHolder + "' AND acquired_at_us = 0 AND " +
-				d.rewrite.length(col) + " > 16 AND " + d.rewrite.substr(col, d.rewrite.length(col)+" - 10", "11") + " = '/generation'"
+				r.length(col) + " > 16 AND " + r.substr(col, r.length(col)+" - 10", "11") + " = '/generation'"
 		})
 }
 
 // renamePoolMembers renames "pool/<key>/member/<instance>" to
 // "pool|<key>|member|<instance>".
-func (d *dialect) renamePoolMembers(table string) string {
-	return d.rewrite.renameUnlessTaken(d.quote(table),
+func (d schemaSQL) renamePoolMembers(table string) string {
+	r := d.rewrite
+	return r.renameUnlessTaken(d.quote(table),
 		func(col string) string {
-			p := d.rewrite.lastSlash(col)
-			return d.rewrite.concat("'pool|'", d.rewrite.substr(col, "6", p+" - 13"), "'|member|'", d.rewrite.substr(col, p+" + 1", d.rewrite.length(col)+" - "+p))
+			p := r.lastSlash(col)
+			return r.concat("'pool|'", r.substr(col, "6", p+" - 13"), "'|member|'", r.substr(col, p+" + 1", r.length(col)+" - "+p))
 		},
 		func(col string) string {
-			p := d.rewrite.lastSlash(col)
+			p := r.lastSlash(col)
 			return strings.ReplaceAll(oldPoolRows, "name", col) + " AND holder <> '" + renamedHolder + "' AND " +
-				p + " > 13 AND " + p + " < " + d.rewrite.length(col) + " AND " + d.rewrite.substr(col, p+" - 7", "8") + " = '/member/'"
+				p + " > 13 AND " + p + " < " + r.length(col) + " AND " + r.substr(col, p+" - 7", "8") + " = '/member/'"
 		})
 }
 
 // tombstoneOldPoolRows puts a tombstone under the old name of every renamed
 // pool row: '|' occurs in a new pool row name only as a separator, so
 // replacing it with '/' gives back the old name.
-func (d *dialect) tombstoneOldPoolRows(table string) string {
+func (d schemaSQL) tombstoneOldPoolRows(table string) string {
 	q := d.quote(table)
 	old := "REPLACE(renamed.name, '|', '/')"
 	ins := "INSERT INTO " + q + " (name, holder, epoch, acquired_at_us, renewed_at_us, expires_at_us, data) SELECT " +

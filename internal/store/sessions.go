@@ -21,7 +21,7 @@ import (
 // after session there.
 func (s *Store) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
 	return s.run(ctx, s.renewal, func(db *gorm.DB) error {
-		_, err := exec(db, s.dl().sqlCreateSession(s.tables, id, holder, ttl))
+		_, err := exec(db, s.dl().sessions().sqlCreateSession(s.tables, id, holder, ttl))
 		return err
 	})
 }
@@ -51,7 +51,7 @@ func (s *Store) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bo
 
 // renew sends the renewal statement on db and reads back the notice.
 func (s *Store) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
-	st := s.dl().sqlRenewSession(s.tables, id, ttl)
+	st := s.dl().sessions().sqlRenewSession(s.tables, id, ttl)
 	if s.dl().renewReturnsRows {
 		got, err := queryAll(db, st, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
 		if err != nil || len(got) != 1 {
@@ -86,7 +86,7 @@ func (s *Store) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, notic
 // session (SerializesWriters).
 func (s *Store) ReadSession(ctx context.Context, id string) (sess Session, ok bool, err error) {
 	err = s.run(ctx, s.general, func(db *gorm.DB) error {
-		st := s.dl().sqlReadSession(s.tables, id)
+		st := s.dl().sessions().sqlReadSession(s.tables, id)
 		var renewed, expires, now int64
 		switch err := scanRow(db, st, &renewed, &expires, &now); {
 		case errors.Is(err, sql.ErrNoRows):
@@ -104,10 +104,10 @@ func (s *Store) ReadSession(ctx context.Context, id string) (sess Session, ok bo
 // once. Sessions expired long ago are pruned on the way.
 func (s *Store) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
 	return s.run(ctx, s.renewal, func(db *gorm.DB) error {
-		if _, err := exec(db, s.dl().sqlEndSession(s.tables, id)); err != nil {
+		if _, err := exec(db, s.dl().sessions().sqlEndSession(s.tables, id)); err != nil {
 			return err
 		}
-		_, err := exec(db, s.dl().sqlPruneSessions(s.tables, pruneAfter))
+		_, err := exec(db, s.dl().sessions().sqlPruneSessions(s.tables, pruneAfter))
 		return err
 	})
 }

@@ -8,12 +8,16 @@ import (
 
 // The statements of the lease table, as every database shares them.
 
+// leaseSQL builds the statements of the lease rows that elections take:
+// acquires, releases, resign requests, reads and the fencing read.
+type leaseSQL struct{ *dialect }
+
 // takeable is true for a lease row (table or alias l) that session may
 // take: free, expired, held by a dead session, or held by session itself;
 // only while session itself is live; and only when no unexpired resign
 // preference (prefer_holder, until prefer_until_us by the database clock)
 // names another process. Arguments: takeableArgs.
-func (d *dialect) takeable(t Tables, l string) string {
+func (d leaseSQL) takeable(t Tables, l string) string {
 	return "(NOT " + d.heldExpr(t, l) + " OR " + l + ".session_id = ?) AND " + d.sessionLive(t, "?", "") +
 		" AND (" + l + ".prefer_until_us < " + d.now + " OR " + l + ".prefer_holder IN (?, ?, ?))" + d.takingAllowed(t)
 }
@@ -28,7 +32,7 @@ func takeableArgs(session, holder string) []any {
 // acquireSet starts a new term: the epoch goes up by one (above the
 // incarnation's floor, incarnation.go) in the same statement, and a resign request or preference left from an earlier term
 // is cleared. Arguments: holder, session.
-func (d *dialect) acquireSet(t Tables) string {
+func (d leaseSQL) acquireSet(t Tables) string {
 	return "holder = ?, session_id = ?, epoch = " + d.nextEpoch(t) + ", acquired_at_us = " + d.now + ", renewed_at_us = " + d.now +
 		", expires_at_us = " + heldForever + ", resign_epoch = 0, prefer_holder = '', prefer_until_us = 0"
 }
@@ -38,7 +42,7 @@ func (d *dialect) acquireSet(t Tables) string {
 // term of each. It returns (name, epoch) of each term started, except on
 // MySQL (acquireLockThenUpdate), where sqlAcquireLock and
 // sqlAcquireTerms do the same in two statements.
-func (d *dialect) sqlAcquire(t Tables, session, holder string, names []string) stmt {
+func (d leaseSQL) sqlAcquire(t Tables, session, holder string, names []string) stmt {
 	q := d.quote(t.Leases)
 	in, inArgs := d.nameIn("name", names)
 	args := append([]any{holder, session}, inArgs...)
@@ -50,19 +54,13 @@ func (d *dialect) sqlAcquire(t Tables, session, holder string, names []string) s
 
 // sqlLockRows locks the rows of the named leases (lockFirst) for the
 // rest of the caller's transaction, in name order.
-func (d *dialect) sqlLockRows(t Tables, names []string) stmt {
+func (d leaseSQL) sqlLockRows(t Tables, names []string) stmt {
 	in, args := d.nameIn("name", names)
 	return d.lockRowsWhere(t, in, args)
 }
 
-// sqlLockDead locks, as sqlLockRows does, the rows under a name prefix
-// (lo, hi from prefixRange) that look dead (sqlPruneDead) on the
-// statement's snapshot: candidates for a prune, which sqlPruneNames then
-// checks again. Live rows are neither locked nor waited for.
-func (d *dialect) sqlLockDead(t Tables, lo, hi string, grace time.Duration) stmt {
-	return d.lockRowsWhere(t, prefixFilter+" AND "+d.deadExpr(t, d.quote(t.Leases), grace), []any{lo, hi})
-}
-
+// lockRowsWhere locks the lease rows that match where, in name order,
+// for the rest of the caller's transaction, and reads their names.
 func (d *dialect) lockRowsWhere(t Tables, where string, args []any) stmt {
 	hint, suffix := d.lockRows.hint, d.lockRows.suffix
 	return stmt{"SELECT name FROM " + d.quote(t.Leases) + hint + " WHERE " + where + " ORDER BY name" + suffix, args}
@@ -70,7 +68,7 @@ func (d *dialect) lockRowsWhere(t Tables, where string, args []any) stmt {
 
 // sqlAcquireLock is the locking read of a MySQL acquire: it locks the
 // named leases this session can take and reads their epochs.
-func (d *dialect) sqlAcquireLock(t Tables, session, holder string, names []string) stmt {
+func (d leaseSQL) sqlAcquireLock(t Tables, session, holder string, names []string) stmt {
 	q := d.quote(t.Leases)
 	args := append(namesArgs(names), takeableArgs(session, holder)...)
 	return stmt{"SELECT name, epoch FROM " + q + " WHERE name IN (" + placeholders(len(names)) + ") AND " +
@@ -79,7 +77,7 @@ func (d *dialect) sqlAcquireLock(t Tables, session, holder string, names []strin
 
 // sqlAcquireTerms is the update of a MySQL acquire: it starts a new term
 // of exactly the terms sqlAcquireLock locked.
-func (d *dialect) sqlAcquireTerms(t Tables, session, holder string, terms []Term) stmt {
+func (d leaseSQL) sqlAcquireTerms(t Tables, session, holder string, terms []Term) stmt {
 	filter, targs := termsFilter(terms)
 	return stmt{"UPDATE " + d.quote(t.Leases) + " SET " + d.acquireSet(t) + " WHERE " + filter,
 		append([]any{holder, session}, targs...)}
@@ -88,7 +86,7 @@ func (d *dialect) sqlAcquireTerms(t Tables, session, holder string, terms []Term
 // sqlRelease gives up the given terms of a session: the holder is cleared
 // and the lease is free at once. The epoch is kept, so it is never reused.
 // A term that is not this session's at that epoch is left untouched.
-func (d *dialect) sqlRelease(t Tables, session string, terms []Term) stmt {
+func (d leaseSQL) sqlRelease(t Tables, session string, terms []Term) stmt {
 	q := d.quote(t.Leases)
 	where, args := d.whereTerms(q, session, terms)
 	return stmt{"UPDATE " + q + " SET holder = '', session_id = '', expires_at_us = " + d.now + where, args}
@@ -98,7 +96,7 @@ func (d *dialect) sqlRelease(t Tables, session string, terms []Term) stmt {
 // fenced by session and epoch, so it never touches a later term. prefer,
 // when set, names the process that should take the lease next, and holds
 // every other one off until window has passed by the database clock.
-func (d *dialect) sqlRequestResign(t Tables, session string, term Term, prefer string, window time.Duration) stmt {
+func (d leaseSQL) sqlRequestResign(t Tables, session string, term Term, prefer string, window time.Duration) stmt {
 	until := "0"
 	if prefer != "" {
 		until = d.now + " + " + us(window)
@@ -111,29 +109,57 @@ func (d *dialect) sqlRequestResign(t Tables, session string, term Term, prefer s
 // sqlWriteLock takes, where writers exclude each other (SQLite), the
 // database's write lock for the rest of the caller's transaction without
 // changing a row, and returns no rows.
-func (d *dialect) sqlWriteLock(t Tables) stmt {
+func (d leaseSQL) sqlWriteLock(t Tables) stmt {
 	return stmt{"UPDATE " + d.quote(t.Leases) + " SET epoch = epoch WHERE 1 = 0 RETURNING name", nil}
 }
 
 // sqlPendingResigns reads which of the named leases held by a session have
 // a resign request for their current term.
-func (d *dialect) sqlPendingResigns(t Tables, session string, names []string) stmt {
+func (d leaseSQL) sqlPendingResigns(t Tables, session string, names []string) stmt {
 	in, args := d.nameIn("name", names)
 	return stmt{"SELECT name, epoch FROM " + d.quote(t.Leases) + " WHERE " + in +
 		" AND session_id = ? AND resign_epoch = epoch AND resign_epoch > 0", append(args, session)}
 }
 
+// sessionColumn reads a column of the row's session, or fallback for a row
+// not held by a session. joined says the session table is joined as s;
+// otherwise a subquery reads it, which takes no lock that lasts when the
+// outer query locks the lease row (sqlFence).
+func (d leaseSQL) sessionColumn(t Tables, l, col, fallback string, joined bool) string {
+	sess := "s." + col
+	if !joined {
+		sess = "(SELECT s." + col + " FROM " + d.quote(t.Sessions) + " s WHERE s.id = " + l + ".session_id)"
+	}
+	return "CASE WHEN " + l + ".session_id = '' THEN " + l + "." + col + " ELSE COALESCE(" + sess + ", " + fallback + ") END"
+}
+
+// rowColumns is the column list read back for a lease aliased l: the
+// renewal and expiry of its holder's session, the resign request and
+// preference, and the database clock.
+func (d leaseSQL) rowColumns(t Tables, joined bool) string {
+	return "l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, " +
+		d.sessionColumn(t, "l", "renewed_at_us", "l.renewed_at_us", joined) + ", " +
+		d.sessionColumn(t, "l", "expires_at_us", "0", joined) + ", COALESCE(l.data, ''), " +
+		"l.resign_epoch, l.prefer_holder, l.prefer_until_us, " + d.now + " AS now_us, " + d.incarnationColumns(t)
+}
+
+// readFrom is the FROM clause of a plain read: each lease with its
+// session, joined.
+func (d leaseSQL) readFrom(t Tables) string {
+	return " FROM " + d.quote(t.Leases) + " l LEFT JOIN " + d.quote(t.Sessions) + " s ON s.id = l.session_id"
+}
+
 // sqlSelect reads the named leases together with the database clock.
 // PostgreSQL gets the names as one text[] parameter, matched with a
 // semi-join (pgNameIn).
-func (d *dialect) sqlSelect(t Tables, names []string) stmt {
+func (d leaseSQL) sqlSelect(t Tables, names []string) stmt {
 	in, args := d.nameIn("l.name", names)
 	return stmt{"SELECT " + d.rowColumns(t, true) + d.readFrom(t) + " WHERE " + in, args}
 }
 
 // sqlList reads every lease, or those whose name starts with a prefix:
 // lo and hi are the bounds from prefixRange, or "" for all.
-func (d *dialect) sqlList(t Tables, lo, hi string) stmt {
+func (d leaseSQL) sqlList(t Tables, lo, hi string) stmt {
 	q := "SELECT " + d.rowColumns(t, true) + d.readFrom(t)
 	if lo == "" {
 		return stmt{q + " ORDER BY l.name", nil}
@@ -142,7 +168,7 @@ func (d *dialect) sqlList(t Tables, lo, hi string) stmt {
 }
 
 // sqlNow reads the database clock alone.
-func (d *dialect) sqlNow() stmt {
+func (d leaseSQL) sqlNow() stmt {
 	return stmt{"SELECT " + d.now + " AS now_us", nil}
 }
 
@@ -155,49 +181,7 @@ func (d *dialect) sqlNow() stmt {
 // renewal of the holder's session. SQLite needs no lock hint: a writing
 // transaction already excludes every other writer, and a deferred one that
 // read a stale snapshot cannot commit a write.
-func (d *dialect) sqlFence(t Tables, name string) stmt {
+func (d leaseSQL) sqlFence(t Tables, name string) stmt {
 	hint, suffix := d.lockForShare("l")
 	return stmt{"SELECT " + d.rowColumns(t, false) + " FROM " + d.quote(t.Leases) + " l" + hint + " WHERE l.name = ?" + suffix, []any{name}}
-}
-
-// sqlSetData writes a term's data, only while the term is this live
-// session's.
-func (d *dialect) sqlSetData(t Tables, session string, term Term, data string) stmt {
-	return stmt{"UPDATE " + d.quote(t.Leases) + " SET data = ? WHERE name = ? AND epoch = " + strconv.FormatInt(term.Epoch, 10) +
-		" AND session_id = ? AND " + d.sessionLive(t, "?", ""), []any{data, term.Name, session, session}}
-}
-
-// sqlPublish is the compare-and-set that publishes a pool's next
-// generation: one above from, or above the incarnation's floor, and only
-// where a lease could be taken now (incarnation.go).
-func (d *dialect) sqlPublish(t Tables, name string, from int64, data string) stmt {
-	return stmt{"UPDATE " + d.quote(t.Leases) + " SET epoch = " + d.nextEpoch(t) + ", data = ?, renewed_at_us = " + d.now +
-		" WHERE name = ? AND holder = '' AND epoch = " + strconv.FormatInt(from, 10) + d.takingAllowed(t), []any{data, name}}
-}
-
-// sqlPruneDead deletes the rows under a name prefix (lo, hi from
-// prefixRange) that nobody holds or is about to hold, by the database
-// clock: rows unheld (released, or created and never acquired) for longer
-// than grace, rows of builds before sessions expired for longer than
-// grace, and rows whose session has been expired, or gone, for longer
-// than grace.
-func (d *dialect) sqlPruneDead(t Tables, lo, hi string, grace time.Duration) stmt {
-	q := d.quote(t.Leases)
-	return stmt{"DELETE FROM " + q + " WHERE " + prefixFilter + " AND " + d.deadExpr(t, q, grace), []any{lo, hi}}
-}
-
-// sqlPruneNames deletes those of the named rows (locked by sqlLockDead)
-// that are dead, as sqlPruneDead judges them.
-func (d *dialect) sqlPruneNames(t Tables, names []string, grace time.Duration) stmt {
-	q := d.quote(t.Leases)
-	in, args := d.nameIn("name", names)
-	return stmt{"DELETE FROM " + q + " WHERE " + in + " AND " + d.deadExpr(t, q, grace), args}
-}
-
-// deadExpr is true for a lease row (table or alias l) nobody holds or is
-// about to hold, for longer than grace by the database clock.
-func (d *dialect) deadExpr(t Tables, l string, grace time.Duration) string {
-	old := d.now + " - " + us(grace)
-	return "((" + l + ".session_id = '' AND " + l + ".expires_at_us < " + old +
-		") OR (" + l + ".session_id <> '' AND NOT " + d.sessionLive(t, l+".session_id", us(grace)) + "))"
 }

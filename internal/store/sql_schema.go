@@ -138,9 +138,18 @@ func alterAdd(f facts, table, add string, cols []column) string {
 	return "ALTER TABLE " + f.quote(table) + " " + strings.Join(parts, ", ")
 }
 
+// schemaSQL builds the statements of the schema: the version table's, and
+// the migration steps' (schema.go).
+type schemaSQL struct{ *dialect }
+
+// createTable renders an idempotent CREATE TABLE.
+func (d schemaSQL) createTable(table, pk string, cols []column) string {
+	return createTable(d.facts, d.ddl, table, pk, cols)
+}
+
 // createMigrationsTable is the DDL of the version table.
-func (d *dialect) createMigrationsTable(t Tables) string {
-	return createTable(d.facts, d.ddl, t.Migrations, "version", []column{
+func (d schemaSQL) createMigrationsTable(t Tables) string {
+	return d.createTable(t.Migrations, "version", []column{
 		{name: "version", typ: intCol},
 		{name: "description", typ: nameCol, def: "''"},
 		{name: "applied_at_us", typ: bigintCol, def: "0"},
@@ -148,19 +157,19 @@ func (d *dialect) createMigrationsTable(t Tables) string {
 }
 
 // sqlRecordVersion records an applied step. Arguments: description.
-func (d *dialect) sqlRecordVersion(t Tables, version int) string {
+func (d schemaSQL) sqlRecordVersion(t Tables, version int) string {
 	return "INSERT INTO " + d.quote(t.Migrations) + " (version, description, applied_at_us) VALUES (" +
 		strconv.Itoa(version) + ", ?, " + d.now + ")"
 }
 
 // sqlCurrentVersion reads the highest applied step.
-func (d *dialect) sqlCurrentVersion(t Tables) string {
+func (d schemaSQL) sqlCurrentVersion(t Tables) string {
 	return "SELECT COALESCE(MAX(version), 0) FROM " + d.quote(t.Migrations)
 }
 
 // recordVersionOnce records an applied step unless its row exists, for
 // DDL that may be applied twice. description is an SQL literal.
-func (d *dialect) recordVersionOnce(t Tables, version int, description string) string {
+func (d schemaSQL) recordVersionOnce(t Tables, version int, description string) string {
 	q := d.quote(t.Migrations)
 	v := strconv.Itoa(version)
 	return d.ddl.insertOnce("INSERT INTO "+q+" (version, description, applied_at_us) VALUES ("+v+", "+description+", "+d.now+")",

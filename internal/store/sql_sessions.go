@@ -42,41 +42,16 @@ func (d *dialect) heldExpr(t Tables, l string) string {
 		d.sessionLive(t, l+".session_id", "") + "))"
 }
 
-// sessionColumn reads a column of the row's session, or fallback for a row
-// not held by a session. joined says the session table is joined as s;
-// otherwise a subquery reads it, which takes no lock that lasts when the
-// outer query locks the lease row (sqlFence).
-func (d *dialect) sessionColumn(t Tables, l, col, fallback string, joined bool) string {
-	sess := "s." + col
-	if !joined {
-		sess = "(SELECT s." + col + " FROM " + d.quote(t.Sessions) + " s WHERE s.id = " + l + ".session_id)"
-	}
-	return "CASE WHEN " + l + ".session_id = '' THEN " + l + "." + col + " ELSE COALESCE(" + sess + ", " + fallback + ") END"
-}
-
-// rowColumns is the column list read back for a lease aliased l: the
-// renewal and expiry of its holder's session, the resign request and
-// preference, and the database clock.
-func (d *dialect) rowColumns(t Tables, joined bool) string {
-	return "l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, " +
-		d.sessionColumn(t, "l", "renewed_at_us", "l.renewed_at_us", joined) + ", " +
-		d.sessionColumn(t, "l", "expires_at_us", "0", joined) + ", COALESCE(l.data, ''), " +
-		"l.resign_epoch, l.prefer_holder, l.prefer_until_us, " + d.now + " AS now_us, " + d.incarnationColumns(t)
-}
-
-// readFrom is the FROM clause of a plain read: each lease with its
-// session, joined.
-func (d *dialect) readFrom(t Tables) string {
-	return " FROM " + d.quote(t.Leases) + " l LEFT JOIN " + d.quote(t.Sessions) + " s ON s.id = l.session_id"
-}
-
 // ----------------------------------------------------------------------
 // Sessions
+
+// sessionSQL builds the statements of the session table.
+type sessionSQL struct{ *dialect }
 
 // sqlCreateSession starts a session, live for ttl by the database clock.
 // Where failovers are detected, it records the database incarnation it
 // started in.
-func (d *dialect) sqlCreateSession(t Tables, id, holder string, ttl time.Duration) stmt {
+func (d sessionSQL) sqlCreateSession(t Tables, id, holder string, ttl time.Duration) stmt {
 	cols, vals := "", ""
 	if d.incarnation != "" {
 		cols, vals = ", incarnation", ", "+d.incarnation
@@ -96,7 +71,7 @@ func (d *dialect) sqlCreateSession(t Tables, id, holder string, ttl time.Duratio
 // no UPDATE ... RETURNING: there notice = LAST_INSERT_ID(notice) leaves
 // the column as it is and makes its value the statement's last insert id,
 // which the server sends back with the affected-row count.
-func (d *dialect) sqlRenewSession(t Tables, id string, ttl time.Duration) stmt {
+func (d sessionSQL) sqlRenewSession(t Tables, id string, ttl time.Duration) stmt {
 	set := "UPDATE " + d.quote(t.Sessions) + " SET renewed_at_us = " + d.now + ", expires_at_us = " + d.now + " + " + us(ttl)
 	where := " WHERE id = ? AND expires_at_us >= " + d.now + d.sameIncarnation("")
 	afterSet, afterWhere := d.returning("notice")
@@ -106,23 +81,23 @@ func (d *dialect) sqlRenewSession(t Tables, id string, ttl time.Duration) stmt {
 // sqlNotifySession bumps the notice counter of a session: its holder reads
 // its pending resign requests after the next renewal that returns the new
 // value.
-func (d *dialect) sqlNotifySession(t Tables, id string) stmt {
+func (d sessionSQL) sqlNotifySession(t Tables, id string) stmt {
 	return stmt{"UPDATE " + d.quote(t.Sessions) + " SET notice = notice + 1 WHERE id = ?", []any{id}}
 }
 
 // sqlReadSession reads a session's expiry with the database clock.
-func (d *dialect) sqlReadSession(t Tables, id string) stmt {
+func (d sessionSQL) sqlReadSession(t Tables, id string) stmt {
 	return stmt{"SELECT renewed_at_us, expires_at_us, " + d.now + " AS now_us FROM " + d.quote(t.Sessions) + " WHERE id = ?", []any{id}}
 }
 
 // sqlEndSession deletes a session: every lease still held by it is free at
 // once.
-func (d *dialect) sqlEndSession(t Tables, id string) stmt {
+func (d sessionSQL) sqlEndSession(t Tables, id string) stmt {
 	return stmt{"DELETE FROM " + d.quote(t.Sessions) + " WHERE id = ?", []any{id}}
 }
 
 // sqlPruneSessions deletes sessions expired for longer than grace. Their
 // leases are free already; a missing session reads as an expired one.
-func (d *dialect) sqlPruneSessions(t Tables, grace time.Duration) stmt {
+func (d sessionSQL) sqlPruneSessions(t Tables, grace time.Duration) stmt {
 	return stmt{"DELETE FROM " + d.quote(t.Sessions) + " WHERE expires_at_us < " + d.now + " - " + us(grace), nil}
 }

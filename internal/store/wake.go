@@ -367,7 +367,7 @@ func (c *lentConn) Idle(ctx context.Context, deadline time.Time) (context.Contex
 func (c *lentConn) Listening(ctx context.Context) {
 	s := c.l.s
 	_ = s.runOn(ctx, s.renewal, func(db *gorm.DB) error {
-		st := s.dl().sqlNow()
+		st := s.dl().leases().sqlNow()
 		_, err := queryAll(db, st, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
 		return err
 	})
