@@ -84,7 +84,7 @@ func NewAdmin(db *gorm.DB, cfg AdminConfig) (*Admin, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Admin{store: st, log: log.Named("leasehold"), ttl: DefaultTTL}, nil
+	return &Admin{store: newDBStore(st), log: log.Named("leasehold"), ttl: DefaultTTL}, nil
 }
 
 // Admin returns an admin client on the coordinator's database and tables.

@@ -271,7 +271,7 @@ func (c Config) trustFor(left time.Duration) time.Duration { return min(left, c.
 // expired before a process ending its own session deletes it.
 const sessionPruneAfter = 10
 
-// sessionPrune is sessionPruneAfter TTLs (Store.EndSession's pruneAfter).
+// sessionPrune is sessionPruneAfter TTLs (Sessions.EndSession's pruneAfter).
 func (c Config) sessionPrune() time.Duration { return sessionPruneAfter * c.TTL }
 
 // deadMemberGrace is how long, in TTLs, a member row that nobody holds (it

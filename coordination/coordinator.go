@@ -163,7 +163,7 @@ func New(db *gorm.DB, id identity.Identity, cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newCoordinator(st, id, cfg), nil
+	return newCoordinator(newDBStore(st), id, cfg), nil
 }
 
 // newCoordinator wires the owners, each with the slice of st it uses.

@@ -24,9 +24,9 @@ import (
 var errLostInFailover = fmt.Errorf("%w: the database failed over, and the new primary does not show this term", ErrLeaseLost)
 
 // probeFailover asks the store whether the database can say which
-// incarnation of the server answers (Store.ProbeFailover), before any
-// other statement runs. Where it cannot, the coordinator works on without
-// failover detection and says so once.
+// incarnation of the server answers (store.Failover.ProbeFailover), before
+// any other statement runs. Where it cannot, the coordinator works on
+// without failover detection and says so once.
 func probeFailover(ctx context.Context, st schemaStore, log *zap.Logger) error {
 	unsupported, err := st.ProbeFailover(ctx)
 	if unsupported != nil {
@@ -38,9 +38,9 @@ func probeFailover(ctx context.Context, st schemaStore, log *zap.Logger) error {
 
 // renewSession sends the session's renewal. If the database renewed
 // nothing because it failed over since the session was last checked
-// (Store.Rebind), the terms the new primary does not show are dropped, the
-// ones it shows but this process does not hold are released, and the
-// renewal is sent again. ok is false when the session is over.
+// (store.Failover.Rebind), the terms the new primary does not show are
+// dropped, the ones it shows but this process does not hold are released,
+// and the renewal is sent again. ok is false when the session is over.
 func (k *keeper) renewSession(ctx context.Context, s *session) (ok bool, notice int64, err error) {
 	ok, notice, err = k.store.RenewSession(ctx, s.id, k.cfg.TTL)
 	if err != nil || ok {

@@ -521,7 +521,7 @@ func TestFailoverDetectionUnavailable(t *testing.T) {
 	if n := logs.FilterMessageSnippet("cannot say which incarnation").Len(); n != 1 {
 		t.Fatalf("%d warnings that failovers are not detected, want 1: %v", n, logs.All())
 	}
-	if a.store.(*store.Store).DetectsFailover() {
+	if a.store.(dbStore).DetectsFailover() {
 		t.Fatal("the store still detects failovers")
 	}
 	// A coordinator that never runs, as the leasehold command uses for

@@ -166,13 +166,13 @@ func release(t testing.TB, l *Lease) {
 }
 
 // rawStore opens the store of db for direct checks.
-func rawStore(t testing.TB, db *gorm.DB) *store.Store {
+func rawStore(t testing.TB, db *gorm.DB) dbStore {
 	t.Helper()
 	s, err := store.New(db, store.Options{})
 	if err != nil {
 		t.Fatalf("store.New: %v", err)
 	}
-	return s
+	return newDBStore(s)
 }
 
 // row reads one lease row directly.
@@ -191,7 +191,7 @@ func row(t testing.TB, db *gorm.DB, name string) store.Row {
 // fencedTx opens a transaction on db whose fencing check locks the row of
 // name, as a holder's fenced transaction does. The test ends it; if the
 // test fails first, it is rolled back when the test ends.
-func fencedTx(t testing.TB, db *gorm.DB, s *store.Store, name string) *gorm.DB {
+func fencedTx(t testing.TB, db *gorm.DB, s dbStore, name string) *gorm.DB {
 	t.Helper()
 	tx := db.Begin()
 	if tx.Error != nil {
@@ -221,7 +221,7 @@ func expireNow(t testing.TB, db *gorm.DB, name string) {
 
 // newSession starts a session of holder directly in the store, live for a
 // minute.
-func newSession(t testing.TB, s *store.Store, holder string) string {
+func newSession(t testing.TB, s dbStore, holder string) string {
 	t.Helper()
 	id := holder + "-" + uuid.NewString()
 	if err := s.CreateSession(context.Background(), id, holder, time.Minute); err != nil {
@@ -232,7 +232,7 @@ func newSession(t testing.TB, s *store.Store, holder string) string {
 
 // acquireOne creates the row of name if needed and acquires it for the
 // session, directly in the store.
-func acquireOne(ctx context.Context, s *store.Store, session, holder, name string) (int64, bool, error) {
+func acquireOne(ctx context.Context, s dbStore, session, holder, name string) (int64, bool, error) {
 	if err := s.EnsureRows(ctx, []string{name}); err != nil {
 		return 0, false, err
 	}

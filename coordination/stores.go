@@ -14,8 +14,9 @@ import (
 // What the coordinator needs from the database, cut by consumer: each
 // owner of state (see "Owners" in the package doc) holds the one slice it
 // uses, and nothing else. The GORM implementation of all of them is
-// internal/store; tests wrap it, or use an in-memory fake, to inject
-// faults into the slice under test.
+// internal/store, whose Store is made of owners itself (dbStore below);
+// tests wrap it, or use an in-memory fake, to inject faults into the slice
+// under test.
 
 // sessionStore is the session keeper's: the session row, its renewal and
 // the check of its terms after a failover of the database.
@@ -87,14 +88,33 @@ type leaseStore interface {
 	adminStore
 }
 
+// dbStore is the store of a database as the composition root hands it
+// out: the lease and pool statements (store.Store) beside the owners the
+// store is made of, the session rows (store.Sessions), the schema
+// (store.Schema) and the failover detection (store.Failover). A slice
+// whose methods several of them have takes it.
+type dbStore struct {
+	*store.Store
+	*store.Sessions
+	*store.Schema
+	*store.Failover
+}
+
+// newDBStore returns st with its owners.
+func newDBStore(st *store.Store) dbStore {
+	return dbStore{Store: st, Sessions: st.Sessions(), Schema: st.Schema(), Failover: st.Failover()}
+}
+
+// Which type implements each slice: store.Store alone, or dbStore where
+// the slice takes methods of several owners.
 var (
-	_ sessionStore = (*store.Store)(nil)
-	_ fenceStore   = (*store.Store)(nil)
+	_ sessionStore = dbStore{} // Sessions; Rebind of Failover; SerializesWriters and Release of Store
+	_ fenceStore   = dbStore{} // Fence and SerializesWriters of Store; RenewSessionIn of Sessions
 	_ leaseOps     = (*store.Store)(nil)
 	_ poolOps      = (*store.Store)(nil)
 	_ resignStore  = (*store.Store)(nil)
-	_ schemaStore  = (*store.Store)(nil)
+	_ schemaStore  = dbStore{} // Dialect of Store; Migrate and CheckSchema of Schema; ProbeFailover of Failover
 	_ wakeStore    = (*store.Store)(nil)
-	_ adminStore   = (*store.Store)(nil)
-	_ leaseStore   = (*store.Store)(nil)
+	_ adminStore   = dbStore{} // List, RequestResign and Fence of Store; CheckSchema of Schema
+	_ leaseStore   = dbStore{}
 )

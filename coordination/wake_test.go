@@ -12,8 +12,6 @@ import (
 	"go.uber.org/zap/zaptest"
 	zapobserver "go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
-
-	"github.com/leasehold/leasehold/internal/store"
 )
 
 // TestWakeups runs the release-notification cases on every database.
@@ -418,7 +416,7 @@ func caseListeningConnectionBreaks(t *testing.T, b *bundle) {
 	cfg.RetryInterval = 500 * time.Millisecond
 	r := start(t, b.db, "node-a", cfg)
 	waitListening(t, r)
-	st := r.store.(*store.Store)
+	st := r.store.(dbStore)
 
 	// Hold a lock that every read of the lease table waits for.
 	lock := b.db.Begin()

@@ -68,7 +68,7 @@ func Migrate(ctx context.Context, db *gorm.DB, opts Options) ([]int, error) {
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
-	applied, err := s.Migrate(ctx, timeout)
+	applied, err := s.Schema().Migrate(ctx, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: migrate %s schema with prefix %q: %w", s.Dialect(), s.Tables().Prefix, err)
 	}
@@ -82,7 +82,7 @@ func Version(ctx context.Context, db *gorm.DB, opts Options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return s.SchemaVersion(ctx)
+	return s.Schema().SchemaVersion(ctx)
 }
 
 // DDLOptions selects the statements DDL renders. The zero value renders

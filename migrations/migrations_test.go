@@ -345,7 +345,7 @@ func caseDDLFromTwice(t *testing.T, tg testdb.Target) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.MigrateTo(ctx, time.Minute, from); err != nil {
+		if _, err := st.Schema().MigrateTo(ctx, time.Minute, from); err != nil {
 			t.Fatalf("from %d: migrate to %d: %v", from, from, err)
 		}
 		if v, err := migrations.Version(ctx, db, opts); err != nil || v != from {
@@ -429,7 +429,7 @@ func caseDDLFromAboveRealVersion(t *testing.T, tg testdb.Target) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := st.MigrateTo(ctx, time.Minute, real); err != nil {
+			if _, err := st.Schema().MigrateTo(ctx, time.Minute, real); err != nil {
 				t.Fatalf("migrate to %d: %v", real, err)
 			}
 			leases := prefix + "leases"
@@ -532,7 +532,7 @@ func caseScriptThroughClient(t *testing.T, tg testdb.Target) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.MigrateTo(ctx, time.Minute, from); err != nil {
+		if _, err := st.Schema().MigrateTo(ctx, time.Minute, from); err != nil {
 			t.Fatal(err)
 		}
 		ddl, err := migrations.DDL(db.Name(), migrations.DDLOptions{TablePrefix: opts.TablePrefix, From: from})

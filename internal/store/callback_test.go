@@ -40,7 +40,7 @@ func TestRowCallbackErrorIsReturned(t *testing.T) {
 	defer cancel()
 	// With the schema in place SchemaVersion reads the version row rather
 	// than stopping at "no table".
-	if _, err := s.Migrate(ctx, 30*time.Second); err != nil {
+	if _, err := s.Schema().Migrate(ctx, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 
@@ -59,10 +59,10 @@ func TestRowCallbackErrorIsReturned(t *testing.T) {
 		name string
 		read func() error
 	}{
-		{"SchemaVersion", func() error { _, err := s.SchemaVersion(ctx); return err }},
+		{"SchemaVersion", func() error { _, err := s.Schema().SchemaVersion(ctx); return err }},
 		{"Now", func() error { _, err := s.Now(ctx); return err }},
-		{"ReadSession", func() error { _, _, err := s.ReadSession(ctx, "no-such-session"); return err }},
-		{"Migrate", func() error { _, err := fresh.Migrate(ctx, 30*time.Second); return err }},
+		{"ReadSession", func() error { _, _, err := s.Sessions().ReadSession(ctx, "no-such-session"); return err }},
+		{"Migrate", func() error { _, err := fresh.Schema().Migrate(ctx, 30*time.Second); return err }},
 	}
 	for _, r := range reads {
 		t.Run(r.name, func(t *testing.T) {

@@ -14,6 +14,43 @@ import (
 
 // Connection slots, pinned connections, transactions and reads.
 
+// gate bounds how many connections the store's statements use, and runs
+// them: each takes a connection slot for its whole duration, and runs on
+// the pool, or on the connection lent to a wake-up transport (wake.go).
+type gate struct {
+	db *gorm.DB
+	// renewal and general bound the connections in use: renewal carries
+	// the session's own statements (start, renewal, end) and the
+	// releases, general everything else. They are the same semaphore when
+	// MaxConnections is 1.
+	renewal, general *semaphore.Weighted
+	maxConns         int
+	// lockFirst is the dialect's: whether a decision runs under READ
+	// COMMITTED (decideTx).
+	lockFirst bool
+	// lend lends the general slots to the connection a wake-up transport
+	// listens on (wake.go): on PostgreSQL with two or more connections;
+	// nil otherwise.
+	lend *lending
+}
+
+// newGate returns the gate of n connections on db, for the dialect d and
+// the tables t.
+func newGate(db *gorm.DB, n int, d *dialect, t Tables) *gate {
+	g := &gate{db: db, maxConns: n, lockFirst: d.lockFirst()}
+	if n == 1 {
+		g.general = semaphore.NewWeighted(1)
+		g.renewal = g.general
+		return g
+	}
+	g.general = semaphore.NewWeighted(int64(n - 1))
+	g.renewal = semaphore.NewWeighted(1)
+	if nt, ok := d.database.(notifier); ok {
+		g.lend = newLending(g, nt, t, d.leases().sqlNow())
+	}
+	return g
+}
+
 // session returns the handle every library statement outside the caller's
 // transactions starts from. It is bound to ctx and carries dbresolver's
 // Write marker, so a read/write-splitting resolver registered on the
@@ -23,8 +60,8 @@ import (
 // applied per call, so a resolver registered after New is honoured too.
 // Statements still run through gorm's callbacks, so the caller's plugins
 // (logging, tracing) see every one of them.
-func (s *Store) session(ctx context.Context) *gorm.DB {
-	return s.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
+func (g *gate) session(ctx context.Context) *gorm.DB {
+	return g.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
 }
 
 // run runs fn with a connection slot of sem taken for its whole duration:
@@ -35,20 +72,20 @@ func (s *Store) session(ctx context.Context) *gorm.DB {
 // the connection a wake-up transport listens on (PostgreSQL) go through
 // that lending instead: on the listening connection while it is shared,
 // on the pool otherwise (wake.go).
-func (s *Store) run(ctx context.Context, sem *semaphore.Weighted, fn func(db *gorm.DB) error) error {
-	if sem == s.general && s.lend != nil {
-		return s.lend.run(ctx, fn)
+func (g *gate) run(ctx context.Context, sem *semaphore.Weighted, fn func(db *gorm.DB) error) error {
+	if sem == g.general && g.lend != nil {
+		return g.lend.run(ctx, fn)
 	}
-	return s.runOn(ctx, sem, fn)
+	return g.runOn(ctx, sem, fn)
 }
 
 // runOn is run on the pool.
-func (s *Store) runOn(ctx context.Context, sem *semaphore.Weighted, fn func(db *gorm.DB) error) error {
+func (g *gate) runOn(ctx context.Context, sem *semaphore.Weighted, fn func(db *gorm.DB) error) error {
 	if err := sem.Acquire(ctx, 1); err != nil {
 		return err
 	}
 	defer sem.Release(1)
-	return fn(s.session(ctx))
+	return fn(g.session(ctx))
 }
 
 // pinned runs fn with a handle whose statements all use one connection
@@ -111,13 +148,13 @@ func usTime(us int64) time.Time {
 // sessions table, which lease rows to change (acquire, prune): under READ
 // COMMITTED, so that each statement reads the sessions as of its own
 // start, where the database locks rows (dialect.lockFirst).
-func (s *Store) decideTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
+func (g *gate) decideTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	if _, ok := db.Statement.ConnPool.(pinnedConn); ok {
 		// The listening connection (PostgreSQL): gorm would only set a
 		// savepoint on it, so the transaction is begun and ended here.
-		return pinnedTx(db, s.lend.sql.sqlBeginDecide(), fn)
+		return pinnedTx(db, g.lend.sql.sqlBeginDecide(), fn)
 	}
-	if !s.dl().lockFirst() {
+	if !g.lockFirst {
 		return db.Transaction(fn)
 	}
 	return db.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})

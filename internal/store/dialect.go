@@ -50,8 +50,9 @@ import (
 // lease's liveness, the failover conditions, the locking read of a
 // decision) are the dialect's own.
 //
-// The Store sequences these statements and never asks which database it
-// talks to, only what it can do; schema.go lists the migration steps.
+// The Store and its owners (doc.go) sequence these statements and never
+// ask which database they talk to, only what it can do; schema.go lists
+// the migration steps.
 //
 // Integers that come from the library itself (TTLs, epochs read from the
 // database) are written into the SQL as literals. Strings (names, holders,

@@ -26,8 +26,21 @@
 // sql_leases.go (the lease rows elections take), sql_pools.go (the rows of
 // pools), sql_schema.go (the DDL, the version table and the migration
 // lock), incarnation.go (failovers of the database) and schema.go (the
-// migration steps and the DDL for DBAs), with the helpers of sql.go. The Store sequences them and bounds how many
-// connections they use: store.go (the type), conn.go (connection slots and
-// transactions), sessions.go, leases.go, pools.go and migrate.go; wake.go
-// is the store's side of the wake-ups (package internal/wake).
+// migration steps and the DDL for DBAs), with the helpers of sql.go.
+//
+// The Store sequences the statements of the lease and pool rows (store.go,
+// leases.go, pools.go), and is made of owners that each run their own:
+//
+//   - the connection gate (conn.go): the connection slots every statement
+//     takes, which bound how many connections the store uses, the
+//     transactions of decisions, and, on PostgreSQL, the connection lent
+//     to a wake-up transport (wake.go);
+//   - Sessions (sessions.go): the session rows, reached by
+//     Store.Sessions;
+//   - Schema (migrate.go): the schema's version, its check and the
+//     migrations, reached by Store.Schema;
+//   - Failover (failover.go): the database's incarnation, and whether the
+//     statements name it, reached by Store.Failover.
+//
+// wake.go is the store's side of the wake-ups (package internal/wake).
 package store

@@ -1,12 +1,8 @@
 package store
 
 import (
-	"context"
-	"slices"
 	"strconv"
 	"time"
-
-	"gorm.io/gorm"
 )
 
 // Failover of the database
@@ -145,117 +141,6 @@ func (d incarnationSQL) sqlRebind(t Tables, id string) stmt {
 // sqlSessionTerms reads the terms the lease rows show a session holding.
 func (d incarnationSQL) sqlSessionTerms(t Tables, id string) stmt {
 	return stmt{"SELECT name, epoch FROM " + d.quote(t.Leases) + " WHERE session_id = ? AND holder <> ''", []any{id}}
-}
-
-// DetectsFailover reports whether the store tells one incarnation of the
-// database server from the next (see the top of this file).
-func (s *Store) DetectsFailover() bool { return s.dl().incarnation != "" }
-
-// ProbeFailover reads the server's incarnation once. A server that cannot
-// say it (a PostgreSQL-compatible service without pg_control_system or
-// pg_current_wal_lsn, a role refused them) would fail every statement that
-// names it, so the store then runs without failover detection, as on
-// MySQL, and ProbeFailover returns why in unsupported. err is set when the
-// database could not be asked at all; the caller tries again. Call it
-// before the store's other statements run: the coordinator does, right
-// after its schema check.
-func (s *Store) ProbeFailover(ctx context.Context) (unsupported, err error) {
-	d := s.dl()
-	if d.incarnation == "" {
-		return nil, nil
-	}
-	defer func() {
-		if err == nil {
-			s.probed.Store(true)
-		}
-	}()
-	err = s.run(ctx, s.general, func(db *gorm.DB) error {
-		var inc string
-		probe := scanRow(db, stmt{q: "SELECT " + d.incarnation}, &inc)
-		if probe == nil {
-			return nil
-		}
-		// The same connection answers a plain query: the expression is
-		// what failed, not the database.
-		var one int
-		if err := scanRow(db, stmt{q: "SELECT 1"}, &one); err != nil {
-			return probe
-		}
-		unsupported = probe
-		return nil
-	})
-	if err != nil || unsupported == nil {
-		return nil, err
-	}
-	off := *d
-	off.incarnation = ""
-	s.dialect.Store(&off)
-	return unsupported, nil
-}
-
-// ensureIncarnation creates the incarnation row, once per store, before
-// the first acquire: without it no lease can be taken.
-func (s *Store) ensureIncarnation(db *gorm.DB) error {
-	if s.dl().incarnation == "" || s.incarnationRow.Load() {
-		return nil
-	}
-	if _, err := exec(db, s.dl().incarnations().sqlEnsureIncarnation(s.tables)); err != nil {
-		return err
-	}
-	s.incarnationRow.Store(true)
-	return nil
-}
-
-// adopt records the incarnation answering, if the row names another one
-// or is missing (see sqlAdopt).
-func (s *Store) adopt(db *gorm.DB) error {
-	if err := s.ensureIncarnation(db); err != nil {
-		return err
-	}
-	_, err := exec(db, s.dl().incarnations().sqlAdopt(s.tables, s.failoverHold))
-	return err
-}
-
-// Rebind is what a holder does when its session's renewal failed: if the
-// session is live but was last checked in another incarnation of the
-// database, the store adopts the incarnation answering (starting the
-// hold-off if nobody has), moves the session to it, and returns the terms
-// the lease rows show the session holding there, ok true. The caller must
-// drop every term of its own that is not among them before it trusts the
-// session again, and may release those it does not know. ok is false
-// when the session has expired or is gone, or where failovers are not
-// detected.
-func (s *Store) Rebind(ctx context.Context, id string) (terms []Term, ok bool, err error) {
-	if s.dl().incarnation == "" {
-		return nil, false, nil
-	}
-	err = s.run(ctx, s.renewal, func(db *gorm.DB) error {
-		if err := s.adopt(db); err != nil {
-			return err
-		}
-		n, err := exec(db, s.dl().incarnations().sqlRebind(s.tables, id))
-		if err != nil || n == 0 {
-			return err
-		}
-		ok = true
-		terms, err = scanTerms(db, s.dl().incarnations().sqlSessionTerms(s.tables, id))
-		return err
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	return terms, ok, nil
-}
-
-// adoptIfStale adopts the incarnation answering when a read shows the
-// incarnation row missing or naming another (hold_until_us -1), and
-// reports whether it did anything, so that the caller reads again.
-func (s *Store) adoptIfStale(ctx context.Context, rows []Row) (bool, error) {
-	if !slices.ContainsFunc(rows, func(r Row) bool { return r.incarnationStale }) {
-		return false, nil
-	}
-	err := s.run(ctx, s.general, s.adopt)
-	return err == nil, err
 }
 
 // scanIncarnation fills the last two columns of a lease read into r.

@@ -14,8 +14,8 @@ import (
 // in statements of at most WriteChunk names.
 func (s *Store) EnsureRows(ctx context.Context, names []string) error {
 	return chunks(names, WriteChunk, func(part []string) error {
-		return s.run(ctx, s.general, func(db *gorm.DB) error {
-			_, err := exec(db, s.dl().sqlEnsureRows(s.tables, part))
+		return s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+			_, err := exec(db, s.sql.dl().sqlEnsureRows(s.tables, part))
 			return err
 		})
 	})
@@ -51,21 +51,21 @@ func (s *Store) Acquire(ctx context.Context, session, holder string, names []str
 func (s *Store) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]Term)) (failed []string, err error) {
 	err = chunks(names, WriteChunk, func(part []string) error {
 		var out []Term
-		err := s.run(ctx, s.general, func(db *gorm.DB) error {
-			if err := s.ensureIncarnation(db); err != nil {
+		err := s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+			if err := s.failover.ensureIncarnation(db); err != nil {
 				return err
 			}
 			var got []Term
-			err := s.decideTx(db, func(tx *gorm.DB) (err error) {
-				if s.dl().lockFirst() {
-					if _, err := lockNames(tx, s.dl().leases().sqlLockRows(s.tables, part)); err != nil {
+			err := s.conns.decideTx(db, func(tx *gorm.DB) (err error) {
+				if s.sql.dl().lockFirst() {
+					if _, err := lockNames(tx, s.sql.dl().leases().sqlLockRows(s.tables, part)); err != nil {
 						return err
 					}
 				}
-				if s.dl().acquire == acquireLockThenUpdate {
+				if s.sql.dl().acquire == acquireLockThenUpdate {
 					got, err = s.acquireLockThenUpdate(tx, session, holder, part)
 				} else {
-					got, err = scanTerms(tx, s.dl().leases().sqlAcquire(s.tables, session, holder, part))
+					got, err = scanTerms(tx, s.sql.dl().leases().sqlAcquire(s.tables, session, holder, part))
 				}
 				return err
 			})
@@ -86,11 +86,11 @@ func (s *Store) AcquireEach(ctx context.Context, session, holder string, names [
 }
 
 func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names []string) ([]Term, error) {
-	locked, err := scanTerms(tx, s.dl().leases().sqlAcquireLock(s.tables, session, holder, names))
+	locked, err := scanTerms(tx, s.sql.dl().leases().sqlAcquireLock(s.tables, session, holder, names))
 	if err != nil || len(locked) == 0 {
 		return nil, err
 	}
-	n, err := exec(tx, s.dl().leases().sqlAcquireTerms(s.tables, session, holder, locked))
+	n, err := exec(tx, s.sql.dl().leases().sqlAcquireTerms(s.tables, session, holder, locked))
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +113,9 @@ func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names
 func (s *Store) Release(ctx context.Context, session string, terms []Term) (int64, error) {
 	var total int64
 	err := chunks(terms, WriteChunk, func(part []Term) error {
-		return s.run(ctx, s.renewal, func(db *gorm.DB) error {
-			release := s.dl().leases().sqlRelease(s.tables, session, part)
-			notify, ok := s.dl().database.(notifier)
+		return s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) error {
+			release := s.sql.dl().leases().sqlRelease(s.tables, session, part)
+			notify, ok := s.sql.dl().database.(notifier)
 			if !ok {
 				n, err := exec(db, release)
 				total += n
@@ -155,18 +155,18 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 // notice was to be bumped: nothing is recorded then.
 func (s *Store) RequestResign(ctx context.Context, name, prefer string,
 	check func(Row) (window time.Duration, err error)) (row Row, found, notified bool, err error) {
-	err = s.run(ctx, s.general, func(db *gorm.DB) error {
-		return s.decideTx(db, func(tx *gorm.DB) error {
-			lock := s.dl().leases().sqlLockRows(s.tables, []string{name})
-			if !s.dl().lockFirst() {
+	err = s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+		return s.conns.decideTx(db, func(tx *gorm.DB) error {
+			lock := s.sql.dl().leases().sqlLockRows(s.tables, []string{name})
+			if !s.sql.dl().lockFirst() {
 				// SQLite: take the write lock before the read, so the
 				// writes that follow cannot find the read's snapshot stale.
-				lock = s.dl().leases().sqlWriteLock(s.tables)
+				lock = s.sql.dl().leases().sqlWriteLock(s.tables)
 			}
 			if _, err := lockNames(tx, lock); err != nil {
 				return err
 			}
-			rows, err := queryRows(tx, s.dl().leases().sqlSelect(s.tables, []string{name}))
+			rows, err := queryRows(tx, s.sql.dl().leases().sqlSelect(s.tables, []string{name}))
 			if err != nil || len(rows) == 0 {
 				return err
 			}
@@ -175,12 +175,12 @@ func (s *Store) RequestResign(ctx context.Context, name, prefer string,
 			if err != nil {
 				return err
 			}
-			if _, err := exec(tx, s.dl().leases().sqlRequestResign(s.tables, row.Session, Term{Name: name, Epoch: row.Epoch}, prefer, window)); err != nil {
+			if _, err := exec(tx, s.sql.dl().leases().sqlRequestResign(s.tables, row.Session, Term{Name: name, Epoch: row.Epoch}, prefer, window)); err != nil {
 				return err
 			}
 			// notice + 1 always changes the row: the count is exact with
 			// or without MySQL's clientFoundRows.
-			n, err := exec(tx, s.dl().sessions().sqlNotifySession(s.tables, row.Session))
+			n, err := exec(tx, s.sql.dl().sessions().sqlNotifySession(s.tables, row.Session))
 			if err != nil {
 				return err
 			}
@@ -205,8 +205,8 @@ var errNotNotified = errors.New("leasehold: the holder's session is gone")
 func (s *Store) PendingResigns(ctx context.Context, session string, names []string) ([]Term, error) {
 	var out []Term
 	err := chunks(names, ReadChunk, func(part []string) error {
-		return s.run(ctx, s.general, func(db *gorm.DB) error {
-			terms, err := scanTerms(db, s.dl().leases().sqlPendingResigns(s.tables, session, part))
+		return s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+			terms, err := scanTerms(db, s.sql.dl().leases().sqlPendingResigns(s.tables, session, part))
 			out = append(out, terms...)
 			return err
 		})
@@ -219,69 +219,45 @@ func (s *Store) PendingResigns(ctx context.Context, session string, names []stri
 // A read that finds the database failed over records that (adoptIfStale)
 // and reads again, so the rows show the hold-off.
 func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
-	return s.readAdopting(ctx, func() ([]Row, error) { return s.get(ctx, names) })
-}
-
-// readAdopting runs read, and once more if its rows show a failover that
-// nobody had recorded, once this call has recorded it.
-func (s *Store) readAdopting(ctx context.Context, read func() ([]Row, error)) ([]Row, error) {
-	rows, err := read()
-	if err != nil && !s.probed.Load() {
-		// A read before the coordinator's start-up probe (an operator's
-		// status command) may have failed on the incarnation alone.
-		if unsupported, perr := s.ProbeFailover(ctx); perr == nil && unsupported != nil {
-			rows, err = read()
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if again, err := s.adoptIfStale(ctx, rows); err != nil || !again {
-		return rows, err
-	}
-	return read()
-}
-
-func (s *Store) get(ctx context.Context, names []string) ([]Row, error) {
-	var out []Row
-	err := chunks(names, ReadChunk, func(part []string) error {
-		return s.run(ctx, s.general, func(db *gorm.DB) error {
-			rows, err := queryRows(db, s.dl().leases().sqlSelect(s.tables, part))
-			out = append(out, rows...)
-			return err
+	return s.failover.readAdopting(ctx, func() ([]Row, error) {
+		var out []Row
+		err := chunks(names, ReadChunk, func(part []string) error {
+			return s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+				rows, err := queryRows(db, s.sql.dl().leases().sqlSelect(s.tables, part))
+				out = append(out, rows...)
+				return err
+			})
 		})
+		return out, err
 	})
-	return out, err
 }
 
 // List reads every lease whose name starts with prefix ("" for all),
 // ordered by name. The match is byte for byte, also on SQLite. A failover
 // is recorded as Get does.
 func (s *Store) List(ctx context.Context, prefix string) ([]Row, error) {
-	return s.readAdopting(ctx, func() ([]Row, error) { return s.list(ctx, prefix) })
-}
-
-func (s *Store) list(ctx context.Context, prefix string) ([]Row, error) {
-	var lo, hi string
-	if prefix != "" {
-		var err error
-		if lo, hi, err = prefixRange(prefix); err != nil {
-			return nil, err
+	return s.failover.readAdopting(ctx, func() ([]Row, error) {
+		var lo, hi string
+		if prefix != "" {
+			var err error
+			if lo, hi, err = prefixRange(prefix); err != nil {
+				return nil, err
+			}
 		}
-	}
-	var out []Row
-	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
-		out, err = queryRows(db, s.dl().leases().sqlList(s.tables, lo, hi))
-		return err
+		var out []Row
+		err := s.conns.run(ctx, s.conns.general, func(db *gorm.DB) (err error) {
+			out, err = queryRows(db, s.sql.dl().leases().sqlList(s.tables, lo, hi))
+			return err
+		})
+		return out, err
 	})
-	return out, err
 }
 
 // Now reads the database clock.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	var now int64
-	err := s.run(ctx, s.general, func(db *gorm.DB) error {
-		st := s.dl().leases().sqlNow()
+	err := s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+		st := s.sql.dl().leases().sqlNow()
 		return scanRow(db, st, &now)
 	})
 	return usTime(now), err
@@ -291,7 +267,7 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 // against a change of holder until tx ends, and returns it. The caller
 // compares session, epoch and liveness.
 func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
-	rows, err := queryRows(tx, s.dl().leases().sqlFence(s.tables, name))
+	rows, err := queryRows(tx, s.sql.dl().leases().sqlFence(s.tables, name))
 	if err != nil || len(rows) == 0 {
 		return Row{}, false, err
 	}

@@ -8,11 +8,20 @@ import (
 	"gorm.io/gorm"
 )
 
+// Schema runs the statements of the coordination schema: it reads the
+// applied version, checks it, and migrates, one step at a time under the
+// database's migration lock (schema.go lists the steps).
+type Schema struct {
+	conns  *gate
+	sql    schemaSQL
+	tables Tables
+}
+
 // SchemaVersion returns the applied schema version, 0 when the version
 // table does not exist.
-func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+func (s *Schema) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	err := s.run(ctx, s.general, func(db *gorm.DB) error {
+	err := s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
 		// gorm's HasTable swallows errors, and on most dialects panics
 		// when a callback of the application's fails its read (gorm's Row
 		// then has no row to scan). One read first tells "absent" from
@@ -24,14 +33,14 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 		if !db.Migrator().HasTable(s.tables.Migrations) {
 			return nil
 		}
-		return scanRow(db, stmt{s.dl().schema().sqlCurrentVersion(s.tables), nil}, &v)
+		return scanRow(db, stmt{s.sql.sqlCurrentVersion(s.tables), nil}, &v)
 	})
 	return v, err
 }
 
 // CheckSchema returns an error wrapping ErrSchemaMissing when the schema is
 // older than LatestVersion, or the database error when it cannot tell.
-func (s *Store) CheckSchema(ctx context.Context) error {
+func (s *Schema) CheckSchema(ctx context.Context) error {
 	v, err := s.SchemaVersion(ctx)
 	if err != nil {
 		return err
@@ -47,22 +56,22 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 // Migrate brings the schema to LatestVersion. It is idempotent and safe to
 // run from many processes at once: a dialect-specific lock serialises the
 // runs, and each run applies only the steps not yet recorded.
-func (s *Store) Migrate(ctx context.Context, lockTimeout time.Duration) (applied []int, err error) {
+func (s *Schema) Migrate(ctx context.Context, lockTimeout time.Duration) (applied []int, err error) {
 	return s.MigrateTo(ctx, lockTimeout, LatestVersion)
 }
 
 // MigrateTo is Migrate up to version target only, for tests that need a
 // schema of an earlier version.
-func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target int) (applied []int, err error) {
+func (s *Schema) MigrateTo(ctx context.Context, lockTimeout time.Duration, target int) (applied []int, err error) {
 	// On the pool, never on the listening connection: the migration runs
 	// its own transactions and locks.
-	err = s.runOn(ctx, s.general, func(db *gorm.DB) error {
-		return s.dl().lock.withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
-			if err := tx.Exec(s.dl().schema().createMigrationsTable(s.tables)).Error; err != nil {
+	err = s.conns.runOn(ctx, s.conns.general, func(db *gorm.DB) error {
+		return s.sql.lock.withMigrationLock(db, s.tables, lockTimeout, func(tx *gorm.DB, stepTx func(func() error) error) error {
+			if err := tx.Exec(s.sql.createMigrationsTable(s.tables)).Error; err != nil {
 				return fmt.Errorf("create %s: %w", s.tables.Migrations, err)
 			}
 			var current int
-			if err := scanRow(tx, stmt{s.dl().schema().sqlCurrentVersion(s.tables), nil}, &current); err != nil {
+			if err := scanRow(tx, stmt{s.sql.sqlCurrentVersion(s.tables), nil}, &current); err != nil {
 				return fmt.Errorf("read schema version: %w", err)
 			}
 			for _, m := range migrations {
@@ -92,10 +101,10 @@ func (s *Store) MigrateTo(ctx context.Context, lockTimeout time.Duration, target
 
 // applyStep runs one migration step and records its version, skipping the
 // statements when the step's applied check finds them done already.
-func (s *Store) applyStep(tx *gorm.DB, m Migration) error {
+func (s *Schema) applyStep(tx *gorm.DB, m Migration) error {
 	done := false
 	if m.applied != nil {
-		if q := m.applied(s.dl().schema(), s.tables); q != "" {
+		if q := m.applied(s.sql, s.tables); q != "" {
 			var n int
 			if err := scanRow(tx, stmt{q, nil}, &n); err != nil {
 				return fmt.Errorf("migration %d (%s): check: %w", m.Version, m.Description, err)
@@ -104,13 +113,13 @@ func (s *Store) applyStep(tx *gorm.DB, m Migration) error {
 		}
 	}
 	if !done {
-		for _, stmt := range m.statements(s.dl().schema(), s.tables) {
+		for _, stmt := range m.statements(s.sql, s.tables) {
 			if err := tx.Exec(stmt).Error; err != nil {
 				return fmt.Errorf("migration %d (%s): %w", m.Version, m.Description, err)
 			}
 		}
 	}
-	if err := tx.Exec(s.dl().schema().sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
+	if err := tx.Exec(s.sql.sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
 		return fmt.Errorf("record migration %d: %w", m.Version, err)
 	}
 	return nil

@@ -13,8 +13,8 @@ import (
 // the session is live. It reports false when the term is over.
 func (s *Store) SetData(ctx context.Context, session string, t Term, data string) (bool, error) {
 	var n int64
-	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
-		n, err = exec(db, s.dl().pools().sqlSetData(s.tables, session, t, data))
+	err := s.conns.run(ctx, s.conns.general, func(db *gorm.DB) (err error) {
+		n, err = exec(db, s.sql.dl().pools().sqlSetData(s.tables, session, t, data))
 		return err
 	})
 	if err != nil || n == 1 {
@@ -35,11 +35,11 @@ func (s *Store) SetData(ctx context.Context, session string, t Term, data string
 // database it publishes nothing until the hold-off has passed.
 func (s *Store) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
 	var n int64
-	err := s.run(ctx, s.general, func(db *gorm.DB) (err error) {
-		if err := s.ensureIncarnation(db); err != nil {
+	err := s.conns.run(ctx, s.conns.general, func(db *gorm.DB) (err error) {
+		if err := s.failover.ensureIncarnation(db); err != nil {
 			return err
 		}
-		n, err = exec(db, s.dl().pools().sqlPublish(s.tables, name, from, data))
+		n, err = exec(db, s.sql.dl().pools().sqlPublish(s.tables, name, from, data))
 		return err
 	})
 	return n == 1, err
@@ -56,19 +56,19 @@ func (s *Store) PruneDead(ctx context.Context, prefix string, grace time.Duratio
 		return 0, err
 	}
 	var n int64
-	err = s.run(ctx, s.general, func(db *gorm.DB) error {
-		if !s.dl().lockFirst() {
-			n, err = exec(db, s.dl().pools().sqlPruneDead(s.tables, lo, hi, grace))
+	err = s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+		if !s.sql.dl().lockFirst() {
+			n, err = exec(db, s.sql.dl().pools().sqlPruneDead(s.tables, lo, hi, grace))
 			return err
 		}
 		// Lock the rows that look dead, then delete those still dead on a
 		// snapshot taken after the locks (dialect.lockFirst).
-		return s.decideTx(db, func(tx *gorm.DB) (err error) {
-			dead, err := lockNames(tx, s.dl().pools().sqlLockDead(s.tables, lo, hi, grace))
+		return s.conns.decideTx(db, func(tx *gorm.DB) (err error) {
+			dead, err := lockNames(tx, s.sql.dl().pools().sqlLockDead(s.tables, lo, hi, grace))
 			if err != nil || len(dead) == 0 {
 				return err
 			}
-			n, err = exec(tx, s.dl().pools().sqlPruneNames(s.tables, dead, grace))
+			n, err = exec(tx, s.sql.dl().pools().sqlPruneNames(s.tables, dead, grace))
 			return err
 		})
 	})

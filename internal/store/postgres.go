@@ -174,7 +174,7 @@ func (postgresDB) sqlNotify(t Tables, payload string) stmt {
 // ASCII letters, digits and '_' (TablesFor), quoted.
 func (postgresDB) sqlListen(t Tables) string { return "LISTEN " + quoteDouble(wakeChannel(t)) }
 
-// sqlBeginDecide begins the transaction of a decision (Store.decideTx)
+// sqlBeginDecide begins the transaction of a decision (gate.decideTx)
 // by a statement, on the listening connection (PostgreSQL).
 func (postgresDB) sqlBeginDecide() string { return "BEGIN ISOLATION LEVEL READ COMMITTED" }
 

@@ -10,6 +10,16 @@ import (
 	"gorm.io/gorm"
 )
 
+// Sessions runs the statements of the session rows: a process's one row,
+// which one renewal statement keeps alive however many leases ride on it,
+// and its end. Every statement of the session's own row runs on the
+// renewal's connection slot; ReadSession on the general ones.
+type Sessions struct {
+	conns  *gate
+	sql    *currentSQL
+	tables Tables
+}
+
 // CreateSession starts session id of holder, live for ttl by the database
 // clock. The id must be new: sessions are never reused.
 //
@@ -19,9 +29,9 @@ import (
 // connection (wake.go), which outlives the pool when the caller closes
 // its *sql.DB; a coordinator whose renewals fail must not start session
 // after session there.
-func (s *Store) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
-	return s.run(ctx, s.renewal, func(db *gorm.DB) error {
-		_, err := exec(db, s.dl().sessions().sqlCreateSession(s.tables, id, holder, ttl))
+func (s *Sessions) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
+	return s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) error {
+		_, err := exec(db, s.sql.dl().sessions().sqlCreateSession(s.tables, id, holder, ttl))
 		return err
 	})
 }
@@ -33,8 +43,8 @@ func (s *Store) CreateSession(ctx context.Context, id, holder string, ttl time.D
 // holds, and it also returns the session's notice counter, which goes up
 // with every resign request made to the session's leases (0 when the
 // session was not renewed).
-func (s *Store) RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error) {
-	err = s.run(ctx, s.renewal, func(db *gorm.DB) (err error) {
+func (s *Sessions) RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error) {
+	err = s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) (err error) {
 		ok, notice, err = s.renew(db, id, ttl)
 		return err
 	})
@@ -45,14 +55,14 @@ func (s *Store) RenewSession(ctx context.Context, id string, ttl time.Duration) 
 // with the same statement as RenewSession, and returns the same notice
 // counter. It takes effect only if tx commits. It reports whether the
 // session was live to renew.
-func (s *Store) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
+func (s *Sessions) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
 	return s.renew(tx, id, ttl)
 }
 
 // renew sends the renewal statement on db and reads back the notice.
-func (s *Store) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
-	st := s.dl().sessions().sqlRenewSession(s.tables, id, ttl)
-	if s.dl().renewReturnsRows {
+func (s *Sessions) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
+	st := s.sql.dl().sessions().sqlRenewSession(s.tables, id, ttl)
+	if s.sql.dl().renewReturnsRows {
 		got, err := queryAll(db, st, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
 		if err != nil || len(got) != 1 {
 			return false, 0, err
@@ -84,9 +94,9 @@ func (s *Store) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, notic
 // the general connections: it is how the renewal loop learns, while its
 // own statement waits for a writer, that fenced transactions renewed the
 // session (SerializesWriters).
-func (s *Store) ReadSession(ctx context.Context, id string) (sess Session, ok bool, err error) {
-	err = s.run(ctx, s.general, func(db *gorm.DB) error {
-		st := s.dl().sessions().sqlReadSession(s.tables, id)
+func (s *Sessions) ReadSession(ctx context.Context, id string) (sess Session, ok bool, err error) {
+	err = s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+		st := s.sql.dl().sessions().sqlReadSession(s.tables, id)
 		var renewed, expires, now int64
 		switch err := scanRow(db, st, &renewed, &expires, &now); {
 		case errors.Is(err, sql.ErrNoRows):
@@ -102,12 +112,12 @@ func (s *Store) ReadSession(ctx context.Context, id string) (sess Session, ok bo
 
 // EndSession deletes session id: every lease it still holds is free at
 // once. Sessions expired long ago are pruned on the way.
-func (s *Store) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
-	return s.run(ctx, s.renewal, func(db *gorm.DB) error {
-		if _, err := exec(db, s.dl().sessions().sqlEndSession(s.tables, id)); err != nil {
+func (s *Sessions) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
+	return s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) error {
+		if _, err := exec(db, s.sql.dl().sessions().sqlEndSession(s.tables, id)); err != nil {
 			return err
 		}
-		_, err := exec(db, s.dl().sessions().sqlPruneSessions(s.tables, pruneAfter))
+		_, err := exec(db, s.sql.dl().sessions().sqlPruneSessions(s.tables, pruneAfter))
 		return err
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
 	"gorm.io/gorm"
 )
 
@@ -48,39 +47,42 @@ type Options struct {
 	MaxConnections int
 }
 
-// Store runs the coordination statements on one database.
+// Store runs the coordination statements on one database. It runs the
+// statements of the lease and pool rows itself, and hands the rest to the
+// owners it is made of, each with its own part of the state:
+//
+//   - the connection gate (gate, conn.go): the connection slots every
+//     statement takes, the transactions of decisions, and the PostgreSQL
+//     connection lent to a wake-up transport (wake.go);
+//   - the session rows (Sessions, sessions.go): a process's one row, its
+//     renewal, and its end;
+//   - the schema (Schema, migrate.go): its version, its check, and the
+//     migrations;
+//   - the failover detection (Failover, failover.go): the database's
+//     incarnation, and which SQL the statements use.
 type Store struct {
-	db *gorm.DB
-	// dialect is the dialect's SQL, as dl returns it: with failover
-	// detection, or without it once probeIncarnation found that the server
-	// cannot say its incarnation (incarnation.go). It is set before the
-	// coordinator's loops start and never changes after.
-	dialect atomic.Pointer[dialect]
-	tables  Tables
+	conns  *gate
+	sql    *currentSQL
+	tables Tables
 
-	// renewal and general bound the connections in use: renewal carries
-	// the session's own statements (start, renewal, end) and the
-	// releases, general everything else. They
-	// are the same semaphore when MaxConnections is 1.
-	renewal, general *semaphore.Weighted
-	maxConns         int
+	sessions *Sessions
+	schema   *Schema
+	failover *Failover
 
-	// lend lends the general slots to the connection a wake-up transport
-	// listens on (wake.go): on PostgreSQL with two or more connections;
-	// nil otherwise.
-	lend *lending
 	// released is called after a release that freed any lease, with the
 	// names of its terms, where the wake-up is not sent by the release
 	// statement itself (wake.go, OnRelease); nil otherwise.
 	released func(names []string)
-
-	// failoverHold is Options.FailoverHold; incarnationRow is set once
-	// the incarnation row is known to exist (incarnation.go).
-	failoverHold   time.Duration
-	incarnationRow atomic.Bool
-	// probed is set once ProbeFailover has asked the database.
-	probed atomic.Bool
 }
+
+// currentSQL is the SQL of the store's statements: the dialect with
+// failover detection, or without it once ProbeFailover found that the
+// server cannot say its incarnation (failover.go). It is set before the
+// coordinator's loops start and never changes after.
+type currentSQL struct{ d atomic.Pointer[dialect] }
+
+// dl returns the dialect in use.
+func (c *currentSQL) dl() *dialect { return c.d.Load() }
 
 // New returns a store for the database behind db.
 func New(db *gorm.DB, o Options) (*Store, error) {
@@ -102,36 +104,36 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("leasehold: MaxConnections (%d) must be at least 1", n)
 	}
-	s := &Store{
-		// A fresh session: the caller's scopes and conditions must not leak
-		// into the library's statements.
-		db: db.Session(&gorm.Session{NewDB: true}), tables: t, maxConns: n, failoverHold: o.FailoverHold,
-	}
-	s.dialect.Store(d)
-	if n == 1 {
-		s.general = semaphore.NewWeighted(1)
-		s.renewal = s.general
-	} else {
-		s.general = semaphore.NewWeighted(int64(n - 1))
-		s.renewal = semaphore.NewWeighted(1)
-		if n, ok := d.database.(notifier); ok {
-			s.lend = newLending(s, n)
-		}
-	}
-	return s, nil
+	// A fresh session: the caller's scopes and conditions must not leak
+	// into the library's statements.
+	conns := newGate(db.Session(&gorm.Session{NewDB: true}), n, d, t)
+	sql := &currentSQL{}
+	sql.d.Store(d)
+	return &Store{
+		conns: conns, sql: sql, tables: t,
+		sessions: &Sessions{conns: conns, sql: sql, tables: t},
+		schema:   &Schema{conns: conns, sql: d.schema(), tables: t},
+		failover: &Failover{conns: conns, sql: sql, tables: t, hold: o.FailoverHold},
+	}, nil
 }
 
-// dl returns the SQL of the store's dialect.
-func (s *Store) dl() *dialect { return s.dialect.Load() }
+// Sessions returns the owner of the session rows.
+func (s *Store) Sessions() *Sessions { return s.sessions }
+
+// Schema returns the owner of the schema and its migrations.
+func (s *Store) Schema() *Schema { return s.schema }
+
+// Failover returns the owner of the failover detection.
+func (s *Store) Failover() *Failover { return s.failover }
 
 // Dialect returns the dialect name.
-func (s *Store) Dialect() string { return s.dl().name }
+func (s *Store) Dialect() string { return s.sql.dl().name }
 
 // Tables returns the table names in use.
 func (s *Store) Tables() Tables { return s.tables }
 
 // MaxConnections returns the bound on the connections the store uses.
-func (s *Store) MaxConnections() int { return s.maxConns }
+func (s *Store) MaxConnections() int { return s.conns.maxConns }
 
 // SerializesWriters reports whether a writing transaction on this database
 // excludes every other writer until it ends, whichever rows it touches
@@ -139,4 +141,4 @@ func (s *Store) MaxConnections() int { return s.maxConns }
 // as long as it is open; RenewSessionIn lets the fenced transaction renew
 // the session itself, and ReadSession sees the result once it commits,
 // without waiting for the writer.
-func (s *Store) SerializesWriters() bool { return s.dl().serialWriters }
+func (s *Store) SerializesWriters() bool { return s.sql.dl().serialWriters }

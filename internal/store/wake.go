@@ -40,7 +40,7 @@ type notifier interface {
 	sqlNotify(t Tables, payload string) stmt
 	// sqlListen subscribes the connection to the tables' notifications.
 	sqlListen(t Tables) string
-	// sqlBeginDecide begins the transaction of a decision (Store.decideTx)
+	// sqlBeginDecide begins the transaction of a decision (gate.decideTx)
 	// by a statement, on the listening connection.
 	sqlBeginDecide() string
 }
@@ -68,7 +68,7 @@ var _ wake.Database = storeWake{}
 
 // Means says how the processes on the store's database wake each other.
 func (w storeWake) Means() wake.Means {
-	switch w.s.dl().database.(type) {
+	switch w.s.sql.dl().database.(type) {
 	case notifier:
 		return wake.Through
 	case fileDatabase:
@@ -83,12 +83,12 @@ func (w storeWake) Channel() string { return wakeChannel(w.s.tables) }
 // File reads the path of the database file; "" for a database in memory
 // or one that is not in a file.
 func (w storeWake) File(ctx context.Context) (string, error) {
-	f, ok := w.s.dl().database.(fileDatabase)
+	f, ok := w.s.sql.dl().database.(fileDatabase)
 	if !ok {
 		return "", nil
 	}
 	var files []string
-	err := w.s.run(ctx, w.s.general, func(db *gorm.DB) (err error) {
+	err := w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) (err error) {
 		files, err = queryAll(db, stmt{q: f.sqlDatabaseFile()}, func(rs *sql.Rows, f *string) error { return rs.Scan(f) })
 		return err
 	})
@@ -102,11 +102,11 @@ func (w storeWake) File(ctx context.Context) (string, error) {
 // the database; elsewhere it does nothing. Releases notify by themselves;
 // pools call it after changing their rows.
 func (w storeWake) Notify(ctx context.Context, names []string) error {
-	n, ok := w.s.dl().database.(notifier)
+	n, ok := w.s.sql.dl().database.(notifier)
 	if !ok {
 		return nil
 	}
-	return w.s.run(ctx, w.s.general, func(db *gorm.DB) error {
+	return w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) error {
 		st := n.sqlNotify(w.s.tables, wake.Payload(names))
 		return db.Exec(st.q, st.args...).Error
 	})
@@ -120,25 +120,25 @@ func (w storeWake) OnRelease(fn func(names []string)) { w.s.released = fn }
 // takes every general slot, so that the statements on the pool end first
 // and the listening connection stands for all of them while it is there.
 func (w storeWake) Listen(ctx context.Context, fn func(c wake.Conn) error) error {
-	s, l := w.s, w.s.lend
+	g, l := w.s.conns, w.s.conns.lend
 	if l == nil {
 		return wake.ErrNoWakeups
 	}
 	if err := l.poolAllows(); err != nil {
 		return err
 	}
-	slots := int64(s.maxConns - 1)
-	if err := s.general.Acquire(ctx, slots); err != nil {
+	slots := int64(g.maxConns - 1)
+	if err := g.general.Acquire(ctx, slots); err != nil {
 		return err
 	}
-	defer s.general.Release(slots)
-	db := s.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
+	defer g.general.Release(slots)
+	db := g.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
 	return pinned(db, func(conn *gorm.DB) error {
 		raw := conn.Statement.ConnPool.(pinnedConn).Conn
 		// The connection never goes back to the pool with LISTEN on it:
 		// the pool's next user would collect notifications it never reads.
 		defer func() { _ = raw.Raw(func(any) error { return driver.ErrBadConn }) }()
-		if err := conn.Exec(l.sql.sqlListen(s.tables)).Error; err != nil {
+		if err := conn.Exec(l.sql.sqlListen(l.tables)).Error; err != nil {
 			return fmt.Errorf("LISTEN: %w", err)
 		}
 		c := &lentConn{l: l, conn: conn, raw: raw}
@@ -154,8 +154,11 @@ func (w storeWake) Listen(ctx context.Context, fn func(c wake.Conn) error) error
 // for notifications: so a process uses at most its renewal connection and
 // this one. While it is not, they use the pool as usual.
 type lending struct {
-	s   *Store
-	sql notifier // the statements of the wake-up
+	g      *gate
+	sql    notifier // the statements of the wake-up
+	tables Tables
+	// clock reads the database clock (Listening).
+	clock stmt
 
 	mu   sync.Mutex
 	idle *sync.Cond // signalled when users drops to 0
@@ -173,8 +176,8 @@ type lending struct {
 	turn  chan struct{} // buffered 1: one statement at a time on conn
 }
 
-func newLending(s *Store, sql notifier) *lending {
-	l := &lending{s: s, sql: sql, turn: make(chan struct{}, 1)}
+func newLending(g *gate, sql notifier, t Tables, clock stmt) *lending {
+	l := &lending{g: g, sql: sql, tables: t, clock: clock, turn: make(chan struct{}, 1)}
 	l.idle = sync.NewCond(&l.mu)
 	l.up, l.setUp = context.WithCancel(context.Background())
 	return l
@@ -185,7 +188,7 @@ func newLending(s *Store, sql notifier) *lending {
 // from it for as long as listening runs, and the session's renewal must
 // still find one.
 func (l *lending) poolAllows() error {
-	sqlDB, err := l.s.db.DB()
+	sqlDB, err := l.g.db.DB()
 	if err != nil {
 		return nil // not a *sql.DB pool: nothing to check
 	}
@@ -276,15 +279,15 @@ func (l *lending) runOnPoolUnless(ctx, up context.Context, fn func(db *gorm.DB) 
 	defer cancel()
 	stop := context.AfterFunc(up, cancel)
 	defer stop()
-	if err := l.s.general.Acquire(actx, 1); err != nil {
+	if err := l.g.general.Acquire(actx, 1); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err(), false
 		}
 		return nil, true
 	}
-	defer l.s.general.Release(1)
+	defer l.g.general.Release(1)
 	cancel() // no longer needed; fn runs under ctx
-	return fn(l.s.session(ctx)), false
+	return fn(l.g.session(ctx)), false
 }
 
 // lentConn is the connection lent to a transport (wake.Conn).
@@ -302,7 +305,7 @@ func (c *lentConn) Raw() *sql.Conn { return c.raw }
 
 // Notify sends payload to the tables' channel on the connection.
 func (c *lentConn) Notify(payload string) error {
-	st := c.l.sql.sqlNotify(c.l.s.tables, payload)
+	st := c.l.sql.sqlNotify(c.l.tables, payload)
 	if err := c.conn.Exec(st.q, st.args...).Error; err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
@@ -365,10 +368,9 @@ func (c *lentConn) Idle(ctx context.Context, deadline time.Time) (context.Contex
 // its session, on the critical path of the handoff. A failure only
 // leaves that for later.
 func (c *lentConn) Listening(ctx context.Context) {
-	s := c.l.s
-	_ = s.runOn(ctx, s.renewal, func(db *gorm.DB) error {
-		st := s.dl().leases().sqlNow()
-		_, err := queryAll(db, st, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
+	g := c.l.g
+	_ = g.runOn(ctx, g.renewal, func(db *gorm.DB) error {
+		_, err := queryAll(db, c.l.clock, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
 		return err
 	})
 }
