@@ -23,16 +23,24 @@ MODULES       := . sample tools
 # pins (a tool dependency), built into ./bin.
 GOTESTSUM     := $(GOBIN)/gotestsum
 TEST_REPORT   := $(CURDIR)/test-report.json
-TEST_FLAGS    := -race -count=1 -timeout $(TEST_TIMEOUT) -json
+# TEST_PARALLEL is how many tests of one package run at once (go test
+# -parallel). Most of the library's tests wait on leases and timers, not on
+# the CPU, so it is above the two cores.
+TEST_PARALLEL ?= 4
+TEST_FLAGS    := -race -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) -json
 
 # The short fault-injection round measures failovers of separate worker
 # processes; it runs after the other tests, not beside them on two cores.
 CHAOS_ROUND   := ^TestChaosShort$$
 
-# TEST_JSON is the go test -json stream of make test: every module, then the
-# chaos round. A module that fails does not stop the ones after it.
-TEST_JSON     := status=0; \
-	for m in $(MODULES); do (cd $$m && $(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)" ./...) || status=1; done; \
+# TEST_JSON is the go test -json stream of make test. The library's tests,
+# the longest, run beside those of the other modules, whose stream waits in
+# a file and follows the library's; then the chaos round runs alone. A
+# module that fails does not stop the others.
+TEST_JSON     := status=0; side=$$(mktemp -d); \
+	(for m in $(filter-out .,$(MODULES)); do (cd $$m && $(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)" ./...) || touch $$side/failed; done) >$$side/json 2>$$side/stderr & \
+	$(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)" ./... || status=1; \
+	wait; cat $$side/json; cat $$side/stderr >&2; [ ! -e $$side/failed ] || status=1; rm -rf $$side; \
 	(cd tools && $(GO) test $(TEST_FLAGS) -run "$(CHAOS_ROUND)" ./chaos/) || status=1; \
 	exit $$status
 
