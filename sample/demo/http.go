@@ -42,7 +42,7 @@ func (d *demo) checkHTTP(ctx context.Context) error {
 	}
 	return d.waitFor(ctx, "the status node's HTTP endpoints", httpTimeout, func(ctx context.Context) error {
 		for _, c := range checks {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.httpAddr+c.path, nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.fleet.httpAddr+c.path, nil)
 			if err != nil {
 				return err
 			}

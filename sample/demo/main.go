@@ -27,11 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
-
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	procs "github.com/leasehold/leasehold/internal/proc"
 )
@@ -71,40 +67,45 @@ func main() {
 	os.Exit(code)
 }
 
-// demo is the state of one run.
+// console prints the demo's lines, with times since the copies started.
+type console struct {
+	out io.Writer
+	t0  time.Time // when the three copies were started
+}
+
+func (c *console) printf(format string, args ...any) {
+	fmt.Fprintf(c.out, "demo: "+format+"\n", args...)
+}
+
+// since formats the time since the copies were started.
+func (c *console) since(t time.Time) string {
+	return fmt.Sprintf("%.1f s", t.Sub(c.t0).Seconds())
+}
+
+// demo is one run: it takes the fleet of copies through the phases,
+// reading the store to tell when each is over, and leaves the numbers and
+// the checks of the end to its report.
 type demo struct {
-	out   io.Writer
-	dir   string // temporary directory: binary, database, logs
-	bin   string
-	dsn   string
-	db    *gorm.DB
-	coord *coordination.Coordinator // for reading leases and the pool; never run
-	pool  *coordination.Pool
-	procs []*proc
-	t0    time.Time // when the three copies were started
-
-	httpAddr string // where statusNode serves HTTP
-
-	killed      *proc
-	killedEpoch int64
-	killAt      time.Time
-	res         result
+	*console
+	fleet  *fleet
+	store  *store
+	report *report
+	kill   killing
 }
 
-// result is what the final line reports.
-type result struct {
-	items, processedOnce, duplicates, unprocessed int64
-	leadersPerEpoch                               int64
-	failoverMS                                    int64 // -1 until measured
+// killing is the demo's kill of the ledger leader: the copy, the epoch it
+// led, and when. victim is nil until the kill.
+type killing struct {
+	victim *proc
+	epoch  int64
+	at     time.Time
 }
 
-func (r result) String() string {
-	failover := "?"
-	if r.failoverMS >= 0 {
-		failover = fmt.Sprint(r.failoverMS)
-	}
-	return fmt.Sprintf("items=%d processed_once=%d duplicates=%d leaders_per_epoch=%d failover_ms=%s",
-		r.items, r.processedOnce, r.duplicates, r.leadersPerEpoch, failover)
+func newDemo(out io.Writer) *demo {
+	c := &console{out: out}
+	d := &demo{console: c, fleet: &fleet{}, store: &store{}}
+	d.report = &report{console: c, store: d.store, kill: &d.kill, res: result{failoverMS: -1}}
+	return d
 }
 
 // run runs the demo and returns the exit status. With keep, the temporary
@@ -112,14 +113,14 @@ func (r result) String() string {
 func run(ctx context.Context, out io.Writer, keep bool) int {
 	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 	defer cancel()
-	d := &demo{out: out, res: result{failoverMS: -1}}
+	d := newDemo(out)
 	err := d.run(ctx)
-	d.killAll()
-	if d.db != nil && err != nil {
+	d.fleet.killAll()
+	if d.store.db != nil && err != nil {
 		// Best effort, for the FAIL line.
-		_ = d.measure(context.Background())
+		_ = d.report.measure(context.Background())
 	}
-	d.closeDB()
+	d.store.close()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			err = fmt.Errorf("the demo did not finish within %v: %w", demoTimeout, err)
@@ -127,19 +128,19 @@ func run(ctx context.Context, out io.Writer, keep bool) int {
 		if msg := err.Error(); strings.Contains(msg, "\n") {
 			fmt.Fprintf(out, "demo: %s\n", strings.TrimSpace(msg))
 		}
-		if d.dir != "" {
-			fmt.Fprintf(out, "demo: kept %s (database demo.db, logs *.log) for debugging\n", d.dir)
+		if d.fleet.dir != "" {
+			fmt.Fprintf(out, "demo: kept %s (database demo.db, logs *.log) for debugging\n", d.fleet.dir)
 		}
-		fmt.Fprintf(out, "demo: FAIL %s %s\n", oneLine(err), d.res)
+		fmt.Fprintf(out, "demo: FAIL %s %s\n", oneLine(err), d.report.res)
 		return 1
 	}
 	if keep {
 		fmt.Fprintf(out, "demo: kept %s (database demo.db, logs *.log); go run ./cmd/leasehold -dsn %s status lists its leases and pools\n",
-			d.dir, filepath.Join(d.dir, "demo.db"))
-	} else if err := os.RemoveAll(d.dir); err != nil {
-		fmt.Fprintf(out, "demo: could not remove %s: %v\n", d.dir, err)
+			d.fleet.dir, filepath.Join(d.fleet.dir, "demo.db"))
+	} else if err := os.RemoveAll(d.fleet.dir); err != nil {
+		fmt.Fprintf(out, "demo: could not remove %s: %v\n", d.fleet.dir, err)
 	}
-	fmt.Fprintf(out, "demo: OK %s\n", d.res)
+	fmt.Fprintf(out, "demo: OK %s\n", d.report.res)
 	return 0
 }
 
@@ -149,56 +150,45 @@ func oneLine(err error) string {
 	return s
 }
 
-func (d *demo) printf(format string, args ...any) {
-	fmt.Fprintf(d.out, "demo: "+format+"\n", args...)
-}
-
-// since formats the time since the copies were started.
-func (d *demo) since(t time.Time) string {
-	return fmt.Sprintf("%.1f s", t.Sub(d.t0).Seconds())
-}
-
 func (d *demo) run(ctx context.Context) error {
 	began := time.Now()
 	dir, err := os.MkdirTemp("", "leasehold-demo-")
 	if err != nil {
 		return err
 	}
-	d.dir = dir
+	d.fleet.dir = dir
 
 	// 1. Build the sample, create and seed the database.
 	d.printf("building ./sample with %s", procs.GoTool())
-	if d.bin, err = build(ctx, dir); err != nil {
+	if d.fleet.bin, err = build(ctx, dir); err != nil {
 		return err
 	}
-	d.dsn = dbopen.SQLiteDSN(driver, filepath.Join(dir, "demo.db"))
+	d.fleet.dsn = dbopen.SQLiteDSN(driver, filepath.Join(dir, "demo.db"))
 	d.printf("database %s; to watch it from another terminal: go run ./cmd/leasehold -dsn %s watch",
 		filepath.Join(dir, "demo.db"), filepath.Join(dir, "demo.db"))
-	if err := d.seed(ctx); err != nil {
+	if err := d.fleet.seed(ctx); err != nil {
 		return err
 	}
-	if err := d.openDB(); err != nil {
+	if err := d.store.open(d.fleet.dsn); err != nil {
 		return err
 	}
 	d.printf("built the sample and seeded %d orders into a fresh SQLite file (%s driver) in %.1f s",
 		orders, driver, time.Since(began).Seconds())
 
 	// 2. Start three copies, one serving its status page.
-	if d.httpAddr, err = freeLoopbackAddr(); err != nil {
+	if d.fleet.httpAddr, err = freeLoopbackAddr(); err != nil {
 		return err
 	}
 	d.t0 = time.Now()
 	var names []string
 	for _, n := range nodes {
-		p, err := d.start(n)
-		if err != nil {
+		if _, err := d.fleet.start(n); err != nil {
 			return err
 		}
-		d.procs = append(d.procs, p)
 		names = append(names, fmt.Sprintf("%s (%s)", n.name, n.cluster))
 	}
 	d.printf("started %s with %s; logs in %s", strings.Join(names, ", "), strings.Join(sampleTiming, " "), dir)
-	d.printf("status page http://%s/status (of %s; also /status.json, /metrics, /healthz, /readyz)", d.httpAddr, statusNode.name)
+	d.printf("status page http://%s/status (of %s; also /status.json, /metrics, /healthz, /readyz)", d.fleet.httpAddr, statusNode.name)
 
 	// 3. Wait for the leaders and a working pool of three.
 	if err := d.waitStartup(ctx); err != nil {
@@ -228,46 +218,17 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	// 7. Verify, 8. print the timeline.
-	if err := d.measure(ctx); err != nil {
+	if err := d.report.measure(ctx); err != nil {
 		return err
 	}
-	if err := d.printTimeline(ctx); err != nil {
+	if err := d.report.printTimeline(ctx); err != nil {
 		return err
 	}
-	if err := d.verify(ctx); err != nil {
+	if err := d.report.verify(ctx); err != nil {
 		return err
 	}
 	d.printf("finished in %.1f s", time.Since(began).Seconds())
 	return nil
-}
-
-// openDB opens the demo's own handle on the database, and a coordinator
-// used only to read leases and the pool (it is never run).
-func (d *demo) openDB() error {
-	db, err := dbopen.Open(driver, d.dsn, &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		return err
-	}
-	d.db = db
-	id, err := identity.New("demo", "demo")
-	if err != nil {
-		return err
-	}
-	if d.coord, err = coordination.New(db, id, coordination.Config{DisableAutoMigrate: true}); err != nil {
-		return err
-	}
-	d.pool, err = d.coord.Pool(coordination.GlobalScope, "orders", coordination.PoolConfig{})
-	return err
-}
-
-func (d *demo) closeDB() {
-	if d.db == nil {
-		return
-	}
-	if sqlDB, err := d.db.DB(); err == nil {
-		_ = sqlDB.Close()
-	}
-	d.db = nil
 }
 
 // errNotYet is what a condition returns while it does not hold; its
@@ -289,7 +250,7 @@ func (d *demo) waitFor(ctx context.Context, what string, timeout time.Duration, 
 	defer tick.Stop()
 	var last error
 	for {
-		if err := d.checkAlive(); err != nil {
+		if err := d.fleet.checkAlive(); err != nil {
 			return err
 		}
 		err := cond(ctx)
@@ -311,100 +272,6 @@ func (d *demo) waitFor(ctx context.Context, what string, timeout time.Duration, 
 	}
 }
 
-// dbError marks errors of database reads, which waitFor retries.
-type dbError struct{ err error }
-
-func (e dbError) Error() string { return e.err.Error() }
-func (e dbError) Unwrap() error { return e.err }
-
-func isDBError(err error) bool {
-	var de dbError
-	return errors.As(err, &de)
-}
-
-// scan runs a query that returns one value into dest.
-func (d *demo) scan(ctx context.Context, dest any, query string, args ...any) error {
-	if err := d.db.WithContext(ctx).Raw(query, args...).Scan(dest).Error; err != nil {
-		return dbError{fmt.Errorf("%s: %w", query, err)}
-	}
-	return nil
-}
-
-// processed returns how many orders are processed.
-func (d *demo) processed(ctx context.Context) (int64, error) {
-	var n int64
-	err := d.scan(ctx, &n, "SELECT COUNT(*) FROM sample_orders WHERE processed_by IS NOT NULL")
-	return n, err
-}
-
-// lease reads one lease row.
-func (d *demo) lease(ctx context.Context, name string) (coordination.LeaseInfo, error) {
-	ls, err := d.coord.Leases(ctx)
-	if err != nil {
-		return coordination.LeaseInfo{}, dbError{err}
-	}
-	for _, l := range ls {
-		if l.Name == name {
-			return l, nil
-		}
-	}
-	return coordination.LeaseInfo{Name: name}, nil
-}
-
-// leader returns the node holding a live lease, or notYet.
-func (d *demo) leader(ctx context.Context, name string) (string, coordination.LeaseInfo, error) {
-	l, err := d.lease(ctx, name)
-	if err != nil {
-		return "", l, err
-	}
-	if !l.Live {
-		return "", l, notYet("no live holder of %s", name)
-	}
-	id, err := identity.ParseHolder(l.Holder)
-	if err != nil {
-		return "", l, err
-	}
-	return id.Node, l, nil
-}
-
-// assignment is one node's share of a pool generation, from the timeline.
-type assignment struct {
-	Node string
-	Idx  int
-	Cnt  int
-}
-
-// workingGeneration checks that the pool's current generation has count
-// members and that each of them reported its assignment (it is working).
-func (d *demo) workingGeneration(ctx context.Context, count int) (int64, []assignment, error) {
-	st, err := d.pool.State(ctx)
-	if err != nil {
-		return 0, nil, dbError{err}
-	}
-	if len(st.List) != count {
-		return 0, nil, notYet("orders pool generation %d has %d members, want %d", st.Generation, len(st.List), count)
-	}
-	var as []assignment
-	err = d.db.WithContext(ctx).Raw("SELECT node, idx, cnt FROM sample_timeline "+
-		"WHERE kind = 'assignment-changed' AND worker = 'orders' AND generation = ? ORDER BY idx", st.Generation).
-		Scan(&as).Error
-	if err != nil {
-		return 0, nil, dbError{err}
-	}
-	if len(as) != count {
-		return 0, nil, notYet("%d of %d members of orders generation %d are working", len(as), count, st.Generation)
-	}
-	return st.Generation, as, nil
-}
-
-func formatAssignments(as []assignment) string {
-	parts := make([]string, len(as))
-	for i, a := range as {
-		parts[i] = fmt.Sprintf("%s %d/%d", a.Node, a.Idx, a.Cnt)
-	}
-	return strings.Join(parts, ", ")
-}
-
 // waitStartup waits for the ledger leader, one cluster-report leader per
 // cluster, and a pool generation of three working members.
 func (d *demo) waitStartup(ctx context.Context) error {
@@ -414,16 +281,16 @@ func (d *demo) waitStartup(ctx context.Context) error {
 	var as []assignment
 	err := d.waitFor(ctx, "the leaders and an orders pool of 3", startupTimeout, func(ctx context.Context) error {
 		var err error
-		if ledger, ledgerLease, err = d.leader(ctx, "global/ledger"); err != nil {
+		if ledger, ledgerLease, err = d.store.leader(ctx, "global/ledger"); err != nil {
 			return err
 		}
-		if eu, _, err = d.leader(ctx, "cluster/eu/cluster-report"); err != nil {
+		if eu, _, err = d.store.leader(ctx, "cluster/eu/cluster-report"); err != nil {
 			return err
 		}
-		if us, _, err = d.leader(ctx, "cluster/us/cluster-report"); err != nil {
+		if us, _, err = d.store.leader(ctx, "cluster/us/cluster-report"); err != nil {
 			return err
 		}
-		gen, as, err = d.workingGeneration(ctx, len(nodes))
+		gen, as, err = d.store.workingGeneration(ctx, len(nodes))
 		return err
 	})
 	if err != nil {
@@ -440,7 +307,7 @@ func (d *demo) killLeader(ctx context.Context) error {
 	var done int64
 	err := d.waitFor(ctx, "a third of the orders to be processed", thirdTimeout, func(ctx context.Context) error {
 		var err error
-		if done, err = d.processed(ctx); err != nil {
+		if done, err = d.store.processed(ctx); err != nil {
 			return err
 		}
 		if done < orders/3 {
@@ -451,29 +318,24 @@ func (d *demo) killLeader(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	name, l, err := d.leader(ctx, "global/ledger")
+	name, l, err := d.store.leader(ctx, "global/ledger")
 	if err != nil {
 		return fmt.Errorf("find the ledger leader: %w", err)
 	}
-	var victim *proc
-	for _, p := range d.procs {
-		if p.name == name {
-			victim = p
-		}
-	}
+	victim := d.fleet.find(name)
 	if victim == nil {
 		return fmt.Errorf("the ledger lease is held by %q, which is not one of the demo's processes", l.Holder)
 	}
-	d.killed, d.killedEpoch = victim, l.Epoch
+	d.kill.victim, d.kill.epoch = victim, l.Epoch
 	victim.killed = true
-	d.killAt = time.Now()
+	d.kill.at = time.Now()
 	if err := victim.Signal(syscall.SIGKILL); err != nil {
 		return err
 	}
 	d.printf("after %s: %d/%d orders processed; killed %s, the ledger leader (epoch %d), with SIGKILL",
-		d.since(d.killAt), done, orders, name, l.Epoch)
-	if err := d.record(ctx, timelineRow{
-		AtUS: d.killAt.UnixMicro(), Node: victim.name, Cluster: victim.cluster, Holder: l.Holder,
+		d.since(d.kill.at), done, orders, name, l.Epoch)
+	if err := d.store.record(ctx, timelineRow{
+		AtUS: d.kill.at.UnixMicro(), Node: victim.name, Cluster: victim.cluster, Holder: l.Holder,
 		Kind: kindKilled, Worker: "ledger", Epoch: l.Epoch, Detail: "SIGKILL from the demo",
 	}); err != nil {
 		return err
@@ -493,10 +355,10 @@ func (d *demo) waitFailover(ctx context.Context) error {
 	)
 	err := d.waitFor(ctx, "a new ledger leader", failoverTimeout, func(ctx context.Context) error {
 		var err error
-		if leader, l, err = d.leader(ctx, "global/ledger"); err != nil {
+		if leader, l, err = d.store.leader(ctx, "global/ledger"); err != nil {
 			return err
 		}
-		if l.Epoch <= d.killedEpoch || leader == d.killed.name {
+		if l.Epoch <= d.kill.epoch || leader == d.kill.victim.name {
 			return notYet("the ledger lease is still at epoch %d of %s", l.Epoch, leader)
 		}
 		leadAt = time.Now()
@@ -506,20 +368,20 @@ func (d *demo) waitFailover(ctx context.Context) error {
 		return err
 	}
 	d.printf("failover: %s leads the ledger at epoch %d, seen %.1f s after the kill",
-		leader, l.Epoch, leadAt.Sub(d.killAt).Seconds())
+		leader, l.Epoch, leadAt.Sub(d.kill.at).Seconds())
 
 	var gen int64
 	var as []assignment
 	err = d.waitFor(ctx, "the orders pool to settle on 2 members", failoverTimeout, func(ctx context.Context) error {
 		var err error
-		gen, as, err = d.workingGeneration(ctx, len(nodes)-1)
+		gen, as, err = d.store.workingGeneration(ctx, len(nodes)-1)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	d.printf("rebalance: orders generation %d: %s, %.1f s after the kill",
-		gen, formatAssignments(as), time.Since(d.killAt).Seconds())
+		gen, formatAssignments(as), time.Since(d.kill.at).Seconds())
 	return nil
 }
 
@@ -528,7 +390,7 @@ func (d *demo) waitFailover(ctx context.Context) error {
 func (d *demo) waitAllProcessed(ctx context.Context) error {
 	lastPrint := time.Now()
 	err := d.waitFor(ctx, "every order to be processed", finishTimeout, func(ctx context.Context) error {
-		done, err := d.processed(ctx)
+		done, err := d.store.processed(ctx)
 		if err != nil {
 			return err
 		}
@@ -546,46 +408,24 @@ func (d *demo) waitAllProcessed(ctx context.Context) error {
 	}
 	now := time.Now()
 	d.printf("after %s: all %d orders processed", d.since(now), orders)
-	return d.record(ctx, timelineRow{AtUS: now.UnixMicro(), Node: "demo", Kind: kindAllProcessed,
+	return d.store.record(ctx, timelineRow{AtUS: now.UnixMicro(), Node: "demo", Kind: kindAllProcessed,
 		Detail: fmt.Sprintf("all %d orders processed", orders)})
 }
 
 // stopSurvivors sends SIGTERM to the processes still running and waits
 // for them to exit with status 0; after stopTimeout it kills them.
 func (d *demo) stopSurvivors(ctx context.Context) error {
-	var names []string
 	now := time.Now()
-	for _, p := range d.procs {
-		if p.killed {
-			continue
-		}
-		p.stopped = true
-		if err := p.Signal(syscall.SIGTERM); err != nil {
-			return err
-		}
-		names = append(names, p.name)
+	names, err := d.fleet.terminate()
+	if err != nil {
+		return err
 	}
-	if err := d.record(ctx, timelineRow{AtUS: now.UnixMicro(), Node: "demo", Kind: kindSigterm,
+	if err := d.store.record(ctx, timelineRow{AtUS: now.UnixMicro(), Node: "demo", Kind: kindSigterm,
 		Detail: strings.Join(names, ", ")}); err != nil {
 		return err
 	}
-	var errs []error
-	for _, p := range d.procs {
-		if !p.stopped {
-			continue
-		}
-		if !p.WaitExit(ctx, stopTimeout-time.Since(now)) {
-			_ = p.Signal(syscall.SIGKILL)
-			p.WaitExit(context.Background(), 5*time.Second)
-			errs = append(errs, fmt.Errorf("%s did not exit within %v of SIGTERM and was killed; see %s", p.name, stopTimeout, p.logPath))
-			continue
-		}
-		if p.Err() != nil {
-			errs = append(errs, fmt.Errorf("%s exited with %w after SIGTERM; see %s", p.name, p.Err(), p.logPath))
-		}
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	if err := d.fleet.waitStopped(ctx, now); err != nil {
+		return err
 	}
 	d.printf("%s exited cleanly %.1f s after SIGTERM", strings.Join(names, " and "), time.Since(now).Seconds())
 	return nil

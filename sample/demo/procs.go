@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,6 +35,17 @@ type proc struct {
 	stopped bool // the demo sent SIGTERM
 }
 
+// fleet is the copies of the sample the demo runs: the binary, where they
+// log, the database they share, the address the status node serves, and
+// the running processes.
+type fleet struct {
+	dir      string // temporary directory: binary, database, logs
+	bin      string
+	dsn      string
+	httpAddr string // where statusNode serves HTTP
+	procs    []*proc
+}
+
 // sampleEnv is the environment of a sample process: the demo's own,
 // without the variables the sample reads, plus the node's identity.
 func sampleEnv(n node) []string {
@@ -57,8 +69,8 @@ func build(ctx context.Context, dir string) (string, error) {
 }
 
 // seed runs the sample once with -seed-only and waits for it.
-func (d *demo) seed(ctx context.Context) error {
-	logPath := filepath.Join(d.dir, "seed.log")
+func (fl *fleet) seed(ctx context.Context) error {
+	logPath := filepath.Join(fl.dir, "seed.log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		return err
@@ -66,7 +78,7 @@ func (d *demo) seed(ctx context.Context) error {
 	defer f.Close()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, d.bin, append(d.dbFlags(), "-seed-only", "-orders", fmt.Sprint(orders))...)
+	cmd := exec.CommandContext(ctx, fl.bin, append(fl.dbFlags(), "-seed-only", "-orders", fmt.Sprint(orders))...)
 	cmd.Env = sampleEnv(node{"seed", "demo"})
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Run(); err != nil {
@@ -76,23 +88,23 @@ func (d *demo) seed(ctx context.Context) error {
 }
 
 // dbFlags are the flags that point a sample at the demo's database.
-func (d *demo) dbFlags() []string {
-	return []string{"-driver", driver, "-dsn", d.dsn}
+func (fl *fleet) dbFlags() []string {
+	return []string{"-driver", driver, "-dsn", fl.dsn}
 }
 
 // start starts a copy of the sample for n, logging to a file in the
-// temporary directory.
-func (d *demo) start(n node) (*proc, error) {
-	logPath := filepath.Join(d.dir, n.name+".log")
+// temporary directory, and adds it to the fleet.
+func (fl *fleet) start(n node) (*proc, error) {
+	logPath := filepath.Join(fl.dir, n.name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	args := append(d.dbFlags(), sampleTiming...)
+	args := append(fl.dbFlags(), sampleTiming...)
 	if n == statusNode {
-		args = append(args, "-http", d.httpAddr)
+		args = append(args, "-http", fl.httpAddr)
 	}
-	cmd := exec.Command(d.bin, args...)
+	cmd := exec.Command(fl.bin, args...)
 	cmd.Env = sampleEnv(n)
 	cmd.Stdout, cmd.Stderr = f, f
 	// The copies die with the demo, even if it is killed itself.
@@ -106,12 +118,14 @@ func (d *demo) start(n node) (*proc, error) {
 		<-child.Done()
 		f.Close()
 	}()
-	return &proc{Process: child, node: n, logPath: logPath}, nil
+	p := &proc{Process: child, node: n, logPath: logPath}
+	fl.procs = append(fl.procs, p)
+	return p, nil
 }
 
 // checkAlive fails when a process the demo did not stop has exited.
-func (d *demo) checkAlive() error {
-	for _, p := range d.procs {
+func (fl *fleet) checkAlive() error {
+	for _, p := range fl.procs {
 		if !p.killed && !p.stopped && p.Exited() {
 			return fmt.Errorf("%s exited unexpectedly (%w); see %s", p.name, p.Err(), p.logPath)
 		}
@@ -119,10 +133,59 @@ func (d *demo) checkAlive() error {
 	return nil
 }
 
+// find returns the copy named name, or nil.
+func (fl *fleet) find(name string) *proc {
+	var found *proc
+	for _, p := range fl.procs {
+		if p.name == name {
+			found = p
+		}
+	}
+	return found
+}
+
+// terminate sends SIGTERM to every copy the demo did not kill and
+// returns their names.
+func (fl *fleet) terminate() ([]string, error) {
+	var names []string
+	for _, p := range fl.procs {
+		if p.killed {
+			continue
+		}
+		p.stopped = true
+		if err := p.Signal(syscall.SIGTERM); err != nil {
+			return nil, err
+		}
+		names = append(names, p.name)
+	}
+	return names, nil
+}
+
+// waitStopped waits for the copies sent SIGTERM at sent to exit with
+// status 0; those still running stopTimeout after it are killed.
+func (fl *fleet) waitStopped(ctx context.Context, sent time.Time) error {
+	var errs []error
+	for _, p := range fl.procs {
+		if !p.stopped {
+			continue
+		}
+		if !p.WaitExit(ctx, stopTimeout-time.Since(sent)) {
+			_ = p.Signal(syscall.SIGKILL)
+			p.WaitExit(context.Background(), 5*time.Second)
+			errs = append(errs, fmt.Errorf("%s did not exit within %v of SIGTERM and was killed; see %s", p.name, stopTimeout, p.logPath))
+			continue
+		}
+		if p.Err() != nil {
+			errs = append(errs, fmt.Errorf("%s exited with %w after SIGTERM; see %s", p.name, p.Err(), p.logPath))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // killAll kills every process still running and waits for it (bounded).
 // It is the demo's last resort on failure.
-func (d *demo) killAll() {
-	for _, p := range d.procs {
+func (fl *fleet) killAll() {
+	for _, p := range fl.procs {
 		if !p.Exited() {
 			_ = p.Signal(syscall.SIGKILL)
 			p.WaitExit(context.Background(), 5*time.Second)

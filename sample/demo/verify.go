@@ -36,9 +36,34 @@ const (
 	kindSigterm      = "sigterm"
 )
 
+// report is the demo's reporting side: the numbers of the final line,
+// the checks behind them, and the timeline, all read from the store.
+type report struct {
+	*console
+	store *store
+	kill  *killing // the demo's
+	res   result
+}
+
+// result is what the final line reports.
+type result struct {
+	items, processedOnce, duplicates, unprocessed int64
+	leadersPerEpoch                               int64
+	failoverMS                                    int64 // -1 until measured
+}
+
+func (r result) String() string {
+	failover := "?"
+	if r.failoverMS >= 0 {
+		failover = fmt.Sprint(r.failoverMS)
+	}
+	return fmt.Sprintf("items=%d processed_once=%d duplicates=%d leaders_per_epoch=%d failover_ms=%s",
+		r.items, r.processedOnce, r.duplicates, r.leadersPerEpoch, failover)
+}
+
 // record adds a row to the timeline.
-func (d *demo) record(ctx context.Context, row timelineRow) error {
-	if err := d.db.WithContext(ctx).Create(&row).Error; err != nil {
+func (s *store) record(ctx context.Context, row timelineRow) error {
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("write the timeline: %w", err)
 	}
 	return nil
@@ -56,9 +81,9 @@ type epochSpan struct {
 	HolderNodeName string `gorm:"-"`
 }
 
-func (d *demo) ledgerEpochs(ctx context.Context) ([]epochSpan, error) {
+func (s *store) ledgerEpochs(ctx context.Context) ([]epochSpan, error) {
 	var spans []epochSpan
-	err := d.db.WithContext(ctx).Raw("SELECT epoch, COUNT(DISTINCT holder) AS holders, MIN(holder) AS holder, COUNT(*) AS n_rows, " +
+	err := s.db.WithContext(ctx).Raw("SELECT epoch, COUNT(DISTINCT holder) AS holders, MIN(holder) AS holder, COUNT(*) AS n_rows, " +
 		"MIN(id) AS min_id, MAX(id) AS max_id, MIN(at_us) AS min_at_us, MAX(at_us) AS max_at_us " +
 		"FROM sample_ledger GROUP BY epoch ORDER BY epoch").Scan(&spans).Error
 	if err != nil {
@@ -79,19 +104,19 @@ func nodeOf(holder string) string {
 }
 
 // measure reads the numbers of the final line from the database.
-func (d *demo) measure(ctx context.Context) error {
-	r := &d.res
+func (rep *report) measure(ctx context.Context) error {
+	r := &rep.res
 	err := errors.Join(
-		d.scan(ctx, &r.items, "SELECT COUNT(*) FROM sample_orders"),
-		d.scan(ctx, &r.unprocessed, "SELECT COUNT(*) FROM sample_orders WHERE processed_by IS NULL"),
-		d.scan(ctx, &r.processedOnce, "SELECT COUNT(*) FROM (SELECT order_id FROM sample_processing GROUP BY order_id HAVING COUNT(*) = 1) d"),
-		d.scan(ctx, &r.duplicates, "SELECT COUNT(*) FROM (SELECT order_id FROM sample_processing GROUP BY order_id HAVING COUNT(*) > 1) d"),
-		d.scan(ctx, &r.leadersPerEpoch, "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(DISTINCT holder) AS n FROM sample_ledger GROUP BY epoch) e"),
+		rep.store.scan(ctx, &r.items, "SELECT COUNT(*) FROM sample_orders"),
+		rep.store.scan(ctx, &r.unprocessed, "SELECT COUNT(*) FROM sample_orders WHERE processed_by IS NULL"),
+		rep.store.scan(ctx, &r.processedOnce, "SELECT COUNT(*) FROM (SELECT order_id FROM sample_processing GROUP BY order_id HAVING COUNT(*) = 1) d"),
+		rep.store.scan(ctx, &r.duplicates, "SELECT COUNT(*) FROM (SELECT order_id FROM sample_processing GROUP BY order_id HAVING COUNT(*) > 1) d"),
+		rep.store.scan(ctx, &r.leadersPerEpoch, "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(DISTINCT holder) AS n FROM sample_ledger GROUP BY epoch) e"),
 	)
 	if err != nil {
 		return err
 	}
-	if d.killed == nil {
+	if rep.kill.victim == nil {
 		return nil
 	}
 	// Failover: from the kill to the first ledger row of a later epoch,
@@ -100,22 +125,22 @@ func (d *demo) measure(ctx context.Context) error {
 		AtUS   int64 `gorm:"column:at_us"`
 		Holder string
 	}
-	err = d.db.WithContext(ctx).Raw("SELECT at_us, holder FROM sample_ledger WHERE epoch > ? ORDER BY epoch, id LIMIT 1", d.killedEpoch).
+	err = rep.store.db.WithContext(ctx).Raw("SELECT at_us, holder FROM sample_ledger WHERE epoch > ? ORDER BY epoch, id LIMIT 1", rep.kill.epoch).
 		Scan(&first).Error
 	if err != nil {
 		return fmt.Errorf("read sample_ledger: %w", err)
 	}
 	if first.Holder != "" {
-		r.failoverMS = (first.AtUS - d.killAt.UnixMicro()) / 1000
+		r.failoverMS = (first.AtUS - rep.kill.at.UnixMicro()) / 1000
 	}
 	return nil
 }
 
 // verify checks the measured numbers and the ledger's epochs, and prints
 // what it checked.
-func (d *demo) verify(ctx context.Context) error {
-	r := d.res
-	spans, err := d.ledgerEpochs(ctx)
+func (rep *report) verify(ctx context.Context) error {
+	r := rep.res
+	spans, err := rep.store.ledgerEpochs(ctx)
 	if err != nil {
 		return err
 	}
@@ -123,7 +148,7 @@ func (d *demo) verify(ctx context.Context) error {
 		Member string
 		N      int64
 	}
-	if err := d.db.WithContext(ctx).Raw("SELECT member, COUNT(*) AS n FROM sample_processing GROUP BY member").Scan(&byNode).Error; err != nil {
+	if err := rep.store.db.WithContext(ctx).Raw("SELECT member, COUNT(*) AS n FROM sample_processing GROUP BY member").Scan(&byNode).Error; err != nil {
 		return fmt.Errorf("read sample_processing: %w", err)
 	}
 	counts := map[string]int64{}
@@ -134,12 +159,12 @@ func (d *demo) verify(ctx context.Context) error {
 	for _, n := range nodes {
 		parts = append(parts, fmt.Sprintf("%s %d", n.name, counts[n.name]))
 	}
-	d.printf("orders processed by: %s", strings.Join(parts, ", "))
+	rep.printf("orders processed by: %s", strings.Join(parts, ", "))
 	parts = parts[:0]
 	for _, s := range spans {
 		parts = append(parts, fmt.Sprintf("epoch %d %s %d rows", s.Epoch, s.HolderNodeName, s.NRows))
 	}
-	d.printf("ledger: %s", strings.Join(parts, "; "))
+	rep.printf("ledger: %s", strings.Join(parts, "; "))
 
 	var problems []string
 	if r.items != orders {
@@ -171,27 +196,27 @@ func (d *demo) verify(ctx context.Context) error {
 		problems = append(problems, "no ledger row after the kill")
 	}
 	for _, s := range spans {
-		if s.Epoch > d.killedEpoch && s.HolderNodeName == d.killed.name {
-			problems = append(problems, fmt.Sprintf("the killed %s appended at epoch %d", d.killed.name, s.Epoch))
+		if s.Epoch > rep.kill.epoch && s.HolderNodeName == rep.kill.victim.name {
+			problems = append(problems, fmt.Sprintf("the killed %s appended at epoch %d", rep.kill.victim.name, s.Epoch))
 		}
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
-	d.printf("checked: every order processed exactly once, one holder per ledger epoch, epochs in order")
+	rep.printf("checked: every order processed exactly once, one holder per ledger epoch, epochs in order")
 	return nil
 }
 
 // printTimeline prints what happened, from sample_timeline, in a few
 // lines: repeated events are collapsed, cluster reports are counted.
-func (d *demo) printTimeline(ctx context.Context) error {
+func (rep *report) printTimeline(ctx context.Context) error {
 	var rows []timelineRow
-	if err := d.db.WithContext(ctx).Order("at_us, id").Find(&rows).Error; err != nil {
+	if err := rep.store.db.WithContext(ctx).Order("at_us, id").Find(&rows).Error; err != nil {
 		return fmt.Errorf("read sample_timeline: %w", err)
 	}
-	fmt.Fprintln(d.out, "timeline:")
-	for _, l := range timelineLines(rows, d.t0, d.killAt, d.killedEpoch) {
-		fmt.Fprintf(d.out, "  %9s  %-6s %s\n", l.at, l.node, l)
+	fmt.Fprintln(rep.out, "timeline:")
+	for _, l := range timelineLines(rows, rep.t0, rep.kill.at, rep.kill.epoch) {
+		fmt.Fprintf(rep.out, "  %9s  %-6s %s\n", l.at, l.node, l)
 	}
 	return nil
 }
