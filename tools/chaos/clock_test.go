@@ -81,11 +81,13 @@ func TestVerifyClock(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			r := &dialectRun{name: "sqlite", out: &out, tail: newTailer(dir)}
-			r.procs = []*proc{{Process: &procs.Process{Pid: os.Getpid()}, node: "w1", skews: 1}}
-			r.verifyClock()
-			if bad := len(r.problems) > 0; bad != c.bad {
-				t.Errorf("problems = %q, want some: %v\n%s", r.problems, c.bad, out.String())
+			log := &runLog{name: "sqlite", out: &out}
+			f := &fleet{runLog: log, tail: newTailer(dir)}
+			f.procs = []*proc{{Process: &procs.Process{Pid: os.Getpid()}, node: "w1", skews: 1}}
+			v := &verdict{runLog: log, fleet: f}
+			v.verifyClock()
+			if bad := len(log.problems) > 0; bad != c.bad {
+				t.Errorf("problems = %q, want some: %v\n%s", log.problems, c.bad, out.String())
 			}
 		})
 	}

@@ -18,27 +18,28 @@ import (
 // so the checker still reports it lost.
 func TestRecordKilledItems(t *testing.T) {
 	dir := t.TempDir()
-	r := &dialectRun{name: "sqlite", dir: dir, histDir: filepath.Join(dir, "history"), out: &bytes.Buffer{}, items: 3}
-	if err := os.MkdirAll(r.histDir, 0o755); err != nil {
+	r := newDialectRun("sqlite", dir, "", &bytes.Buffer{}, nil, Options{Items: 3})
+	histDir := r.verdict.histDir
+	if err := os.MkdirAll(histDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := r.openDB(ctx); err != nil {
+	if err := r.database.open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer r.closeDB()
-	if err := r.seed(ctx); err != nil {
+	defer r.database.close()
+	if err := r.database.seed(ctx, r.items); err != nil {
 		t.Fatal(err)
 	}
 	// Item 1 recorded by the live worker, item 2 committed by the killed
 	// one unrecorded, item 3 committed by the live one unrecorded.
 	for id, holder := range map[int64]string{1: "live/chaos/a", 2: "killed/chaos/b", 3: "live/chaos/a"} {
-		if err := r.db.Model(&Item{}).Where("id = ?", id).Updates(map[string]any{"processed_by": holder, "generation": 1}).Error; err != nil {
+		if err := r.database.db.Model(&Item{}).Where("id = ?", id).Updates(map[string]any{"processed_by": holder, "generation": 1}).Error; err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeHistory := func(name, process string, pid int, evs ...history.Event) {
-		rec, err := history.Create(filepath.Join(r.histDir, name), process)
+		rec, err := history.Create(filepath.Join(histDir, name), process)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,33 +52,33 @@ func TestRecordKilledItems(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The Recorder stamps this process's pid; give each file its own.
-		b, err := os.ReadFile(filepath.Join(r.histDir, name))
+		b, err := os.ReadFile(filepath.Join(histDir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		b = bytes.ReplaceAll(b, []byte(fmt.Sprintf(`"pid":%d`, os.Getpid())), []byte(fmt.Sprintf(`"pid":%d`, pid)))
-		if err := os.WriteFile(filepath.Join(r.histDir, name), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(histDir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeHistory("live.jsonl", "live/chaos/a", 1001, history.Event{Kind: history.ItemProcessed, Item: 1, Generation: 1})
 	writeHistory("killed.jsonl", "killed/chaos/b", 1002, history.Event{Kind: history.Note, Text: "started"})
-	r.procs = []*proc{
+	r.fleet.procs = []*proc{
 		{Process: &procs.Process{Pid: 1001}, node: "live"},
 		{Process: &procs.Process{Pid: 1002}, node: "killed", killed: true},
 	}
 	var err error
-	r.rec, err = history.Create(filepath.Join(r.histDir, "runner.jsonl"), "runner/chaos/sqlite")
+	r.verdict.rec, err = history.Create(filepath.Join(histDir, "runner.jsonl"), "runner/chaos/sqlite")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.reconcileItems(ctx); err != nil {
+	if err := r.verdict.reconcileItems(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.rec.Close(); err != nil {
+	if err := r.verdict.rec.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h, err := history.ReadDir(r.histDir)
+	h, err := history.ReadDir(histDir)
 	if err != nil {
 		t.Fatal(err)
 	}

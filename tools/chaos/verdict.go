@@ -1,0 +1,247 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/history"
+)
+
+// verdict keeps the runner's own history (the faults injected, and what
+// the items table shows that the workers could not record) and judges
+// the dialect's run: the table, the clock-skew faults, and every history
+// against the rules of package history.
+type verdict struct {
+	*runLog
+	// histDir holds the histories of the workers and the runner.
+	histDir  string
+	rec      *history.Recorder
+	database *database
+	fleet    *fleet
+	// lossWindows are, for each failover to an asynchronous standby, the
+	// history times from the standby's last catch-up to the promotion:
+	// commits made then on the old primary were lost (recordLostItems).
+	lossWindows [][2]int64
+}
+
+// open creates the runner's history.
+func (v *verdict) open() error {
+	var err error
+	v.rec, err = history.Create(filepath.Join(v.histDir, "runner.jsonl"), "runner/"+Cluster+"/"+v.name)
+	return err
+}
+
+// fault records a Fault event in the runner's history.
+func (v *verdict) fault(e history.Event) {
+	e.Kind = history.Fault
+	if err := v.rec.Record(e); err != nil {
+		v.problem("record fault: %v", err)
+	}
+}
+
+// lost records that the commits made from from to to, history times, on
+// an old primary were lost in a failover to an asynchronous standby.
+func (v *verdict) lost(from, to int64) {
+	v.lossWindows = append(v.lossWindows, [2]int64{from, to})
+}
+
+// verifyClock checks that every clock-skew fault took: each worker that
+// received n of them recorded n settings of its wall clock that it
+// observed off by its skew, and n settings back.
+func (v *verdict) verifyClock() {
+	if err := v.fleet.tail.poll(); err != nil {
+		v.problem("read the histories: %v", err)
+		return
+	}
+	for _, p := range v.fleet.procs {
+		if p.skews == 0 {
+			continue
+		}
+		var off, back int
+		for _, text := range v.fleet.tail.clock[p.Pid] {
+			offset, observed, err := parseClockNote(text)
+			if err != nil {
+				v.problem("worker %s (pid %d): clock-skew note %q: %v", p.node, p.Pid, text, err)
+				continue
+			}
+			if d := observed - offset; d < -5*time.Second || d > 5*time.Second {
+				v.problem("worker %s (pid %d): wall clock set %v off but observed %v off", p.node, p.Pid, offset, observed)
+			}
+			if offset == 0 {
+				back++
+			} else {
+				off++
+			}
+		}
+		// A worker killed right after a heal may not have recorded the
+		// setting back.
+		setBack := back == p.skews || (p.killed && back == p.skews-1)
+		if off != p.skews || !setBack {
+			v.problem("worker %s (pid %d) received %d clock-skew faults but recorded %d settings off and %d back: the fault did not take",
+				p.node, p.Pid, p.skews, off, back)
+		}
+	}
+}
+
+// parseClockNote parses the text of a worker's clock-skew note after its
+// prefix: "offset=D observed=D".
+func parseClockNote(text string) (offset, observed time.Duration, err error) {
+	o, obs, _ := strings.Cut(text, " ")
+	o, ok1 := strings.CutPrefix(o, "offset=")
+	obs, ok2 := strings.CutPrefix(obs, "observed=")
+	if !ok1 || !ok2 {
+		return 0, 0, errors.New(`want "offset=D observed=D"`)
+	}
+	if offset, err = time.ParseDuration(o); err != nil {
+		return 0, 0, err
+	}
+	observed, err = time.ParseDuration(obs)
+	return offset, observed, err
+}
+
+// verifyTable checks from the database that every item was processed and
+// that the ledger's epochs never went back; items is how many it prints.
+func (v *verdict) verifyTable(ctx context.Context, items int) error {
+	var left int64
+	if err := v.database.db.WithContext(ctx).Model(&Item{}).Where("processed_by = ?", "").Count(&left).Error; err != nil {
+		return fmt.Errorf("count unprocessed items: %w", err)
+	}
+	if left != 0 {
+		return fmt.Errorf("%d items unprocessed in the table", left)
+	}
+	var rows []LedgerRow
+	if err := v.database.db.WithContext(ctx).Order("id").Find(&rows).Error; err != nil {
+		return fmt.Errorf("read the ledger: %w", err)
+	}
+	var epoch int64
+	for _, row := range rows {
+		if row.Epoch < epoch {
+			return fmt.Errorf("ledger row %d has epoch %d after epoch %d (holder %s)", row.ID, row.Epoch, epoch, row.Holder)
+		}
+		epoch = row.Epoch
+	}
+	v.logf("table: %d items processed, %d ledger rows, last epoch %d", items, len(rows), epoch)
+	return nil
+}
+
+// reconcileItems reads the histories and the final items table once, and
+// records in the runner's history what the table shows that the workers
+// could not record (recordKilledItems) and the processings a failover
+// lost (recordLostItems).
+func (v *verdict) reconcileItems(ctx context.Context) error {
+	h, err := history.ReadDir(v.histDir)
+	if err != nil {
+		return err
+	}
+	var items []Item
+	if err := v.database.db.WithContext(ctx).Order("id").Find(&items).Error; err != nil {
+		return fmt.Errorf("read the items: %w", err)
+	}
+	return errors.Join(v.recordKilledItems(h, items), v.recordLostItems(h, items))
+}
+
+// recordKilledItems records, in the runner's history, the items that the
+// table shows processed by a worker killed before it could record them: a
+// SIGKILL can fall between a commit and the line that records it. Only
+// killed workers' items are taken from the table, so an item that a live
+// worker processed without recording is still reported as lost.
+func (v *verdict) recordKilledItems(h history.History, items []Item) error {
+	killed := map[int]bool{}
+	for _, p := range v.fleet.procs {
+		if p.killed {
+			killed[p.Pid] = true
+		}
+	}
+	killedHolder := map[string]bool{}
+	recorded := map[int64]bool{}
+	for _, e := range h.Events {
+		if killed[e.PID] {
+			killedHolder[e.Process] = true
+		}
+		if e.Kind == history.ItemProcessed {
+			recorded[e.Item] = true
+		}
+	}
+	n := 0
+	for _, it := range items {
+		if it.ProcessedBy == "" || recorded[it.ID] || !killedHolder[it.ProcessedBy] {
+			continue
+		}
+		n++
+		if err := v.rec.Record(history.Event{Kind: history.ItemProcessed, Item: it.ID, Holder: it.ProcessedBy, Generation: it.Generation,
+			Text: "from the table: its holder was killed before it recorded the item"}); err != nil {
+			return fmt.Errorf("record item %d: %w", it.ID, err)
+		}
+	}
+	if n > 0 {
+		v.logf("%d items processed by killed workers were committed but not recorded; taken from the table", n)
+	}
+	return nil
+}
+
+// recordLostItems records, in the runner's history, an ItemLost for each
+// item processing that a failover to an asynchronous standby lost: one
+// recorded between the moment the standby last caught up and the
+// promotion (a lossWindow), which the final table does not show. Only the
+// new primary's table survives, and the item was processed again there.
+// A processing outside those windows that the table does not show is left
+// as it is, for rule D to report.
+func (v *verdict) recordLostItems(h history.History, items []Item) error {
+	if len(v.lossWindows) == 0 {
+		return nil
+	}
+	final := make(map[int64]Item, len(items))
+	for _, it := range items {
+		final[it.ID] = it
+	}
+	inWindow := func(t int64) bool {
+		for _, w := range v.lossWindows {
+			if t >= w[0] && t <= w[1] {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	for _, e := range h.Events {
+		if e.Kind != history.ItemProcessed || !inWindow(e.Time) {
+			continue
+		}
+		if it := final[e.Item]; it.ProcessedBy == e.Holder && it.Generation == e.Generation {
+			continue
+		}
+		n++
+		if err := v.rec.Record(history.Event{Kind: history.ItemLost, Item: e.Item, Holder: e.Holder, Generation: e.Generation,
+			Text: "committed on the old primary after the standby last caught up; lost in the failover"}); err != nil {
+			return fmt.Errorf("record item %d: %w", e.Item, err)
+		}
+	}
+	if n > 0 {
+		v.logf("%d item processings were committed on an old primary after its standby last caught up, and lost in the failover", n)
+	}
+	return nil
+}
+
+// check closes the runner's history, checks every history of the
+// dialect against c, and prints the checker's statistics.
+func (v *verdict) check(c history.Config) (history.Result, error) {
+	_ = v.rec.Close()
+	h, err := history.ReadDir(v.histDir)
+	if err != nil {
+		return history.Result{}, err
+	}
+	res := history.Check(h, c)
+	v.summarize(res)
+	return res, nil
+}
+
+// summarize prints the checker's statistics of the dialect.
+func (v *verdict) summarize(res history.Result) {
+	st := res.Stats
+	v.logf("events=%d lease_terms=%d partition_terms=%d exempt_overlaps=%d accepted_writes=%d rejected_writes=%d items=%d truncated=%d",
+		st.Events, st.LeaseTerms, st.PartitionTerms, st.ExemptOverlaps, st.AcceptedWrites, st.RejectedWrites, st.ItemsProcessed, len(st.Truncated))
+}
