@@ -168,7 +168,6 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 		default:
 		}
 	})
-	var lastRound time.Time
 	for i := range 4 {
 		drainSignals(rounds)
 		drainSignals(attempts)
@@ -190,7 +189,6 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 				t.Fatalf("a wake-up naming the lease attempted nothing within %v", wait)
 			}
 		}
-		lastRound = time.Now()
 	}
 	select {
 	case l2 := <-got:
@@ -212,7 +210,7 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("the follower ran no round within %v", wait)
 	}
-	lastRound = time.Now()
+	lastRound := time.Now()
 	release(t, l)
 	if l2 := successor(t, got, l, "follower without wake-ups"); l2 != nil {
 		// Its next poll comes at least RetryInterval after its last round;
