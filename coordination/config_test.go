@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/internal/memstore"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -170,7 +171,7 @@ func TestPoolConfigValidation(t *testing.T) {
 }
 
 func TestPoolRejectsBadInput(t *testing.T) {
-	c := newCoordinator(newMemStore(), testIdentity(t, "node-a"), Config{TTL: MinTTL}.withDefaults())
+	c := newCoordinator(memstore.New(), testIdentity(t, "node-a"), Config{TTL: MinTTL}.withDefaults())
 	if _, err := c.Pool(GlobalScope, "../..", PoolConfig{}); !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), `"../.."`) {
 		t.Errorf("Pool named ../..: %v, want ErrInvalidName naming it", err)
 	}

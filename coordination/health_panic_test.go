@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/memstore"
 )
 
 // TestHealthCheckPanicIsReportedLikeWork: a panicking health check is
 // recovered into a *PanicError with its stack, reported as EventError, as
 // panicking work is, and counts as a failed check.
 func TestHealthCheckPanicIsReportedLikeWork(t *testing.T) {
-	ms := newMemStore()
+	ms := memstore.New()
 	cfg := fastConfig()
 	cfg.HealthCheck = func(context.Context) error { panic("sick") }
 	cfg.HealthInterval = 20 * time.Millisecond

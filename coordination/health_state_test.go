@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/leasehold/leasehold/internal/memstore"
 )
 
 // TestHealthState: Coordinator.Renewal and the leasehold.health.unhealthy
@@ -18,13 +20,13 @@ func TestHealthState(t *testing.T) {
 		h := &health{}
 		mp, probe := newMeterProbe(t)
 		cfg := Config{HealthCheck: h.check, HealthInterval: 10 * time.Second, HealthFailures: 3, MeterProvider: mp}
-		if st := newCoordinator(newMemStore(), testIdentity(t, "node-a"), cfg.withDefaults()).Renewal(); !st.Unhealthy ||
+		if st := newCoordinator(memstore.New(), testIdentity(t, "node-a"), cfg.withDefaults()).Renewal(); !st.Unhealthy ||
 			!st.HealthChanged.IsZero() || st.HealthError != nil {
 			t.Fatalf("Renewal before Run = %+v, want unhealthy (no check has passed), no change time, no error", st)
 		}
 
 		start := time.Now()
-		c, stop := bubbleCoordinator(t, newMemStore(), cfg)
+		c, stop := bubbleCoordinator(t, memstore.New(), cfg)
 		defer stop()
 		synctest.Wait() // the first check, at once: it fails
 		expectHealth(t, c, probe, "after a first failed check", true, start, 0, errSick)
@@ -56,7 +58,7 @@ func TestHealthStateFromReady(t *testing.T) {
 	for i := range 20 {
 		h := &health{}
 		cfg := Config{Logger: zaptest.NewLogger(t), HealthCheck: h.check}.withDefaults()
-		c := newCoordinator(newMemStore(), testIdentity(t, "node-a"), cfg)
+		c := newCoordinator(memstore.New(), testIdentity(t, "node-a"), cfg)
 		before := time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { _ = c.Run(ctx) }()
@@ -82,7 +84,7 @@ func TestHealthStateFromReady(t *testing.T) {
 func TestHealthStateWithoutCheck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mp, probe := newMeterProbe(t)
-		c, stop := bubbleCoordinator(t, newMemStore(), Config{MeterProvider: mp})
+		c, stop := bubbleCoordinator(t, memstore.New(), Config{MeterProvider: mp})
 		defer stop()
 		if st := c.Renewal(); st.Unhealthy || !st.HealthChanged.IsZero() || st.HealthError != nil {
 			t.Fatalf("Renewal without a HealthCheck = %+v, want healthy, no change time, no error", st)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/leasehold/leasehold/internal/memstore"
 )
 
 func init() {
@@ -158,7 +160,7 @@ func casePoolsListsEveryPool(t *testing.T, b *bundle) {
 
 func TestRenewalState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
+		ms := memstore.New()
 		c0 := newCoordinator(ms, testIdentity(t, "node-a"), Config{}.withDefaults())
 		if st := c0.Renewal(); st.Running || st.Held != 0 || !st.TrustDeadline.IsZero() || st.Failures != 0 {
 			t.Fatalf("Renewal before Run = %+v, want zero", st)
@@ -184,7 +186,7 @@ func TestRenewalState(t *testing.T) {
 		}
 		success := st.LastSuccess
 
-		ms.set(func(m *memStore) { m.renewErr = errInjected })
+		ms.FailRenewals(errInjected)
 		time.Sleep(5500 * time.Millisecond) // the next renewal at 10s, then retries with backoff
 		synctest.Wait()
 		st = c.Renewal()
@@ -198,7 +200,7 @@ func TestRenewalState(t *testing.T) {
 			t.Fatalf("failures did not count up: %d then %d", failures, st.Failures)
 		}
 
-		ms.set(func(m *memStore) { m.renewErr = nil })
+		ms.FailRenewals(nil)
 		time.Sleep(3 * time.Second) // the backoff is at most RetryInterval (2s); the deadline is at 17s
 		synctest.Wait()
 		st = c.Renewal()

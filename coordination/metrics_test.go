@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/leasehold/leasehold/internal/memstore"
 )
 
 // meterProbe reads what a coordinator recorded through an SDK provider.
@@ -463,7 +465,7 @@ func caseMetricsPool(t *testing.T, b *bundle) {
 // TestMetricsOffByDefault: without a MeterProvider nothing is set up and
 // the recording helpers cost nothing.
 func TestMetricsOffByDefault(t *testing.T) {
-	c := newCoordinator(newMemStore(), testIdentity(t, "node-a"), Config{}.withDefaults())
+	c := newCoordinator(memstore.New(), testIdentity(t, "node-a"), Config{}.withDefaults())
 	if c.Config().MeterProvider == nil {
 		t.Fatalf("Config().MeterProvider is nil, want the no-op provider")
 	}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/leasehold/leasehold/coordination/internal/membership"
+	"github.com/leasehold/leasehold/internal/memstore"
 )
 
 // interval is one member's work on one index of one generation.
@@ -181,7 +182,7 @@ type poolNode struct {
 
 func TestPoolRebalanceOnFakeTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
+		ms := memstore.New()
 		cfg := Config{Logger: zaptest.NewLogger(t)}.withDefaults() // TTL 15s, poll = retry 2s
 		rec := newRecorder()
 		var nodes []*poolNode
@@ -260,9 +261,8 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 		// about to acquire is never deleted under it.
 		memberRow := func(n *poolNode) string { return poolRowsFor("global/orders").Member(n.c.id.Instance) }
 		hasRow := func(name string) bool {
-			ms.mu.Lock()
-			defer ms.mu.Unlock()
-			return ms.rows[name] != nil
+			_, ok := ms.Row(name)
+			return ok
 		}
 		if !hasRow(memberRow(nodes[1])) {
 			t.Errorf("the leaver's released row was pruned before its grace period")
@@ -295,7 +295,7 @@ func TestPoolChurnOnFakeTime(t *testing.T) {
 
 func poolChurn(t *testing.T, seed int64) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
-	ms := newMemStore()
+	ms := memstore.New()
 	cfg := Config{Logger: zap.NewNop()}.withDefaults()
 	rec := newRecorder()
 	var nodes []*poolNode

@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/memstore"
 )
 
 // TestRunOptionsChecked: Election.Run and Pool.Run refuse bad options at
 // once, naming the field and its value.
 func TestRunOptionsChecked(t *testing.T) {
-	c, stop := bubbleCoordinator(t, newMemStore(), fastConfig())
+	c, stop := bubbleCoordinator(t, memstore.New(), fastConfig())
 	defer stop()
 	e, err := c.Election(ClusterScope, "opts")
 	if err != nil {
@@ -47,7 +49,7 @@ func TestRunOptionsChecked(t *testing.T) {
 // the release with ErrReleased for finished work; RetryBusy waits out a
 // Campaign of the same election instead of returning ErrBusy.
 func TestRunOptionsCallbacks(t *testing.T) {
-	c, stop := bubbleCoordinator(t, newMemStore(), fastConfig())
+	c, stop := bubbleCoordinator(t, memstore.New(), fastConfig())
 	defer stop()
 	events, unsubscribe := c.Subscribe(256)
 	defer unsubscribe()

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/leasehold/leasehold/internal/memstore"
 )
 
 // health is a health check a test switches between passing and failing.
@@ -99,7 +101,7 @@ func TestUnhealthyNeverAcquires(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ms := newMemStore()
+			ms := memstore.New()
 			cfg := fastConfig()
 			cfg.HealthCheck, cfg.HealthInterval = check, 20*time.Millisecond
 			c, stop := bubbleCoordinator(t, ms, cfg)
@@ -117,12 +119,8 @@ func TestUnhealthyNeverAcquires(t *testing.T) {
 			if _, err := e.TryAcquire(context.Background()); !errors.Is(err, ErrUnhealthy) {
 				t.Fatalf("TryAcquire = %v, want ErrUnhealthy", err)
 			}
-			ms.mu.Lock()
-			r, ok := ms.rows[e.Key()]
-			held := ok && r.holder != ""
-			ms.mu.Unlock()
-			if held {
-				t.Fatalf("row held by %q", r.holder)
+			if r, ok := ms.Row(e.Key()); ok && r.Holder != "" {
+				t.Fatalf("row held by %q", r.Holder)
 			}
 		})
 	}
@@ -135,7 +133,7 @@ func TestStepDownAfterFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := &health{}
 		h.healthy.Store(true)
-		ms := newMemStore()
+		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{HealthCheck: h.check, HealthInterval: 10 * time.Second, HealthFailures: 3})
 		defer stop()
 		e, err := c.Election(ClusterScope, "stepdown")
@@ -178,7 +176,7 @@ func TestStepDownAfterFailures(t *testing.T) {
 		default:
 			t.Fatalf("the term did not end after 3 failed checks")
 		}
-		if r := ms.row(e.Key()); r.Holder != "" {
+		if r, _ := ms.Row(e.Key()); r.Holder != "" {
 			t.Fatalf("row held by %q after the step-down, want it released", r.Holder)
 		}
 
@@ -203,7 +201,7 @@ func TestStepDownAfterFailures(t *testing.T) {
 // passes.
 func TestStepDownLeavesPools(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
+		ms := memstore.New()
 		h := &health{}
 		h.healthy.Store(true)
 		type assignment struct {

@@ -9,13 +9,19 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/leasehold/leasehold/internal/memstore"
 )
 
 // These tests run the coordinator on fake time (testing/synctest) against
-// memStore, whose database clock is the same fake time, so every deadline
+// memstore.Store, whose database clock is the same fake time, so every deadline
 // can be checked to the nanosecond.
 
-func bubbleCoordinator(t *testing.T, ms *memStore, cfg Config) (*Coordinator, func()) {
+// The in-memory store offers every slice of the database the coordinator
+// uses.
+var _ leaseStore = (*memstore.Store)(nil)
+
+func bubbleCoordinator(t *testing.T, ms *memstore.Store, cfg Config) (*Coordinator, func()) {
 	t.Helper()
 	cfg.Logger = zaptest.NewLogger(t)
 	cfg = cfg.withDefaults()
@@ -47,7 +53,7 @@ func bubbleCampaign(t *testing.T, c *Coordinator, name string) *Lease {
 
 func TestTrustDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
+		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
 		defer stop()
 		start := time.Now()
@@ -57,7 +63,7 @@ func TestTrustDeadline(t *testing.T) {
 		}
 		events, unsub := c.Subscribe(64)
 		defer unsub()
-		ms.set(func(m *memStore) { m.renewErr = errInjected }) // every renewal fails from now on
+		ms.FailRenewals(errInjected) // every renewal fails from now on
 
 		time.Sleep(12*time.Second - time.Nanosecond)
 		if !l.Valid() || l.Context().Err() != nil {
@@ -90,7 +96,7 @@ func TestTrustDeadline(t *testing.T) {
 		}
 		// The database still shows the lease live until 15s: the holder
 		// stopped Margin (3s) before anyone else could take over.
-		if r := ms.row(l.Key()); r.ExpiresAt.Sub(start) != 15*time.Second {
+		if r, _ := ms.Row(l.Key()); r.ExpiresAt.Sub(start) != 15*time.Second {
 			t.Fatalf("database expiry %v after start, want 15s", r.ExpiresAt.Sub(start))
 		}
 		_ = l.Release(context.Background())
@@ -99,12 +105,12 @@ func TestTrustDeadline(t *testing.T) {
 
 func TestSlowRenewalDoesNotExtendTrustPastAttemptStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
+		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{})
 		defer stop()
 		start := time.Now()
 		l := bubbleCampaign(t, c, "slow")
-		ms.set(func(m *memStore) { m.renewDelay = 4 * time.Second })
+		ms.SetRenewDelay(4 * time.Second)
 		// The first renewal starts at 5s and completes at 9s.
 		time.Sleep(9*time.Second + time.Millisecond)
 		synctest.Wait()
@@ -120,14 +126,14 @@ func TestSlowRenewalDoesNotExtendTrustPastAttemptStart(t *testing.T) {
 
 func TestRenewalPastDeadlineEndsTerm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
+		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{})
 		defer stop()
 		start := time.Now()
 		l := bubbleCampaign(t, c, "hung")
 		// Renewals hang longer than the trust window; each attempt is cut
 		// off at the deadline, so none can succeed after it.
-		ms.set(func(m *memStore) { m.renewDelay = time.Hour })
+		ms.SetRenewDelay(time.Hour)
 		waitDone(t, l)
 		if got := time.Since(start); got != 12*time.Second {
 			t.Fatalf("term ended at %v, want 12s", got)
@@ -141,17 +147,16 @@ func TestRenewalPastDeadlineEndsTerm(t *testing.T) {
 
 func TestTransientErrorsRetriedWithBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
+		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{})
 		defer stop()
 		l := bubbleCampaign(t, c, "flaky")
-		ms.set(func(m *memStore) { m.renewErr = errInjected })
+		ms.FailRenewals(errInjected)
 		// Fail from the first renewal at 5s until 10s: well inside the 12s
 		// trust window, with several retries in between.
 		time.Sleep(10 * time.Second)
-		ms.set(func(m *memStore) { m.renewErr = nil })
-		var attempts int
-		ms.set(func(m *memStore) { attempts = m.renews })
+		ms.FailRenewals(nil)
+		attempts := ms.Renewals()
 		if attempts < 4 {
 			t.Fatalf("%d renewal attempts in 5s of failures, want retries with backoff", attempts)
 		}
@@ -166,7 +171,7 @@ func TestTransientErrorsRetriedWithBackoff(t *testing.T) {
 
 func TestConfirmedLossCancelsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
+		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{})
 		defer stop()
 		start := time.Now()
@@ -175,7 +180,7 @@ func TestConfirmedLossCancelsAtOnce(t *testing.T) {
 		// edit) and another process takes the lease: the next renewal sees
 		// the session gone, and the term ends then, long before the trust
 		// deadline.
-		ms.expireSession(l.Key())
+		ms.ExpireSession(l.Key())
 		ctx := context.Background()
 		_ = ms.CreateSession(ctx, "intruder-session", "intruder", time.Minute)
 		if terms, _ := ms.Acquire(ctx, "intruder-session", "intruder", []string{l.Key()}); len(terms) != 1 {
@@ -187,7 +192,7 @@ func TestConfirmedLossCancelsAtOnce(t *testing.T) {
 		}
 		// Release of a confirmed-lost term leaves the new holder alone.
 		_ = l.Release(context.Background())
-		if r := ms.row(l.Key()); r.Holder != "intruder" {
+		if r, _ := ms.Row(l.Key()); r.Holder != "intruder" {
 			t.Fatalf("release touched the new term: %+v", r)
 		}
 	})
@@ -198,15 +203,14 @@ func TestConfirmedLossCancelsAtOnce(t *testing.T) {
 // would leave its lease to expire instead of handing it over.
 func TestRunWaitsForReleaseInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
+		ms := memstore.New()
 		cfg := Config{Logger: zaptest.NewLogger(t)}.withDefaults()
 		c := newCoordinator(ms, testIdentity(t, "node-a"), cfg)
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { _ = c.Run(ctx) }()
 		<-c.Ready()
 		l := bubbleCampaign(t, c, "inflight")
-		gate := make(chan struct{})
-		ms.set(func(m *memStore) { m.releaseGate = gate })
+		open := ms.GateReleases()
 		cancel()
 		released := make(chan error, 1)
 		go func() { released <- l.Release(context.Background()) }()
@@ -216,12 +220,12 @@ func TestRunWaitsForReleaseInFlight(t *testing.T) {
 			t.Fatalf("Run returned while the release was still in flight")
 		default:
 		}
-		close(gate)
+		open()
 		if err := <-released; err != nil {
 			t.Fatal(err)
 		}
 		<-c.Done()
-		if r := ms.row(l.Key()); r.Holder != "" {
+		if r, _ := ms.Row(l.Key()); r.Holder != "" {
 			t.Fatalf("not released: %+v", r)
 		}
 	})
@@ -246,20 +250,17 @@ func waitDone(t *testing.T, l *Lease) {
 // nothing committed after it, the term ends there.
 func TestWaitingRenewalTrustsCommittedFencedRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
-		ms.serialWriters = true
+		ms := memstore.New()
+		ms.SetSerialWriters(true)
 		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
 		defer stop()
 		start := time.Now()
 		l := bubbleCampaign(t, c, "fenced")
 		// From 5s on, every renewal statement waits for a lock it never gets.
-		ms.set(func(m *memStore) { m.renewDelay = time.Hour })
+		ms.SetRenewDelay(time.Hour)
 		time.Sleep(7 * time.Second)
 		// At 7s a fenced transaction commits a renewal of the term.
-		ms.set(func(m *memStore) {
-			s := m.sessions[m.rows[l.Key()].session]
-			s.renewed, s.expires = nowUS(), nowUS()+(15*time.Second).Microseconds()
-		})
+		ms.RenewHolderSession(l.Key(), 15*time.Second)
 		// The renewal that began at 5s is still waiting at 8.5s, half the
 		// trust left (7s) after it began; the rows are read then.
 		time.Sleep(1500*time.Millisecond + time.Millisecond)
@@ -288,10 +289,10 @@ func TestWaitingRenewalTrustsCommittedFencedRenewal(t *testing.T) {
 // holds any lease; and once it holds them, one renewal per tick keeps them.
 func TestSessionOutlivesALongAcquire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
+		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
 		defer stop()
-		ms.set(func(m *memStore) { m.acquireDelay = 40 * time.Second })
+		ms.SetAcquireDelay(40 * time.Second)
 		start := time.Now()
 		e, err := c.Election(ClusterScope, "slow")
 		if err != nil {
@@ -309,7 +310,7 @@ func TestSessionOutlivesALongAcquire(t *testing.T) {
 		if !l.Valid() {
 			t.Fatalf("lease acquired after 40s is not valid: %v", l.Check())
 		}
-		if r := ms.row(l.Key()); !r.Live() || r.Session == "" {
+		if r, _ := ms.Row(l.Key()); !r.Live() || r.Session == "" {
 			t.Fatalf("row after the long acquire: %+v", r)
 		}
 		_ = l.Release(context.Background())
@@ -323,7 +324,7 @@ func TestSessionOutlivesALongAcquire(t *testing.T) {
 // lease. The next attempt starts a new session and takes it.
 func TestTryAcquireSessionLostWhileAcquiring(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ms := newMemStore()
+		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
 		defer stop()
 		e, err := c.Election(ClusterScope, "lost-while-acquiring")
@@ -333,7 +334,8 @@ func TestTryAcquireSessionLostWhileAcquiring(t *testing.T) {
 		// Renewals hang from now on, so the session's trust ends at its
 		// deadline (12s); the acquire returns at 13s, before the database
 		// expires the session (15s), and so takes the lease.
-		ms.set(func(m *memStore) { m.renewDelay, m.acquireDelay = time.Hour, 13*time.Second })
+		ms.SetRenewDelay(time.Hour)
+		ms.SetAcquireDelay(13 * time.Second)
 		start := time.Now()
 		l, err := e.TryAcquire(context.Background())
 		if err == nil {
@@ -352,11 +354,12 @@ func TestTryAcquireSessionLostWhileAcquiring(t *testing.T) {
 			t.Fatalf("the term of a lost session was kept: held %v", held)
 		}
 		synctest.Wait() // the give-back
-		if r := ms.row(e.Key()); r.Epoch != 1 || r.Live() {
+		if r, _ := ms.Row(e.Key()); r.Epoch != 1 || r.Live() {
 			t.Fatalf("row after the give-back = %+v, want epoch 1, not live", r)
 		}
 
-		ms.set(func(m *memStore) { m.renewDelay, m.acquireDelay = 0, 0 })
+		ms.SetRenewDelay(0)
+		ms.SetAcquireDelay(0)
 		l, err = e.TryAcquire(context.Background())
 		if err != nil {
 			t.Fatalf("TryAcquire after the session was lost: %v", err)

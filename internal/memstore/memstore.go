@@ -1,4 +1,4 @@
-package coordination
+package memstore
 
 import (
 	"context"
@@ -13,15 +13,14 @@ import (
 	"github.com/leasehold/leasehold/internal/wake"
 )
 
-// memStore is an in-memory leaseStore whose "database clock" is time.Now,
-// so inside a testing/synctest bubble the whole lease protocol runs on fake
-// time. It implements the same conditions as the SQL statements; whether a
-// lease can be taken it decides with store.Row.Takeable, the Go statement
-// of the acquire statement's rule.
-type memStore struct {
+// Store is an in-memory coordination store whose database clock is
+// time.Now. It offers the methods *store.Store and its owners
+// (Sessions, Schema, Failover) offer the coordinator, and fault knobs
+// (knobs.go). It is safe for concurrent use.
+type Store struct {
 	mu       sync.Mutex
-	rows     map[string]*memRow
-	sessions map[string]*memSession
+	rows     map[string]*row
+	sessions map[string]*session
 
 	// renewDelay, when set, is how long RenewSession takes before it
 	// executes (the statement runs at the end of the delay, like a slow
@@ -39,8 +38,8 @@ type memStore struct {
 	serialWriters bool
 }
 
-// memRow is a lease row; times are microseconds on the fake clock.
-type memRow struct {
+// row is a lease row; times are microseconds on the clock.
+type row struct {
 	name, holder, session, data string
 	epoch                       int64
 	acquired, expires           int64 // expires: of unheld rows, when released or created
@@ -49,20 +48,23 @@ type memRow struct {
 	preferUntil                 int64
 }
 
-type memSession struct {
+type session struct {
 	holder           string
 	renewed, expires int64
 	notice           int64
 }
 
-func newMemStore() *memStore {
-	return &memStore{rows: make(map[string]*memRow), sessions: make(map[string]*memSession)}
+// New returns an empty store.
+func New() *Store {
+	return &Store{rows: make(map[string]*row), sessions: make(map[string]*session)}
 }
 
+// nowUS is the store's clock: time.Now in microseconds, as the SQL
+// databases' clocks resolve.
 func nowUS() int64 { return time.Now().UnixMicro() }
 
 // liveLocked is heldExpr of the SQL dialects.
-func (m *memStore) liveLocked(r *memRow, now int64) bool {
+func (m *Store) liveLocked(r *row, now int64) bool {
 	if r.holder == "" {
 		return false
 	}
@@ -73,7 +75,7 @@ func (m *memStore) liveLocked(r *memRow, now int64) bool {
 	return s != nil && s.expires >= now
 }
 
-func (m *memStore) rowLocked(r *memRow, now int64) store.Row {
+func (m *Store) rowLocked(r *row, now int64) store.Row {
 	out := store.Row{Name: r.name, Holder: r.holder, Session: r.session, Epoch: r.epoch, Data: r.data,
 		AcquiredAt: usTime(r.acquired), Now: usTime(now),
 		ResignEpoch: r.resignEpoch, PreferredHolder: r.prefer, PreferredUntil: usTime(r.preferUntil)}
@@ -93,26 +95,31 @@ func usTime(us int64) time.Time {
 	return time.UnixMicro(us).UTC()
 }
 
-func (m *memStore) Dialect() string { return "memory" }
+// Dialect returns "memory".
+func (m *Store) Dialect() string { return "memory" }
 
-func (m *memStore) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
+// CreateSession starts session id of holder, live for ttl.
+func (m *Store) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := nowUS()
-	m.sessions[id] = &memSession{holder: holder, renewed: now, expires: now + ttl.Microseconds()}
+	m.sessions[id] = &session{holder: holder, renewed: now, expires: now + ttl.Microseconds()}
 	return nil
 }
 
 // ProbeFailover finds nothing to probe: the in-memory database has one
 // incarnation.
-func (m *memStore) ProbeFailover(ctx context.Context) (error, error) { return nil, nil }
+func (m *Store) ProbeFailover(ctx context.Context) (unsupported, err error) { return nil, nil }
 
 // Rebind finds no failover: the in-memory database has one incarnation.
-func (m *memStore) Rebind(ctx context.Context, id string) ([]store.Term, bool, error) {
+func (m *Store) Rebind(ctx context.Context, id string) (terms []store.Term, ok bool, err error) {
 	return nil, false, nil
 }
 
-func (m *memStore) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, int64, error) {
+// RenewSession extends session id to now plus ttl, if it has not expired,
+// and returns its notice counter, as store.Sessions.RenewSession does.
+// SetRenewDelay and FailRenewals slow it down or make it fail.
+func (m *Store) RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error) {
 	m.mu.Lock()
 	delay, fail := m.renewDelay, m.renewErr
 	m.renews++
@@ -140,33 +147,37 @@ func (m *memStore) RenewSession(ctx context.Context, id string, ttl time.Duratio
 	return true, s.notice, nil
 }
 
-func (m *memStore) RequestResign(ctx context.Context, name, prefer string,
-	check func(store.Row) (time.Duration, error)) (store.Row, bool, bool, error) {
+// RequestResign records a resign request for the current term of the
+// lease name, as store.Store.RequestResign does.
+func (m *Store) RequestResign(ctx context.Context, name, prefer string,
+	check func(store.Row) (time.Duration, error)) (r store.Row, found, notified bool, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := m.rows[name]
-	if r == nil {
+	lr := m.rows[name]
+	if lr == nil {
 		return store.Row{}, false, false, nil
 	}
 	now := nowUS()
-	row := m.rowLocked(r, now)
-	window, err := check(row)
+	r = m.rowLocked(lr, now)
+	window, err := check(r)
 	if err != nil {
-		return row, true, false, err
+		return r, true, false, err
 	}
-	s := m.sessions[r.session]
+	s := m.sessions[lr.session]
 	if s == nil {
-		return row, true, false, nil
+		return r, true, false, nil
 	}
-	r.resignEpoch, r.prefer, r.preferUntil = r.epoch, prefer, 0
+	lr.resignEpoch, lr.prefer, lr.preferUntil = lr.epoch, prefer, 0
 	if prefer != "" {
-		r.preferUntil = now + window.Microseconds()
+		lr.preferUntil = now + window.Microseconds()
 	}
 	s.notice++
-	return row, true, true, nil
+	return r, true, true, nil
 }
 
-func (m *memStore) PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error) {
+// PendingResigns returns the terms, among the named leases held by
+// session, for which a resign request is recorded.
+func (m *Store) PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []store.Term
@@ -178,11 +189,13 @@ func (m *memStore) PendingResigns(ctx context.Context, session string, names []s
 	return out, nil
 }
 
-func (m *memStore) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (bool, int64, error) {
+// RenewSessionIn renews nothing: the store has no transactions.
+func (m *Store) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
 	return false, 0, nil
 }
 
-func (m *memStore) ReadSession(ctx context.Context, id string) (store.Session, bool, error) {
+// ReadSession reads session id; ok is false when it is gone.
+func (m *Store) ReadSession(ctx context.Context, id string) (store.Session, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sessions[id]
@@ -192,19 +205,23 @@ func (m *memStore) ReadSession(ctx context.Context, id string) (store.Session, b
 	return store.Session{RenewedAt: usTime(s.renewed), ExpiresAt: usTime(s.expires), Now: usTime(nowUS())}, true, nil
 }
 
-func (m *memStore) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
+// EndSession deletes session id: every lease it still holds is free at
+// once.
+func (m *Store) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.sessions, id)
 	return nil
 }
 
-func (m *memStore) EnsureRows(ctx context.Context, names []string) error {
+// EnsureRows creates the rows of the named leases that do not exist yet;
+// an existing unheld row counts as released now, as in the SQL stores.
+func (m *Store) EnsureRows(ctx context.Context, names []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, name := range names {
 		if r := m.rows[name]; r == nil {
-			m.rows[name] = &memRow{name: name, expires: nowUS()}
+			m.rows[name] = &row{name: name, expires: nowUS()}
 		} else if r.holder == "" {
 			r.expires = nowUS()
 		}
@@ -212,7 +229,10 @@ func (m *memStore) EnsureRows(ctx context.Context, names []string) error {
 	return nil
 }
 
-func (m *memStore) Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error) {
+// Acquire takes, for the live session, every named lease that is
+// takeable (store.Row.Takeable) and starts a new term of each with the
+// next epoch. SetAcquireDelay slows it down.
+func (m *Store) Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error) {
 	m.mu.Lock()
 	delay := m.acquireDelay
 	m.mu.Unlock()
@@ -239,8 +259,8 @@ func (m *memStore) Acquire(ctx context.Context, session, holder string, names []
 }
 
 // AcquireEach is Acquire in statements of store.WriteChunk names, as the
-// store sends them.
-func (m *memStore) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) ([]string, error) {
+// SQL store sends them.
+func (m *Store) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) (failed []string, err error) {
 	for len(names) > 0 {
 		chunk := names[:min(len(names), store.WriteChunk)]
 		names = names[len(chunk):]
@@ -253,7 +273,10 @@ func (m *memStore) AcquireEach(ctx context.Context, session, holder string, name
 	return nil, nil
 }
 
-func (m *memStore) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
+// Release gives up the given terms of session and returns how many were
+// still held; a term not the session's at that epoch is left untouched.
+// GateReleases holds it back.
+func (m *Store) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
 	m.mu.Lock()
 	gate := m.releaseGate
 	m.mu.Unlock()
@@ -272,7 +295,8 @@ func (m *memStore) Release(ctx context.Context, session string, terms []store.Te
 	return n, nil
 }
 
-func (m *memStore) Get(ctx context.Context, names []string) ([]store.Row, error) {
+// Get reads the named leases; names without a row are absent.
+func (m *Store) Get(ctx context.Context, names []string) ([]store.Row, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := nowUS()
@@ -285,7 +309,9 @@ func (m *memStore) Get(ctx context.Context, names []string) ([]store.Row, error)
 	return out, nil
 }
 
-func (m *memStore) List(ctx context.Context, prefix string) ([]store.Row, error) {
+// List reads every lease whose name starts with prefix ("" for all),
+// ordered by name.
+func (m *Store) List(ctx context.Context, prefix string) ([]store.Row, error) {
 	m.mu.Lock()
 	var names []string
 	for n := range m.rows {
@@ -298,7 +324,8 @@ func (m *memStore) List(ctx context.Context, prefix string) ([]store.Row, error)
 	return m.Get(ctx, names)
 }
 
-func (m *memStore) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
+// Fence reads the lease row; tx is not used.
+func (m *Store) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
 	rows, _ := m.Get(context.Background(), []string{name})
 	if len(rows) == 0 {
 		return store.Row{}, false, nil
@@ -306,13 +333,16 @@ func (m *memStore) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
 	return rows[0], true, nil
 }
 
-func (m *memStore) SerializesWriters() bool {
+// SerializesWriters reports what SetSerialWriters set (false by default).
+func (m *Store) SerializesWriters() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.serialWriters
 }
 
-func (m *memStore) SetData(ctx context.Context, session string, t store.Term, data string) (bool, error) {
+// SetData writes data into a row this session holds at this epoch, while
+// the session is live. It reports false when the term is over.
+func (m *Store) SetData(ctx context.Context, session string, t store.Term, data string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.rows[t.Name]
@@ -323,7 +353,9 @@ func (m *memStore) SetData(ctx context.Context, session string, t store.Term, da
 	return true, nil
 }
 
-func (m *memStore) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
+// Publish moves an unheld row from epoch from to from+1 with new data,
+// only if it is still at from: a compare-and-set.
+func (m *Store) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.rows[name]
@@ -334,7 +366,10 @@ func (m *memStore) Publish(ctx context.Context, name string, from int64, data st
 	return true, nil
 }
 
-func (m *memStore) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
+// PruneDead deletes the rows whose name starts with prefix that are
+// unheld for longer than grace, or held by a session expired (or gone) for
+// longer than grace, and returns how many.
+func (m *Store) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := nowUS() - grace.Microseconds()
@@ -352,31 +387,14 @@ func (m *memStore) PruneDead(ctx context.Context, prefix string, grace time.Dura
 	return n, nil
 }
 
-func (m *memStore) Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error) {
+// Migrate applies nothing: the store has no schema.
+func (m *Store) Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error) {
 	return nil, nil
 }
 
-func (m *memStore) CheckSchema(ctx context.Context) error { return nil }
+// CheckSchema finds nothing missing.
+func (m *Store) CheckSchema(ctx context.Context) error { return nil }
 
-// expireSession makes the session holding a row expired now, as if its
-// holder stopped renewing.
-func (m *memStore) expireSession(name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sessions[m.rows[name].session].expires = nowUS() - 1
-}
-
-func (m *memStore) set(f func(m *memStore)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f(m)
-}
-
-func (m *memStore) row(name string) store.Row {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.rowLocked(m.rows[name], nowUS())
-}
-
-// Wakeups: the memory store has no wake-ups; its coordinators poll.
-func (m *memStore) Wakeups() wake.Database { return nil }
+// Wakeups returns nil: the memory store has no wake-ups; its coordinators
+// poll.
+func (m *Store) Wakeups() wake.Database { return nil }
