@@ -43,6 +43,7 @@ type row struct {
 	name, holder, session, data string
 	epoch                       int64
 	acquired, expires           int64 // expires: of unheld rows, when released or created
+	renewed                     int64 // when the last term began or the last generation was published
 	resignEpoch                 int64
 	prefer                      string
 	preferUntil                 int64
@@ -81,7 +82,7 @@ func (m *Store) rowLocked(r *row, now int64) store.Row {
 		ResignEpoch: r.resignEpoch, PreferredHolder: r.prefer, PreferredUntil: usTime(r.preferUntil)}
 	switch s := m.sessions[r.session]; {
 	case r.session == "":
-		out.ExpiresAt = usTime(r.expires)
+		out.RenewedAt, out.ExpiresAt = usTime(r.renewed), usTime(r.expires)
 	case s != nil:
 		out.RenewedAt, out.ExpiresAt = usTime(s.renewed), usTime(s.expires)
 	}
@@ -251,7 +252,7 @@ func (m *Store) Acquire(ctx context.Context, session, holder string, names []str
 		if r == nil || !m.rowLocked(r, now).Takeable(session, holder) {
 			continue
 		}
-		r.holder, r.session, r.epoch, r.acquired = holder, session, r.epoch+1, now
+		r.holder, r.session, r.epoch, r.acquired, r.renewed = holder, session, r.epoch+1, now, now
 		r.resignEpoch, r.prefer, r.preferUntil = 0, "", 0
 		out = append(out, store.Term{Name: name, Epoch: r.epoch})
 	}
@@ -362,7 +363,7 @@ func (m *Store) Publish(ctx context.Context, name string, from int64, data strin
 	if r == nil || r.holder != "" || r.epoch != from {
 		return false, nil
 	}
-	r.epoch, r.data = from+1, data
+	r.epoch, r.data, r.renewed = from+1, data, nowUS()
 	return true, nil
 }
 
