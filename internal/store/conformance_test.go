@@ -1,0 +1,46 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/storetest"
+	"github.com/leasehold/leasehold/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// sqlStore is the store of a database as the suite uses it: the lease and
+// pool statements beside the session rows' owner.
+type sqlStore struct {
+	*store.Store
+	*store.Sessions
+}
+
+// TestStoreConformance runs the store conformance suite on every database:
+// the reference the in-process store (internal/memstore) is checked
+// against.
+func TestStoreConformance(t *testing.T) {
+	for _, tg := range testdb.Targets() {
+		t.Run(tg.Name, func(t *testing.T) {
+			t.Parallel()
+			storetest.Run(t, storetest.Target{Open: func(t *testing.T) storetest.Store {
+				st, err := store.New(tg.Open(t), store.Options{FailoverHold: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if _, err := st.Schema().Migrate(ctx, 30*time.Second); err != nil {
+					t.Fatalf("migrate: %v", err)
+				}
+				if _, err := st.Failover().ProbeFailover(ctx); err != nil {
+					t.Fatalf("probe failover: %v", err)
+				}
+				return sqlStore{Store: st, Sessions: st.Sessions()}
+			}})
+		})
+	}
+}
