@@ -207,11 +207,17 @@ func (m *Store) ReadSession(ctx context.Context, id string) (store.Session, bool
 }
 
 // EndSession deletes session id: every lease it still holds is free at
-// once.
+// once. Sessions expired for longer than pruneAfter are pruned on the way.
 func (m *Store) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.sessions, id)
+	old := nowUS() - pruneAfter.Microseconds()
+	for sid, s := range m.sessions {
+		if s.expires < old {
+			delete(m.sessions, sid)
+		}
+	}
 	return nil
 }
 

@@ -15,6 +15,7 @@ var cases = []Case{
 	{"SessionExpiresByClock", caseSessionExpiresByClock},
 	{"SessionEnd", caseSessionEnd},
 	{"SessionNotice", caseSessionNotice},
+	{"SessionEndPrunesExpired", caseSessionEndPrunesExpired},
 	// Acquires.
 	{"AcquireFree", caseAcquireFree},
 	{"AcquireHeldByLiveOther", caseAcquireHeldByLiveOther},
@@ -111,6 +112,37 @@ func caseSessionEnd(t *testing.T, s Store) {
 	}
 	acquireOne(t, s, "s2", holderB, "x", 2)
 	acquireNone(t, s, "s1", holderA, "x")
+}
+
+// Ending a session also deletes the sessions expired for longer than its
+// pruneAfter, and only those; their leases read as free with no expiry.
+func caseSessionEndPrunesExpired(t *testing.T, s Store) {
+	open(t, s, "short", holderA, ShortTTL)
+	open(t, s, "live", holderB, LongTTL)
+	open(t, s, "e1", holderC, LongTTL)
+	open(t, s, "e2", holderC, LongTTL)
+	ensure(t, s, "x")
+	acquireOne(t, s, "short", holderA, "x", 1)
+	waitExpired(t, s, "short")
+	check(t, "EndSession", s.EndSession(bg, "e1", time.Hour))
+	if _, ok, err := s.ReadSession(bg, "short"); err != nil || !ok {
+		t.Fatalf("ReadSession of a session expired for less than pruneAfter = %v, %v; want it kept", ok, err)
+	}
+	waitFor(t, "the session to be expired for a moment", func() bool {
+		sess, _, err := s.ReadSession(bg, "short")
+		check(t, "ReadSession", err)
+		return sess.Now.Sub(sess.ExpiresAt) > 10*time.Millisecond
+	})
+	check(t, "EndSession", s.EndSession(bg, "e2", 5*time.Millisecond))
+	if _, ok, err := s.ReadSession(bg, "short"); err != nil || ok {
+		t.Fatalf("ReadSession of a session expired for longer than pruneAfter = %v, %v; want it pruned", ok, err)
+	}
+	if _, ok, err := s.ReadSession(bg, "live"); err != nil || !ok {
+		t.Fatalf("ReadSession of a live session = %v, %v; want it kept", ok, err)
+	}
+	if r := row(t, s, "x"); r.Live() || !r.ExpiresAt.IsZero() || r.Session != "short" {
+		t.Fatalf("row of the pruned session = %+v; want not live, no expiry", r)
+	}
 }
 
 // Every resign request made to a session's leases raises the notice its
