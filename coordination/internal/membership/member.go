@@ -16,7 +16,7 @@ import (
 )
 
 // errSuperseded is the cause of a work context ended by a new generation.
-var errSuperseded = errors.New("coordination: pool generation superseded")
+var errSuperseded = errors.New("leasehold: pool generation superseded")
 
 // maxReadsPerStep bounds the reads of one step: a member that loses the
 // race to publish reads again at once, since the winner's generation is
