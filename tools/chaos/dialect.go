@@ -77,6 +77,9 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 	}
 	defer r.fleet.closeProxies()
 	defer r.fleet.killAll()
+	// close stops whatever open started, also when open failed after
+	// starting the server (creating the database, opening the handle).
+	defer r.database.close()
 	if err := r.database.open(ctx); err != nil {
 		if errors.Is(err, testdb.ErrBinariesMissing) {
 			if required {
@@ -87,7 +90,6 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 		}
 		return res, nil, false, err
 	}
-	defer r.database.close()
 	if err := r.database.seed(ctx, r.items); err != nil {
 		return res, nil, false, err
 	}
