@@ -258,18 +258,23 @@ func (l *lending) runOn(ctx context.Context, conn *gorm.DB, alive func() bool, f
 
 // broke stops sharing conn, which broke: the statements that come next go
 // to the pool, where they wait for the slots the transport holds until it
-// notices the broken connection and ends its Listen.
+// notices the broken connection (its next wait, once no statement is left
+// on the connection, fails at once) and ends its Listen.
 func (l *lending) broke(conn *gorm.DB) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn != conn {
 		return
 	}
+	l.unshareLocked()
+}
+
+// unshareLocked makes the statements that come next take the pool: it
+// clears the shared connection and starts a new up for the next Share.
+// The caller holds l.mu.
+func (l *lending) unshareLocked() {
 	l.conn, l.alive = nil, nil
 	l.up, l.setUp = context.WithCancel(context.Background())
-	if l.stop != nil {
-		l.stop()
-	}
 }
 
 // runOnPoolUnless runs fn on the pool within a general slot, unless up is
@@ -328,8 +333,7 @@ func (c *lentConn) unshare() {
 	}
 	l := c.l
 	l.mu.Lock()
-	l.conn, l.alive = nil, nil
-	l.up, l.setUp = context.WithCancel(context.Background())
+	l.unshareLocked()
 	for l.users > 0 {
 		l.idle.Wait()
 	}
