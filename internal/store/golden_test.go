@@ -126,6 +126,17 @@ func TestGoldenSQL(t *testing.T) {
 			st("list leases by prefix", d.leases().sqlList(tables, lo, hi))
 			st("database clock", d.leases().sqlNow())
 			st("fencing check inside the caller's transaction", d.leases().sqlFence(tables, "global/billing"))
+			part := PartitionSQL{d}
+			id, _ := part.Column("orders.id")
+			bucket, _ := part.Column("bucket")
+			section("partitioned query: member 1 of 3 by an integer key (Assignment.Scope)",
+				render(db, "SELECT * FROM orders WHERE "+part.ModIn(id, 3, []int{1})))
+			section("partitioned query: partitions 2, 5 and 6 of 8 by an integer key",
+				render(db, "SELECT * FROM orders WHERE "+part.ModIn(id, 8, []int{2, 5, 6})))
+			section("partitioned query: member 1 of 3 by a bucket column (Assignment.BucketScope)",
+				render(db, "SELECT * FROM orders WHERE state = ? AND "+part.Ranges(bucket, [][2]int{{1365, 2730}}), "pending"))
+			section("partitioned query: two ranges of buckets",
+				render(db, "SELECT * FROM orders WHERE "+part.Ranges(bucket, [][2]int{{0, 512}, {1024, 1536}})))
 			if d.incarnation != "" {
 				st("failover: create the incarnation row unless it exists", d.incarnations().sqlEnsureIncarnation(tables))
 				st("failover: adopt the incarnation answering, with a hold-off and a new epoch floor", d.incarnations().sqlAdopt(tables, ttl))

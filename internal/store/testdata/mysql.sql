@@ -91,6 +91,19 @@ SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS no
 SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us, 0 AS hold_until_us, 0 AS epoch_floor FROM `leasehold_leases` l WHERE l.name = ? LOCK IN SHARE MODE
 -- args: "global/billing";
 
+-- partitioned query: member 1 of 3 by an integer key (Assignment.Scope)
+SELECT * FROM orders WHERE ((`orders`.`id` % 3) + 3) % 3 = 1;
+
+-- partitioned query: partitions 2, 5 and 6 of 8 by an integer key
+SELECT * FROM orders WHERE ((`orders`.`id` % 8) + 8) % 8 IN (2, 5, 6);
+
+-- partitioned query: member 1 of 3 by a bucket column (Assignment.BucketScope)
+SELECT * FROM orders WHERE state = ? AND (`bucket` >= 1365 AND `bucket` < 2730)
+-- args: "pending";
+
+-- partitioned query: two ranges of buckets
+SELECT * FROM orders WHERE ((`bucket` >= 0 AND `bucket` < 512) OR (`bucket` >= 1024 AND `bucket` < 1536));
+
 -- create the version table
 CREATE TABLE IF NOT EXISTS `leasehold_schema_migrations` (version INT NOT NULL, description VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version)) ENGINE=InnoDB;
 

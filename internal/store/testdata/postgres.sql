@@ -101,6 +101,19 @@ SELECT CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS no
 SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) THEN i.hold_until_us ELSE -1 END FROM "leasehold_incarnation" i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) AS epoch_floor FROM "leasehold_leases" l WHERE l.name = $1 FOR SHARE OF l
 -- args: "global/billing";
 
+-- partitioned query: member 1 of 3 by an integer key (Assignment.Scope)
+SELECT * FROM orders WHERE (("orders"."id" % 3) + 3) % 3 = 1;
+
+-- partitioned query: partitions 2, 5 and 6 of 8 by an integer key
+SELECT * FROM orders WHERE (("orders"."id" % 8) + 8) % 8 IN (2, 5, 6);
+
+-- partitioned query: member 1 of 3 by a bucket column (Assignment.BucketScope)
+SELECT * FROM orders WHERE state = $1 AND ("bucket" >= 1365 AND "bucket" < 2730)
+-- args: "pending";
+
+-- partitioned query: two ranges of buckets
+SELECT * FROM orders WHERE (("bucket" >= 0 AND "bucket" < 512) OR ("bucket" >= 1024 AND "bucket" < 1536));
+
 -- failover: create the incarnation row unless it exists
 INSERT INTO "leasehold_incarnation" (id, incarnation, previous, adopted_at_us, hold_until_us, epoch_floor) VALUES (1, (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8), '', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT), 0, 0) ON CONFLICT (id) DO NOTHING;
 

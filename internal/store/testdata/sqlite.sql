@@ -82,6 +82,19 @@ SELECT (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 10
 SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM "leasehold_sessions" s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us, 0 AS hold_until_us, 0 AS epoch_floor FROM "leasehold_leases" l WHERE l.name = ?
 -- args: "global/billing";
 
+-- partitioned query: member 1 of 3 by an integer key (Assignment.Scope)
+SELECT * FROM orders WHERE (("orders"."id" % 3) + 3) % 3 = 1;
+
+-- partitioned query: partitions 2, 5 and 6 of 8 by an integer key
+SELECT * FROM orders WHERE (("orders"."id" % 8) + 8) % 8 IN (2, 5, 6);
+
+-- partitioned query: member 1 of 3 by a bucket column (Assignment.BucketScope)
+SELECT * FROM orders WHERE state = ? AND ("bucket" >= 1365 AND "bucket" < 2730)
+-- args: "pending";
+
+-- partitioned query: two ranges of buckets
+SELECT * FROM orders WHERE (("bucket" >= 0 AND "bucket" < 512) OR ("bucket" >= 1024 AND "bucket" < 1536));
+
 -- create the version table
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description TEXT NOT NULL DEFAULT '', applied_at_us INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (version));
 
