@@ -23,4 +23,10 @@
 // ExpireSession (a holder that stopped renewing) and RenewHolderSession (a
 // renewal committed by a fenced transaction). Row and Renewals read its
 // state back.
+//
+// A Conn (Store.Conn) is one process's connection to the store, with
+// faults of its own: Cut makes its statements fail, as a lost connection,
+// and Stall holds them until resumed, as a process stopped or a network
+// that stopped answering. The other connections go on. Package
+// leaseholdtest gives each of its processes one.
 package memstore
