@@ -149,11 +149,8 @@ type campaign struct {
 // New returns a coordinator for the process identity id on db. It checks
 // id and cfg and does no I/O: the database may be down until Run.
 func New(db *gorm.DB, id identity.Identity, cfg Config) (*Coordinator, error) {
-	if err := id.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg, err := checkNew(id, cfg)
+	if err != nil {
 		return nil, err
 	}
 	if db == nil {
@@ -164,6 +161,19 @@ func New(db *gorm.DB, id identity.Identity, cfg Config) (*Coordinator, error) {
 		return nil, err
 	}
 	return newCoordinator(newDBStore(st), id, cfg), nil
+}
+
+// checkNew checks id and cfg as New does, and returns cfg with its
+// defaults.
+func checkNew(id identity.Identity, cfg Config) (Config, error) {
+	if err := id.Validate(); err != nil {
+		return cfg, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
 }
 
 // newCoordinator wires the owners, each with the slice of st it uses.

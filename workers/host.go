@@ -15,6 +15,7 @@ import (
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/broadcast"
 	"github.com/leasehold/leasehold/internal/hostlink"
+	"github.com/leasehold/leasehold/internal/kitlink"
 )
 
 type runState int
@@ -84,26 +85,9 @@ func (st *workerState) setPool(p *PoolStatus) {
 // until Run. ws must hold at least one worker. Errors name the bad field
 // or worker and wrap ErrInvalidConfig or ErrInvalidWorker.
 func NewHost(db *gorm.DB, id identity.Identity, cfg Config, ws ...Worker) (*Host, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg, states, err := checkHost(cfg, ws)
+	if err != nil {
 		return nil, err
-	}
-	if len(ws) == 0 {
-		return nil, fmt.Errorf("%w: no workers given (ws has 0 entries); a host runs at least one", ErrInvalidWorker)
-	}
-	states := make([]*workerState, 0, len(ws))
-	byKey := make(map[workerKey]*workerState, len(ws))
-	for i, w := range ws {
-		if err := checkWorker(i, w); err != nil {
-			return nil, err
-		}
-		key := workerKey{kind: w.Kind(), name: w.Name()}
-		if _, dup := byKey[key]; dup {
-			return nil, fmt.Errorf("%w: two %s workers are named %q; names must be unique per kind", ErrInvalidWorker, key.kind, key.name)
-		}
-		st := &workerState{w: w, done: make(chan struct{})}
-		states = append(states, st)
-		byKey[key] = st
 	}
 	coord, err := coordination.New(db, id, cfg.Coordination)
 	if err != nil {
@@ -112,6 +96,38 @@ func NewHost(db *gorm.DB, id identity.Identity, cfg Config, ws ...Worker) (*Host
 		}
 		return nil, fmt.Errorf("workers: create coordinator: %w", err)
 	}
+	return newHost(coord, cfg, states)
+}
+
+// checkHost checks cfg and ws as NewHost does, and returns cfg with its
+// defaults and the state of each worker, in the order given.
+func checkHost(cfg Config, ws []Worker) (Config, []*workerState, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return cfg, nil, err
+	}
+	if len(ws) == 0 {
+		return cfg, nil, fmt.Errorf("%w: no workers given (ws has 0 entries); a host runs at least one", ErrInvalidWorker)
+	}
+	states := make([]*workerState, 0, len(ws))
+	seen := make(map[workerKey]bool, len(ws))
+	for i, w := range ws {
+		if err := checkWorker(i, w); err != nil {
+			return cfg, nil, err
+		}
+		key := workerKey{kind: w.Kind(), name: w.Name()}
+		if seen[key] {
+			return cfg, nil, fmt.Errorf("%w: two %s workers are named %q; names must be unique per kind", ErrInvalidWorker, key.kind, key.name)
+		}
+		seen[key] = true
+		states = append(states, &workerState{w: w, done: make(chan struct{})})
+	}
+	return cfg, states, nil
+}
+
+// newHost returns a host that runs the workers of states on coord, which
+// was built with cfg.Coordination.
+func newHost(coord *coordination.Coordinator, cfg Config, states []*workerState) (*Host, error) {
 	log := coord.Config().Logger.Named("leasehold").Named("workers").With(zap.String("identity", coord.Holder()))
 	h := &Host{
 		cfg:     cfg,
@@ -119,11 +135,12 @@ func NewHost(db *gorm.DB, id identity.Identity, cfg Config, ws ...Worker) (*Host
 		log:     log,
 		events:  broadcast.Broadcaster[Event]{Stamp: stampDropped},
 		states:  states,
-		byKey:   byKey,
+		byKey:   make(map[workerKey]*workerState, len(states)),
 		byLease: make(map[string]*workerState),
 		byPool:  make(map[string]*workerState),
 	}
 	for _, st := range states {
+		h.byKey[workerKey{kind: st.w.Kind(), name: st.w.Name()}] = st
 		st.log = log.With(zap.String("worker", st.w.Name()), zap.Stringer("kind", st.w.Kind()))
 		if err := st.w.bind(h, st); err != nil {
 			return nil, fmt.Errorf("workers: %s worker %q: %w", st.w.Kind(), st.w.Name(), err)
@@ -131,6 +148,18 @@ func NewHost(db *gorm.DB, id identity.Identity, cfg Config, ws ...Worker) (*Host
 	}
 	hostlink.Tap(coord, h.relay)
 	return h, nil
+}
+
+// The seam of package leaseholdtest (through internal/kitlink): a host on
+// a coordinator it built on an in-process store.
+func init() {
+	kitlink.NewHost = func(coord, cfg, ws any) (any, error) {
+		c, states, err := checkHost(cfg.(Config), ws.([]Worker))
+		if err != nil {
+			return nil, err
+		}
+		return newHost(coord.(*coordination.Coordinator), c, states)
+	}
 }
 
 // checkWorker checks the i-th worker given to NewHost.
