@@ -271,3 +271,23 @@ func TestStartHost(t *testing.T) {
 		}
 	})
 }
+
+// TestCutCoversLateProcesses: a process started while the database is cut
+// is cut too, Process.Restore does not end a DB.Cut, and DB.Restore does.
+func TestCutCoversLateProcesses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := leaseholdtest.New(t)
+		d.Cut()
+		p, next := follower(t, d, "node-a")
+		p.Restore() // does not end the DB's cut
+		time.Sleep(coordination.DefaultTTL)
+		synctest.Wait()
+		select {
+		case <-next:
+			t.Fatal("a process started during a cut took a lease")
+		default:
+		}
+		d.Restore()
+		<-next
+	})
+}
