@@ -62,21 +62,15 @@ func casePartitionRows(t *testing.T, b *bundle) {
 			a := Assignment{Pool: "global/orders", Index: index, Count: count, Generation: 9}
 			for _, q := range []struct {
 				name  string
-				scope func(col string) string
+				scope func(*gorm.DB) *gorm.DB
 				seen  map[int64]int
 				owns  func(it partitionItem) bool
 			}{
-				{"Scope(id)", nil, byID, func(it partitionItem) bool { return a.Owns(it.ID) }},
-				{"BucketScope(bucket)", nil, byBucket, func(it partitionItem) bool { return a.OwnsBucket(it.Bucket) }},
+				{"Scope(id)", a.Scope("partition_items.id"), byID, func(it partitionItem) bool { return a.Owns(it.ID) }},
+				{"BucketScope(bucket)", a.BucketScope("bucket"), byBucket, func(it partitionItem) bool { return a.OwnsBucket(it.Bucket) }},
 			} {
 				var ids []int64
-				db := b.db.Model(&partitionItem{})
-				if q.name == "Scope(id)" {
-					db = db.Scopes(a.Scope("partition_items.id"))
-				} else {
-					db = db.Scopes(a.BucketScope("bucket"))
-				}
-				if err := db.Order("id").Pluck("id", &ids).Error; err != nil {
+				if err := b.db.Model(&partitionItem{}).Scopes(q.scope).Order("id").Pluck("id", &ids).Error; err != nil {
 					t.Fatalf("%s of %d/%d: %v", q.name, index, count, err)
 				}
 				var want []int64
