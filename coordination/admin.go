@@ -99,7 +99,7 @@ func leaseInfo(r store.Row, self string) LeaseInfo {
 	return LeaseInfo{
 		Name: r.Name, Holder: r.Holder, Epoch: r.Epoch,
 		AcquiredAt: r.AcquiredAt, RenewedAt: r.RenewedAt, ExpiresAt: r.ExpiresAt, DatabaseTime: r.Now,
-		Live: r.Live(), Mine: self != "" && r.Holder == self,
+		Live: r.Live(), Mine: self != "" && r.Holder == self, Data: r.Data,
 	}
 }
 

@@ -203,7 +203,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	c.keeper = newKeeper(sh, st, c.terms)
 	c.releaser = newReleaser(st, sh.closing, c.terms)
 	c.admin = &Admin{store: st, log: c.log, ttl: cfg.TTL}
-	c.fencer = &fencer{shared: sh, store: st, admin: c.admin, keeper: c.keeper, terms: c.terms}
+	c.fencer = &fencer{shared: sh, store: st, data: st, admin: c.admin, keeper: c.keeper, terms: c.terms}
 	c.health = newHealthGate(sh, c.terms)
 	c.campaigner = newCampaigner(sh, st, c.keeper, c.terms, c.releaser, c.health)
 	c.resigns = newResignReader(sh, st, c.keeper, c.terms, c.campaigner)

@@ -27,13 +27,16 @@ import (
 //     database clock, minus Margin. Readers see only committed rows, so a
 //     rolled-back renewal extends nothing.
 
-// fencer makes the fencing checks (Lease.Fence, Coordinator.CheckFence).
+// fencer makes the fencing checks (Lease.Fence, Coordinator.CheckFence)
+// and the term-checked writes of a lease's data (Lease.SetData,
+// Lease.SetDataIn).
 // It owns no state: the term it checks is the term set's, the session it
 // renews in the transaction the keeper's.
 type fencer struct {
 	*shared
 	store  fenceStore
-	admin  *Admin // the fencing check itself (Admin.checkFence)
+	data   dataStore // the lease data's reads and term-checked writes (leasedata.go)
+	admin  *Admin    // the fencing check itself (Admin.checkFence)
 	keeper *keeper
 	terms  *termSet
 }

@@ -22,4 +22,8 @@ type LeaseInfo struct {
 	// Mine reports whether the holder is this process: the coordinator's
 	// process. Always false from an Admin, which has no identity.
 	Mine bool
+	// Data is the data the lease row carries (Lease.SetData): for an
+	// election, what its holders wrote, such as a scheduled worker's
+	// progress and history; "" when none.
+	Data string
 }

@@ -37,6 +37,15 @@ type fenceStore interface {
 	RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error)
 }
 
+// dataStore is the lease data's (leasedata.go): reading a row's data with
+// the database clock, and the term-checked writes of it, on their own or
+// inside the caller's fenced transaction.
+type dataStore interface {
+	Get(ctx context.Context, names []string) ([]store.Row, error)
+	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
+	SetDataIn(tx *gorm.DB, session string, t store.Term, data string) (bool, error)
+}
+
 // leaseOps is the campaigner's and the releaser's: reading, creating,
 // taking and giving back lease rows.
 type leaseOps interface {
@@ -80,6 +89,7 @@ type wakeStore interface {
 type leaseStore interface {
 	sessionStore
 	fenceStore
+	dataStore
 	leaseOps
 	poolOps
 	resignStore
@@ -110,6 +120,7 @@ func newDBStore(st *store.Store) dbStore {
 var (
 	_ sessionStore = dbStore{} // Sessions; Rebind of Failover; SerializesWriters and Release of Store
 	_ fenceStore   = dbStore{} // Fence and SerializesWriters of Store; RenewSessionIn of Sessions
+	_ dataStore    = (*store.Store)(nil)
 	_ leaseOps     = (*store.Store)(nil)
 	_ poolOps      = (*store.Store)(nil)
 	_ resignStore  = (*store.Store)(nil)

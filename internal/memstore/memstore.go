@@ -360,6 +360,12 @@ func (m *Store) SetData(ctx context.Context, session string, t store.Term, data 
 	return true, nil
 }
 
+// SetDataIn is SetData; tx is not used (the in-process store has no
+// transactions).
+func (m *Store) SetDataIn(tx *gorm.DB, session string, t store.Term, data string) (bool, error) {
+	return m.SetData(context.Background(), session, t, data)
+}
+
 // Publish moves an unheld row from epoch from to from+1 with new data,
 // only if it is still at from: a compare-and-set.
 func (m *Store) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {

@@ -29,6 +29,24 @@ func (s *Store) SetData(ctx context.Context, session string, t Term, data string
 	return ok, nil
 }
 
+// SetDataIn writes data into a row this session holds at this epoch, while
+// the session is live, inside the caller's transaction tx: the statement
+// of SetData on tx, after a fencing read (Fence) locked the row. It
+// reports false when the term is over. MySQL without clientFoundRows
+// counts an unchanged row as 0; the row is then read back in tx.
+func (s *Store) SetDataIn(tx *gorm.DB, session string, t Term, data string) (bool, error) {
+	n, err := exec(tx, s.sql.dl().pools().sqlSetData(s.tables, session, t, data))
+	if err != nil || n == 1 {
+		return n == 1, err
+	}
+	rows, err := queryRows(tx, s.sql.dl().leases().sqlFence(s.tables, t.Name))
+	if err != nil {
+		return false, err
+	}
+	ok := len(rows) == 1 && rows[0].Session == session && rows[0].Epoch == t.Epoch && rows[0].Live() && rows[0].Data == data
+	return ok, nil
+}
+
 // Publish moves an unheld row (a pool's generation row) from epoch from to
 // from+1 (or above the incarnation's floor, incarnation.go) with new data,
 // only if it is still at from: a compare-and-set. After a failover of the
