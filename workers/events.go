@@ -43,6 +43,14 @@ const (
 	// failed renewal of the session, say); Lease, Epoch, Err and Time are
 	// the coordinator event's.
 	EventCoordination
+	// EventSlotStarted means a scheduled worker claimed slot Slot under the
+	// term (Lease, Epoch) and is about to call its function.
+	EventSlotStarted
+	// EventSlotDone means a scheduled worker recorded slot Slot as over
+	// under the term: Err is nil when the slot completed, and the
+	// function's error when it failed. A run interrupted by the end of the
+	// term has no EventSlotDone.
+	EventSlotDone
 )
 
 // String returns the kind's name.
@@ -60,6 +68,10 @@ func (k EventKind) String() string {
 		return "shutdown-overrun"
 	case EventCoordination:
 		return "coordination"
+	case EventSlotStarted:
+		return "slot-started"
+	case EventSlotDone:
+		return "slot-done"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -76,6 +88,9 @@ type Event struct {
 	Epoch int64
 	// Assignment is the new assignment, for EventAssignmentChanged.
 	Assignment *Assignment
+	// Slot is the slot's time (database clock, UTC), for EventSlotStarted
+	// and EventSlotDone.
+	Slot time.Time
 	// Err is the cause, for StoppedLeading, WorkerError and
 	// ShutdownOverrun, and the coordinator event's for Coordination.
 	Err error

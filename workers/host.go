@@ -168,7 +168,7 @@ func checkWorker(i int, w Worker) error {
 		return fmt.Errorf("%w: worker %d is nil", ErrInvalidWorker, i)
 	}
 	switch w.Kind() {
-	case KindClusterSingleton, KindGlobalSingleton, KindPartitioned:
+	case KindClusterSingleton, KindGlobalSingleton, KindPartitioned, KindScheduled:
 	default:
 		return fmt.Errorf("%w: worker %q has unknown kind %v", ErrInvalidWorker, w.Name(), w.Kind())
 	}

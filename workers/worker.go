@@ -23,9 +23,13 @@ const (
 	// KindPartitioned runs on every live process of a pool, each with its
 	// own index and the pool's count.
 	KindPartitioned
+	// KindScheduled runs a function at the slots of a schedule, each slot
+	// once across every process that shares the database (Scheduled).
+	KindScheduled
 )
 
-// String returns "cluster-singleton", "global-singleton" or "partitioned".
+// String returns "cluster-singleton", "global-singleton", "partitioned" or
+// "scheduled".
 func (k Kind) String() string {
 	switch k {
 	case KindClusterSingleton:
@@ -34,12 +38,14 @@ func (k Kind) String() string {
 		return "global-singleton"
 	case KindPartitioned:
 		return "partitioned"
+	case KindScheduled:
+		return "scheduled"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
 // Worker is one unit of work a Host runs. Build one with ClusterSingleton,
-// GlobalSingleton, ClusterPartitioned or GlobalPartitioned; the set of
+// GlobalSingleton, ClusterPartitioned, GlobalPartitioned or Scheduled; the set of
 // kinds is closed.
 type Worker interface {
 	// Name is the worker's name: unique per kind within a host, and the

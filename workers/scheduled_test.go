@@ -1,0 +1,409 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/migrations"
+)
+
+// TestScheduled runs the scheduled worker's cases on every database.
+func TestScheduled(t *testing.T) {
+	t.Parallel()
+	runCases(t, []workerCase{
+		{"SlotsInOrder", caseScheduledSlotsInOrder},
+		{"NoSlotCompletedTwice", caseScheduledNoSlotCompletedTwice},
+		{"PausedHolderCannotComplete", caseScheduledPausedHolderCannotComplete},
+		{"MisfireSkip", caseScheduledMisfire(MisfireSkip)},
+		{"MisfireRunOnce", caseScheduledMisfire(MisfireRunOnce)},
+		{"MisfireRunAll", caseScheduledMisfire(MisfireRunAll)},
+		{"InterruptedRetry", caseScheduledInterrupted(InterruptRetry)},
+		{"InterruptedAbandon", caseScheduledInterrupted(InterruptAbandon)},
+		{"HistoryBounded", caseScheduledHistoryBounded},
+	})
+}
+
+// slotDone waits for the next EventSlotDone of worker on r.
+func slotDone(t *testing.T, r *running, worker string) Event {
+	t.Helper()
+	return recvEvent(t, r.events, "slot-done of "+worker, hostEvent(EventSlotDone, worker))
+}
+
+// scheduleState reads a scheduled worker's state from its lease row.
+func scheduleState(t testing.TB, db *gorm.DB, worker string) (ScheduleState, store.Row) {
+	t.Helper()
+	row := leaseRow(t, db, ScheduleLease(worker))
+	s, err := DecodeScheduleState(row.Data)
+	if err != nil {
+		t.Fatalf("decode the state of %q: %v (data %q)", worker, err, row.Data)
+	}
+	return s, row
+}
+
+// seedSchedule writes state into a scheduled worker's lease row before any
+// host runs it; state gets the database clock.
+func seedSchedule(t testing.TB, db *gorm.DB, worker string, state func(now time.Time) ScheduleState) {
+	t.Helper()
+	s, err := store.New(db, store.Options{})
+	if err != nil {
+		t.Fatalf("store.New: %v", err)
+	}
+	ctx := context.Background()
+	if _, err := migrations.Migrate(ctx, db, migrations.Options{}); err != nil {
+		t.Fatalf("migrations.Migrate: %v", err)
+	}
+	name := ScheduleLease(worker)
+	if err := s.EnsureRows(ctx, []string{name}); err != nil {
+		t.Fatalf("EnsureRows(%q): %v", name, err)
+	}
+	rows, err := s.Get(ctx, []string{name})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("Get(%q): %v, %d rows", name, err, len(rows))
+	}
+	data := state(rows[0].Now).encode()
+	if err := db.Exec("UPDATE "+s.Tables().Leases+" SET data = ? WHERE name = ?", data, name).Error; err != nil {
+		t.Fatalf("seed the state of %q: %v", name, err)
+	}
+}
+
+func caseScheduledSlotsInOrder(t *testing.T, b *bundle) {
+	const every = 200 * time.Millisecond
+	var mu sync.Mutex
+	var slots []time.Time
+	fn := func(ctx context.Context, s *Slot) error {
+		mu.Lock()
+		defer mu.Unlock()
+		slots = append(slots, s.Time)
+		return nil
+	}
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), Scheduled("ticker", fn, ScheduleConfig{Every: every}))
+	var done []Event
+	for range 5 {
+		done = append(done, slotDone(t, r, "ticker"))
+	}
+	for i, ev := range done {
+		if ev.Err != nil {
+			t.Fatalf("slot %d failed: %v", i, ev.Err)
+		}
+		if ev.Slot.UnixNano()%int64(every) != 0 {
+			t.Fatalf("slot %v is not a multiple of %v", ev.Slot, every)
+		}
+		if i > 0 && !ev.Slot.After(done[i-1].Slot) {
+			t.Fatalf("slots out of order: %v after %v", ev.Slot, done[i-1].Slot)
+		}
+	}
+	mu.Lock()
+	for i := 1; i < len(slots); i++ {
+		if !slots[i].After(slots[i-1]) {
+			t.Fatalf("the function saw slots out of order: %v", slots)
+		}
+	}
+	mu.Unlock()
+	st, row := scheduleState(t, b.db, "ticker")
+	if len(st.History) < 5 || !st.Next.After(st.Done) || !st.Done.Before(row.Now.Add(time.Second)) {
+		t.Fatalf("state after 5 slots: %+v (database clock %v)", st, row.Now)
+	}
+	for _, h := range st.History {
+		if h.Outcome != OutcomeOK || h.Epoch != row.Epoch || h.Holder != r.Coordinator().Holder() || h.End.Before(h.Start) {
+			t.Fatalf("history entry %+v, want ok under epoch %d by %s", h, row.Epoch, r.Coordinator().Holder())
+		}
+	}
+}
+
+// completions records, in the database, each completed slot with the
+// epoch that completed it, in the transaction of its completion.
+const completionsDDL = "CREATE TABLE slot_done (slot_us BIGINT NOT NULL, holder VARCHAR(200) NOT NULL, epoch BIGINT NOT NULL)"
+
+func completingFn(db *gorm.DB, host string) ScheduledFunc {
+	return func(ctx context.Context, s *Slot) error {
+		return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec("INSERT INTO slot_done (slot_us, holder, epoch) VALUES (?, ?, ?)", s.Time.UnixMicro(), host, s.Epoch).Error; err != nil {
+				return err
+			}
+			return s.Complete(tx)
+		})
+	}
+}
+
+// duplicateSlots returns the slots recorded as completed more than once.
+func duplicateSlots(t *testing.T, db *gorm.DB) (dups []int64, total int64) {
+	t.Helper()
+	if err := db.Raw("SELECT COUNT(*) FROM slot_done").Scan(&total).Error; err != nil {
+		t.Fatalf("count completions: %v", err)
+	}
+	if err := db.Raw("SELECT slot_us FROM slot_done GROUP BY slot_us HAVING COUNT(*) > 1").Scan(&dups).Error; err != nil {
+		t.Fatalf("count duplicate completions: %v", err)
+	}
+	return dups, total
+}
+
+func caseScheduledNoSlotCompletedTwice(t *testing.T, b *bundle) {
+	if err := b.db.Exec(completionsDDL).Error; err != nil {
+		t.Fatalf("create slot_done: %v", err)
+	}
+	cfg := ScheduleConfig{Every: 100 * time.Millisecond, Misfire: MisfireRunAll, CatchUpLimit: 50}
+	var hosts []*running
+	for _, node := range []string{"node-a", "node-b", "node-c"} {
+		hosts = append(hosts, startHost(t, b.db, node, "test", fastConfig(), Scheduled("tick", completingFn(b.db, node), cfg)))
+	}
+	// Twice: let slots complete, then make the holder's session expire
+	// under it, as if it had been paused or killed; another copy takes
+	// the job over while the old holder is still running.
+	for round := range 2 {
+		var last Event
+		for _, r := range hosts {
+			for _, ev := range pending(r.events) {
+				if ev.Kind == EventSlotDone {
+					last = ev
+				}
+			}
+		}
+		seen := 0
+		deadline := time.After(wait)
+		for seen < 5 {
+			select {
+			case <-deadline:
+				t.Fatalf("round %d: only %d slots completed within %v", round, seen, wait)
+			case <-time.After(10 * time.Millisecond):
+			}
+			for _, r := range hosts {
+				for _, ev := range pending(r.events) {
+					if ev.Kind == EventSlotDone {
+						seen++
+						last = ev
+					}
+				}
+			}
+		}
+		expireNow(t, b.db, last.Lease)
+	}
+	// Completions go on after the takeovers.
+	_, before := duplicateSlots(t, b.db)
+	deadline := time.After(wait)
+	for {
+		_, n := duplicateSlots(t, b.db)
+		if n >= before+5 {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("no completions after the takeovers: %d, then %d", before, n)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	for _, r := range hosts {
+		_ = r.stop(t)
+	}
+	dups, total := duplicateSlots(t, b.db)
+	if len(dups) > 0 {
+		t.Fatalf("%d of %d completions were of slots completed before: %v", len(dups), total, dups)
+	}
+	st, _ := scheduleState(t, b.db, "tick")
+	if st.Running != nil && st.Running.Outcome != OutcomeRunning {
+		t.Fatalf("state left %+v running", st.Running)
+	}
+}
+
+func caseScheduledPausedHolderCannotComplete(t *testing.T, b *bundle) {
+	if err := b.db.Exec(completionsDDL).Error; err != nil {
+		t.Fatalf("create slot_done: %v", err)
+	}
+	cfg := ScheduleConfig{Every: 300 * time.Millisecond}
+	release := make(chan struct{})
+	completeErr := make(chan error, 1)
+	var once sync.Once
+	pausedFn := func(ctx context.Context, s *Slot) error {
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			return completingFn(b.db, "node-a")(ctx, s)
+		}
+		<-release // a pause: the holder ignores the end of its term
+		err := completingFn(b.db, "node-a")(context.Background(), s)
+		completeErr <- err
+		return err
+	}
+	a := startHost(t, b.db, "node-a", "test", fastConfig(), Scheduled("paused", pausedFn, cfg))
+	started := recvEvent(t, a.events, "node-a starting a slot", hostEvent(EventSlotStarted, "paused"))
+	expireNow(t, b.db, started.Lease)
+	bh := startHost(t, b.db, "node-b", "test", fastConfig(), Scheduled("paused", completingFn(b.db, "node-b"), cfg))
+	// node-b takes over and runs the interrupted slot again.
+	retried := recvEvent(t, bh.events, "node-b completing the paused slot", func(ev Event) bool {
+		return ev.Kind == EventSlotDone && ev.Worker == "paused" && ev.Slot.Equal(started.Slot)
+	})
+	if retried.Err != nil || retried.Epoch <= started.Epoch {
+		t.Fatalf("node-b's run of the slot: %+v; want it to complete under an epoch above %d", retried, started.Epoch)
+	}
+	close(release)
+	select {
+	case err := <-completeErr:
+		if !errors.Is(err, coordination.ErrFenced) {
+			t.Fatalf("the paused holder's completion returned %v, want ErrFenced", err)
+		}
+	case <-time.After(wait):
+		t.Fatalf("the paused holder's function did not return")
+	}
+	var n int64
+	if err := b.db.Raw("SELECT COUNT(*) FROM slot_done WHERE slot_us = ?", started.Slot.UnixMicro()).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("slot %v completed %d times, want once", started.Slot, n)
+	}
+	st, _ := scheduleState(t, b.db, "paused")
+	var attempts []string
+	for _, h := range st.History {
+		if h.Slot.Equal(started.Slot) {
+			attempts = append(attempts, string(h.Outcome))
+		}
+	}
+	if strings.Join(attempts, ",") != "interrupted,ok" {
+		t.Fatalf("history of slot %v: %v, want interrupted,ok", started.Slot, attempts)
+	}
+}
+
+// caseScheduledMisfire seeds a job whose last slot was five hours ago, on
+// an hourly schedule, and checks what the first holder does with the five
+// slots missed.
+func caseScheduledMisfire(policy MisfirePolicy) func(t *testing.T, b *bundle) {
+	return func(t *testing.T, b *bundle) {
+		var seeded time.Time
+		seedSchedule(t, b.db, "hourly", func(now time.Time) ScheduleState {
+			seeded = now.Truncate(time.Hour).Add(-5 * time.Hour)
+			return ScheduleState{Done: seeded}
+		})
+		var mu sync.Mutex
+		var ran []time.Time
+		fn := func(ctx context.Context, s *Slot) error {
+			mu.Lock()
+			defer mu.Unlock()
+			ran = append(ran, s.Time)
+			return nil
+		}
+		cfg := ScheduleConfig{Every: time.Hour, Misfire: policy, CatchUpLimit: 3}
+		r := startHost(t, b.db, "node-a", "test", fastConfig(), Scheduled("hourly", fn, cfg))
+		var want []time.Time
+		switch policy {
+		case MisfireRunOnce:
+			want = []time.Time{seeded.Add(5 * time.Hour)}
+		case MisfireRunAll:
+			want = []time.Time{seeded.Add(3 * time.Hour), seeded.Add(4 * time.Hour), seeded.Add(5 * time.Hour)}
+		}
+		for range want {
+			slotDone(t, r, "hourly")
+		}
+		// The holder writes its next slot once nothing is due.
+		deadline := time.After(wait)
+		var st ScheduleState
+		for {
+			st, _ = scheduleState(t, b.db, "hourly")
+			if st.Next.Equal(seeded.Add(6*time.Hour)) && st.Running == nil {
+				break
+			}
+			select {
+			case <-deadline:
+				t.Fatalf("state %+v never showed the next slot %v", st, seeded.Add(6*time.Hour))
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(ran) != len(want) {
+			t.Fatalf("%v ran slots %v, want %v", policy, ran, want)
+		}
+		for i := range want {
+			if !ran[i].Equal(want[i]) {
+				t.Fatalf("%v ran slots %v, want %v", policy, ran, want)
+			}
+		}
+		skipped := st.History[0]
+		if skipped.Outcome != OutcomeSkipped || skipped.Skipped != int64(5-len(want)) {
+			t.Fatalf("%v: first history entry %+v, want %d skipped", policy, skipped, 5-len(want))
+		}
+		if !st.Done.Equal(seeded.Add(5 * time.Hour)) {
+			t.Fatalf("%v: done up to %v, want %v", policy, st.Done, seeded.Add(5*time.Hour))
+		}
+	}
+}
+
+// caseScheduledInterrupted seeds a job whose last run was interrupted (its
+// holder died mid-slot) and checks what the next holder does with it.
+func caseScheduledInterrupted(policy InterruptPolicy) func(t *testing.T, b *bundle) {
+	return func(t *testing.T, b *bundle) {
+		var slot time.Time
+		seedSchedule(t, b.db, "nightly", func(now time.Time) ScheduleState {
+			slot = now.Truncate(time.Hour)
+			return ScheduleState{Done: slot.Add(-time.Hour), Running: &RunRecord{
+				Slot: slot, Holder: "dead/test/x", Epoch: 7, Attempt: 1, Start: slot, Outcome: OutcomeRunning,
+			}}
+		})
+		attempts := make(chan *Slot, 4)
+		fn := func(ctx context.Context, s *Slot) error {
+			attempts <- s
+			return nil
+		}
+		// MisfireSkip: nothing runs but the interrupted slot, if retried.
+		cfg := ScheduleConfig{Every: time.Hour, Interrupted: policy, Misfire: MisfireSkip}
+		r := startHost(t, b.db, "node-a", "test", fastConfig(), Scheduled("nightly", fn, cfg))
+		if policy == InterruptRetry {
+			s := <-attempts
+			if !s.Time.Equal(slot) || s.Attempt != 2 {
+				t.Fatalf("retried slot %v attempt %d, want %v attempt 2", s.Time, s.Attempt, slot)
+			}
+			slotDone(t, r, "nightly")
+		}
+		deadline := time.After(wait)
+		var st ScheduleState
+		for {
+			st, _ = scheduleState(t, b.db, "nightly")
+			if st.Next.Equal(slot.Add(time.Hour)) && st.Running == nil {
+				break
+			}
+			select {
+			case <-deadline:
+				t.Fatalf("state %+v never moved past the interrupted slot", st)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		select {
+		case s := <-attempts:
+			t.Fatalf("slot %v ran (attempt %d); want nothing more", s.Time, s.Attempt)
+		default:
+		}
+		var outcomes []string
+		for _, h := range st.History {
+			outcomes = append(outcomes, string(h.Outcome))
+		}
+		want := "abandoned"
+		if policy == InterruptRetry {
+			want = "interrupted,ok"
+		}
+		if strings.Join(outcomes, ",") != want || st.History[0].Holder != "dead/test/x" || st.History[0].Epoch != 7 {
+			t.Fatalf("history %+v, want %s starting with the dead holder's run", st.History, want)
+		}
+	}
+}
+
+func caseScheduledHistoryBounded(t *testing.T, b *bundle) {
+	fn := func(ctx context.Context, s *Slot) error { return nil }
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), Scheduled("bounded", fn, ScheduleConfig{Every: 100 * time.Millisecond, HistoryLimit: 3}))
+	var last Event
+	for range 6 {
+		last = slotDone(t, r, "bounded")
+	}
+	st, _ := scheduleState(t, b.db, "bounded")
+	if len(st.History) != 3 {
+		t.Fatalf("history has %d entries, want 3: %+v", len(st.History), st.History)
+	}
+	if h := st.History[2]; h.Slot.Before(last.Slot) {
+		t.Fatalf("newest history entry is slot %v, want %v or later", h.Slot, last.Slot)
+	}
+}
