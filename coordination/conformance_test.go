@@ -65,6 +65,7 @@ var conformanceCases = []conformanceCase{
 	{"ResignUnknownAndFree", caseResignUnknownAndFree},
 	{"ResignPreferredHolder", caseResignPreferredHolder},
 	{"StepDownHandsOver", caseStepDownHandsOver},
+	{"LeaseData", caseLeaseData},
 }
 
 // renewSignal installs a hook that reports every successful renewal.

@@ -1,0 +1,132 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestScheduleConfigRefused(t *testing.T) {
+	t.Parallel()
+	fn := func(context.Context, *Slot) error { return nil }
+	for _, tc := range []struct {
+		name string
+		cfg  ScheduleConfig
+		want string // in the error: the field and its value
+	}{
+		{"InvalidCron", ScheduleConfig{Cron: "61 * * * *"}, `Cron ("61 * * * *") is not a valid cron expression`},
+		{"CronWithTooManyFields", ScheduleConfig{Cron: "* * * * * * *"}, `Cron ("* * * * * * *")`},
+		{"NoSchedule", ScheduleConfig{}, "neither Cron nor Every is set (Every is 0s)"},
+		{"NegativeEvery", ScheduleConfig{Every: -time.Second}, "Every (-1s) must be positive"},
+		{"Both", ScheduleConfig{Cron: "@hourly", Every: time.Minute}, `both Cron ("@hourly") and Every (1m0s) are set`},
+		{"NegativeCap", ScheduleConfig{Every: time.Minute, CatchUpLimit: -1}, "CatchUpLimit (-1) must not be negative"},
+		{"NegativeGrace", ScheduleConfig{Every: time.Minute, MisfireGrace: -time.Second}, "MisfireGrace (-1s) must not be negative"},
+		{"HistoryTooLong", ScheduleConfig{Every: time.Minute, HistoryLimit: MaxHistoryLimit + 1}, "HistoryLimit (101) must be between 0 and 100"},
+		{"UnknownMisfire", ScheduleConfig{Every: time.Minute, Misfire: 7}, "Misfire (7) is not a MisfirePolicy"},
+		{"UnknownInterrupt", ScheduleConfig{Every: time.Minute, Interrupted: 7}, "Interrupted (7) is not an InterruptPolicy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := NewHost(nil, testIdentity(t, "node-a", "test"), Config{}, Scheduled("job", fn, tc.cfg))
+			if !errors.Is(err, ErrInvalidWorker) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `"job"`) {
+				t.Fatalf("NewHost: %v; want ErrInvalidWorker naming the worker and %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("NilFunction", func(t *testing.T) {
+		t.Parallel()
+		_, err := NewHost(nil, testIdentity(t, "node-a", "test"), Config{}, Scheduled("job", nil, ScheduleConfig{Every: time.Minute}))
+		if !errors.Is(err, ErrInvalidWorker) || !strings.Contains(err.Error(), "nil function") {
+			t.Fatalf("NewHost: %v; want ErrInvalidWorker for a nil function", err)
+		}
+	})
+}
+
+func at(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func TestScheduleSlots(t *testing.T) {
+	t.Parallel()
+	parse := func(t *testing.T, cfg ScheduleConfig) schedule {
+		t.Helper()
+		s, err := cfg.withDefaults().parse("job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name       string
+		cfg        ScheduleConfig
+		after, now string
+		keep       int
+		want       []string
+		total      int64
+		next       string // next(after)
+	}{
+		{"IntervalNoneDue", ScheduleConfig{Every: time.Minute}, "2026-01-01T10:00:00Z", "2026-01-01T10:00:59Z", 2, nil, 0, "2026-01-01T10:01:00Z"},
+		{"IntervalOneDueAtItsTime", ScheduleConfig{Every: time.Minute}, "2026-01-01T10:00:00Z", "2026-01-01T10:01:00Z", 2,
+			[]string{"2026-01-01T10:01:00Z"}, 1, "2026-01-01T10:01:00Z"},
+		{"IntervalAlignedToEpoch", ScheduleConfig{Every: 10 * time.Second}, "2026-01-01T10:00:03Z", "2026-01-01T10:00:25Z", 5,
+			[]string{"2026-01-01T10:00:10Z", "2026-01-01T10:00:20Z"}, 2, "2026-01-01T10:00:10Z"},
+		{"IntervalKeepsLatest", ScheduleConfig{Every: time.Hour}, "2026-01-01T00:00:00Z", "2026-01-02T00:30:00Z", 2,
+			[]string{"2026-01-01T23:00:00Z", "2026-01-02T00:00:00Z"}, 24, "2026-01-01T01:00:00Z"},
+		{"CronKeepsLatest", ScheduleConfig{Cron: "0 * * * *"}, "2026-01-01T00:00:00Z", "2026-01-02T00:30:00Z", 2,
+			[]string{"2026-01-01T23:00:00Z", "2026-01-02T00:00:00Z"}, 24, "2026-01-01T01:00:00Z"},
+		{"CronSeconds", ScheduleConfig{Cron: "*/15 * * * * *"}, "2026-01-01T00:00:00Z", "2026-01-01T00:00:40Z", 5,
+			[]string{"2026-01-01T00:00:15Z", "2026-01-01T00:00:30Z"}, 2, "2026-01-01T00:00:15Z"},
+		{"CronZone", ScheduleConfig{Cron: "CRON_TZ=Europe/Berlin 0 9 * * *"}, "2026-01-01T00:00:00Z", "2026-01-03T00:00:00Z", 5,
+			[]string{"2026-01-01T08:00:00Z", "2026-01-02T08:00:00Z"}, 2, "2026-01-01T08:00:00Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := parse(t, tc.cfg)
+			got, total := s.due(at(tc.after), at(tc.now), tc.keep)
+			var gs []string
+			for _, g := range got {
+				gs = append(gs, g.Format(time.RFC3339Nano))
+			}
+			if strings.Join(gs, ",") != strings.Join(tc.want, ",") || total != tc.total {
+				t.Fatalf("due = %v (%d in all), want %v (%d)", gs, total, tc.want, tc.total)
+			}
+			if next := s.next(at(tc.after)); !next.Equal(at(tc.next)) {
+				t.Fatalf("next = %v, want %s", next, tc.next)
+			}
+		})
+	}
+}
+
+// TestSchedulePick checks which of the due slots each misfire policy runs.
+func TestSchedulePick(t *testing.T) {
+	t.Parallel()
+	base := at("2026-01-01T10:00:00Z")
+	due := []time.Time{base, base.Add(time.Minute), base.Add(2 * time.Minute)}
+	for _, tc := range []struct {
+		name   string
+		policy MisfirePolicy
+		late   time.Duration // how late the latest due slot is
+		want   int           // how many of the latest due slots run
+	}{
+		{"OnTimeRunsWhateverThePolicy", MisfireSkip, 500 * time.Millisecond, 1},
+		{"SkipMissed", MisfireSkip, 2 * time.Second, 0},
+		{"RunOnceMissed", MisfireRunOnce, 2 * time.Second, 1},
+		{"RunAllMissedUpToTheCap", MisfireRunAll, 2 * time.Second, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			job := Scheduled("job", nil, ScheduleConfig{Every: time.Minute, Misfire: tc.policy, CatchUpLimit: 2}).(*scheduled)
+			r := &slotRunner{job: job}
+			got := r.pick(due, due[2].Add(tc.late))
+			if len(got) != tc.want || (tc.want > 0 && !got[len(got)-1].Equal(due[2])) {
+				t.Fatalf("pick = %v, want the latest %d of %v", got, tc.want, due)
+			}
+		})
+	}
+}
