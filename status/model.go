@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/workers"
 )
 
 // Snapshot is one read of every lease and pool in a coordinator's database.
@@ -22,6 +23,32 @@ type Snapshot struct {
 	Renewal *Renewal `json:"renewal,omitempty"`
 	Leases  []Lease  `json:"leases"`
 	Pools   []Pool   `json:"pools"`
+	// Schedules lists the scheduled workers (workers.Scheduled), by name,
+	// from the progress their lease rows keep. Their leases are among
+	// Leases too.
+	Schedules []Schedule `json:"schedules"`
+}
+
+// Schedule is one scheduled worker: its next slot and its recent runs, as
+// the holders of its lease recorded them (workers.ScheduleState).
+type Schedule struct {
+	Name   string `json:"name"`   // the worker's name
+	Lease  string `json:"lease"`  // its lease, workers.ScheduleLease(Name)
+	Holder string `json:"holder"` // the lease's holder; "" when free
+	Epoch  int64  `json:"epoch"`
+	Live   bool   `json:"live"`
+	// Next is the next slot the holder waits for; zero when unknown.
+	Next time.Time `json:"next,omitzero"`
+	// Done is the latest slot that is over.
+	Done time.Time `json:"done,omitzero"`
+	// Running is the run in progress, if any: with no live holder, a run
+	// that was interrupted and that the next holder retries or abandons.
+	Running *workers.RunRecord `json:"running,omitempty"`
+	// History lists the latest runs, oldest first.
+	History []workers.RunRecord `json:"history"`
+	// Error says why the lease row's data could not be read as a
+	// schedule's; the other fields but the lease's are then empty.
+	Error string `json:"error,omitempty"`
 }
 
 // Renewal is a process's renewal state and the state of its health checks
@@ -88,6 +115,25 @@ type Member struct {
 // pools are listed by Admin.Pools instead.
 const poolRowPrefix = "pool|"
 
+// scheduleRowPrefix starts the lease name of every scheduled worker.
+var scheduleRowPrefix = workers.ScheduleLease("")
+
+// scheduleOf decodes the progress of the scheduled worker name from its
+// lease row.
+func scheduleOf(name string, li coordination.LeaseInfo) Schedule {
+	sc := Schedule{Name: name, Lease: li.Name, Holder: li.Holder, Epoch: li.Epoch, Live: li.Live, History: []workers.RunRecord{}}
+	st, err := workers.DecodeScheduleState(li.Data)
+	if err != nil {
+		sc.Error = err.Error()
+		return sc
+	}
+	sc.Next, sc.Done, sc.Running = st.Next, st.Done, st.Running
+	if st.History != nil {
+		sc.History = st.History
+	}
+	return sc
+}
+
 // Read reads every election lease and every pool of a's database, by the
 // database clock, in two statements. It needs no running coordinator:
 // coordination.NewAdmin builds a from a *gorm.DB, and
@@ -101,7 +147,7 @@ func Read(ctx context.Context, a *coordination.Admin) (Snapshot, error) {
 // readAs is Read with Mine set for the leases and members that self, a
 // holder string, holds; "" is nobody.
 func readAs(ctx context.Context, a *coordination.Admin, self string) (Snapshot, error) {
-	s := Snapshot{Leases: []Lease{}, Pools: []Pool{}}
+	s := Snapshot{Leases: []Lease{}, Pools: []Pool{}, Schedules: []Schedule{}}
 	infos, err := a.Leases(ctx)
 	if err != nil {
 		return Snapshot{}, err
@@ -120,6 +166,9 @@ func readAs(ctx context.Context, a *coordination.Admin, self string) (Snapshot, 
 			l.Left = seconds(li.ExpiresAt.Sub(li.DatabaseTime))
 		}
 		s.Leases = append(s.Leases, l)
+		if name, ok := strings.CutPrefix(li.Name, scheduleRowPrefix); ok {
+			s.Schedules = append(s.Schedules, scheduleOf(name, li))
+		}
 	}
 	states, err := a.Pools(ctx)
 	if err != nil {

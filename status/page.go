@@ -139,6 +139,37 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 {{- else}}
 <p>No pools.</p>
 {{- end}}
+
+<h2>Schedules</h2>
+{{- range .Page.Schedules}}
+<h3>{{.Name}}</h3>
+{{- if .Error}}
+<p class="meta warn">{{.Error}}</p>
+{{- else}}
+<p class="meta schedule">Next slot {{when .Next}}; done up to {{when .Done}}; held by {{if .Holder}}<code>{{.Holder}}</code> epoch {{.Epoch}}{{if not .Live}} (expired){{end}}{{else}}nobody{{end}}
+{{- with .Running}}; <span class="warn">slot {{when .Slot}} running since {{when .Start}} on <code>{{.Holder}}</code> epoch {{.Epoch}}</span>{{end}}</p>
+<table class="history">
+<thead><tr><th>Slot (UTC)</th><th>Outcome</th><th>Holder</th><th>Epoch</th><th>Attempt</th><th>Start (UTC)</th><th>End (UTC)</th></tr></thead>
+<tbody>
+{{- range .History}}
+<tr class="run">
+<td>{{when .Slot}}</td>
+<td>{{.Outcome}}{{if .Skipped}} ({{.Skipped}}){{end}}</td>
+<td class="holder">{{.Holder}}</td>
+<td class="num">{{.Epoch}}</td>
+<td class="num">{{if .Attempt}}{{.Attempt}}{{else}}-{{end}}</td>
+<td>{{clock .Start}}</td>
+<td>{{clock .End}}</td>
+</tr>
+{{- else}}
+<tr><td colspan="7">No runs yet.</td></tr>
+{{- end}}
+</tbody>
+</table>
+{{- end}}
+{{- else}}
+<p>No schedules.</p>
+{{- end}}
 </body>
 </html>
 `))

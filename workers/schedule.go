@@ -250,7 +250,9 @@ const (
 )
 
 // RunRecord is one entry of a scheduled worker's history. Times are on the
-// database clock, in UTC.
+// database clock, in UTC. A failed run's error is not kept: it is the
+// application's text, which may name what the status page must not show;
+// the process's log and EventWorkerError carry it.
 type RunRecord struct {
 	Slot    time.Time `json:"slot"`              // the slot's time (for skipped slots, the latest of them)
 	Holder  string    `json:"holder"`            // the holder string of the process that ran it
@@ -259,7 +261,6 @@ type RunRecord struct {
 	Start   time.Time `json:"start"`
 	End     time.Time `json:"end,omitzero"` // zero while running
 	Outcome Outcome   `json:"outcome"`
-	Error   string    `json:"error,omitempty"`   // the function's error, shortened
 	Skipped int64     `json:"skipped,omitempty"` // for OutcomeSkipped: how many slots
 }
 

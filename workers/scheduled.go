@@ -335,17 +335,17 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 		return err
 	}
 	slot := &Slot{Time: at, Epoch: r.lease.Epoch(), Attempt: attempt, lease: r.lease}
-	finish := func(outcome Outcome, errText string) ScheduleState {
+	finish := func(outcome Outcome) ScheduleState {
 		s := r.state
 		rec := run
-		rec.End, rec.Outcome, rec.Error = r.now(), outcome, errText
+		rec.End, rec.Outcome = r.now(), outcome
 		s.Running = nil
 		s.Done = later(s.Done, at)
 		s.Next = r.job.sched.next(s.Done)
 		s.record(rec, cfg.HistoryLimit)
 		return s
 	}
-	slot.complete = func() ScheduleState { return finish(OutcomeOK, "") }
+	slot.complete = func() ScheduleState { return finish(OutcomeOK) }
 	r.h.emit(Event{Kind: EventSlotStarted, Worker: r.job.name, Lease: r.lease.Key(), Epoch: r.lease.Epoch(), Slot: at})
 	err := r.call(ctx, slot)
 	if ctx.Err() != nil || !r.lease.Valid() {
@@ -358,7 +358,7 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 	var next ScheduleState
 	switch {
 	case err != nil:
-		next = finish(OutcomeFailed, shorten(err.Error()))
+		next = finish(OutcomeFailed)
 		r.h.reportError(r.st, r.lease.Key(), r.lease.Epoch(), fmt.Errorf("slot %s: %w", at.Format(time.RFC3339Nano), err), 0)
 	case staged != "":
 		// Complete wrote it in the function's transaction; writing the
@@ -366,7 +366,7 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 		// back.
 		next, _ = DecodeScheduleState(staged)
 	default:
-		next = finish(OutcomeOK, "")
+		next = finish(OutcomeOK)
 	}
 	r.state = next
 	if err := r.write(ctx); err != nil {
@@ -385,15 +385,6 @@ func (r *slotRunner) call(ctx context.Context, slot *Slot) (err error) {
 		}
 	}()
 	return r.job.fn(ctx, slot)
-}
-
-// shorten bounds an error's text kept in the history.
-func shorten(s string) string {
-	const limit = 200
-	if len(s) <= limit {
-		return s
-	}
-	return s[:limit] + "..."
 }
 
 // later returns the later of a and b.

@@ -115,6 +115,7 @@ func TestCommands(t *testing.T) {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Run("MigrateDryRunThenMigrate", func(t *testing.T) { caseMigrate(t, tg) })
 			t.Run("StatusOfHeldLease", func(t *testing.T) { caseStatus(t, tg) })
+			t.Run("StatusOfSchedule", func(t *testing.T) { caseStatusOfSchedule(t, tg) })
 			t.Run("WatchMarksChange", func(t *testing.T) { caseWatch(t, tg) })
 			t.Run("Resign", func(t *testing.T) { caseResign(t, tg) })
 		})

@@ -107,6 +107,38 @@ func writeSnapshot(w io.Writer, s status.Snapshot, changes *changeSet) {
 			fmt.Fprintf(w, "\nPOOL %s  [gone]\n", key)
 		}
 	}
+	for _, sc := range s.Schedules {
+		writeSchedule(w, sc)
+	}
+}
+
+// writeSchedule prints a scheduled worker's next slot and its history.
+func writeSchedule(w io.Writer, sc status.Schedule) {
+	if sc.Error != "" {
+		fmt.Fprintf(w, "\nSCHEDULE %s  unreadable: %s\n", sc.Name, sc.Error)
+		return
+	}
+	fmt.Fprintf(w, "\nSCHEDULE %s  next %s  done %s  holder %s epoch %d\n", sc.Name, stamp(sc.Next), stamp(sc.Done), orDash(sc.Holder), sc.Epoch)
+	if r := sc.Running; r != nil {
+		fmt.Fprintf(w, "  running: slot %s since %s on %s epoch %d\n", stamp(r.Slot), stamp(r.Start), r.Holder, r.Epoch)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SLOT\tOUTCOME\tHOLDER\tEPOCH\tATTEMPT\tSTART\tEND")
+	if len(sc.History) == 0 {
+		fmt.Fprintln(tw, "  (no runs)")
+	}
+	for _, r := range sc.History {
+		outcome := string(r.Outcome)
+		if r.Skipped > 0 {
+			outcome += " (" + strconv.FormatInt(r.Skipped, 10) + ")"
+		}
+		attempt := "-"
+		if r.Attempt > 0 {
+			attempt = strconv.Itoa(r.Attempt)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\n", stamp(r.Slot), outcome, r.Holder, r.Epoch, attempt, stamp(r.Start), stamp(r.End))
+	}
+	_ = tw.Flush()
 }
 
 func orDash(s string) string {
