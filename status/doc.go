@@ -5,7 +5,9 @@
 // began and its session was last renewed, the time left by the database
 // clock, whether it is live and whether this process holds it), every pool
 // (generation, the members of that generation in index order with their
-// acknowledgements, and member rows outside it), and this process's
+// acknowledgements, and member rows outside it), every scheduled worker
+// (workers.Scheduled: its next slot, the run in progress and its recent
+// runs, from the progress its lease row keeps), and this process's
 // renewal state and health: whether its health checks
 // (coordination.Config.HealthCheck) keep it from campaigning, and for how
 // long, without the checks' error text. It is plain HTML from html/template, with every value

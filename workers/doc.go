@@ -16,6 +16,9 @@
 //     index of the pool's count, for work that can be split: batch
 //     processing by id % count == index, projections or consumers sharded
 //     by key.
+//   - Scheduled: a function run at each slot of a cron expression or an
+//     interval, each slot once across every process that shares the
+//     database. For periodic jobs: a nightly report, an hourly cleanup.
 //
 // A host is built from a *gorm.DB, the process identity and a Config:
 //
@@ -51,6 +54,46 @@
 // current and this process holds its membership. Host.Status reports each
 // pool as the database sees it. All memberships and leases of a host are
 // renewed by one statement per tick, however many workers it runs.
+//
+// # Scheduled workers
+//
+// A scheduled worker (Scheduled) is a global election, "schedule/<name>"
+// (lease ScheduleLease(name); no GlobalSingleton should take that name),
+// whose holder runs the slots of its ScheduleConfig: a cron expression
+// (github.com/robfig/cron/v3, UTC unless CRON_TZ= names a zone) or an
+// interval (the multiples of Every since the Unix epoch). The job's
+// progress, a ScheduleState, lives in the data of that lease row: the
+// latest slot that is over, the next slot, the run in progress, and the
+// latest HistoryLimit runs (slot, holder, epoch, attempt, start, end,
+// outcome). Only the current term writes it (coordination.Lease.SetData
+// and SetDataIn), so a paused or partitioned ex-holder can never record
+// anything once another term began.
+//
+// Slots are computed against the database clock: the holder reads it with
+// the row when its term starts and again when a wait for a slot ends, and
+// measures the time between on its monotonic clock, so copies whose
+// clocks disagree still agree on the slots. At a slot the holder claims
+// it (records it as running, under the term), calls the function with a
+// Slot, and records the outcome. A function that returns nil completes the
+// slot; one that returns an error or panics fails it; either way the slot
+// is over. Slot.Complete(tx) records the completion inside the function's
+// own transaction, fenced by the term: the side effects and the completion
+// commit together or not at all.
+//
+// When the holder's term ends mid-run (it died, was paused past its term,
+// lost the database, or shut down), the next holder finds the claim and
+// applies InterruptPolicy: InterruptRetry runs the slot again (at least
+// once; a completion committed with Slot.Complete is never run again),
+// InterruptAbandon records it as abandoned. Slots missed altogether (every
+// copy down, a long pause) follow MisfirePolicy: run the latest once, skip
+// them, or run up to CatchUpLimit of them in order. A slot that starts
+// within MisfireGrace of its time is on time and always runs.
+//
+// Execution is at least once with InterruptRetry: make a slot's side
+// effects idempotent by keying them on Slot.Time (the same for every
+// attempt), or commit them with Slot.Complete in one transaction, or
+// fence them with Slot.Fence and Slot.Epoch. Host.Status, the status page
+// and the leasehold command show each job's next slot and history.
 //
 // # Restarts, backoff and panics
 //

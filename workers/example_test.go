@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
@@ -285,4 +286,64 @@ func ExampleGlobalPartitioned() {
 	// job 3: index 0 of 1, generation 1
 	// host stopped
 	// write after leaving fenced: true
+}
+
+// A scheduled worker: each slot runs once across every copy of the
+// service. The report is written and the slot recorded as complete in one
+// transaction fenced by the term (Slot.Complete), and it is keyed by the
+// slot's time, the same for every attempt: a slot run again after its
+// holder died mid-run writes the report once.
+func ExampleScheduled() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	type Report struct {
+		Slot  time.Time `gorm:"primaryKey"`
+		Epoch int64     // the term that wrote it
+	}
+	if err := db.AutoMigrate(&Report{}); err != nil {
+		panic(err)
+	}
+	id, err := identity.New("node-a", "eu-1")
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	written := 0
+	report := func(ctx context.Context, slot *workers.Slot) error {
+		err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			// Idempotent by the slot's time: a second attempt changes nothing.
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&Report{Slot: slot.Time, Epoch: slot.Epoch}).Error; err != nil {
+				return err
+			}
+			return slot.Complete(tx) // fenced: rolls back if another process took the job over
+		})
+		if err != nil {
+			return err
+		}
+		written++
+		fmt.Println("report", written, "written at epoch", slot.Epoch, "attempt", slot.Attempt)
+		if written == 2 {
+			cancel() // end the example
+		}
+		return nil
+	}
+	job := workers.Scheduled("report", report, workers.ScheduleConfig{
+		Every: 50 * time.Millisecond, // or Cron: "0 2 * * *" for 02:00 UTC every day
+	})
+	h, err := workers.NewHost(db, id, workers.Config{}, job)
+	if err != nil {
+		panic(err)
+	}
+	if err := h.Run(ctx); err != nil {
+		panic(err)
+	}
+	var n int64
+	db.Model(&Report{}).Count(&n)
+	fmt.Println("reports:", n)
+	// Output:
+	// report 1 written at epoch 1 attempt 1
+	// report 2 written at epoch 1 attempt 1
+	// reports: 2
 }

@@ -51,7 +51,10 @@
 // live, the time it has left by the database clock, when its term began
 // and when its holder's session was last renewed) and the pools (the
 // generation, then each member in index order with its holder, liveness
-// and acknowledged generation). -json prints the same as one JSON object,
+// and acknowledged generation), then each scheduled worker
+// (workers.Scheduled) with its next slot, the run in progress if any, and
+// its recent runs (slot, outcome, holder, epoch, attempt, start, end).
+// -json prints the same as one JSON object,
 // a status.Snapshot, alone on stdout; the line naming the database goes
 // to stderr.
 //
