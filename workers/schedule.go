@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -312,9 +313,9 @@ func (s ScheduleState) encode() string {
 
 // record appends r to the history, keeping the latest limit entries.
 func (s *ScheduleState) record(r RunRecord, limit int) {
-	h := append(s.History[:len(s.History):len(s.History)], r)
-	if len(h) > limit {
-		h = h[len(h)-limit:]
+	// A copy: a state copied from s (a staged completion) shares the array.
+	s.History = append(slices.Clip(s.History), r)
+	if len(s.History) > limit {
+		s.History = s.History[len(s.History)-limit:]
 	}
-	s.History = h
 }
