@@ -111,6 +111,7 @@ var sections = []section{
 	{name: "pool", dialects: Dialects, run: runPool},
 	{name: "handoff", dialects: Dialects, run: runHandoff},
 	{name: "rebalance", dialects: Dialects, run: runRebalance},
+	{name: "schedules", dialects: Dialects, run: runSchedules},
 }
 
 // SectionNames returns the names of the sections, in order.
