@@ -13,19 +13,22 @@ import (
 // MisfirePolicy says what a scheduled worker does with slots it missed:
 // slots whose time passed, by the database clock, more than
 // ScheduleConfig.MisfireGrace before they could be started (every copy
-// was down, the holder was paused, the database was unreachable).
+// was down, the holder was paused, the database was unreachable, a run
+// lasted longer than the interval). Slots within the grace are on time
+// and always run, whatever the policy.
 type MisfirePolicy int
 
 const (
-	// MisfireRunOnce runs the latest missed slot once and records the
-	// older ones as skipped. It is the zero value.
+	// MisfireRunOnce runs the latest missed slot once, unless a slot is on
+	// time (which then stands for them), and records the others as
+	// skipped. It is the zero value.
 	MisfireRunOnce MisfirePolicy = iota
 	// MisfireSkip records every missed slot as skipped and waits for the
 	// next slot.
 	MisfireSkip
 	// MisfireRunAll runs the missed slots one after another, oldest first,
-	// up to ScheduleConfig.CatchUpLimit of them (the latest ones); older
-	// ones are recorded as skipped.
+	// up to ScheduleConfig.CatchUpLimit of them (the latest ones), before
+	// the on-time ones; older ones are recorded as skipped.
 	MisfireRunAll
 )
 

@@ -3,6 +3,7 @@ package workers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -103,29 +104,51 @@ func TestScheduleSlots(t *testing.T) {
 	}
 }
 
-// TestSchedulePick checks which of the due slots each misfire policy runs.
-func TestSchedulePick(t *testing.T) {
+// TestSchedulePlan checks which of the due slots each misfire policy runs
+// and which it skips: a minutely job done up to 10:00, whose slots up to
+// 10:05 are due.
+func TestSchedulePlan(t *testing.T) {
 	t.Parallel()
 	base := at("2026-01-01T10:00:00Z")
-	due := []time.Time{base, base.Add(time.Minute), base.Add(2 * time.Minute)}
+	slot := func(m int) time.Time { return base.Add(time.Duration(m) * time.Minute) }
 	for _, tc := range []struct {
-		name   string
-		policy MisfirePolicy
-		late   time.Duration // how late the latest due slot is
-		want   int           // how many of the latest due slots run
+		name          string
+		policy        MisfirePolicy
+		now           time.Time
+		run           []int // minutes after 10:00
+		skipped       int64
+		latestSkipped int
 	}{
-		{"OnTimeRunsWhateverThePolicy", MisfireSkip, 500 * time.Millisecond, 1},
-		{"SkipMissed", MisfireSkip, 2 * time.Second, 0},
-		{"RunOnceMissed", MisfireRunOnce, 2 * time.Second, 1},
-		{"RunAllMissedUpToTheCap", MisfireRunAll, 2 * time.Second, 2},
+		{"NothingDue", MisfireRunOnce, slot(1).Add(-time.Millisecond), nil, 0, 0},
+		{"OnTimeRunsWhateverThePolicy", MisfireSkip, slot(1).Add(500 * time.Millisecond), []int{1}, 0, 0},
+		{"SkipMissed", MisfireSkip, slot(5).Add(2 * time.Second), nil, 5, 5},
+		{"SkipMissedRunOnTime", MisfireSkip, slot(5).Add(500 * time.Millisecond), []int{5}, 4, 4},
+		{"RunOnceMissed", MisfireRunOnce, slot(5).Add(2 * time.Second), []int{5}, 4, 4},
+		{"RunOnceOnTimeCoversMissed", MisfireRunOnce, slot(5).Add(500 * time.Millisecond), []int{5}, 4, 4},
+		{"RunAllMissedUpToTheCap", MisfireRunAll, slot(5).Add(2 * time.Second), []int{4, 5}, 3, 3},
+		{"RunAllMissedAndTheOnTimeOne", MisfireRunAll, slot(5).Add(500 * time.Millisecond), []int{3, 4, 5}, 2, 2},
+		{"AllOnTimeRun", MisfireRunOnce, slot(5).Add(500 * time.Millisecond), []int{1, 2, 3, 4, 5}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			job := Scheduled("job", nil, ScheduleConfig{Every: time.Minute, Misfire: tc.policy, CatchUpLimit: 2}).(*scheduled)
-			r := &slotRunner{job: job}
-			got := r.pick(due, due[2].Add(tc.late))
-			if len(got) != tc.want || (tc.want > 0 && !got[len(got)-1].Equal(due[2])) {
-				t.Fatalf("pick = %v, want the latest %d of %v", got, tc.want, due)
+			cfg := ScheduleConfig{Every: time.Minute, Misfire: tc.policy, CatchUpLimit: 2}
+			if tc.name == "AllOnTimeRun" {
+				cfg.MisfireGrace = 10 * time.Minute
+			}
+			cfg = cfg.withDefaults()
+			sched, err := cfg.parse("job")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := planSlots(sched, cfg, base, tc.now)
+			var run []int
+			for _, r := range p.run {
+				run = append(run, int(r.Sub(base)/time.Minute))
+			}
+			if fmt.Sprint(run) != fmt.Sprint(tc.run) || p.skipped != tc.skipped ||
+				(tc.skipped > 0 && !p.latestSkipped.Equal(slot(tc.latestSkipped))) {
+				t.Fatalf("plan = run %v, %d skipped up to %v; want run %v, %d skipped up to 10:%02d",
+					run, p.skipped, p.latestSkipped, tc.run, tc.skipped, tc.latestSkipped)
 			}
 		})
 	}

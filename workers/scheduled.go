@@ -35,7 +35,7 @@ type Slot struct {
 	// interruption, and so on.
 	Attempt int
 
-	lease *coordination.Lease
+	lease term
 
 	mu       sync.Mutex
 	complete func() ScheduleState // the state that completes the slot
@@ -43,7 +43,25 @@ type Slot struct {
 }
 
 // Lease returns the term the slot runs under: Valid, TrustDeadline.
-func (s *Slot) Lease() *coordination.Lease { return s.lease }
+func (s *Slot) Lease() *coordination.Lease {
+	l, _ := s.lease.(*coordination.Lease)
+	return l
+}
+
+// term is what a slot runner needs of the term it runs under: the methods
+// of coordination.Lease it calls.
+type term interface {
+	Key() string
+	Epoch() int64
+	Valid() bool
+	Check() error
+	Fence(tx *gorm.DB) error
+	Data(ctx context.Context) (string, time.Time, error)
+	SetData(ctx context.Context, data string) error
+	SetDataIn(tx *gorm.DB, data string) error
+}
+
+var _ term = (*coordination.Lease)(nil)
 
 // Fence asserts inside tx that the slot's term still holds the job's
 // lease (coordination.Lease.Fence).
@@ -120,7 +138,8 @@ func (s *scheduled) bind(h *Host, st *workerState) error {
 func (s *scheduled) run(ctx context.Context, h *Host) error {
 	st := h.stateOf(s)
 	return st.election.Run(ctx, func(ctx context.Context, l *coordination.Lease) error {
-		return (&slotRunner{job: s, h: h, st: st, lease: l}).lead(ctx)
+		return (&slotRunner{job: s, holder: h.coord.Holder(), log: st.log, emit: h.emit, lease: l,
+			report: func(err error) { h.reportError(st, l.Key(), l.Epoch(), err, 0) }}).lead(ctx)
 	}, coordination.RunOptions[*coordination.Lease]{
 		Backoff:    h.cfg.RestartBackoff,
 		MaxBackoff: h.cfg.MaxRestartBackoff,
@@ -149,10 +168,12 @@ func (s *scheduled) run(ctx context.Context, h *Host) error {
 // function. It owns the job's state for the term: it read it from the
 // lease row, and only it writes it back, under the term.
 type slotRunner struct {
-	job   *scheduled
-	h     *Host
-	st    *workerState
-	lease *coordination.Lease
+	job    *scheduled
+	holder string // this process's holder string
+	log    *zap.Logger
+	emit   func(Event)
+	report func(error) // a failed slot, as the host reports a failed worker
+	lease  term
 
 	state ScheduleState
 	// The database clock: dbAt was read at the monotonic instant localAt.
@@ -175,7 +196,7 @@ func (r *slotRunner) read(ctx context.Context) error {
 	r.dbAt, r.localAt = now, start.Add(time.Since(start)/2)
 	state, err := DecodeScheduleState(data)
 	if err != nil {
-		r.st.log.Warn("the job's state in its lease row is unreadable; starting over from now", zap.Error(err))
+		r.log.Warn("the job's state in its lease row is unreadable; starting over from now", zap.Error(err))
 		state = ScheduleState{}
 	}
 	r.state = state
@@ -207,7 +228,7 @@ func (r *slotRunner) lead(ctx context.Context) error {
 			r.state.Done = later(r.state.Done, rec.Slot)
 		}
 		r.state.record(rec, cfg.HistoryLimit)
-		r.st.log.Warn("the job's last run was interrupted", zap.Time("slot", rec.Slot),
+		r.log.Warn("the job's last run was interrupted", zap.Time("slot", rec.Slot),
 			zap.String("holder", rec.Holder), zap.Int64("epoch", rec.Epoch), zap.Stringer("policy", cfg.Interrupted))
 	}
 	if r.state.Done.IsZero() {
@@ -220,36 +241,26 @@ func (r *slotRunner) lead(ctx context.Context) error {
 	}
 	for {
 		now := r.now()
-		keep := 2
-		if cfg.Misfire == MisfireRunAll {
-			keep = cfg.CatchUpLimit + 1
-		}
-		due, total := r.job.sched.due(r.state.Done, now, keep)
-		if len(due) == 0 {
+		p := planSlots(r.job.sched, cfg, r.state.Done, now)
+		if len(p.run) == 0 && p.skipped == 0 {
 			if err := r.waitNext(ctx); err != nil {
 				return err
 			}
 			continue
 		}
-		run := r.pick(due, now)
-		if skipped := total - int64(len(run)); skipped > 0 {
-			latest := due[len(due)-1]
-			if len(run) > 0 {
-				// due keeps one slot more than pick may run: the latest
-				// skipped one is just before the first run.
-				latest = due[slices.Index(due, run[0])-1]
-			}
-			r.state.record(RunRecord{Slot: latest, Holder: r.h.coord.Holder(), Epoch: r.lease.Epoch(), Start: now, End: now,
-				Outcome: OutcomeSkipped, Skipped: skipped}, cfg.HistoryLimit)
-			r.state.Done = later(r.state.Done, latest)
-			r.st.log.Warn("skipped missed slots", zap.Int64("skipped", skipped), zap.Time("latest", latest), zap.Stringer("policy", cfg.Misfire))
-			if len(run) == 0 {
+		if p.skipped > 0 {
+			r.state.record(RunRecord{Slot: p.latestSkipped, Holder: r.holder, Epoch: r.lease.Epoch(), Start: now, End: now,
+				Outcome: OutcomeSkipped, Skipped: p.skipped}, cfg.HistoryLimit)
+			r.state.Done = later(r.state.Done, p.latestSkipped)
+			r.log.Warn("skipped missed slots", zap.Int64("skipped", p.skipped), zap.Time("latest", p.latestSkipped),
+				zap.Stringer("policy", cfg.Misfire))
+			if len(p.run) == 0 {
 				if err := r.write(ctx); err != nil {
 					return err
 				}
 			}
 		}
-		for _, slot := range run {
+		for _, slot := range p.run {
 			if err := r.runSlot(ctx, slot, 1); err != nil {
 				return err
 			}
@@ -257,21 +268,50 @@ func (r *slotRunner) lead(ctx context.Context) error {
 	}
 }
 
-// pick returns, of the due slots (the latest ones, oldest first), those to
-// run: the on-time ones, and the missed ones the misfire policy runs.
-func (r *slotRunner) pick(due []time.Time, now time.Time) []time.Time {
-	cfg := r.job.cfg
-	latest := due[len(due)-1]
-	if now.Sub(latest) <= cfg.MisfireGrace {
-		return due[len(due)-1:] // on time; anything before it is missed
-	}
+// maxOnTime bounds how many on-time slots one plan runs (an interval far
+// shorter than MisfireGrace); the rest count as skipped.
+const maxOnTime = 1000
+
+// slotPlan is what to do with the slots due after done: run these, in
+// order, and record the skipped ones, the latest of which is
+// latestSkipped.
+type slotPlan struct {
+	run           []time.Time
+	skipped       int64
+	latestSkipped time.Time
+}
+
+// planSlots plans the slots in (done, now]. A slot at most MisfireGrace
+// old is on time and runs; older ones were missed, and the misfire policy
+// says which of them run: none (MisfireSkip), the latest when no slot is
+// on time (MisfireRunOnce), or the latest CatchUpLimit (MisfireRunAll).
+func planSlots(sched schedule, cfg ScheduleConfig, done, now time.Time) slotPlan {
+	edge := now.Add(-cfg.MisfireGrace - time.Nanosecond) // slots at or before edge were missed
+	onTime, nOn := sched.due(later(done, edge), now, maxOnTime)
+	runMissed := 0
 	switch cfg.Misfire {
-	case MisfireSkip:
-		return nil
+	case MisfireRunOnce:
+		if nOn == 0 {
+			runMissed = 1
+		}
 	case MisfireRunAll:
-		return due[max(0, len(due)-cfg.CatchUpLimit):]
+		runMissed = cfg.CatchUpLimit
 	}
-	return due[len(due)-1:]
+	var missed []time.Time
+	var nMissed int64
+	if edge.After(done) {
+		// One more than may run, to name the latest skipped slot.
+		missed, nMissed = sched.due(done, edge, runMissed+1)
+	}
+	runMissed = min(runMissed, len(missed))
+	p := slotPlan{run: append(slices.Clip(missed[len(missed)-runMissed:]), onTime...)}
+	p.skipped = nMissed - int64(runMissed) + nOn - int64(len(onTime))
+	if nMissed > int64(runMissed) {
+		p.latestSkipped = missed[len(missed)-runMissed-1]
+	} else if p.skipped > 0 {
+		p.latestSkipped = onTime[0].Add(-time.Nanosecond) // on-time slots beyond maxOnTime: those before the ones run
+	}
+	return p
 }
 
 // waitNext records the next slot and waits until it is due by the
@@ -328,7 +368,7 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 		return err
 	}
 	cfg := r.job.cfg
-	run := RunRecord{Slot: at, Holder: r.h.coord.Holder(), Epoch: r.lease.Epoch(), Attempt: attempt, Start: r.now(), Outcome: OutcomeRunning}
+	run := RunRecord{Slot: at, Holder: r.holder, Epoch: r.lease.Epoch(), Attempt: attempt, Start: r.now(), Outcome: OutcomeRunning}
 	r.state.Running = &run
 	r.state.Next = at
 	if err := r.write(ctx); err != nil {
@@ -346,7 +386,7 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 		return s
 	}
 	slot.complete = func() ScheduleState { return finish(OutcomeOK) }
-	r.h.emit(Event{Kind: EventSlotStarted, Worker: r.job.name, Lease: r.lease.Key(), Epoch: r.lease.Epoch(), Slot: at})
+	r.emit(Event{Kind: EventSlotStarted, Worker: r.job.name, Lease: r.lease.Key(), Epoch: r.lease.Epoch(), Slot: at})
 	err := r.call(ctx, slot)
 	if ctx.Err() != nil || !r.lease.Valid() {
 		// The term ended mid-run: the next holder applies Interrupted.
@@ -359,7 +399,7 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 	switch {
 	case err != nil:
 		next = finish(OutcomeFailed)
-		r.h.reportError(r.st, r.lease.Key(), r.lease.Epoch(), fmt.Errorf("slot %s: %w", at.Format(time.RFC3339Nano), err), 0)
+		r.report(fmt.Errorf("slot %s: %w", at.Format(time.RFC3339Nano), err))
 	case staged != "":
 		// Complete wrote it in the function's transaction; writing the
 		// same again is harmless, and needed if that transaction rolled
@@ -372,7 +412,7 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 	if err := r.write(ctx); err != nil {
 		return err
 	}
-	r.h.emit(Event{Kind: EventSlotDone, Worker: r.job.name, Lease: r.lease.Key(), Epoch: r.lease.Epoch(), Slot: at, Err: err})
+	r.emit(Event{Kind: EventSlotDone, Worker: r.job.name, Lease: r.lease.Key(), Epoch: r.lease.Epoch(), Slot: at, Err: err})
 	return nil
 }
 
