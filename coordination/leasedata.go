@@ -11,8 +11,9 @@ import (
 )
 
 // MaxDataLen is the longest data an election's lease row carries
-// (Lease.SetData, Lease.SetDataIn), in bytes.
-const MaxDataLen = 32 << 10
+// (Lease.SetData, Lease.SetDataIn), in bytes: 60 KiB, within the 64 KiB
+// of MySQL's TEXT column.
+const MaxDataLen = 60 << 10
 
 // Every lease row has a data column. A pool's rows use it for their
 // protocol (generations, acknowledgements); an election's row is the

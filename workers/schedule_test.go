@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/identity"
 )
 
 func TestScheduleConfigRefused(t *testing.T) {
@@ -151,5 +154,22 @@ func TestSchedulePlan(t *testing.T) {
 					run, p.skipped, p.latestSkipped, tc.run, tc.skipped, tc.latestSkipped)
 			}
 		})
+	}
+}
+
+// TestScheduleStateFitsTheRow: the largest state, MaxHistoryLimit runs and
+// a run in progress of the longest holder string and epochs above the
+// failover floor, fits in the lease row.
+func TestScheduleStateFitsTheRow(t *testing.T) {
+	t.Parallel()
+	holder := strings.Repeat("n", identity.MaxNodeLen) + "/" + strings.Repeat("c", identity.MaxClusterLen) + "/" + strings.Repeat("i", identity.MaxInstanceLen)
+	slot := at("2026-01-01T10:00:00.123456789Z")
+	rec := RunRecord{Slot: slot, Holder: holder, Epoch: 1<<62 + 12345, Attempt: 1000, Start: slot, End: slot, Outcome: OutcomeInterrupted, Skipped: 1 << 40}
+	s := ScheduleState{Done: slot, Next: slot, Running: &rec}
+	for range MaxHistoryLimit {
+		s.record(rec, MaxHistoryLimit)
+	}
+	if n := len(s.encode()); n > coordination.MaxDataLen {
+		t.Fatalf("the largest state is %d bytes; the row holds %d", n, coordination.MaxDataLen)
 	}
 }
