@@ -107,6 +107,10 @@ func caseScheduledSlotsInOrder(t *testing.T, b *bundle) {
 		}
 	}
 	mu.Unlock()
+	hs, err := r.Status(context.Background())
+	if err != nil || len(hs.Leading) != 1 || hs.Leading[0].Kind != KindScheduled || hs.Leading[0].Lease != ScheduleLease("ticker") {
+		t.Fatalf("Status = %+v, %v; want it leading the scheduled worker's lease", hs, err)
+	}
 	st, row := scheduleState(t, b.db, "ticker")
 	if len(st.History) < 5 || !st.Next.After(st.Done) || !st.Done.Before(row.Now.Add(time.Second)) {
 		t.Fatalf("state after 5 slots: %+v (database clock %v)", st, row.Now)

@@ -17,15 +17,15 @@ type Status struct {
 	// Identity is this process's identity.
 	Identity identity.Identity
 	// Leading lists the terms this process holds and trusts now, one per
-	// leading singleton worker, in the order the workers were given to
-	// NewHost.
+	// leading singleton or scheduled worker, in the order the workers were
+	// given to NewHost.
 	Leading []Leading
 	// Pools lists the current assignment of every partitioned worker that
 	// has one, in the order the workers were given to NewHost.
 	Pools []PoolStatus
 }
 
-// Leading is one term a singleton worker holds.
+// Leading is one term a singleton or scheduled worker holds.
 type Leading struct {
 	Worker string
 	Kind   Kind
