@@ -348,14 +348,22 @@ func (r *slotRunner) waitNext(ctx context.Context) error {
 	}
 }
 
-// readClock reads the database clock again, keeping the state this runner
-// owns.
+// readClock reads the database clock again, and the job's state with it.
+// Only this term writes the state, so the row holds what the runner last
+// wrote, unless the database failed over to a standby that lacks the last
+// writes while this term survived (its holder's session was on the
+// standby): then the row's older state wins, and the slots whose
+// completions were lost, with the side effects committed beside them, are
+// due again.
 func (r *slotRunner) readClock(ctx context.Context) error {
-	state := r.state
+	mine := r.state.encode()
 	if err := r.read(ctx); err != nil {
 		return err
 	}
-	r.state = state
+	if got := r.state.encode(); got != mine {
+		r.log.Warn("the job's state in the database is not what this holder wrote (a failover to a standby that lacked the last writes?); "+
+			"going on from the database's", zap.Time("done", r.state.Done))
+	}
 	return nil
 }
 
