@@ -391,8 +391,7 @@ func (m *Store) PruneDead(ctx context.Context, prefix string, grace time.Duratio
 		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
-		s := m.sessions[r.session]
-		if (r.session == "" && r.expires < old) || (r.session != "" && (s == nil || s.expires < old)) {
+		if m.deadLocked(r, old) {
 			delete(m.rows, name)
 			n++
 		}

@@ -120,6 +120,9 @@ type facts struct {
 	// the rest of the transaction, against every other writer
 	// (sqlLockRows).
 	lockRows lockClause
+	// firstRows limits a SELECT to its first n rows: top follows SELECT,
+	// tail ends the statement (sqlReadDeadFloored).
+	firstRows func(n int) (top, tail string)
 	// types are the column types of the schema.
 	types columnTypes
 	// tableSuffix is appended after the closing parenthesis of CREATE
@@ -234,6 +237,10 @@ func (d *dialect) sessions() sessionSQL { return sessionSQL{d} }
 
 // leases builds the statements of the lease rows (sql_leases.go).
 func (d *dialect) leases() leaseSQL { return leaseSQL{d} }
+
+// floored builds the statements of floored rows, those of keyed locks
+// (sql_floored.go).
+func (d *dialect) floored() flooredSQL { return flooredSQL{d} }
 
 // pools builds the statements of the pool rows (sql_pools.go).
 func (d *dialect) pools() poolSQL { return poolSQL{d} }

@@ -120,6 +120,25 @@ func TestGoldenSQL(t *testing.T) {
 			} else {
 				st("prune dead pool members", d.pools().sqlPruneDead(tables, lo, hi, 10*ttl))
 			}
+			lockRows := []string{"lock|global/accounts|42", "lock|global/accounts|7"}
+			floors := []Term{{Name: "lockfloor|global/accounts|3", Epoch: 12}, {Name: "lockfloor|global/accounts|9", Epoch: 7}}
+			lockTerms := []Term{{Name: "lock|global/accounts|42", Epoch: 12}, {Name: "lock|global/accounts|7", Epoch: 7}}
+			if !d.lockFirst() {
+				st("keyed locks, first: take the write lock", d.leases().sqlWriteLock(tables))
+			}
+			st("keyed locks: lock floor rows (or lock rows), with their epochs", d.floored().sqlLockEpochs(tables, []string{floors[0].Name, floors[1].Name}))
+			st("keyed locks: create lock rows (or floor rows) at their floors' epochs", d.floored().sqlInsert(tables, floors))
+			st("keyed locks, release: raise the floors to the epochs released", d.floored().sqlRaiseFloors(tables, floors))
+			st("keyed locks, release: delete the rows of the terms", d.floored().sqlDeleteTerms(tables, session, lockTerms))
+			if w, ok := d.database.(notifier); ok {
+				st("keyed locks, release: delete the rows of the terms, notifying the listeners at commit", w.sqlReleaseNotify(tables, d.floored().sqlDeleteTerms(tables, session, lockTerms)))
+			}
+			lo, hi, _ = prefixRange("lock|global/accounts|")
+			st("keyed locks, prune: read up to 500 dead lock rows", d.floored().sqlReadDead(tables, lo, hi, 10*ttl, 500))
+			if d.lockFirst() {
+				st("keyed locks, prune: lock them, in name order", d.leases().sqlLockRows(tables, lockRows))
+			}
+			st("keyed locks, prune: delete those of them still dead at the epoch read", d.floored().sqlDeleteDead(tables, lockTerms, 10*ttl))
 			st("read leases", d.leases().sqlSelect(tables, names))
 			st("list all leases", d.leases().sqlList(tables, "", ""))
 			lo, hi, _ = prefixRange("pool|global/orders|")

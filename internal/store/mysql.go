@@ -20,6 +20,7 @@ var mysqlFacts = facts{
 	// instead (see mysqlDB.returning).
 	renewReturnsRows: false,
 	lockRows:         lockClause{suffix: " FOR UPDATE"},
+	firstRows:        limitTail,
 	// types: binary ASCII collation for names, so that names and holders
 	// compare byte for byte, as on the other databases (MySQL's default
 	// collation ignores case).

@@ -27,6 +27,7 @@ var postgresFacts = facts{
 	acquire:          acquireReturning,
 	renewReturnsRows: true,
 	lockRows:         lockClause{suffix: " FOR UPDATE"},
+	firstRows:        limitTail,
 	types:            columnTypes{name: `VARCHAR(255) COLLATE "C"`, bigint: "BIGINT", integer: "INTEGER", text: "TEXT"},
 }
 

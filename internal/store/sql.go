@@ -70,6 +70,10 @@ func prefixRange(prefix string) (lo, hi string, err error) {
 	return prefix, string(b), nil
 }
 
+// limitTail limits a SELECT to its first n rows with LIMIT at its end
+// (PostgreSQL, MySQL, SQLite).
+func limitTail(n int) (top, tail string) { return "", " LIMIT " + strconv.Itoa(n) }
+
 // valuesNow renders "(?, NOW), (?, NOW)" for n names, with the database
 // clock now.
 func valuesNow(now string, n int) string {

@@ -21,8 +21,9 @@ var sqliteFacts = facts{
 	// lockRows is empty: a writing transaction holds the database's write
 	// lock (sqlWriteLock), which excludes every other writer, and
 	// statements never wait on a row (lockFirst is false).
-	lockRows: lockClause{},
-	types:    columnTypes{name: "TEXT", bigint: "INTEGER", integer: "INTEGER", text: "TEXT"},
+	lockRows:  lockClause{},
+	firstRows: limitTail,
+	types:     columnTypes{name: "TEXT", bigint: "INTEGER", integer: "INTEGER", text: "TEXT"},
 }
 
 // sqliteNow: julianday('now') has millisecond resolution and is constant

@@ -22,6 +22,7 @@ var sqlserverFacts = facts{
 	acquire:          acquireReturning,
 	renewReturnsRows: true,
 	lockRows:         lockClause{hint: " WITH (UPDLOCK, ROWLOCK)"},
+	firstRows:        sqlserverTop,
 	// types: NVARCHAR names because go-mssqldb binds Go strings as
 	// NVARCHAR: a VARCHAR key compared with an NVARCHAR parameter is
 	// converted row by row and loses its index seek. Binary collation:
@@ -34,6 +35,9 @@ var sqlserverFacts = facts{
 
 // sqlserverNow: DATEDIFF_BIG needs SQL Server 2016 or newer.
 const sqlserverNow = "DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())"
+
+// sqlserverTop limits a SELECT to its first n rows with TOP.
+func sqlserverTop(n int) (top, tail string) { return "TOP (" + strconv.Itoa(n) + ") ", "" }
 
 // sqlserverDialect is SQL Server.
 func sqlserverDialect() *dialect {

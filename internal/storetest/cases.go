@@ -36,6 +36,11 @@ var cases = []Case{
 	{"PruneDead", casePruneDead},
 	// Reads.
 	{"GetAndList", caseGetAndList},
+	// Floored rows (keyed locks).
+	{"FlooredReleaseDeletes", caseFlooredReleaseDeletes},
+	{"FlooredEpochsNeverGoBack", caseFlooredEpochsNeverGoBack},
+	{"FlooredReleaseOwnTermOnly", caseFlooredReleaseOwnTermOnly},
+	{"FlooredPruneBounded", caseFlooredPruneBounded},
 }
 
 // A session reads back live for its TTL from its renewal, and a renewal

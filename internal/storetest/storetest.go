@@ -28,6 +28,10 @@ type Store interface {
 	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
 	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
 	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
+
+	EnsureFloored(ctx context.Context, rows []store.Floored) error
+	ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error)
+	PruneFloored(ctx context.Context, prefix string, floor func(name string) string, grace time.Duration, limit int) (int64, error)
 }
 
 // Target is one implementation of the store the suite runs on.

@@ -83,6 +83,38 @@ SELECT name FROM "leasehold_leases" WHERE name >= $1 AND name < $2 AND (("leaseh
 DELETE FROM "leasehold_leases" WHERE name IN (SELECT unnest(CAST($1 AS text[]))) AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000) OR ("leasehold_leases".session_id <> '' AND NOT EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000)))
 -- args: "{\"global/billing\",\"global/outbox\"}";
 
+-- keyed locks: lock floor rows (or lock rows), with their epochs
+SELECT name, epoch FROM "leasehold_leases" WHERE name IN (SELECT unnest(CAST($1 AS text[]))) ORDER BY name FOR UPDATE
+-- args: "{\"lockfloor|global/accounts|3\",\"lockfloor|global/accounts|9\"}";
+
+-- keyed locks: create lock rows (or floor rows) at their floors' epochs
+INSERT INTO "leasehold_leases" (name, epoch, expires_at_us) VALUES ($1, 12, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)), ($2, 7, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
+-- args: "lockfloor|global/accounts|3", "lockfloor|global/accounts|9";
+
+-- keyed locks, release: raise the floors to the epochs released
+UPDATE "leasehold_leases" SET epoch = CASE WHEN name = $1 AND epoch < 12 THEN 12 WHEN name = $2 AND epoch < 7 THEN 7 ELSE epoch END WHERE name IN (SELECT unnest(CAST($3 AS text[])))
+-- args: "lockfloor|global/accounts|3", "lockfloor|global/accounts|9", "{\"lockfloor|global/accounts|3\",\"lockfloor|global/accounts|9\"}";
+
+-- keyed locks, release: delete the rows of the terms
+DELETE FROM "leasehold_leases" WHERE session_id = $1 AND ((name = $2 AND epoch = 12) OR (name = $3 AND epoch = 7))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "lock|global/accounts|42", "lock|global/accounts|7";
+
+-- keyed locks, release: delete the rows of the terms, notifying the listeners at commit
+WITH r AS (DELETE FROM "leasehold_leases" WHERE session_id = $1 AND ((name = $2 AND epoch = 12) OR (name = $3 AND epoch = 7)) RETURNING "leasehold_leases".name), a AS (SELECT count(*) AS n, string_agg(name, E'\n') AS names FROM r) SELECT n, CASE WHEN n = 0 THEN '' ELSE CAST(pg_notify($4, CASE WHEN octet_length(names) <= 7900 THEN names ELSE '' END) AS text) END FROM a
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "lock|global/accounts|42", "lock|global/accounts|7", "leasehold_leases";
+
+-- keyed locks, prune: read up to 500 dead lock rows
+SELECT name, epoch FROM "leasehold_leases" WHERE name >= $1 AND name < $2 AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000) OR ("leasehold_leases".session_id <> '' AND NOT EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000))) ORDER BY name LIMIT 500
+-- args: "lock|global/accounts|", "lock|global/accounts}";
+
+-- keyed locks, prune: lock them, in name order
+SELECT name FROM "leasehold_leases" WHERE name IN (SELECT unnest(CAST($1 AS text[]))) ORDER BY name FOR UPDATE
+-- args: "{\"lock|global/accounts|42\",\"lock|global/accounts|7\"}";
+
+-- keyed locks, prune: delete those of them still dead at the epoch read
+DELETE FROM "leasehold_leases" WHERE ((name = $1 AND epoch = 12) OR (name = $2 AND epoch = 7)) AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us < CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000) OR ("leasehold_leases".session_id <> '' AND NOT EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) - 150000000)))
+-- args: "lock|global/accounts|42", "lock|global/accounts|7";
+
 -- read leases
 SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) THEN i.hold_until_us ELSE -1 END FROM "leasehold_incarnation" i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) AS epoch_floor FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name IN (SELECT unnest(CAST($1 AS text[])))
 -- args: "{\"global/billing\",\"global/outbox\"}";

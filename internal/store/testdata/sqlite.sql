@@ -64,6 +64,33 @@ UPDATE "leasehold_leases" SET epoch = epoch + 1, data = ?, renewed_at_us = (CAST
 DELETE FROM "leasehold_leases" WHERE name >= ? AND name < ? AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000) OR ("leasehold_leases".session_id <> '' AND NOT EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000)))
 -- args: "pool|global/orders|member|", "pool|global/orders|member}";
 
+-- keyed locks, first: take the write lock
+UPDATE "leasehold_leases" SET epoch = epoch WHERE 1 = 0 RETURNING name;
+
+-- keyed locks: lock floor rows (or lock rows), with their epochs
+SELECT name, epoch FROM "leasehold_leases" WHERE name IN (?, ?) ORDER BY name
+-- args: "lockfloor|global/accounts|3", "lockfloor|global/accounts|9";
+
+-- keyed locks: create lock rows (or floor rows) at their floors' epochs
+INSERT INTO "leasehold_leases" (name, epoch, expires_at_us) VALUES (?, 12, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)), (?, 7, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
+-- args: "lockfloor|global/accounts|3", "lockfloor|global/accounts|9";
+
+-- keyed locks, release: raise the floors to the epochs released
+UPDATE "leasehold_leases" SET epoch = CASE WHEN name = ? AND epoch < 12 THEN 12 WHEN name = ? AND epoch < 7 THEN 7 ELSE epoch END WHERE name IN (?, ?)
+-- args: "lockfloor|global/accounts|3", "lockfloor|global/accounts|9", "lockfloor|global/accounts|3", "lockfloor|global/accounts|9";
+
+-- keyed locks, release: delete the rows of the terms
+DELETE FROM "leasehold_leases" WHERE session_id = ? AND ((name = ? AND epoch = 12) OR (name = ? AND epoch = 7))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "lock|global/accounts|42", "lock|global/accounts|7";
+
+-- keyed locks, prune: read up to 500 dead lock rows
+SELECT name, epoch FROM "leasehold_leases" WHERE name >= ? AND name < ? AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000) OR ("leasehold_leases".session_id <> '' AND NOT EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000))) ORDER BY name LIMIT 500
+-- args: "lock|global/accounts|", "lock|global/accounts}";
+
+-- keyed locks, prune: delete those of them still dead at the epoch read
+DELETE FROM "leasehold_leases" WHERE ((name = ? AND epoch = 12) OR (name = ? AND epoch = 7)) AND (("leasehold_leases".session_id = '' AND "leasehold_leases".expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000) OR ("leasehold_leases".session_id <> '' AND NOT EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = "leasehold_leases".session_id AND s.expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000)))
+-- args: "lock|global/accounts|42", "lock|global/accounts|7";
+
 -- read leases
 SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us, 0 AS hold_until_us, 0 AS epoch_floor FROM "leasehold_leases" l LEFT JOIN "leasehold_sessions" s ON s.id = l.session_id WHERE l.name IN (?, ?)
 -- args: "global/billing", "global/outbox";

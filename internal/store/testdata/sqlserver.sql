@@ -69,6 +69,34 @@ SELECT name FROM [leasehold_leases] WITH (UPDLOCK, ROWLOCK) WHERE name >= @p1 AN
 DELETE FROM [leasehold_leases] WHERE name IN (@p1, @p2) AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000) OR ([leasehold_leases].session_id <> '' AND NOT EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000)))
 -- args: "global/billing", "global/outbox";
 
+-- keyed locks: lock floor rows (or lock rows), with their epochs
+SELECT name, epoch FROM [leasehold_leases] WITH (UPDLOCK, ROWLOCK) WHERE name IN (@p1, @p2) ORDER BY name
+-- args: "lockfloor|global/accounts|3", "lockfloor|global/accounts|9";
+
+-- keyed locks: create lock rows (or floor rows) at their floors' epochs
+INSERT INTO [leasehold_leases] (name, epoch, expires_at_us) VALUES (@p1, 12, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME())), (@p2, 7, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "lockfloor|global/accounts|3", "lockfloor|global/accounts|9";
+
+-- keyed locks, release: raise the floors to the epochs released
+UPDATE [leasehold_leases] SET epoch = CASE WHEN name = @p1 AND epoch < 12 THEN 12 WHEN name = @p2 AND epoch < 7 THEN 7 ELSE epoch END WHERE name IN (@p3, @p4)
+-- args: "lockfloor|global/accounts|3", "lockfloor|global/accounts|9", "lockfloor|global/accounts|3", "lockfloor|global/accounts|9";
+
+-- keyed locks, release: delete the rows of the terms
+DELETE FROM [leasehold_leases] WHERE session_id = @p1 AND ((name = @p2 AND epoch = 12) OR (name = @p3 AND epoch = 7))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "lock|global/accounts|42", "lock|global/accounts|7";
+
+-- keyed locks, prune: read up to 500 dead lock rows
+SELECT TOP (500) name, epoch FROM [leasehold_leases] WHERE name >= @p1 AND name < @p2 AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000) OR ([leasehold_leases].session_id <> '' AND NOT EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000))) ORDER BY name
+-- args: "lock|global/accounts|", "lock|global/accounts}";
+
+-- keyed locks, prune: lock them, in name order
+SELECT name FROM [leasehold_leases] WITH (UPDLOCK, ROWLOCK) WHERE name IN (@p1, @p2) ORDER BY name
+-- args: "lock|global/accounts|42", "lock|global/accounts|7";
+
+-- keyed locks, prune: delete those of them still dead at the epoch read
+DELETE FROM [leasehold_leases] WHERE ((name = @p1 AND epoch = 12) OR (name = @p2 AND epoch = 7)) AND (([leasehold_leases].session_id = '' AND [leasehold_leases].expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000) OR ([leasehold_leases].session_id <> '' AND NOT EXISTS (SELECT 1 FROM [leasehold_sessions] s WHERE s.id = [leasehold_leases].session_id AND s.expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000)))
+-- args: "lock|global/accounts|42", "lock|global/accounts|7";
+
 -- read leases
 SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)) THEN i.hold_until_us ELSE -1 END FROM [leasehold_incarnation] i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM [leasehold_incarnation] i WHERE i.id = 1), 0) AS epoch_floor FROM [leasehold_leases] l LEFT JOIN [leasehold_sessions] s ON s.id = l.session_id WHERE l.name IN (@p1, @p2)
 -- args: "global/billing", "global/outbox";

@@ -1,0 +1,253 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"sort"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Floored rows are the lease rows of keyed locks: a row exists only while
+// its key is held or about to be, and is deleted when it is released or
+// its holder died, so a table used with any number of distinct keys keeps
+// only the rows of the keys in use. Their epochs still never repeat and
+// never go back, also across a delete and a re-create: each floored row
+// has a floor row, a lease row of its own that is never deleted, shared
+// by many floored rows (the caller picks which, Floored.Floor):
+//
+//   - a delete first raises the floor to at least the epoch of the row it
+//     deletes;
+//   - a create gives the new row the floor's epoch, and its first term
+//     the next one (nextEpoch);
+//   - both run in one transaction that locks the floor row first (on
+//     SQLite, the database's write lock), so no create reads a floor that
+//     a delete has not raised yet, and no two creates of one row meet.
+//
+// Hence every epoch of a floored row is above every epoch its earlier
+// incarnations had. An acquire or a renewal of an existing floored row
+// touches no floor row. Floor rows are created, at epoch 0, by the first
+// create that needs them, before any delete could raise them.
+
+// Floored names a floored row and its floor row.
+type Floored struct {
+	Name  string // the floored row
+	Floor string // its floor row
+}
+
+// FlooredTerm is a term of a floored row, with its floor row.
+type FlooredTerm struct {
+	Term
+	Floor string
+}
+
+// EnsureFloored creates the floored rows that do not exist yet, unheld,
+// each with the epoch of its floor row, in one transaction of at most
+// WriteChunk rows per chunk. A floor row that does not exist is created
+// at epoch 0.
+func (s *Store) EnsureFloored(ctx context.Context, rows []Floored) error {
+	return chunks(rows, WriteChunk, func(part []Floored) error {
+		return s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+			return s.conns.decideTx(db, func(tx *gorm.DB) error {
+				floors, err := s.lockFloors(tx, floorNames(part))
+				if err != nil {
+					return err
+				}
+				names := make([]string, len(part))
+				for i, r := range part {
+					names[i] = r.Name
+				}
+				have, err := scanTerms(tx, s.sql.dl().floored().sqlLockEpochs(s.tables, names))
+				if err != nil {
+					return err
+				}
+				exists := make(map[string]bool, len(have))
+				for _, h := range have {
+					exists[h.Name] = true
+				}
+				var add []Term
+				for _, r := range part {
+					if !exists[r.Name] {
+						exists[r.Name] = true
+						add = append(add, Term{Name: r.Name, Epoch: floors[r.Floor]})
+					}
+				}
+				if len(add) == 0 {
+					return nil
+				}
+				_, err = exec(tx, s.sql.dl().floored().sqlInsert(s.tables, add))
+				return err
+			})
+		})
+	})
+}
+
+// lockFloors locks the named floor rows (sorted, distinct) in name order
+// for the rest of tx, creates those that do not exist at epoch 0, and
+// returns the epoch of each.
+func (s *Store) lockFloors(tx *gorm.DB, floors []string) (map[string]int64, error) {
+	fl := s.sql.dl().floored()
+	if !s.sql.dl().lockFirst() {
+		if _, err := lockNames(tx, s.sql.dl().leases().sqlWriteLock(s.tables)); err != nil {
+			return nil, err
+		}
+	}
+	have, err := scanTerms(tx, fl.sqlLockEpochs(s.tables, floors))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(floors))
+	for _, h := range have {
+		out[h.Name] = h.Epoch
+	}
+	var add []Term
+	for _, f := range floors {
+		if _, ok := out[f]; !ok {
+			out[f] = 0
+			add = append(add, Term{Name: f})
+		}
+	}
+	if len(add) > 0 {
+		if _, err := exec(tx, fl.sqlInsert(s.tables, add)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// floorNames returns the distinct floor rows of rows, sorted.
+func floorNames(rows []Floored) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Floor
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// raiseFloors raises each floor row to the highest epoch of the terms
+// given for it.
+func (s *Store) raiseFloors(tx *gorm.DB, terms []FlooredTerm) error {
+	top := make(map[string]int64)
+	for _, t := range terms {
+		top[t.Floor] = max(top[t.Floor], t.Epoch)
+	}
+	floors := make([]Term, 0, len(top))
+	for f, e := range top {
+		floors = append(floors, Term{Name: f, Epoch: e})
+	}
+	sort.Slice(floors, func(i, j int) bool { return floors[i].Name < floors[j].Name })
+	_, err := exec(tx, s.sql.dl().floored().sqlRaiseFloors(s.tables, floors))
+	return err
+}
+
+// ReleaseFloored gives up the given terms of session and deletes their
+// rows, in one transaction of at most WriteChunk terms per chunk that
+// first locks their floor rows and raises each to the epoch of the terms
+// it covers. It returns how many terms were still held. A term that is
+// not the session's at that epoch any more is left untouched. The
+// release wakes the processes waiting for the rows as Release does.
+func (s *Store) ReleaseFloored(ctx context.Context, session string, terms []FlooredTerm) (int64, error) {
+	var total int64
+	err := chunks(terms, WriteChunk, func(part []FlooredTerm) error {
+		return s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+			var n int64
+			err := s.conns.decideTx(db, func(tx *gorm.DB) error {
+				fl := make([]Floored, len(part))
+				plain := make([]Term, len(part))
+				for i, t := range part {
+					fl[i], plain[i] = Floored{Name: t.Name, Floor: t.Floor}, t.Term
+				}
+				if _, err := s.lockFloors(tx, floorNames(fl)); err != nil {
+					return err
+				}
+				if err := s.raiseFloors(tx, part); err != nil {
+					return err
+				}
+				del := s.sql.dl().floored().sqlDeleteTerms(s.tables, session, plain)
+				notify, ok := s.sql.dl().database.(notifier)
+				if !ok {
+					var err error
+					n, err = exec(tx, del)
+					return err
+				}
+				got, err := queryAll(tx, notify.sqlReleaseNotify(s.tables, del), func(rs *sql.Rows, n *int64) error {
+					var empty string
+					return rs.Scan(n, &empty)
+				})
+				if err == nil && len(got) == 1 {
+					n = got[0]
+				}
+				return err
+			})
+			if err == nil {
+				total += n
+			}
+			return err
+		})
+	})
+	if total > 0 && s.released != nil {
+		names := make([]string, len(terms))
+		for i, t := range terms {
+			names[i] = t.Name
+		}
+		s.released(names)
+	}
+	return total, err
+}
+
+// PruneFloored deletes up to limit floored rows whose names start with
+// prefix and that nobody holds or is about to hold: unheld for longer
+// than grace, or held by a session expired (or gone) for longer than
+// grace, by the database clock. floor names the floor row of each. It
+// runs one transaction that reads at most limit candidates, locks and
+// raises their floor rows, and deletes those still dead at the epoch
+// read, so its work is bounded however many rows the prefix has. It
+// returns how many rows it deleted.
+func (s *Store) PruneFloored(ctx context.Context, prefix string, floor func(name string) string, grace time.Duration, limit int) (int64, error) {
+	lo, hi, err := prefixRange(prefix)
+	if err != nil {
+		return 0, err
+	}
+	limit = min(max(limit, 1), WriteChunk)
+	var n int64
+	err = s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+		return s.conns.decideTx(db, func(tx *gorm.DB) error {
+			fl := s.sql.dl().floored()
+			if !s.sql.dl().lockFirst() {
+				if _, err := lockNames(tx, s.sql.dl().leases().sqlWriteLock(s.tables)); err != nil {
+					return err
+				}
+			}
+			dead, err := scanTerms(tx, fl.sqlReadDead(s.tables, lo, hi, grace, limit))
+			if err != nil || len(dead) == 0 {
+				return err
+			}
+			terms := make([]FlooredTerm, len(dead))
+			rows := make([]Floored, len(dead))
+			names := make([]string, len(dead))
+			for i, d := range dead {
+				terms[i] = FlooredTerm{Term: d, Floor: floor(d.Name)}
+				rows[i] = Floored{Name: d.Name, Floor: terms[i].Floor}
+				names[i] = d.Name
+			}
+			if _, err := s.lockFloors(tx, floorNames(rows)); err != nil {
+				return err
+			}
+			if err := s.raiseFloors(tx, terms); err != nil {
+				return err
+			}
+			if s.sql.dl().lockFirst() {
+				// Decide on a snapshot taken after the locks (lockFirst).
+				if _, err := lockNames(tx, s.sql.dl().leases().sqlLockRows(s.tables, names)); err != nil {
+					return err
+				}
+			}
+			n, err = exec(tx, fl.sqlDeleteDead(s.tables, dead, grace))
+			return err
+		})
+	})
+	return n, err
+}

@@ -1,0 +1,82 @@
+package store
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The statements of floored rows, as every database shares them.
+
+// flooredSQL builds the statements of floored rows (locks.go): lease rows
+// that are deleted when nobody holds them, and whose epochs continue from
+// a floor row that outlives them. Every statement that creates or deletes
+// a floored row runs after its floor row is locked.
+type flooredSQL struct{ *dialect }
+
+// sqlLockEpochs locks the named rows for the rest of the caller's
+// transaction, in name order, and reads their epochs. On SQLite it locks
+// nothing: the caller holds the write lock (sqlWriteLock).
+func (d flooredSQL) sqlLockEpochs(t Tables, names []string) stmt {
+	in, args := d.nameIn("name", names)
+	hint, suffix := d.lockRows.hint, d.lockRows.suffix
+	return stmt{"SELECT name, epoch FROM " + d.quote(t.Leases) + hint + " WHERE " + in + " ORDER BY name" + suffix, args}
+}
+
+// sqlInsert inserts unheld rows with the given names and epochs. The
+// caller checked, under the locks of their floor rows, that none exists;
+// every creator of a floored row takes those locks first, so the insert
+// never meets a row inserted meanwhile.
+func (d flooredSQL) sqlInsert(t Tables, rows []Term) stmt {
+	vals := make([]string, len(rows))
+	args := make([]any, len(rows))
+	for i, r := range rows {
+		vals[i] = "(?, " + strconv.FormatInt(r.Epoch, 10) + ", " + d.now + ")"
+		args[i] = r.Name
+	}
+	return stmt{"INSERT INTO " + d.quote(t.Leases) + " (name, epoch, expires_at_us) VALUES " + strings.Join(vals, ", "), args}
+}
+
+// sqlRaiseFloors raises the epoch of each floor row to at least the
+// epoch given for it, and leaves a higher one as it is.
+func (d flooredSQL) sqlRaiseFloors(t Tables, floors []Term) stmt {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(floors))
+	b.WriteString("UPDATE " + d.quote(t.Leases) + " SET epoch = CASE")
+	names := make([]string, len(floors))
+	for i, f := range floors {
+		e := strconv.FormatInt(f.Epoch, 10)
+		b.WriteString(" WHEN name = ? AND epoch < " + e + " THEN " + e)
+		args = append(args, f.Name)
+		names[i] = f.Name
+	}
+	in, inArgs := d.nameIn("name", names)
+	b.WriteString(" ELSE epoch END WHERE " + in)
+	return stmt{b.String(), append(args, inArgs...)}
+}
+
+// sqlDeleteTerms deletes the rows of the given terms of session: a row
+// that is not the session's at that epoch any more is left untouched.
+func (d flooredSQL) sqlDeleteTerms(t Tables, session string, terms []Term) stmt {
+	where, args := sessionTermsWhere(session, terms)
+	return stmt{"DELETE FROM " + d.quote(t.Leases) + where, args}
+}
+
+// sqlReadDead reads, in name order, at most n rows under a name prefix
+// (lo, hi from prefixRange) that nobody holds or is about to hold, as
+// the prune of pool members judges them (deadExpr), with their epochs.
+// It locks nothing: the prune decides again under the locks.
+func (d flooredSQL) sqlReadDead(t Tables, lo, hi string, grace time.Duration, n int) stmt {
+	q := d.quote(t.Leases)
+	top, tail := d.firstRows(n)
+	return stmt{"SELECT " + top + "name, epoch FROM " + q + " WHERE " + prefixFilter + " AND " +
+		d.pools().deadExpr(t, q, grace) + " ORDER BY name" + tail, []any{lo, hi}}
+}
+
+// sqlDeleteDead deletes those of the given terms whose rows are still
+// at that epoch and still dead.
+func (d flooredSQL) sqlDeleteDead(t Tables, terms []Term, grace time.Duration) stmt {
+	q := d.quote(t.Leases)
+	filter, args := termsFilter(terms)
+	return stmt{"DELETE FROM " + q + " WHERE " + filter + " AND " + d.pools().deadExpr(t, q, grace), args}
+}
