@@ -195,7 +195,14 @@ func (cp *campaigner) acquireWoken(ctx context.Context) {
 	sort.Strings(want)
 	opCtx, cancel := context.WithTimeout(ctx, cp.cfg.roundTimeout(len(want)))
 	defer cancel()
-	failed, err := cp.acquireNames(opCtx, want, nil, func(name string, epoch int64, s *session) {
+	// A released lock row was deleted: it is created again first.
+	var missing []string
+	for _, name := range want {
+		if _, lock := lockFloor(name); lock {
+			missing = append(missing, name)
+		}
+	}
+	failed, err := cp.acquireNames(opCtx, want, missing, func(name string, epoch int64, s *session) {
 		cp.grant(name, epoch, s, time.Since(at))
 	})
 	cp.acquireFailed(failed, err)

@@ -68,6 +68,7 @@ type Coordinator struct {
 	resigns    *resignReader // resign requests for this process's terms
 	health     *healthGate   // health checks and step-down
 	pools      *poolSet      // the pools running here
+	locks      *lockSet      // the keyed lock namespaces and semaphores of this process
 	fencer     *fencer       // fencing checks
 	admin      *Admin        // reads, resign requests and fence checks; built once
 
@@ -201,11 +202,13 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	}
 	c.terms = newTermSet(sh)
 	c.keeper = newKeeper(sh, st, c.terms)
-	c.releaser = newReleaser(st, sh.closing, c.terms)
+	ops := flooredOps{leaseOps: st, floored: st}
+	c.releaser = newReleaser(ops, sh.closing, c.terms)
 	c.admin = &Admin{store: st, log: c.log, ttl: cfg.TTL}
 	c.fencer = &fencer{shared: sh, store: st, data: st, admin: c.admin, keeper: c.keeper, terms: c.terms}
 	c.health = newHealthGate(sh, c.terms)
-	c.campaigner = newCampaigner(sh, st, c.keeper, c.terms, c.releaser, c.health)
+	c.campaigner = newCampaigner(sh, ops, c.keeper, c.terms, c.releaser, c.health)
+	c.locks = newLockSet(c)
 	c.resigns = newResignReader(sh, st, c.keeper, c.terms, c.campaigner)
 	c.terms.wire(c.keeper, c.releaser, c.fencer, c.campaigner)
 	c.keeper.resignWake = c.resigns.wake

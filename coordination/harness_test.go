@@ -364,6 +364,27 @@ func (f *faultStore) PruneDead(ctx context.Context, prefix string, grace time.Du
 	return f.leaseStore.PruneDead(ctx, prefix, grace)
 }
 
+func (f *faultStore) EnsureFloored(ctx context.Context, rows []store.Floored) error {
+	if f.failAll.Load() {
+		return errInjected
+	}
+	return f.leaseStore.EnsureFloored(ctx, rows)
+}
+
+func (f *faultStore) ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error) {
+	if f.failAll.Load() {
+		return 0, errInjected
+	}
+	return f.leaseStore.ReleaseFloored(ctx, session, terms)
+}
+
+func (f *faultStore) PruneFloored(ctx context.Context, prefix string, floor func(string) string, grace time.Duration, limit int) (int64, error) {
+	if f.failAll.Load() {
+		return 0, errInjected
+	}
+	return f.leaseStore.PruneFloored(ctx, prefix, floor, grace, limit)
+}
+
 // startFaulty runs a coordinator whose store can be made to fail.
 func startFaulty(t testing.TB, db *gorm.DB, node string, cfg Config) (*running, *faultStore) {
 	t.Helper()

@@ -72,6 +72,7 @@ type Lease struct {
 	state         leaseState
 	confirmedLost bool // the database showed the term is over
 	election      *Election
+	onRelease     func() // called once by Release, after the term left the database (keyed locks)
 }
 
 // Key returns the full lease name, the key of its row: such as
@@ -171,6 +172,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	wasHeld := l.state == stateHeld
 	l.state = stateReleased
+	if hook := l.onRelease; hook != nil {
+		l.onRelease = nil
+		defer hook()
+	}
 	t.dropLocked(l)
 	l.cancel(ErrReleased)
 	needDB := !l.confirmedLost

@@ -2,6 +2,9 @@ package coordination
 
 import (
 	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
 
 	"github.com/leasehold/leasehold/coordination/internal/membership"
 )
@@ -81,6 +84,9 @@ func ValidateName(name string) error {
 //	global/<name>                          election, GlobalScope
 //	pool|<key>|generation                  a pool's generation row
 //	pool|<key>|member|<member id>           a pool member's lease
+//	lock|<key>|<lock key>                  a keyed lock's row (Locks)
+//	lockfloor|<key>|<bucket>               a floor row of keyed locks
+//	sem|<key>|<slot>                       a slot of a semaphore
 //
 // <key> is the pool's own scoped key, built like an election key. Names
 // (ValidateName) and cluster names (package identity) never contain '|',
@@ -96,6 +102,13 @@ func ValidateName(name string) error {
 //   - an election key is "global/" followed by the name, or "cluster/", a
 //     cluster name without '/', '/' and the name, so it decodes to exactly
 //     one scope, cluster and name.
+//
+// The same holds of the rows of keyed locks and semaphores: <key> is the
+// namespace's scoped key, built like an election key, so the first '|'
+// after "lock|" ends it and a lock key after it may contain any byte
+// ValidateKey allows, '|' included. The rows that start with
+// "lock|<key>|" are exactly that namespace's lock rows, and a floor row
+// ("lockfloor|", not "lock|") is never among them.
 //
 // Listing a pool and pruning its dead members therefore only ever touch
 // that pool's rows. '|' needs no escaping in a LIKE pattern on any
@@ -132,3 +145,64 @@ func poolRowsFor(key string) membership.Rows {
 	prefix := "pool" + keySep + key + keySep
 	return membership.Rows{Prefix: prefix, Generation: prefix + "generation", Members: prefix + "member" + keySep}
 }
+
+// Keyed locks: the prefixes of their rows and the number of floor rows of
+// a namespace (store/floored.go): a lock row's epochs continue from one
+// of them, picked by a hash of the lock key.
+const (
+	lockRowPrefix   = "lock" + keySep
+	lockFloorPrefix = "lockfloor" + keySep
+	lockFloors      = 64
+)
+
+// MaxKeyLen is the longest lock key accepted (ValidateKey). The row key,
+// "lock|" + the namespace's scoped key + "|" + the lock key, must also
+// fit the 255 bytes of the name column.
+const MaxKeyLen = 100
+
+// maxRowName is the longest row key the name column holds.
+const maxRowName = 255
+
+// ValidateKey checks a lock key (Locks): 1 to MaxKeyLen bytes of
+// printable ASCII, space included, so that it compares byte for byte on
+// every database. Any other byte is refused; the error names the value
+// and the first bad byte.
+func ValidateKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: lock key is empty", ErrInvalidName)
+	}
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: lock key %q is %d bytes long; the limit is %d", ErrInvalidName, key, len(key), MaxKeyLen)
+	}
+	for i := 0; i < len(key); i++ {
+		if b := key[i]; b < 0x20 || b > 0x7e {
+			return fmt.Errorf("%w: lock key %q has byte 0x%02x at %d; allowed is printable ASCII (0x20 to 0x7e)",
+				ErrInvalidName, key, b, i)
+		}
+	}
+	return nil
+}
+
+// lockRow is the row key of a lock key of the namespace ns (a scoped key
+// from leaseName).
+func lockRow(ns, key string) string { return lockRowPrefix + ns + keySep + key }
+
+// lockFloor is the floor row of a lock row: "lockfloor|<ns>|<bucket>",
+// the bucket a hash of the lock key. It reports false for a row key that
+// is not a lock row's.
+func lockFloor(row string) (string, bool) {
+	rest, ok := strings.CutPrefix(row, lockRowPrefix)
+	if !ok {
+		return "", false
+	}
+	ns, key, ok := strings.Cut(rest, keySep)
+	if !ok {
+		return "", false
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return lockFloorPrefix + ns + keySep + strconv.Itoa(int(h.Sum32()%lockFloors)), true
+}
+
+// semRow is the row key of slot i of the semaphore ns.
+func semRow(ns string, i int) string { return "sem" + keySep + ns + keySep + strconv.Itoa(i) }

@@ -56,6 +56,75 @@ type leaseOps interface {
 	List(ctx context.Context, prefix string) ([]store.Row, error)
 }
 
+// flooredStore is the keyed locks': their rows, which are deleted when
+// nobody holds them, with epochs that continue from a floor row
+// (store/floored.go).
+type flooredStore interface {
+	EnsureFloored(ctx context.Context, rows []store.Floored) error
+	ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error)
+	PruneFloored(ctx context.Context, prefix string, floor func(name string) string, grace time.Duration, limit int) (int64, error)
+}
+
+// flooredOps is leaseOps as the campaigner and the releaser use it: the
+// rows of keyed locks (lockFloor) are created and released by their own
+// statements, which keep their epochs rising across a delete, and every
+// other row by the plain ones. So the one acquire path and the batched
+// releases serve elections, pools and keyed locks alike.
+type flooredOps struct {
+	leaseOps
+	floored flooredStore
+}
+
+// EnsureRows creates the named rows that do not exist yet: lock rows at
+// their floor's epoch, the others at 0.
+func (f flooredOps) EnsureRows(ctx context.Context, names []string) error {
+	var plain []string
+	var rows []store.Floored
+	for _, n := range names {
+		if floor, ok := lockFloor(n); ok {
+			rows = append(rows, store.Floored{Name: n, Floor: floor})
+		} else {
+			plain = append(plain, n)
+		}
+	}
+	if len(plain) > 0 {
+		if err := f.leaseOps.EnsureRows(ctx, plain); err != nil {
+			return err
+		}
+	}
+	if len(rows) > 0 {
+		return f.floored.EnsureFloored(ctx, rows)
+	}
+	return nil
+}
+
+// Release gives up the given terms of session: the rows of lock terms
+// are deleted, the others kept, unheld.
+func (f flooredOps) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
+	var plain []store.Term
+	var locks []store.FlooredTerm
+	for _, t := range terms {
+		if floor, ok := lockFloor(t.Name); ok {
+			locks = append(locks, store.FlooredTerm{Term: t, Floor: floor})
+		} else {
+			plain = append(plain, t)
+		}
+	}
+	var n int64
+	if len(plain) > 0 {
+		got, err := f.leaseOps.Release(ctx, session, plain)
+		if n += got; err != nil {
+			return n, err
+		}
+	}
+	if len(locks) > 0 {
+		got, err := f.floored.ReleaseFloored(ctx, session, locks)
+		n += got
+		return n, err
+	}
+	return n, nil
+}
+
 // poolOps is the pool membership protocol's, beside the lease operations
 // its membership rides on: the interface the protocol's package declares.
 type poolOps = membership.Store
@@ -91,6 +160,7 @@ type leaseStore interface {
 	fenceStore
 	dataStore
 	leaseOps
+	flooredStore
 	poolOps
 	resignStore
 	schemaStore
@@ -122,6 +192,7 @@ var (
 	_ fenceStore   = dbStore{} // Fence and SerializesWriters of Store; RenewSessionIn of Sessions
 	_ dataStore    = (*store.Store)(nil)
 	_ leaseOps     = (*store.Store)(nil)
+	_ flooredStore = (*store.Store)(nil)
 	_ poolOps      = (*store.Store)(nil)
 	_ resignStore  = (*store.Store)(nil)
 	_ schemaStore  = dbStore{} // Dialect of Store; Migrate and CheckSchema of Schema; ProbeFailover of Failover
