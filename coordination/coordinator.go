@@ -208,7 +208,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	c.fencer = &fencer{shared: sh, store: st, data: st, admin: c.admin, keeper: c.keeper, terms: c.terms}
 	c.health = newHealthGate(sh, c.terms)
 	c.campaigner = newCampaigner(sh, ops, c.keeper, c.terms, c.releaser, c.health)
-	c.locks = newLockSet(c)
+	c.locks = newLockSet()
 	c.resigns = newResignReader(sh, st, c.keeper, c.terms, c.campaigner)
 	c.terms.wire(c.keeper, c.releaser, c.fencer, c.campaigner)
 	c.keeper.resignWake = c.resigns.wake

@@ -252,22 +252,30 @@ func (e *Election) Run(ctx context.Context, fn LeaderFunc, opts ...RunOptions[*L
 	if err != nil {
 		return fmt.Errorf("coordination: run election %q: %w", e.key, err)
 	}
+	return runTerms(ctx, e.key, e.Campaign, fn, r)
+}
+
+// runTerms is the loop of Election.Run and Semaphore.Run: it waits for a
+// term with acquire, runs fn for it (runTerm), and waits again, until ctx
+// is cancelled (nil) or acquire fails otherwise. key names what is
+// acquired in errors.
+func runTerms(ctx context.Context, key string, acquire func(context.Context) (*Lease, error), fn LeaderFunc, r *termLoop[*Lease]) error {
 	for {
-		l, err := e.Campaign(ctx)
+		l, err := acquire(ctx)
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
 			return nil
 		case r.opts.RetryBusy && errors.Is(err, ErrBusy):
 			// Code outside this Run campaigns for the same election.
-			if !sleepCtx(ctx, r.busy(e.key, "", fmt.Errorf("campaign for %q: %w", e.key, err))) {
+			if !sleepCtx(ctx, r.busy(key, "", fmt.Errorf("campaign for %q: %w", key, err))) {
 				return nil
 			}
 			continue
 		default:
 			return err
 		}
-		finished := e.runTerm(ctx, l, fn, r)
+		finished := runTerm(ctx, l, fn, r)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -280,7 +288,7 @@ func (e *Election) Run(ctx context.Context, fn LeaderFunc, opts ...RunOptions[*L
 // runTerm runs fn for one term and releases the lease after it has
 // returned for the last time, never before. It reports whether fn
 // finished its work for the term.
-func (e *Election) runTerm(ctx context.Context, l *Lease, fn LeaderFunc, r *termLoop[*Lease]) (finished bool) {
+func runTerm(ctx context.Context, l *Lease, fn LeaderFunc, r *termLoop[*Lease]) (finished bool) {
 	work, cancel := context.WithCancelCause(l.Context())
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	defer func() {

@@ -51,15 +51,16 @@ type keyGate struct {
 	refs  int           // goroutines holding or waiting for the gate
 }
 
-// lockSet owns the keyed lock namespaces of this process.
+// lockSet owns the keyed lock namespaces and the semaphores of this
+// process, by scoped key.
 type lockSet struct {
-	c  *Coordinator
-	mu sync.Mutex
-	ns map[string]*Locks
+	mu   sync.Mutex
+	ns   map[string]*Locks
+	sems map[string]*Semaphore
 }
 
-func newLockSet(c *Coordinator) *lockSet {
-	return &lockSet{c: c, ns: make(map[string]*Locks)}
+func newLockSet() *lockSet {
+	return &lockSet{ns: make(map[string]*Locks), sems: make(map[string]*Semaphore)}
 }
 
 // Locks returns the namespace of keyed locks with the given scope and
