@@ -35,6 +35,7 @@ var workerCases = []workerCase{
 	{"NewHostValidation", caseNewHostValidation},
 	{"RunTwice", caseRunTwice},
 	{"CoordinatorFailureStopsHost", caseCoordinatorFailure},
+	{"LimitedAtMostLimit", caseLimitedAtMostLimit},
 }
 
 var errBoom = errors.New("boom")
@@ -728,5 +729,38 @@ func caseCoordinatorFailure(t *testing.T, b *bundle) {
 		default:
 			t.Fatalf("worker %q still running after Run returned", st.w.Name())
 		}
+	}
+}
+
+// A limited worker with limit 2 runs in exactly 2 of 3 hosts at once,
+// and in 2 again after one of them stops.
+func caseLimitedAtMostLimit(t *testing.T, b *bundle) {
+	rec := newRecorder()
+	hosts := map[string]*running{}
+	for _, node := range []string{"node-a", "node-b", "node-c"} {
+		hosts[node] = startHost(t, b.db, node, "east", fastConfig(), Limited("exports", 2, rec.fn("exports", node)))
+	}
+	var first []*fnRun
+	rec.waitFor(t, "2 runs at once", func() bool {
+		first = rec.runningIn("exports")
+		return len(first) == 2
+	})
+	rec.waitFor(t, "5 units of work in each run", func() bool {
+		return rec.unitsIn("exports") >= 10
+	})
+	stopped := first[0].host
+	if err := hosts[stopped].stop(t); err != nil {
+		t.Fatalf("Run of a stopped host = %v", err)
+	}
+	rec.waitFor(t, "2 runs again, without the stopped host", func() bool {
+		runs := rec.runningIn("exports")
+		return len(runs) == 2 && runs[0].host != stopped && runs[1].host != stopped
+	})
+	if peaks, _ := rec.peaks(); peaks["exports"] != 2 {
+		t.Fatalf("at most %d runs at once; want 2: %s", peaks["exports"], rec)
+	}
+	st, err := hosts[first[1].host].Status(context.Background())
+	if err != nil || len(st.Leading) != 1 || st.Leading[0].Kind != KindLimited || !strings.HasPrefix(st.Leading[0].Lease, "sem|global/exports|") {
+		t.Fatalf("Status of a running limited worker = %+v, %v", st.Leading, err)
 	}
 }

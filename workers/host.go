@@ -56,8 +56,9 @@ type workerState struct {
 	log  *zap.Logger
 	done chan struct{} // closed when the worker's goroutine has returned
 
-	election  *coordination.Election // a singleton's election
-	coordPool *coordination.Pool     // a partitioned worker's pool
+	election  *coordination.Election  // a singleton's election
+	semaphore *coordination.Semaphore // a limited worker's semaphore
+	coordPool *coordination.Pool      // a partitioned worker's pool
 
 	mu   sync.Mutex
 	term *coordination.Lease // the term the worker runs under, until released
@@ -168,7 +169,7 @@ func checkWorker(i int, w Worker) error {
 		return fmt.Errorf("%w: worker %d is nil", ErrInvalidWorker, i)
 	}
 	switch w.Kind() {
-	case KindClusterSingleton, KindGlobalSingleton, KindPartitioned, KindScheduled:
+	case KindClusterSingleton, KindGlobalSingleton, KindPartitioned, KindScheduled, KindLimited:
 	default:
 		return fmt.Errorf("%w: worker %q has unknown kind %v", ErrInvalidWorker, w.Name(), w.Kind())
 	}

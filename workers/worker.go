@@ -26,10 +26,13 @@ const (
 	// KindScheduled runs a function at the slots of a schedule, each slot
 	// once across every process that shares the database (Scheduled).
 	KindScheduled
+	// KindLimited runs on at most a limit of processes at once, across
+	// every cluster that shares the database.
+	KindLimited
 )
 
-// String returns "cluster-singleton", "global-singleton", "partitioned" or
-// "scheduled".
+// String returns "cluster-singleton", "global-singleton", "partitioned",
+// "scheduled" or "limited".
 func (k Kind) String() string {
 	switch k {
 	case KindClusterSingleton:
@@ -40,13 +43,15 @@ func (k Kind) String() string {
 		return "partitioned"
 	case KindScheduled:
 		return "scheduled"
+	case KindLimited:
+		return "limited"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
 // Worker is one unit of work a Host runs. Build one with ClusterSingleton,
-// GlobalSingleton, ClusterPartitioned, GlobalPartitioned or Scheduled; the set of
-// kinds is closed.
+// GlobalSingleton, ClusterPartitioned, GlobalPartitioned, Scheduled or
+// Limited; the set of kinds is closed.
 type Worker interface {
 	// Name is the worker's name: unique per kind within a host, and the
 	// election name of a singleton (see coordination.ValidateName).
@@ -139,7 +144,15 @@ func (s *singleton) bind(h *Host, st *workerState) error {
 // restarts, the backoff and the panic policy are that loop's.
 func (s *singleton) run(ctx context.Context, h *Host) error {
 	st := h.stateOf(s)
-	return st.election.Run(ctx, coordination.LeaderFunc(s.fn), coordination.RunOptions[*coordination.Lease]{
+	return st.election.Run(ctx, coordination.LeaderFunc(s.fn), termOptions(h, st, s.name, st.election.Key()))
+}
+
+// termOptions are the run options of a worker on a term loop (singleton
+// and limited workers): the host's backoff, and its logs, events and
+// status at the start and end of each term. key names what the worker
+// campaigns for, in the report of a refused campaign.
+func termOptions(h *Host, st *workerState, name, key string) coordination.RunOptions[*coordination.Lease] {
+	return coordination.RunOptions[*coordination.Lease]{
 		Backoff:    h.cfg.RestartBackoff,
 		MaxBackoff: h.cfg.MaxRestartBackoff,
 		// Code outside the host campaigns for the same election in this
@@ -148,7 +161,7 @@ func (s *singleton) run(ctx context.Context, h *Host) error {
 		OnTermStart: func(l *coordination.Lease) {
 			st.setTerm(l)
 			st.log.Info("started leading", zap.String("lease", l.Key()), zap.Int64("epoch", l.Epoch()))
-			h.emit(Event{Kind: EventStartedLeading, Worker: s.name, Lease: l.Key(), Epoch: l.Epoch()})
+			h.emit(Event{Kind: EventStartedLeading, Worker: name, Lease: l.Key(), Epoch: l.Epoch()})
 		},
 		OnTermEnd: func(l *coordination.Lease, cause error) {
 			log := st.log.With(zap.String("lease", l.Key()), zap.Int64("epoch", l.Epoch()))
@@ -158,14 +171,14 @@ func (s *singleton) run(ctx context.Context, h *Host) error {
 			}
 			st.setTerm(nil)
 			log.Info("stopped leading", zap.NamedError("cause", cause))
-			h.emit(Event{Kind: EventStoppedLeading, Worker: s.name, Lease: l.Key(), Epoch: l.Epoch(), Err: cause})
+			h.emit(Event{Kind: EventStoppedLeading, Worker: name, Lease: l.Key(), Epoch: l.Epoch(), Err: cause})
 		},
 		OnError: func(l *coordination.Lease, err error, retryIn time.Duration) {
 			if l == nil { // a refused campaign
-				h.reportError(st, st.election.Key(), 0, err, retryIn)
+				h.reportError(st, key, 0, err, retryIn)
 				return
 			}
 			h.reportError(st, l.Key(), l.Epoch(), err, retryIn)
 		},
-	})
+	}
 }
