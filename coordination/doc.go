@@ -40,12 +40,44 @@
 //	global/<name>                   election, GlobalScope
 //	pool|<key>|generation           pool generation (<key> is Pool.Key())
 //	pool|<key>|member|<member id>    pool membership
+//	lock|<key>|<lock key>           keyed lock (<key> is Locks.Key())
+//	lockfloor|<key>|<bucket>        epoch floor of keyed locks
+//	sem|<key>|<slot>                semaphore slot (<key> is Semaphore.Key())
 //
 // No name contains '|', so no name can produce another election's or
 // pool's key, or a key under another pool's prefix: pools "a" and
 // "a/member/x" never see each other's rows, and neither does an election
 // named like a pool row. Schema version 3 renamed the pool rows of older
 // versions, whose keys could collide.
+//
+// # Keyed locks and semaphores
+//
+// [Coordinator.Locks] returns a namespace of keyed locks: mutual
+// exclusion per key for keys known only at run time (an account id, a
+// file name; [ValidateKey]). [Locks.Lock] waits for a key, [Locks.TryLock]
+// makes one attempt, and [Locks.Do] holds the key while a function runs,
+// under a context cancelled when ctx is and at the trust deadline, Margin
+// before anyone else could take the key. Each grant is a [*Lease] of the
+// key's row: Key, Epoch, Fence, TrustDeadline, Release, as for an
+// election. Held keys ride the session like every lease, so any number of
+// them is renewed by the one statement per tick.
+//
+// A release deletes the key's row, and wakes the processes waiting for
+// it where wake-ups exist; a waiter creates the row again. Rows of
+// holders that died are deleted by a prune of at most 500 rows that runs
+// at a release at most once per TTL per namespace and process, so the
+// table keeps the rows of keys in use plus 64 floor rows per namespace.
+// The epochs of a key still never repeat and never go back: a row is
+// created at the epoch of its floor row (one of 64, by a hash of the key),
+// and deleted only after that floor was raised to its epoch, both under
+// the floor row's lock (internal/store's floored rows).
+//
+// [Coordinator.Semaphore] is a concurrency limit: at most Limit holders
+// of a name at once, each a lease of one of Limit slot rows with its own
+// epoch. [Semaphore.Acquire] waits for any slot, [Semaphore.TryAcquire]
+// tries once, and [Semaphore.Run] runs a function under a slot on
+// Election.Run's term loop (the workers package's Limited worker). Every
+// process must use the same limit for a name.
 //
 // # State model
 //

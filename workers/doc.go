@@ -11,6 +11,10 @@
 //   - GlobalSingleton: one process across every cluster that shares the
 //     database. For work that must happen exactly once overall: an outbox
 //     publisher, a billing run, a report sent once a day.
+//   - Limited: at most a limit of processes at once, across every cluster
+//     (coordination.Semaphore). For work that may run in parallel but not
+//     everywhere: exports that load a shared system, calls to a rate
+//     limited partner.
 //   - ClusterPartitioned and GlobalPartitioned: every live process of a
 //     pool (of this cluster, or of every cluster), each with a distinct
 //     index of the pool's count, for work that can be split: batch

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"gorm.io/driver/sqlite"
@@ -346,4 +347,35 @@ func ExampleScheduled() {
 	// report 1 written at epoch 1 attempt 1
 	// report 2 written at epoch 1 attempt 1
 	// reports: 2
+}
+
+// A limited worker: at most two processes export at once, across every
+// cluster; each run holds a slot of the "exports" semaphore, with its own
+// fencing epoch.
+func ExampleLimited() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	id, err := identity.New("node-a", "eu-1")
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	export := workers.Limited("exports", 2, func(ctx context.Context, lease *coordination.Lease) error {
+		slot, _ := strings.CutPrefix(lease.Key(), "sem|global/exports|")
+		fmt.Println("exporting in slot", slot == "0" || slot == "1", "at epoch", lease.Epoch())
+		cancel() // end the example; a real export works until ctx is done
+		<-ctx.Done()
+		return nil
+	})
+	h, err := workers.NewHost(db, id, workers.Config{}, export)
+	if err != nil {
+		panic(err)
+	}
+	if err := h.Run(ctx); err != nil {
+		panic(err)
+	}
+	// Output:
+	// exporting in slot true at epoch 1
 }
