@@ -60,6 +60,12 @@ type Options struct {
 	// Reps is how many times the handoff and rebalance sections repeat
 	// each kind of signal (default 10).
 	Reps int
+	// LockHeld is how many keys the locks section holds at once (default
+	// 100000).
+	LockHeld int
+	// LockKeys is how many distinct keys the locks section uses one after
+	// another before it counts the rows (default 1000000).
+	LockKeys int
 	// Out receives the report (default os.Stdout).
 	Out io.Writer
 }
@@ -91,6 +97,12 @@ func (o *Options) defaults() {
 	if o.Reps <= 0 {
 		o.Reps = 10
 	}
+	if o.LockHeld <= 0 {
+		o.LockHeld = 100000
+	}
+	if o.LockKeys <= 0 {
+		o.LockKeys = 1000000
+	}
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}
@@ -112,6 +124,7 @@ var sections = []section{
 	{name: "handoff", dialects: Dialects, run: runHandoff},
 	{name: "rebalance", dialects: Dialects, run: runRebalance},
 	{name: "schedules", dialects: Dialects, run: runSchedules},
+	{name: "locks", dialects: Dialects, run: runLocks},
 }
 
 // SectionNames returns the names of the sections, in order.

@@ -12,10 +12,12 @@
 //	handoff    three candidates: graceful handoff (SIGTERM, coordination's defaults), crash failover
 //	           (SIGKILL), a pause beyond the TTL (SIGSTOP, SIGCONT); an idle follower's statements
 //	rebalance  a pool of 20 members: joins, graceful leaves, SIGKILLs
+//	locks      keyed locks: acquire uncontended and contended, handoff after release, 100,000 held keys,
+//	           rows after 1,000,000 distinct keys
 //
 // Environment:
 //
-//	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool,handoff,rebalance)
+//	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool,handoff,rebalance,locks)
 //	BENCH_DIALECTS  comma-separated subset of postgres,mysql,sqlite (default: all)
 //	BENCH_TICKS     renew ticks measured at each size in the renew section (default 10)
 //	BENCH_SIZES     lease counts of the renew section (default 1,100,1000,10000, and 100000 on postgres)
@@ -24,6 +26,8 @@
 //	BENCH_SHUTDOWN_LEASES  leases of the shutdown section's process (default 10000)
 //	BENCH_POOL_SIZES       member counts of the pool section (default 20,50)
 //	BENCH_REPS      times the handoff and rebalance sections repeat each kind of signal (default 10)
+//	BENCH_LOCK_HELD keys the locks section holds at once (default 100000)
+//	BENCH_LOCK_KEYS distinct keys the locks section uses before counting rows (default 1000000)
 package main
 
 import (
@@ -59,6 +63,8 @@ func run(ctx context.Context) int {
 		{"BENCH_FLEET_LEASES", &o.FleetLeases},
 		{"BENCH_SHUTDOWN_LEASES", &o.ShutdownLeases},
 		{"BENCH_REPS", &o.Reps},
+		{"BENCH_LOCK_HELD", &o.LockHeld},
+		{"BENCH_LOCK_KEYS", &o.LockKeys},
 	} {
 		if *v.to, err = number(v.env, os.Getenv(v.env)); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %v\n", err)

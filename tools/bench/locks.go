@@ -1,0 +1,319 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/pgnotify"
+)
+
+// The locks section: keyed locks (coordination.Locks) in this process,
+// on coordination's defaults but the bench's TTL and renew interval.
+//
+//   - uncontended acquire: Lock of a key nobody holds, then Release;
+//   - contended acquire: two coordinators, four goroutines each, one key;
+//   - handoff: from a Release to the Lock of the waiting process returning;
+//   - LockHeld keys held at once: renewal statements per tick and their
+//     round trip;
+//   - LockKeys distinct keys locked and released: rows left in the table.
+
+// renewCounter counts the renewal statements a coordinator's handle sends,
+// with their round trips.
+type renewCounter struct {
+	logger.Interface
+	mu    sync.Mutex
+	times []time.Time
+	took  []time.Duration
+}
+
+func (l *renewCounter) LogMode(logger.LogLevel) logger.Interface { return l }
+
+func (l *renewCounter) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	sql, _ := fc()
+	if err != nil || !strings.Contains(sql, "SET renewed_at_us") {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.times = append(l.times, begin)
+	l.took = append(l.took, time.Since(begin))
+}
+
+// between returns the round trips of the renewals that began in [from, to).
+func (l *renewCounter) between(from, to time.Time) []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []time.Duration
+	for i, t := range l.times {
+		if !t.Before(from) && t.Before(to) {
+			out = append(out, l.took[i])
+		}
+	}
+	return out
+}
+
+func runLocks(ctx context.Context, r *runner, tg *target) *Table {
+	t := &Table{Section: "locks", Dialect: tg.dialect, Title: "keyed locks: acquire, handoff, many held keys, rows after many keys"}
+	if err := tg.migrate(ctx); err != nil {
+		t.fail("migrate", err.Error(), "ok")
+		return t
+	}
+	db, err := tg.open()
+	if err != nil {
+		t.fail("open", err.Error(), "ok")
+		return t
+	}
+	defer closeDB(db)
+	counter := &renewCounter{}
+	cfg := coordination.Config{TTL: TTL, RenewInterval: RenewInterval, ShutdownTimeout: ShutdownTimeout, Notifications: pgnotify.New()}
+	a, stopA, err := startCoord(ctx, db.Session(&gorm.Session{Logger: counter}), "bench-locks-a", cfg)
+	if err != nil {
+		t.fail("coordinator", err.Error(), "ready")
+		return t
+	}
+	defer stopA()
+	b, stopB, err := startCoord(ctx, db, "bench-locks-b", cfg)
+	if err != nil {
+		t.fail("coordinator", err.Error(), "ready")
+		return t
+	}
+	defer stopB()
+	la, _ := a.Locks(coordination.GlobalScope, "bench")
+	lb, _ := b.Locks(coordination.GlobalScope, "bench")
+
+	pg, sqlite := tg.dialect == "postgres", tg.dialect == "sqlite"
+	lockUncontended(ctx, t, la, pg)
+	lockContended(ctx, t, la, lb)
+	lockHandoff(ctx, t, la, lb, pg || sqlite)
+	lockHeld(ctx, t, la, counter, r.o.LockHeld)
+	lockRowsAfter(ctx, t, a, la, r.o.LockKeys)
+	return t
+}
+
+// startCoord runs a coordinator until the returned stop.
+func startCoord(ctx context.Context, db *gorm.DB, node string, cfg coordination.Config) (*coordination.Coordinator, func(), error) {
+	id, err := identity.New(node, Cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := coordination.New(db, id, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() { _ = c.Run(cctx) }()
+	select {
+	case <-c.Ready():
+	case <-time.After(time.Minute):
+		cancel()
+		return nil, nil, fmt.Errorf("%s not ready within a minute", node)
+	}
+	return c, func() { cancel(); <-c.Done() }, nil
+}
+
+// lockUncontended measures Lock of keys nobody holds.
+func lockUncontended(ctx context.Context, t *Table, l *coordination.Locks, pg bool) {
+	var ds []time.Duration
+	for i := range 500 {
+		began := time.Now()
+		lease, err := l.Lock(ctx, fmt.Sprintf("free-%d", i))
+		if err != nil {
+			t.fail("uncontended acquire p50 / p99", err.Error(), "")
+			return
+		}
+		ds = append(ds, time.Since(began))
+		_ = lease.Release(ctx)
+	}
+	s, p99, _ := p50p99(ds)
+	if pg {
+		t.add("uncontended acquire p50 / p99", s, "p99 <= 5ms", p99 <= 5*time.Millisecond)
+		return
+	}
+	t.info("uncontended acquire p50 / p99", s)
+}
+
+// lockContended measures Lock of one key that eight goroutines of two
+// processes want, each holding it for a millisecond.
+func lockContended(ctx context.Context, t *Table, la, lb *coordination.Locks) {
+	var mu sync.Mutex
+	var ds []time.Duration
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for i := range 8 {
+		l := la
+		if i%2 == 1 {
+			l = lb
+		}
+		wg.Go(func() {
+			for range 25 {
+				wctx, cancel := context.WithTimeout(ctx, time.Minute)
+				began := time.Now()
+				lease, err := l.Lock(wctx, "hot")
+				cancel()
+				if err != nil {
+					failed.Store(err.Error())
+					return
+				}
+				d := time.Since(began)
+				time.Sleep(time.Millisecond)
+				_ = lease.Release(ctx)
+				mu.Lock()
+				ds = append(ds, d)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := failed.Load().(string); ok {
+		t.fail("contended acquire p50 / p99", err, "")
+		return
+	}
+	s, _, _ := p50p99(ds)
+	t.info("contended acquire p50 / p99 (8 goroutines, 2 processes, 1ms holds)", s)
+}
+
+// lockHandoff measures from a Release to the Lock of the process waiting
+// for the key returning.
+func lockHandoff(ctx context.Context, t *Table, la, lb *coordination.Locks, target bool) {
+	var ds []time.Duration
+	for i := range 50 {
+		key := fmt.Sprintf("handoff-%d", i)
+		held, err := la.Lock(ctx, key)
+		if err != nil {
+			t.fail("handoff after release p50 / p99", err.Error(), "")
+			return
+		}
+		got := make(chan time.Time, 1)
+		waiting := make(chan struct{})
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			close(waiting)
+			lease, err := lb.Lock(wctx, key)
+			at := time.Now()
+			if err == nil {
+				_ = lease.Release(ctx)
+			}
+			got <- at
+		}()
+		<-waiting
+		time.Sleep(50 * time.Millisecond) // the waiter's first round read the key held
+		released := time.Now()
+		_ = held.Release(ctx)
+		ds = append(ds, (<-got).Sub(released))
+	}
+	s, p99, _ := p50p99(ds)
+	if target {
+		t.add("handoff after release p50 / p99", s, "p99 <= 10ms", p99 <= 10*time.Millisecond)
+		return
+	}
+	t.info("handoff after release p50 / p99 (polling: RetryInterval)", s)
+}
+
+// lockHeld holds n keys at once and counts the renewal statements.
+func lockHeld(ctx context.Context, t *Table, l *coordination.Locks, counter *renewCounter, n int) {
+	began := time.Now()
+	leases := make([]*coordination.Lease, 0, n)
+	const wave = 5000
+	for from := 0; from < n; from += wave {
+		part := make([]*coordination.Lease, min(wave, n-from))
+		var wg sync.WaitGroup
+		var failed atomic.Value
+		for i := range part {
+			wg.Go(func() {
+				wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+				defer cancel()
+				lease, err := l.Lock(wctx, fmt.Sprintf("held-%d", from+i))
+				if err != nil {
+					failed.Store(err.Error())
+					return
+				}
+				part[i] = lease
+			})
+		}
+		wg.Wait()
+		if err, ok := failed.Load().(string); ok {
+			t.fail(fmt.Sprintf("%d held keys", n), err, "")
+			return
+		}
+		leases = append(leases, part...)
+	}
+	t.info(fmt.Sprintf("time to take %d keys", n), fmtDur(time.Since(began)))
+	from := time.Now()
+	time.Sleep(3*RenewInterval + RenewInterval/2)
+	to := time.Now()
+	took := counter.between(from, to)
+	lost := 0
+	for _, lease := range leases {
+		if !lease.Valid() {
+			lost++
+		}
+	}
+	perTick := float64(len(took)) / 3.5
+	t.add(fmt.Sprintf("renewal statements per tick, %d held keys", n), fmt.Sprintf("%.1f (%d in 3.5 ticks)", perTick, len(took)), "1", len(took) >= 3 && len(took) <= 4)
+	if s, _, err := p50p99(took); err == nil {
+		t.info("renewal statement round trip p50 / p99", s)
+	}
+	t.add("keys lost", fmt.Sprint(lost), "0", lost == 0)
+	relBegan := time.Now()
+	var wg sync.WaitGroup
+	for _, lease := range leases {
+		wg.Go(func() { _ = lease.Release(ctx) })
+	}
+	wg.Wait()
+	t.info(fmt.Sprintf("time to release %d keys", n), fmtDur(time.Since(relBegan)))
+}
+
+// lockRowsAfter locks and releases n distinct keys, in waves, and counts
+// the rows left.
+func lockRowsAfter(ctx context.Context, t *Table, c *coordination.Coordinator, l *coordination.Locks, n int) {
+	began := time.Now()
+	const wave = 5000
+	for from := 0; from < n; from += wave {
+		var wg sync.WaitGroup
+		var failed atomic.Value
+		for i := from; i < min(from+wave, n); i++ {
+			wg.Go(func() {
+				wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+				defer cancel()
+				lease, err := l.Lock(wctx, fmt.Sprintf("distinct-%d", i))
+				if err != nil {
+					failed.Store(err.Error())
+					return
+				}
+				_ = lease.Release(ctx)
+			})
+		}
+		wg.Wait()
+		if err, ok := failed.Load().(string); ok {
+			t.fail(fmt.Sprintf("rows after %d distinct keys", n), err, "")
+			return
+		}
+	}
+	infos, err := c.Leases(ctx)
+	if err != nil {
+		t.fail(fmt.Sprintf("rows after %d distinct keys", n), err.Error(), "")
+		return
+	}
+	locks, floors := 0, 0
+	for _, info := range infos {
+		switch {
+		case strings.HasPrefix(info.Name, "lock|"):
+			locks++
+		case strings.HasPrefix(info.Name, "lockfloor|"):
+			floors++
+		}
+	}
+	t.add(fmt.Sprintf("lock rows after %d distinct keys used and released", n), fmt.Sprintf("%d (+%d floor rows)", locks, floors),
+		"0 (+<= 64)", locks == 0 && floors <= 64)
+	t.info(fmt.Sprintf("time for %d distinct keys", n), fmtDur(time.Since(began)))
+}
