@@ -26,6 +26,7 @@ const MaxLimit = 1000
 // holds.
 type Semaphore struct {
 	c     *Coordinator
+	scope Scope
 	key   string
 	limit int
 	attrs metric.MeasurementOption
@@ -59,7 +60,7 @@ func (c *Coordinator) Semaphore(scope Scope, name string, limit int) (*Semaphore
 		}
 		return sem, nil
 	}
-	sem := &Semaphore{c: c, key: key, limit: limit, attrs: c.metrics.leaseAttrs("sem" + keySep + key),
+	sem := &Semaphore{c: c, scope: scope, key: key, limit: limit, attrs: c.metrics.leaseAttrs("sem" + keySep + key),
 		turn: make(chan struct{}, 1), changed: make(chan struct{}, 1), held: make(map[string]bool)}
 	s.sems[key] = sem
 	return sem, nil
@@ -215,5 +216,5 @@ func (s *Semaphore) hold(l *Lease) {
 // the one call (see Locks.election); the turn keeps two of this
 // process's calls from campaigning for one slot at once.
 func (s *Semaphore) election(row string) *Election {
-	return &Election{c: s.c, scope: GlobalScope, name: s.key, key: row, attrs: s.attrs}
+	return &Election{c: s.c, scope: s.scope, name: s.key, key: row, attrs: s.attrs}
 }
