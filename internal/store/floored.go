@@ -152,7 +152,9 @@ func (s *Store) raiseFloors(tx *gorm.DB, terms []FlooredTerm) error {
 func (s *Store) ReleaseFloored(ctx context.Context, session string, terms []FlooredTerm) (int64, error) {
 	var total int64
 	err := chunks(terms, WriteChunk, func(part []FlooredTerm) error {
-		return s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
+		// On the renewal's connection, as Release: a release is never
+		// queued behind the campaign rounds.
+		return s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) error {
 			var n int64
 			err := s.conns.decideTx(db, func(tx *gorm.DB) error {
 				fl := make([]Floored, len(part))
