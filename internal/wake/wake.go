@@ -9,7 +9,7 @@
 // late, duplicated or spurious wake-up only changes when a read happens,
 // never what it decides.
 //
-// A Transport carries them. There are two:
+// A Transport carries them. There are three:
 //
 //   - through the database (PostgreSQL's LISTEN/NOTIFY): package
 //     github.com/leasehold/leasehold/pgnotify, which a program on
@@ -18,9 +18,12 @@
 //     notifies, at commit (internal/store); the transport listens on a
 //     connection the store lends it (Database.Listen, Conn);
 //   - through datagram sockets next to an SQLite file (Socket, this
-//     package): the processes sharing a file run on one host.
-//
-// MySQL, MariaDB and SQL Server have neither: followers poll.
+//     package): the processes sharing a file run on one host;
+//   - over UDP between the processes, whatever the database (Peer, this
+//     package): each advertises an address and a key in its session rows
+//     (Directory), and a release sends an authenticated datagram to the
+//     others. It is the transport of MySQL, MariaDB and SQL Server, and
+//     PostgreSQL's where LISTEN cannot work (behind a transaction pooler).
 //
 // A Transport's Listen returns when listening ends; retrying it, with a
 // backoff, is the caller's (coordination/wake.go).
@@ -72,7 +75,8 @@ func IsFinal(err error) bool {
 type Means int
 
 const (
-	// None means they cannot: followers poll.
+	// None means not through the database nor a shared file: they wake
+	// each other over the network (Peer), or followers poll.
 	None Means = iota
 	// Through means through the database itself (PostgreSQL's NOTIFY):
 	// the releases announce themselves, and listening needs a Transport
