@@ -13,8 +13,11 @@
 //     coordination package).
 //   - leasehold_sessions: one row per running process that holds leases,
 //     renewed by one statement per tick, with a counter of the resign
-//     requests made to it (version 7) and the database incarnation it was
-//     last checked in (version 9).
+//     requests made to it (version 7), the database incarnation it was
+//     last checked in (version 9), and where its process receives peer
+//     wake-ups with the key they are authenticated with (version 10):
+//     whoever can read this table can wake the processes, so grant it
+//     as the lease table.
 //   - leasehold_incarnation (version 8): one row, the incarnation of the
 //     database server the lease rows were last known to live in, so that
 //     a failover that lost writes is noticed and no epoch is issued twice

@@ -30,7 +30,7 @@ const DefaultTablePrefix = store.DefaultTablePrefix
 
 // LatestVersion is the schema version this build of leasehold needs: the
 // version Migrate brings a schema to and the last one DDL renders.
-const LatestVersion = 9
+const LatestVersion = 10
 
 // Dialects returns the dialect names DDL accepts: "postgres", "mysql",
 // "sqlite" and "sqlserver", as gorm's Dialector.Name() reports them. The

@@ -82,6 +82,9 @@ func TestGoldenSQL(t *testing.T) {
 			section := func(title, sql string) { fmt.Fprintf(&b, "-- %s\n%s;\n\n", title, sql) }
 			st := func(title string, x stmt) { section(title, render(db, x.q, x.args...)) }
 			st("start a session", d.sessions().sqlCreateSession(tables, session, holder, ttl))
+			st("start a session that advertises its peer wake-ups", d.sessions().sqlCreateSessionAdvertised(tables, session, holder, ttl,
+				"4286f278f60e;10.0.0.5:40123,127.0.0.1:40123", "89d8f755dfe70476693f3c7c2df36e55fd028134a29d108723b3863dbb794569"))
+			st("read the peer wake-up adverts of the sessions live or expired less than grace ago", d.sessions().sqlPeers(tables, 2*ttl))
 			st("renew the session: the one statement of a renewal tick", d.sessions().sqlRenewSession(tables, session, ttl))
 			st("read the session", d.sessions().sqlReadSession(tables, session))
 			st("end the session", d.sessions().sqlEndSession(tables, session))

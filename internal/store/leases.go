@@ -132,8 +132,8 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 		})
 	})
 	if total > 0 && s.released != nil {
-		// Set only where the release statement does not notify by itself
-		// (OnRelease, wake.go).
+		// Set only by the transports the release statement does not
+		// notify by itself (OnRelease, wake.go).
 		names := make([]string, len(terms))
 		for i, t := range terms {
 			names[i] = t.Name

@@ -161,6 +161,15 @@ var migrations = []Migration{
 		applied: func(s schemaSQL, t Tables) string { return s.ddl.hasColumn(t.Sessions, sessionIncarnationColumn.name) },
 		columns: &tableColumns{sessionTable, []column{sessionIncarnationColumn}},
 	},
+	{
+		Version:     10,
+		Description: "add the peer wake-up columns to the session table",
+		statements: func(s schemaSQL, t Tables) []string {
+			return s.ddl.addColumns(t.Sessions, wakeColumns)
+		},
+		applied: func(s schemaSQL, t Tables) string { return s.ddl.hasColumn(t.Sessions, wakeColumns[0].name) },
+		columns: &tableColumns{sessionTable, wakeColumns},
+	},
 }
 
 // leaseColumns1 are the columns of the lease table as version 1 created it.
@@ -268,6 +277,16 @@ var incarnationColumns = []column{
 // process learns of a failover at its next renewal and checks its terms
 // before it trusts them again.
 var sessionIncarnationColumn = column{name: "incarnation", typ: nameCol, def: "''"}
+
+// wakeColumns advertise how to wake a session's process over the network
+// (package internal/wake, Peer): wake_addrs is where it receives, a token
+// of its host and its addresses (wake.Advert), and wake_key the key its
+// wake-ups are authenticated with, 32 random bytes in hex; both empty where
+// it receives none. Only those who can read the table can wake it.
+var wakeColumns = []column{
+	{name: "wake_addrs", typ: nameCol, def: "''"},
+	{name: "wake_key", typ: nameCol, def: "''"},
+}
 
 // LatestVersion is the schema version this build of leasehold needs.
 var LatestVersion = migrations[len(migrations)-1].Version

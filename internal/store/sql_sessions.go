@@ -52,12 +52,32 @@ type sessionSQL struct{ *dialect }
 // Where failovers are detected, it records the database incarnation it
 // started in.
 func (d sessionSQL) sqlCreateSession(t Tables, id, holder string, ttl time.Duration) stmt {
-	cols, vals := "", ""
+	return d.createSession(t, id, holder, ttl, "", "")
+}
+
+// sqlCreateSessionAdvertised is sqlCreateSession of a session row that
+// also advertises where its process receives peer wake-ups, and the key
+// they are authenticated with (schema version 10).
+func (d sessionSQL) sqlCreateSessionAdvertised(t Tables, id, holder string, ttl time.Duration, addrs, key string) stmt {
+	return d.createSession(t, id, holder, ttl, ", wake_addrs, wake_key", ", ?, ?", addrs, key)
+}
+
+// createSession is the INSERT of a session row, with the columns cols
+// and their values vals (each starting with a comma), whose arguments are
+// args.
+func (d sessionSQL) createSession(t Tables, id, holder string, ttl time.Duration, cols, vals string, args ...any) stmt {
 	if d.incarnation != "" {
-		cols, vals = ", incarnation", ", "+d.incarnation
+		cols, vals = cols+", incarnation", vals+", "+d.incarnation
 	}
 	return stmt{"INSERT INTO " + d.quote(t.Sessions) + " (id, holder, created_at_us, renewed_at_us, expires_at_us" + cols + ") VALUES (?, ?, " +
-		d.now + ", " + d.now + ", " + d.now + " + " + us(ttl) + vals + ")", []any{id, holder}}
+		d.now + ", " + d.now + ", " + d.now + " + " + us(ttl) + vals + ")", append([]any{id, holder}, args...)}
+}
+
+// sqlPeers reads the peer wake-up adverts of the sessions live, or
+// expired less than grace ago, by the database clock: a follower that
+// holds nothing renews no session, and stays reachable while it polls.
+func (d sessionSQL) sqlPeers(t Tables, grace time.Duration) stmt {
+	return stmt{"SELECT wake_addrs, wake_key FROM " + d.quote(t.Sessions) + " WHERE wake_key <> '' AND expires_at_us >= " + d.now + " - " + us(grace), nil}
 }
 
 // sqlRenewSession extends a session that has not expired by the database

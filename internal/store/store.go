@@ -70,8 +70,8 @@ type Store struct {
 	failover *Failover
 
 	// released is called after a release that freed any lease, with the
-	// names of its terms, where the wake-up is not sent by the release
-	// statement itself (wake.go, OnRelease); nil otherwise.
+	// names of its terms, for the transports the release statement does
+	// not notify by itself (wake.go, OnRelease); nil otherwise.
 	released func(names []string)
 }
 

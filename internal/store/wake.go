@@ -26,7 +26,10 @@ import (
 //   - SQLite (fileDatabase): the store reads the database file's path
 //     (File) for the sockets next to it, and tells the socket transport of
 //     each release (OnRelease).
-//   - MySQL, MariaDB and SQL Server (neither): followers poll.
+//   - every database (storeWake's wake.Directory): the session rows
+//     advertise where each process receives peer wake-ups and their key
+//     (schema version 10), for the peer transport: the one of MySQL,
+//     MariaDB and SQL Server, and PostgreSQL's where it is chosen.
 
 // notifier is a database whose releases wake the other processes through
 // the database itself: PostgreSQL's LISTEN/NOTIFY.
@@ -64,7 +67,10 @@ func (s *Store) Wakeups() wake.Database { return storeWake{s} }
 // storeWake is the store's wake.Database.
 type storeWake struct{ s *Store }
 
-var _ wake.Database = storeWake{}
+var (
+	_ wake.Database  = storeWake{}
+	_ wake.Directory = storeWake{}
+)
 
 // Means says how the processes on the store's database wake each other.
 func (w storeWake) Means() wake.Means {
@@ -115,6 +121,23 @@ func (w storeWake) Notify(ctx context.Context, names []string) error {
 // OnRelease sets what Release calls with the names of the terms it
 // released, when it freed any.
 func (w storeWake) OnRelease(fn func(names []string)) { w.s.released = fn }
+
+// OnSession sets what each new session row advertises for the peer
+// wake-ups.
+func (w storeWake) OnSession(fn func() wake.Advert) { w.s.sessions.advert = fn }
+
+// Peers reads the peer wake-up adverts of the sessions live, or expired
+// less than grace ago.
+func (w storeWake) Peers(ctx context.Context, grace time.Duration) ([]wake.Advert, error) {
+	var out []wake.Advert
+	err := w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) (err error) {
+		out, err = queryAll(db, w.s.sql.dl().sessions().sqlPeers(w.s.tables, grace), func(rs *sql.Rows, a *wake.Advert) error {
+			return rs.Scan(&a.Addrs, &a.Key)
+		})
+		return err
+	})
+	return out, err
+}
 
 // Listen lends the transport a connection to listen on (wake.Conn): it
 // takes every general slot, so that the statements on the pool end first

@@ -162,9 +162,9 @@ func (p *Peer) unbind(ctx context.Context, conn *net.UDPConn) {
 }
 
 // Listen binds this process's socket, if the creation of a session row
-// has not already, and hands the wake-ups that arrive to deliver until
-// ctx is done; up is called once the socket is bound. It then tells the
-// other processes to read the peers again, so that they find this one.
+// has not already, tells the other processes to read the peers again, so
+// that they find this one, and hands the wake-ups that arrive to deliver
+// until ctx is done; up is called in between.
 // Datagrams that fail the checks of datagram.go are dropped silently.
 func (p *Peer) Listen(ctx context.Context, deliver func(names []string), up func()) error {
 	conn, err := p.bind()
@@ -174,15 +174,14 @@ func (p *Peer) Listen(ctx context.Context, deliver func(names []string), up func
 	defer p.unbind(ctx, conn)
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
-	up()
-	var hello sync.WaitGroup
-	defer hello.Wait()
+	// The hello is sent before up, so that its read of the peers is over
+	// once listening is reported; what arrives meanwhile waits in the
+	// socket's buffer.
 	hctx, cancel := context.WithTimeout(ctx, sendTimeout)
-	defer cancel()
-	hello.Go(func() {
-		p.peers.markStale()
-		_ = p.send(hctx, kindHello, nil)
-	})
+	p.peers.markStale()
+	_ = p.send(hctx, kindHello, nil)
+	cancel()
+	up()
 	channel := p.db.Channel()
 	seen := newNonces()
 	buf := make([]byte, maxDatagram+1)

@@ -1,5 +1,5 @@
 -- ======== from version 0 ========
--- leasehold coordination schema version 9 for postgres
+-- leasehold coordination schema version 10 for postgres
 -- Every statement is safe to apply again.
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 CREATE TABLE IF NOT EXISTS "leasehold_leases" (name VARCHAR(255) COLLATE "C" NOT NULL, holder VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', epoch BIGINT NOT NULL DEFAULT 0, acquired_at_us BIGINT NOT NULL DEFAULT 0, renewed_at_us BIGINT NOT NULL DEFAULT 0, expires_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (name));
@@ -22,9 +22,11 @@ CREATE TABLE IF NOT EXISTS "leasehold_incarnation" (id INTEGER NOT NULL, incarna
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (8, 'create the incarnation table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS wake_addrs VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS wake_key VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 
 -- ======== from version 1 ========
--- leasehold coordination schema for postgres, from version 1 to 9
+-- leasehold coordination schema for postgres, from version 1 to 10
 -- Every statement is safe to apply again.
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 ALTER TABLE "leasehold_leases" ADD COLUMN IF NOT EXISTS data TEXT NOT NULL DEFAULT '';
@@ -45,9 +47,11 @@ CREATE TABLE IF NOT EXISTS "leasehold_incarnation" (id INTEGER NOT NULL, incarna
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (8, 'create the incarnation table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS wake_addrs VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS wake_key VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 
 -- ======== from version 2 ========
--- leasehold coordination schema for postgres, from version 2 to 9
+-- leasehold coordination schema for postgres, from version 2 to 10
 -- Every statement is safe to apply again.
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 UPDATE "leasehold_leases" SET name = 'pool|' || SUBSTR("leasehold_leases".name, 6, LENGTH("leasehold_leases".name) - 16) || '|generation' WHERE "leasehold_leases".name >= 'pool/' AND "leasehold_leases".name < 'pool0' AND holder <> 'leasehold:renamed' AND acquired_at_us = 0 AND LENGTH("leasehold_leases".name) > 16 AND SUBSTR("leasehold_leases".name, LENGTH("leasehold_leases".name) - 10, 11) = '/generation' AND NOT EXISTS (SELECT 1 FROM "leasehold_leases" AS taken WHERE taken.name = 'pool|' || SUBSTR("leasehold_leases".name, 6, LENGTH("leasehold_leases".name) - 16) || '|generation');
@@ -66,9 +70,11 @@ CREATE TABLE IF NOT EXISTS "leasehold_incarnation" (id INTEGER NOT NULL, incarna
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (8, 'create the incarnation table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS wake_addrs VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS wake_key VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 
 -- ======== from version 3 ========
--- leasehold coordination schema for postgres, from version 3 to 9
+-- leasehold coordination schema for postgres, from version 3 to 10
 -- Every statement is safe to apply again.
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 CREATE TABLE IF NOT EXISTS "leasehold_sessions" (id VARCHAR(255) COLLATE "C" NOT NULL, holder VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', created_at_us BIGINT NOT NULL DEFAULT 0, renewed_at_us BIGINT NOT NULL DEFAULT 0, expires_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
@@ -83,9 +89,11 @@ CREATE TABLE IF NOT EXISTS "leasehold_incarnation" (id INTEGER NOT NULL, incarna
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (8, 'create the incarnation table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS wake_addrs VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS wake_key VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 
 -- ======== from version 4 ========
--- leasehold coordination schema for postgres, from version 4 to 9
+-- leasehold coordination schema for postgres, from version 4 to 10
 -- Every statement is safe to apply again.
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 ALTER TABLE "leasehold_leases" ADD COLUMN IF NOT EXISTS session_id VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
@@ -98,9 +106,11 @@ CREATE TABLE IF NOT EXISTS "leasehold_incarnation" (id INTEGER NOT NULL, incarna
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (8, 'create the incarnation table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS wake_addrs VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS wake_key VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 
 -- ======== from version 5 ========
--- leasehold coordination schema for postgres, from version 5 to 9
+-- leasehold coordination schema for postgres, from version 5 to 10
 -- Every statement is safe to apply again.
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 ALTER TABLE "leasehold_leases" ADD COLUMN IF NOT EXISTS resign_epoch BIGINT NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS prefer_holder VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS prefer_until_us BIGINT NOT NULL DEFAULT 0;
@@ -111,9 +121,11 @@ CREATE TABLE IF NOT EXISTS "leasehold_incarnation" (id INTEGER NOT NULL, incarna
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (8, 'create the incarnation table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS wake_addrs VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS wake_key VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 
 -- ======== from version 6 ========
--- leasehold coordination schema for postgres, from version 6 to 9
+-- leasehold coordination schema for postgres, from version 6 to 10
 -- Every statement is safe to apply again.
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS notice BIGINT NOT NULL DEFAULT 0;
@@ -122,25 +134,38 @@ CREATE TABLE IF NOT EXISTS "leasehold_incarnation" (id INTEGER NOT NULL, incarna
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (8, 'create the incarnation table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS wake_addrs VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS wake_key VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 
 -- ======== from version 7 ========
--- leasehold coordination schema for postgres, from version 7 to 9
+-- leasehold coordination schema for postgres, from version 7 to 10
 -- Every statement is safe to apply again.
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 CREATE TABLE IF NOT EXISTS "leasehold_incarnation" (id INTEGER NOT NULL, incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', previous VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', adopted_at_us BIGINT NOT NULL DEFAULT 0, hold_until_us BIGINT NOT NULL DEFAULT 0, epoch_floor BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (id));
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (8, 'create the incarnation table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS wake_addrs VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS wake_key VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 
 -- ======== from version 8 ========
--- leasehold coordination schema for postgres, from version 8 to 9
+-- leasehold coordination schema for postgres, from version 8 to 10
 -- Every statement is safe to apply again.
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS incarnation VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS wake_addrs VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS wake_key VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
 
 -- ======== from version 9 ========
--- leasehold coordination schema for postgres, from version 9 to 9
+-- leasehold coordination schema for postgres, from version 9 to 10
+-- Every statement is safe to apply again.
+CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
+ALTER TABLE "leasehold_sessions" ADD COLUMN IF NOT EXISTS wake_addrs VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', ADD COLUMN IF NOT EXISTS wake_key VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '';
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) ON CONFLICT (version) DO NOTHING;
+
+-- ======== from version 10 ========
+-- leasehold coordination schema for postgres, from version 10 to 10
 -- Every statement is safe to apply again.
 CREATE TABLE IF NOT EXISTS "leasehold_schema_migrations" (version INTEGER NOT NULL, description VARCHAR(255) COLLATE "C" NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 

@@ -1,5 +1,5 @@
 -- ======== from version 0 ========
--- leasehold coordination schema version 9 for sqlserver
+-- leasehold coordination schema version 10 for sqlserver
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -43,9 +43,13 @@ IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leaseh
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_sessions', N'wake_addrs') IS NULL ALTER TABLE [leasehold_sessions] ADD wake_addrs NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', wake_key NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 10) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 1 ========
--- leasehold coordination schema for sqlserver, from version 1 to 9
+-- leasehold coordination schema for sqlserver, from version 1 to 10
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -85,9 +89,13 @@ IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leaseh
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_sessions', N'wake_addrs') IS NULL ALTER TABLE [leasehold_sessions] ADD wake_addrs NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', wake_key NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 10) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 2 ========
--- leasehold coordination schema for sqlserver, from version 2 to 9
+-- leasehold coordination schema for sqlserver, from version 2 to 10
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -123,9 +131,13 @@ IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leaseh
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_sessions', N'wake_addrs') IS NULL ALTER TABLE [leasehold_sessions] ADD wake_addrs NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', wake_key NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 10) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 3 ========
--- leasehold coordination schema for sqlserver, from version 3 to 9
+-- leasehold coordination schema for sqlserver, from version 3 to 10
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -153,9 +165,13 @@ IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leaseh
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_sessions', N'wake_addrs') IS NULL ALTER TABLE [leasehold_sessions] ADD wake_addrs NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', wake_key NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 10) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 4 ========
--- leasehold coordination schema for sqlserver, from version 4 to 9
+-- leasehold coordination schema for sqlserver, from version 4 to 10
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -179,9 +195,13 @@ IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leaseh
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_sessions', N'wake_addrs') IS NULL ALTER TABLE [leasehold_sessions] ADD wake_addrs NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', wake_key NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 10) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 5 ========
--- leasehold coordination schema for sqlserver, from version 5 to 9
+-- leasehold coordination schema for sqlserver, from version 5 to 10
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -201,9 +221,13 @@ IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leaseh
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_sessions', N'wake_addrs') IS NULL ALTER TABLE [leasehold_sessions] ADD wake_addrs NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', wake_key NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 10) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 6 ========
--- leasehold coordination schema for sqlserver, from version 6 to 9
+-- leasehold coordination schema for sqlserver, from version 6 to 10
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -219,9 +243,13 @@ IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leaseh
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_sessions', N'wake_addrs') IS NULL ALTER TABLE [leasehold_sessions] ADD wake_addrs NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', wake_key NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 10) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 7 ========
--- leasehold coordination schema for sqlserver, from version 7 to 9
+-- leasehold coordination schema for sqlserver, from version 7 to 10
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -233,9 +261,13 @@ IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leaseh
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_sessions', N'wake_addrs') IS NULL ALTER TABLE [leasehold_sessions] ADD wake_addrs NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', wake_key NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 10) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 8 ========
--- leasehold coordination schema for sqlserver, from version 8 to 9
+-- leasehold coordination schema for sqlserver, from version 8 to 10
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO
@@ -243,9 +275,23 @@ IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leaseh
 GO
 IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 9) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, 'add the incarnation column to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
 GO
+IF COL_LENGTH(N'leasehold_sessions', N'wake_addrs') IS NULL ALTER TABLE [leasehold_sessions] ADD wake_addrs NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', wake_key NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 10) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
 
 -- ======== from version 9 ========
--- leasehold coordination schema for sqlserver, from version 9 to 9
+-- leasehold coordination schema for sqlserver, from version 9 to 10
+-- Every statement is safe to apply again.
+IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
+GO
+IF COL_LENGTH(N'leasehold_sessions', N'wake_addrs') IS NULL ALTER TABLE [leasehold_sessions] ADD wake_addrs NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', wake_key NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+GO
+IF NOT EXISTS (SELECT 1 FROM [leasehold_schema_migrations] WHERE version = 10) INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (10, 'add the peer wake-up columns to the session table', DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()));
+GO
+
+-- ======== from version 10 ========
+-- leasehold coordination schema for sqlserver, from version 10 to 10
 -- Every statement is safe to apply again.
 IF OBJECT_ID(N'leasehold_schema_migrations', N'U') IS NULL CREATE TABLE [leasehold_schema_migrations] (version INT NOT NULL, description NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version));
 GO

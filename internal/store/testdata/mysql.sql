@@ -2,6 +2,13 @@
 INSERT INTO `leasehold_sessions` (id, holder, created_at_us, renewed_at_us, expires_at_us) VALUES (?, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000)
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
+-- start a session that advertises its peer wake-ups
+INSERT INTO `leasehold_sessions` (id, holder, created_at_us, renewed_at_us, expires_at_us, wake_addrs, wake_key) VALUES (?, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000, ?, ?)
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef", "4286f278f60e;10.0.0.5:40123,127.0.0.1:40123", "89d8f755dfe70476693f3c7c2df36e55fd028134a29d108723b3863dbb794569";
+
+-- read the peer wake-up adverts of the sessions live or expired less than grace ago
+SELECT wake_addrs, wake_key FROM `leasehold_sessions` WHERE wake_key <> '' AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 30000000;
+
 -- renew the session: the one statement of a renewal tick
 UPDATE `leasehold_sessions` SET renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000, notice = LAST_INSERT_ID(notice) WHERE id = ? AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
@@ -203,6 +210,13 @@ ALTER TABLE `leasehold_sessions` ADD COLUMN incarnation VARCHAR(255) CHARACTER S
 -- record migration 9
 INSERT INTO `leasehold_schema_migrations` (version, description, applied_at_us) VALUES (9, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
 -- args: "add the incarnation column to the session table";
+
+-- migration 10: add the peer wake-up columns to the session table
+ALTER TABLE `leasehold_sessions` ADD COLUMN wake_addrs VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '', ADD COLUMN wake_key VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '';
+
+-- record migration 10
+INSERT INTO `leasehold_schema_migrations` (version, description, applied_at_us) VALUES (10, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
+-- args: "add the peer wake-up columns to the session table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM `leasehold_schema_migrations`;

@@ -2,6 +2,13 @@
 INSERT INTO "leasehold_sessions" (id, holder, created_at_us, renewed_at_us, expires_at_us) VALUES (?, ?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) + 15000000)
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
+-- start a session that advertises its peer wake-ups
+INSERT INTO "leasehold_sessions" (id, holder, created_at_us, renewed_at_us, expires_at_us, wake_addrs, wake_key) VALUES (?, ?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) + 15000000, ?, ?)
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef", "4286f278f60e;10.0.0.5:40123,127.0.0.1:40123", "89d8f755dfe70476693f3c7c2df36e55fd028134a29d108723b3863dbb794569";
+
+-- read the peer wake-up adverts of the sessions live or expired less than grace ago
+SELECT wake_addrs, wake_key FROM "leasehold_sessions" WHERE wake_key <> '' AND expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 30000000;
+
 -- renew the session: the one statement of a renewal tick
 UPDATE "leasehold_sessions" SET renewed_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000), expires_at_us = (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) + 15000000 WHERE id = ? AND expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) RETURNING notice
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
@@ -199,6 +206,16 @@ ALTER TABLE "leasehold_sessions" ADD COLUMN incarnation TEXT NOT NULL DEFAULT ''
 -- record migration 9
 INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (9, ?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
 -- args: "add the incarnation column to the session table";
+
+-- migration 10: add the peer wake-up columns to the session table
+ALTER TABLE "leasehold_sessions" ADD COLUMN wake_addrs TEXT NOT NULL DEFAULT '';
+
+-- migration 10: add the peer wake-up columns to the session table
+ALTER TABLE "leasehold_sessions" ADD COLUMN wake_key TEXT NOT NULL DEFAULT '';
+
+-- record migration 10
+INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) VALUES (10, ?, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
+-- args: "add the peer wake-up columns to the session table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM "leasehold_schema_migrations";

@@ -2,6 +2,13 @@
 INSERT INTO [leasehold_sessions] (id, holder, created_at_us, renewed_at_us, expires_at_us, incarnation) VALUES (@p1, @p2, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000, CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
+-- start a session that advertises its peer wake-ups
+INSERT INTO [leasehold_sessions] (id, holder, created_at_us, renewed_at_us, expires_at_us, wake_addrs, wake_key, incarnation) VALUES (@p1, @p2, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000, @p3, @p4, CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255)))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef", "4286f278f60e;10.0.0.5:40123,127.0.0.1:40123", "89d8f755dfe70476693f3c7c2df36e55fd028134a29d108723b3863dbb794569";
+
+-- read the peer wake-up adverts of the sessions live or expired less than grace ago
+SELECT wake_addrs, wake_key FROM [leasehold_sessions] WHERE wake_key <> '' AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 30000000;
+
 -- renew the session: the one statement of a renewal tick
 UPDATE [leasehold_sessions] SET renewed_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()), expires_at_us = DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) + 15000000 OUTPUT inserted.notice WHERE id = @p1 AND expires_at_us >= DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AND incarnation = CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
@@ -213,6 +220,13 @@ IF COL_LENGTH(N'leasehold_sessions', N'incarnation') IS NULL ALTER TABLE [leaseh
 -- record migration 9
 INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (9, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
 -- args: "add the incarnation column to the session table";
+
+-- migration 10: add the peer wake-up columns to the session table
+IF COL_LENGTH(N'leasehold_sessions', N'wake_addrs') IS NULL ALTER TABLE [leasehold_sessions] ADD wake_addrs NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'', wake_key NVARCHAR(255) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'';
+
+-- record migration 10
+INSERT INTO [leasehold_schema_migrations] (version, description, applied_at_us) VALUES (10, @p1, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()))
+-- args: "add the peer wake-up columns to the session table";
 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM [leasehold_schema_migrations];
