@@ -12,9 +12,9 @@ import (
 	"github.com/leasehold/leasehold/internal/wake"
 )
 
-// TestPeerAdverts: a session row created with an advert carries it, and
-// Peers reads the rows live or expired less than grace ago, never the
-// ones without an advert or expired longer ago.
+// TestPeerAdverts: an advertising row carries its advert, and Peers
+// reads the rows live or expired less than grace ago, never the sessions
+// without an advert, the rows withdrawn or expired longer ago.
 func TestPeerAdverts(t *testing.T) {
 	for _, tg := range testdb.Targets() {
 		t.Run(tg.Name, func(t *testing.T) {
@@ -32,21 +32,28 @@ func TestPeerAdverts(t *testing.T) {
 			if !ok {
 				t.Fatal("the store's side of the wake-ups is no wake.Directory")
 			}
-			create := func(id string, ttl time.Duration) {
+			advertise := func(id string, a wake.Advert, ttl time.Duration) {
 				t.Helper()
-				if err := st.Sessions().CreateSession(ctx, id, "holder-"+id, ttl); err != nil {
-					t.Fatalf("CreateSession %s: %v", id, err)
+				if err := dir.Advertise(ctx, id, "holder-"+id, a, ttl); err != nil {
+					t.Fatalf("Advertise %s: %v", id, err)
 				}
 			}
-			create("plain", time.Hour) // before any advert: none
-			next := wake.Advert{}
-			dir.OnSession(func() wake.Advert { return next })
-			create("unbound", time.Hour) // a transport that could not bind: no key
-			next = wake.Advert{Addrs: "h;10.0.0.5:4000", Key: "aa"}
-			create("live", time.Hour)
-			next = wake.Advert{Addrs: "h;10.0.0.6:4000", Key: "bb"}
-			create("expired", time.Millisecond)
+			if err := st.Sessions().CreateSession(ctx, "plain", "holder", time.Hour); err != nil {
+				t.Fatal(err) // a session of leases: no advert
+			}
+			advertise("live", wake.Advert{Addrs: "h;10.0.0.5:4000", Key: "aa"}, time.Hour)
+			advertise("expired", wake.Advert{Addrs: "h;10.0.0.6:4000", Key: "bb"}, time.Millisecond)
+			advertise("withdrawn", wake.Advert{Addrs: "h;10.0.0.7:4000", Key: "cc"}, time.Hour)
+			if err := dir.Withdraw(ctx, "withdrawn"); err != nil {
+				t.Fatalf("Withdraw: %v", err)
+			}
 			time.Sleep(50 * time.Millisecond) // past its expiry, by far less than an hour
+			if ok, err := dir.Readvertise(ctx, "expired", time.Hour); ok || err != nil {
+				t.Fatalf("Readvertise of an expired row = %v, %v; want false", ok, err)
+			}
+			if ok, err := dir.Readvertise(ctx, "live", time.Hour); !ok || err != nil {
+				t.Fatalf("Readvertise of a live row = %v, %v; want true", ok, err)
+			}
 
 			got, err := dir.Peers(ctx, time.Hour)
 			if err != nil {

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // Sessions runs the statements of the session rows: a process's one row,
@@ -20,10 +18,6 @@ type Sessions struct {
 	conns  *gate
 	sql    *currentSQL
 	tables Tables
-
-	// advert gives what each new session row advertises for the peer
-	// wake-ups (wake.Directory's OnSession); nil where there are none.
-	advert func() wake.Advert
 }
 
 // CreateSession starts session id of holder, live for ttl by the database
@@ -35,19 +29,9 @@ type Sessions struct {
 // connection (wake.go), which outlives the pool when the caller closes
 // its *sql.DB; a coordinator whose renewals fail must not start session
 // after session there.
-//
-// Where peer wake-ups are on, the row also advertises where this process
-// receives them and their key, from its creation: a release sent before
-// the first renewal reaches it.
 func (s *Sessions) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
-	st := s.sql.dl().sessions().sqlCreateSession(s.tables, id, holder, ttl)
-	if s.advert != nil {
-		if a := s.advert(); a.Key != "" {
-			st = s.sql.dl().sessions().sqlCreateSessionAdvertised(s.tables, id, holder, ttl, a.Addrs, a.Key)
-		}
-	}
 	return s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) error {
-		_, err := exec(db, st)
+		_, err := exec(db, s.sql.dl().sessions().sqlCreateSession(s.tables, id, holder, ttl))
 		return err
 	})
 }

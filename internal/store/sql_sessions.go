@@ -55,9 +55,9 @@ func (d sessionSQL) sqlCreateSession(t Tables, id, holder string, ttl time.Durat
 	return d.createSession(t, id, holder, ttl, "", "")
 }
 
-// sqlCreateSessionAdvertised is sqlCreateSession of a session row that
-// also advertises where its process receives peer wake-ups, and the key
-// they are authenticated with (schema version 10).
+// sqlCreateSessionAdvertised is sqlCreateSession of a row that
+// advertises where its process receives peer wake-ups, and the key they
+// are authenticated with (schema version 10). No lease rides on it.
 func (d sessionSQL) sqlCreateSessionAdvertised(t Tables, id, holder string, ttl time.Duration, addrs, key string) stmt {
 	return d.createSession(t, id, holder, ttl, ", wake_addrs, wake_key", ", ?, ?", addrs, key)
 }
@@ -73,9 +73,9 @@ func (d sessionSQL) createSession(t Tables, id, holder string, ttl time.Duration
 		d.now + ", " + d.now + ", " + d.now + " + " + us(ttl) + vals + ")", append([]any{id, holder}, args...)}
 }
 
-// sqlPeers reads the peer wake-up adverts of the sessions live, or
-// expired less than grace ago, by the database clock: a follower that
-// holds nothing renews no session, and stays reachable while it polls.
+// sqlPeers reads the peer wake-up adverts of the rows live, or expired
+// less than grace ago, by the database clock: a process whose renewal of
+// its row is late is still sent to.
 func (d sessionSQL) sqlPeers(t Tables, grace time.Duration) stmt {
 	return stmt{"SELECT wake_addrs, wake_key FROM " + d.quote(t.Sessions) + " WHERE wake_key <> '' AND expires_at_us >= " + d.now + " - " + us(grace), nil}
 }

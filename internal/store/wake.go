@@ -26,10 +26,12 @@ import (
 //   - SQLite (fileDatabase): the store reads the database file's path
 //     (File) for the sockets next to it, and tells the socket transport of
 //     each release (OnRelease).
-//   - every database (storeWake's wake.Directory): the session rows
-//     advertise where each process receives peer wake-ups and their key
-//     (schema version 10), for the peer transport: the one of MySQL,
-//     MariaDB and SQL Server, and PostgreSQL's where it is chosen.
+//   - every database (storeWake's wake.Directory): a row of the session
+//     table that holds no lease advertises where each listening process
+//     receives peer wake-ups and their key (schema version 10), for the
+//     peer transport: the one of MySQL, MariaDB and SQL Server, and
+//     PostgreSQL's where it is chosen. It is written, renewed and deleted
+//     with the statements of the session rows.
 
 // notifier is a database whose releases wake the other processes through
 // the database itself: PostgreSQL's LISTEN/NOTIFY.
@@ -122,9 +124,33 @@ func (w storeWake) Notify(ctx context.Context, names []string) error {
 // released, when it freed any.
 func (w storeWake) OnRelease(fn func(names []string)) { w.s.released = fn }
 
-// OnSession sets what each new session row advertises for the peer
-// wake-ups.
-func (w storeWake) OnSession(fn func() wake.Advert) { w.s.sessions.advert = fn }
+// Advertise creates the advertising row id of holder, live for ttl. It
+// runs on the general connections: it is not a session's own row, whose
+// statements have the renewal's slot.
+func (w storeWake) Advertise(ctx context.Context, id, holder string, a wake.Advert, ttl time.Duration) error {
+	return w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) error {
+		_, err := exec(db, w.s.sql.dl().sessions().sqlCreateSessionAdvertised(w.s.tables, id, holder, ttl, a.Addrs, a.Key))
+		return err
+	})
+}
+
+// Readvertise extends the advertising row id, with the renewal statement
+// of a session, on the general connections; false when it had expired.
+func (w storeWake) Readvertise(ctx context.Context, id string, ttl time.Duration) (ok bool, err error) {
+	err = w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) (err error) {
+		ok, _, err = w.s.sessions.renew(db, id, ttl)
+		return err
+	})
+	return ok, err
+}
+
+// Withdraw deletes the advertising row id.
+func (w storeWake) Withdraw(ctx context.Context, id string) error {
+	return w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) error {
+		_, err := exec(db, w.s.sql.dl().sessions().sqlEndSession(w.s.tables, id))
+		return err
+	})
+}
 
 // Peers reads the peer wake-up adverts of the sessions live, or expired
 // less than grace ago.

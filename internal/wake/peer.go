@@ -4,38 +4,34 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Peer wakes the processes on one set of tables over UDP, whatever the
-// database: each process binds a UDP socket and advertises where it
-// listens, and a random key, in the session rows it creates (Directory).
-// A release, and a pool change, is sent as one datagram to every other
-// process whose session row is live, or expired less than
-// PeerConfig.Grace ago: a follower that only polls renews no session, and
-// its row must still count while it campaigns. Each datagram is
+// database: each process binds a UDP socket and, while it listens, keeps
+// a row in the session table that advertises where it listens and a
+// random key (Directory): a follower that only reads holds no session of
+// its own. A release, and a pool change, is sent as one datagram to every
+// process whose row is live, or expired less than PeerConfig.Grace ago,
+// this one included, as PostgreSQL's notifications are. Each datagram is
 // authenticated with HMAC-SHA256 under the receiver's key (datagram.go),
 // so only a process that can read the session table can wake another.
 //
 // The peers are read from the session table at most every
 // PeerConfig.Refresh, or sooner once a process that starts listening has
 // said so (a hello): a process that started since the last read is woken
-// at its own poll at worst. A process does not send to itself.
+// at its own poll at worst.
 type Peer struct {
 	db  Database
 	dir Directory
 	cfg PeerConfig
 	key []byte // this process's key, 32 random bytes
-	hex string // key in hex, as its session rows carry it
-
-	mu   sync.Mutex
-	conn *net.UDPConn // the bound socket, nil while none
-	adv  Advert       // of conn
-	done bool         // Listen's context ended: bind no more
+	hex string // key in hex, as its row carries it
 
 	peers peerCache
 }
@@ -50,14 +46,20 @@ type PeerConfig struct {
 	// advertises the bound address when Listen names an IP, and every
 	// unicast address of the host's interfaces otherwise (HostAddrs).
 	Advertise []string
-	// Grace is how long after its expiry a session row is still sent to.
+	// Holder is the holder string the advertising row carries.
+	Holder string
+	// TTL is how long the advertising row lives after each write; it is
+	// written again every three quarters of it.
+	TTL time.Duration
+	// Grace is how long after its expiry a row is still sent to.
 	Grace time.Duration
 	// Refresh is the longest the peers read from the session table are
 	// used before they are read again.
 	Refresh time.Duration
 }
 
-// Advert is what a session row carries of how to wake its process.
+// Advert is what a row of the session table carries of how to wake its
+// process.
 type Advert struct {
 	// Addrs is where its process listens (encodeAddrs); "" for nowhere.
 	Addrs string
@@ -65,30 +67,32 @@ type Advert struct {
 	Key string
 }
 
-// Directory is the store's side of the peer wake-ups: the session rows
-// carry each process's Advert.
+// Directory is the store's side of the peer wake-ups: rows of the session
+// table that advertise the processes listening. Such a row holds no
+// lease.
 type Directory interface {
-	// OnSession sets fn to give the Advert that each session row this
-	// process creates from then on carries. It is set before the first
-	// session.
-	OnSession(fn func() Advert)
-	// Peers reads the adverts of the session rows of the tables that are
-	// live, or expired less than grace ago, by the database clock.
+	// Advertise creates row id of holder with a, live for ttl by the
+	// database clock.
+	Advertise(ctx context.Context, id, holder string, a Advert, ttl time.Duration) error
+	// Readvertise extends row id to live for ttl more, and reports
+	// whether it was still live to extend.
+	Readvertise(ctx context.Context, id string, ttl time.Duration) (bool, error)
+	// Withdraw deletes row id.
+	Withdraw(ctx context.Context, id string) error
+	// Peers reads the adverts of the rows of the table that are live, or
+	// expired less than grace ago, by the database clock.
 	Peers(ctx context.Context, grace time.Duration) ([]Advert, error)
 }
 
 // sendTimeout bounds the read of the peers and the datagrams of a
-// release, which the store reports without a context (OnRelease).
+// release, which the store reports without a context (OnRelease), and
+// each write of the advertising row.
 const sendTimeout = time.Second
 
-// errPeerClosed is returned by bind once listening has ended for good.
-var errPeerClosed = errors.New("leasehold: the peer wake-up socket is closed")
-
-// NewPeer returns the peer transport of db, whose session rows dir
-// writes and reads. It does no I/O: the socket is bound by the first
-// session row created or the first Listen, whichever comes first, and
-// kept until Listen's context ends. The releases of db are sent through
-// it from then on.
+// NewPeer returns the peer transport of db, whose session table dir
+// reads and writes. It does no I/O: Listen binds the socket and writes
+// the advertising row. The releases of db are sent through it from then
+// on.
 func NewPeer(db Database, dir Directory, cfg PeerConfig) *Peer {
 	key := make([]byte, keyLen)
 	_, _ = rand.Read(key) // never fails (crypto/rand)
@@ -99,81 +103,57 @@ func NewPeer(db Database, dir Directory, cfg PeerConfig) *Peer {
 		defer cancel()
 		_ = p.send(ctx, kindWake, names)
 	})
-	dir.OnSession(p.advert)
 	return p
 }
 
-// advert binds the socket if need be and returns its Advert; only the key
-// when it cannot be bound, so that nothing is sent to this process.
-func (p *Peer) advert() Advert {
-	if _, err := p.bind(); err != nil {
-		return Advert{}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.adv
-}
-
-// bind returns the bound socket, binding it first if there is none.
-func (p *Peer) bind() (*net.UDPConn, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.conn != nil {
-		return p.conn, nil
-	}
-	if p.done {
-		return nil, errPeerClosed
-	}
+// bind binds the socket and returns it with its Advert.
+func (p *Peer) bind() (*net.UDPConn, Advert, error) {
 	listen := p.cfg.Listen
 	if listen == "" {
 		listen = ":0"
 	}
 	laddr, err := net.ResolveUDPAddr("udp", listen)
 	if err != nil {
-		return nil, fmt.Errorf("peer wake-ups: listen address %q: %w", listen, err)
+		return nil, Advert{}, fmt.Errorf("peer wake-ups: listen address %q: %w", listen, err)
 	}
 	conn, err := net.ListenUDP("udp", laddr)
 	if err != nil {
-		return nil, fmt.Errorf("peer wake-ups: bind %q: %w", listen, err)
+		return nil, Advert{}, fmt.Errorf("peer wake-ups: bind %q: %w", listen, err)
 	}
-	bound := conn.LocalAddr().(*net.UDPAddr)
-	addrs, err := advertised(p.cfg.Advertise, laddr, bound.Port)
+	addrs, err := advertised(p.cfg.Advertise, laddr, conn.LocalAddr().(*net.UDPAddr).Port)
 	if err != nil {
 		_ = conn.Close()
-		return nil, err
+		return nil, Advert{}, err
 	}
-	p.conn = conn
-	p.adv = Advert{Addrs: encodeAddrs(p.peers.host, addrs), Key: p.hex}
-	return conn, nil
+	return conn, Advert{Addrs: encodeAddrs(p.peers.host, addrs), Key: p.hex}, nil
 }
 
-// unbind closes conn, once its Listen has returned; for good when ctx is
-// done.
-func (p *Peer) unbind(ctx context.Context, conn *net.UDPConn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_ = conn.Close()
-	if p.conn == conn {
-		p.conn = nil
-	}
-	if ctx.Err() != nil {
-		p.done = true
-	}
-}
-
-// Listen binds this process's socket, if the creation of a session row
-// has not already, tells the other processes to read the peers again, so
-// that they find this one, and hands the wake-ups that arrive to deliver
-// until ctx is done; up is called in between.
-// Datagrams that fail the checks of datagram.go are dropped silently.
+// Listen binds this process's socket, writes the row that advertises it,
+// tells the other processes to read the peers again, so that they find
+// this one, and hands the wake-ups that arrive to deliver until ctx is
+// done; up is called in between. The row is kept live meanwhile, and
+// deleted when Listen returns. Datagrams that fail the checks of
+// datagram.go are dropped silently.
 func (p *Peer) Listen(ctx context.Context, deliver func(names []string), up func()) error {
-	conn, err := p.bind()
+	conn, adv, err := p.bind()
 	if err != nil {
 		return err
 	}
-	defer p.unbind(ctx, conn)
+	defer func() { _ = conn.Close() }()
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
+	id := uuid.NewString()
+	actx, cancel := context.WithTimeout(ctx, sendTimeout)
+	err = p.dir.Advertise(actx, id, p.cfg.Holder, adv, p.cfg.TTL)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("peer wake-ups: advertise: %w", err)
+	}
+	lctx, end := context.WithCancel(ctx)
+	var presence sync.WaitGroup
+	defer presence.Wait()
+	defer end()
+	presence.Go(func() { p.keepAdvertised(lctx, id, adv) })
 	// The hello is sent before up, so that its read of the peers is over
 	// once listening is reported; what arrives meanwhile waits in the
 	// socket's buffer.
@@ -206,8 +186,40 @@ func (p *Peer) Listen(ctx context.Context, deliver func(names []string), up func
 	}
 }
 
-// Notify wakes the other processes on the tables for names (nil means
-// any). A peer that cannot be reached is skipped; the error is the first
+// keepAdvertised extends the advertising row id every three quarters of
+// TTL until ctx is done, writing a new one when it had expired, and then
+// deletes it. A failure is tried again at the next turn: a process whose
+// row lapsed is only woken at its polls meanwhile.
+func (p *Peer) keepAdvertised(ctx context.Context, id string, adv Advert) {
+	defer func() {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
+		defer cancel()
+		_ = p.dir.Withdraw(wctx, id)
+	}()
+	every := max(p.cfg.TTL*3/4, time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		wctx, cancel := context.WithTimeout(ctx, min(every, sendTimeout))
+		ok, err := p.dir.Readvertise(wctx, id, p.cfg.TTL)
+		if err == nil && !ok {
+			fresh := uuid.NewString()
+			if p.dir.Advertise(wctx, fresh, p.cfg.Holder, adv, p.cfg.TTL) == nil {
+				_ = p.dir.Withdraw(wctx, id)
+				id = fresh
+			}
+		}
+		cancel()
+	}
+}
+
+// Notify wakes the processes on the tables for names (nil means any),
+// this one included. A peer that cannot be reached is skipped; the error is the first
 // failure, to be logged, after every peer was tried.
 func (p *Peer) Notify(ctx context.Context, names []string) error {
 	return p.send(ctx, kindWake, names)
@@ -295,9 +307,6 @@ func (c *peerCache) get(ctx context.Context, p *Peer) ([]target, error) {
 	}
 	targets := make([]target, 0, len(adverts))
 	for _, a := range adverts {
-		if a.Key == p.hex {
-			continue // this process
-		}
 		key, err := hex.DecodeString(a.Key)
 		if err != nil || len(key) != keyLen {
 			continue

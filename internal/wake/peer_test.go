@@ -3,7 +3,9 @@ package wake
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,18 +17,20 @@ import (
 // wait bounds every wait of these tests.
 const wait = 10 * time.Second
 
-// sessionTable stands for the session table: the adverts of the sessions
-// created, and how often they were read.
+// sessionTable stands for the session table: the advertising rows, and
+// how often they were read.
 type sessionTable struct {
 	mu    sync.Mutex
-	rows  []Advert
+	rows  map[string]Advert
 	reads int
 }
 
-func (t *sessionTable) add(a Advert) {
+func newSessionTable() *sessionTable { return &sessionTable{rows: make(map[string]Advert)} }
+
+func (t *sessionTable) add(id string, a Advert) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.rows = append(t.rows, a)
+	t.rows[id] = a
 }
 
 func (t *sessionTable) readCount() int {
@@ -41,7 +45,6 @@ type netDB struct {
 	tbl      *sessionTable
 	channel  string
 	released func(names []string)
-	session  func() Advert
 }
 
 func (d *netDB) Means() Means                                   { return None }
@@ -50,16 +53,36 @@ func (d *netDB) File(context.Context) (string, error)           { return "", nil
 func (d *netDB) Notify(context.Context, []string) error         { return nil }
 func (d *netDB) Listen(context.Context, func(Conn) error) error { return ErrNoWakeups }
 func (d *netDB) OnRelease(fn func(names []string))              { d.released = fn }
-func (d *netDB) OnSession(fn func() Advert)                     { d.session = fn }
+
+func (d *netDB) Advertise(_ context.Context, id, _ string, a Advert, _ time.Duration) error {
+	d.tbl.add(id, a)
+	return nil
+}
+
+func (d *netDB) Readvertise(_ context.Context, id string, _ time.Duration) (bool, error) {
+	d.tbl.mu.Lock()
+	defer d.tbl.mu.Unlock()
+	_, ok := d.tbl.rows[id]
+	return ok, nil
+}
+
+func (d *netDB) Withdraw(_ context.Context, id string) error {
+	d.tbl.mu.Lock()
+	defer d.tbl.mu.Unlock()
+	delete(d.tbl.rows, id)
+	return nil
+}
+
 func (d *netDB) Peers(context.Context, time.Duration) ([]Advert, error) {
 	d.tbl.mu.Lock()
 	defer d.tbl.mu.Unlock()
 	d.tbl.reads++
-	return slices.Clone(d.tbl.rows), nil
+	out := make([]Advert, 0, len(d.tbl.rows))
+	for _, a := range d.tbl.rows {
+		out = append(out, a)
+	}
+	return out, nil
 }
-
-// createSession writes a session row of d's process, with its advert.
-func (d *netDB) createSession() { d.tbl.add(d.session()) }
 
 // peerProc is one process's peer transport, listening on loopback.
 type peerProc struct {
@@ -69,16 +92,15 @@ type peerProc struct {
 	stop func()
 }
 
-// newPeerProc returns a process on tbl that listens on loopback, once
-// started, and has created a session row.
+// newPeerProc returns a process on tbl that listens on loopback once
+// started.
 func newPeerProc(t *testing.T, tbl *sessionTable, channel string) *peerProc {
 	t.Helper()
 	db := &netDB{tbl: tbl, channel: channel}
-	p := NewPeer(db, db, PeerConfig{Listen: "127.0.0.1:0", Grace: time.Minute, Refresh: time.Hour})
-	if db.released == nil || db.session == nil {
-		t.Fatal("NewPeer did not ask for the releases and the session rows")
+	p := NewPeer(db, db, PeerConfig{Listen: "127.0.0.1:0", TTL: time.Minute, Grace: time.Minute, Refresh: time.Hour})
+	if db.released == nil {
+		t.Fatal("NewPeer did not ask for the releases")
 	}
-	db.createSession()
 	return &peerProc{db: db, p: p, got: make(chan []string, 16)}
 }
 
@@ -97,7 +119,12 @@ func (pp *peerProc) start(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	up := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- pp.p.Listen(ctx, func(names []string) { pp.got <- names }, func() { close(up) }) }()
+	go func() { done <- pp.p.Listen(ctx, func(names []string) {
+		select {
+		case pp.got <- names:
+		default: // a test that does not read them
+		}
+	}, func() { close(up) }) }()
 	select {
 	case <-up:
 	case err := <-done:
@@ -122,18 +149,49 @@ func (pp *peerProc) start(t *testing.T) {
 	t.Cleanup(pp.stop)
 }
 
-// startAll creates the session rows of n processes on tbl, and then
-// makes them listen: each reads the others' rows when it starts.
+// startAll starts n processes on tbl, and waits until every one has
+// read the peers after the last started: each reads them again when told
+// by the hello of one that starts.
 func startAll(t *testing.T, tbl *sessionTable, n int) []*peerProc {
 	t.Helper()
 	ps := make([]*peerProc, n)
 	for i := range ps {
-		ps[i] = newPeerProc(t, tbl, "leasehold_leases")
+		ps[i] = startPeer(t, tbl, "leasehold_leases")
 	}
-	for _, pp := range ps {
-		pp.start(t)
+	// Each process wakes every one: once all were woken by all, every one
+	// knows every other.
+	for _, from := range ps {
+		deadline := time.After(wait)
+		for pending := slices.Clone(ps); len(pending) > 0; {
+			_ = from.p.Notify(context.Background(), []string{"sync"})
+			next := pending[:0]
+			for _, pp := range pending {
+				select {
+				case <-pp.got:
+				case <-time.After(100 * time.Millisecond):
+					next = append(next, pp)
+				case <-deadline:
+					t.Fatalf("the peers did not all reach each other within %v", wait)
+				}
+			}
+			pending = next
+		}
+		for _, pp := range ps {
+			drain(pp.got)
+		}
 	}
 	return ps
+}
+
+// drain empties ch.
+func drain(ch chan []string) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
 }
 
 // recv waits for the next wake-up of pp.
@@ -157,30 +215,23 @@ func (pp *peerProc) noneBefore(t *testing.T, marker []string) {
 	}
 }
 
-func TestPeerWakesTheOthers(t *testing.T) {
-	tbl := &sessionTable{}
+func TestPeerWakesTheOthersAndItself(t *testing.T) {
+	tbl := newSessionTable()
 	ps := startAll(t, tbl, 3)
-	a, b, c := ps[0], ps[1], ps[2]
+	a, b := ps[0], ps[1]
 	if err := a.p.Notify(context.Background(), []string{"global/x", "pool|global/p|generation"}); err != nil {
 		t.Fatalf("Notify: %v", err)
 	}
-	for _, pp := range []*peerProc{b, c} {
+	for _, pp := range ps {
 		if got := pp.recv(t); !slices.Equal(got, []string{"global/x", "pool|global/p|generation"}) {
 			t.Fatalf("woken for %q", got)
 		}
 	}
 	a.db.released([]string{"global/released"}) // a release, reported by the store
-	for _, pp := range []*peerProc{b, c} {
+	for _, pp := range ps {
 		if got := pp.recv(t); !slices.Equal(got, []string{"global/released"}) {
 			t.Fatalf("woken for %q, want the release", got)
 		}
-	}
-	// The sender is not woken by its own: b's wake-up is the first a gets.
-	if err := b.p.Notify(context.Background(), nil); err != nil {
-		t.Fatalf("Notify: %v", err)
-	}
-	if got := a.recv(t); got != nil {
-		t.Fatalf("a got %q first, want b's wake-up for any", got)
 	}
 	// Names that do not fit in a datagram wake for any.
 	long := []string{strings.Repeat("x", maxDatagram)}
@@ -193,12 +244,14 @@ func TestPeerWakesTheOthers(t *testing.T) {
 }
 
 func TestPeerDropsForgedStaleAndReplayedDatagrams(t *testing.T) {
-	tbl := &sessionTable{}
+	tbl := newSessionTable()
 	b := startPeer(t, tbl, "leasehold_leases")
-	adv := b.p.advert()
-	addrs := decodeAddrs(adv.Addrs, hostToken())
+	var addrs []*net.UDPAddr
+	for _, a := range tbl.rows {
+		addrs = decodeAddrs(a.Addrs, hostToken())
+	}
 	if len(addrs) != 1 {
-		t.Fatalf("b advertises %q, want one address", adv.Addrs)
+		t.Fatalf("b advertises %v, want one address", tbl.rows)
 	}
 	conn, err := net.DialUDP("udp", nil, addrs[0])
 	if err != nil {
@@ -218,8 +271,7 @@ func TestPeerDropsForgedStaleAndReplayedDatagrams(t *testing.T) {
 		_, _ = rand.Read(x.nonce[:])
 		return x
 	}
-	forged := d("forged")
-	send(other, forged)
+	send(other, d("forged"))
 	wrongChannel := d("channel")
 	wrongChannel.channel = "other_leases"
 	send(b.p.key, wrongChannel)
@@ -247,9 +299,17 @@ func TestPeerDropsForgedStaleAndReplayedDatagrams(t *testing.T) {
 }
 
 func TestPeerSkipsAPeerThatIsGone(t *testing.T) {
-	tbl := &sessionTable{}
-	gone := startPeer(t, tbl, "leasehold_leases")
-	gone.stop() // its row stays, its socket is closed
+	tbl := newSessionTable()
+	// A row whose process is gone: nothing listens at its address.
+	dead, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := dead.LocalAddr().(*net.UDPAddr).AddrPort()
+	_ = dead.Close()
+	key := make([]byte, keyLen)
+	_, _ = rand.Read(key)
+	tbl.add("gone", Advert{Addrs: encodeAddrs(hostToken(), []netip.AddrPort{addr}), Key: hex.EncodeToString(key)})
 	ps := startAll(t, tbl, 2)
 	a, b := ps[0], ps[1]
 	for i := range 3 {
@@ -258,22 +318,25 @@ func TestPeerSkipsAPeerThatIsGone(t *testing.T) {
 			t.Fatalf("wake-up %d: b got %q", i, got)
 		}
 	}
-	if adv := gone.p.advert(); adv.Addrs != "" {
-		t.Fatalf("a peer whose Listen ended binds again for a new session row: %q", adv.Addrs)
+	// A process that stops listening withdraws its row.
+	b.stop()
+	tbl.mu.Lock()
+	defer tbl.mu.Unlock()
+	if len(tbl.rows) != 2 {
+		t.Fatalf("%d rows after b stopped, want the dead one and a's", len(tbl.rows))
 	}
 }
 
 func TestPeerReadsThePeersAgainWhenOneStartsListening(t *testing.T) {
-	tbl := &sessionTable{}
+	tbl := newSessionTable()
 	a := startPeer(t, tbl, "leasehold_leases")
-	_ = a.p.Notify(context.Background(), nil) // reads the peers: none yet
+	_ = a.p.Notify(context.Background(), nil) // reads the peers: a only
 	reads := tbl.readCount()
 	_ = a.p.Notify(context.Background(), nil)
 	if n := tbl.readCount(); n != reads {
 		t.Fatalf("the peers were read again within Refresh (%d reads, then %d)", reads, n)
 	}
-	// b's session row exists before it listens; its hello makes a read
-	// the peers again, though Refresh is an hour.
+	// b's hello makes a read the peers again, though Refresh is an hour.
 	b := startPeer(t, tbl, "leasehold_leases")
 	deadline := time.After(wait)
 	for {
@@ -292,11 +355,8 @@ func TestPeerReadsThePeersAgainWhenOneStartsListening(t *testing.T) {
 }
 
 func TestPeerListenFailsOnAnAddressItCannotBind(t *testing.T) {
-	db := &netDB{tbl: &sessionTable{}, channel: "leasehold_leases"}
+	db := &netDB{tbl: newSessionTable(), channel: "leasehold_leases"}
 	p := NewPeer(db, db, PeerConfig{Listen: "192.0.2.1:0", Refresh: time.Hour}) // TEST-NET-1: no interface has it
-	if adv := p.advert(); adv != (Advert{}) {
-		t.Fatalf("advert without a socket = %+v, want none", adv)
-	}
 	err := p.Listen(context.Background(), func([]string) {}, func() { t.Error("up called") })
 	if err == nil || IsFinal(err) {
 		t.Fatalf("Listen = %v, want an error to retry", err)
