@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // Defaults of Config. A zero field takes its default; fields whose default
@@ -119,22 +120,47 @@ type Config struct {
 	// Notifications set, on one listening connection per process that
 	// also carries the reads and acquires (so within MaxConnections, which
 	// must be 2 or more for it); on SQLite through sockets next to the
-	// database file, between processes on one host. MySQL, MariaDB and SQL
-	// Server have none, and followers poll every RetryInterval there.
-	// Notifications are hints: safety never depends on them, and polling
-	// goes on with them. Defaults to false (notifications on).
+	// database file, between processes on one host; on MySQL, MariaDB and
+	// SQL Server through peer wake-ups, UDP datagrams between the
+	// processes (see WakeAddress). Notifications are hints: safety never
+	// depends on them, and polling goes on with them. Defaults to false
+	// (notifications on).
 	DisableNotifications bool
 
 	// Notifications receives release notifications on PostgreSQL: set it
 	// to pgnotify.New() (package github.com/leasehold/leasehold/pgnotify),
-	// which listens through the pgx driver. It is a separate package so
-	// that programs on other databases do not link pgx. Without it,
-	// followers on PostgreSQL poll every RetryInterval, and Run logs one
-	// warning saying so when it starts; this process's releases and pool
-	// changes still wake the processes that listen. It is ignored on
-	// other databases and when DisableNotifications is set. Defaults to
-	// nil.
+	// which listens through the pgx driver, or to PeerWakeups() where
+	// LISTEN cannot work, behind a pooler in transaction mode (PgBouncer).
+	// pgnotify is a separate package so that programs on other databases
+	// do not link pgx. Without either, followers on PostgreSQL poll every
+	// RetryInterval, and Run logs one warning saying so when it starts;
+	// this process's releases and pool changes still wake the processes
+	// that listen through pgnotify. It is ignored on other databases and
+	// when DisableNotifications is set. Defaults to nil.
 	Notifications NotificationTransport
+
+	// WakeAddress is the UDP address, host:port, on which this process
+	// receives peer wake-ups: on MySQL, MariaDB and SQL Server, and on
+	// PostgreSQL with Notifications set to PeerWakeups(). An empty host
+	// listens on every interface, port 0 on a port the system picks. Each
+	// session row this process creates advertises where it listens
+	// (WakeAdvertise) and a random key; a release, or a pool change, sends
+	// one datagram, authenticated with that key, to each other live
+	// process on the same tables. The processes must reach each other's
+	// advertised addresses over UDP, and their clocks agree within 30s.
+	// Defaults to ":0".
+	WakeAddress string
+
+	// WakeAdvertise lists the addresses other processes send peer
+	// wake-ups to, as IP addresses (the port WakeAddress bound is added)
+	// or IP:port (behind a port mapping). Set it where the host's
+	// addresses are not the ones the others reach: in Kubernetes, the
+	// pod IP (status.podIP, through the downward API). A loopback address
+	// is only used by processes on the same host. Defaults to the IP of
+	// WakeAddress when it names one, and otherwise to every unicast
+	// address of the host's interfaces (loopback only when there is no
+	// other).
+	WakeAdvertise []string
 
 	// DisableAutoMigrate turns off the schema migration Run performs on
 	// start. Run then only checks the schema version and fails with
@@ -248,6 +274,16 @@ func (c Config) validate() error {
 	case c.HealthFailures < 1:
 		return bad("HealthFailures (%d) must be at least 1", c.HealthFailures)
 	}
+	if c.WakeAddress != "" {
+		if err := wake.CheckListen(c.WakeAddress); err != nil {
+			return bad("WakeAddress (%q) %v", c.WakeAddress, err)
+		}
+	}
+	for i, a := range c.WakeAdvertise {
+		if err := wake.CheckAdvertise(a); err != nil {
+			return bad("WakeAdvertise[%d] (%q): %v", i, a, err)
+		}
+	}
 	if err := store.ValidateTablePrefix(c.TablePrefix); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -266,6 +302,24 @@ func (c Config) trustWindow() time.Duration { return c.trustFor(c.TTL) }
 // shows live for left more, counted from the start of the read: left, at
 // most TTL, less Margin (fencerenew.go).
 func (c Config) trustFor(left time.Duration) time.Duration { return min(left, c.TTL) - c.Margin }
+
+// peerConfig is the configuration of the peer wake-ups of holder. The
+// row that advertises the process lives for TTL and is renewed every
+// three quarters of it; it is still sent to for two RetryIntervals after
+// its expiry, should a renewal be late. The peers are read again at most
+// every RetryInterval, so that a process started since is woken at its
+// own poll at worst (a process that starts listening also tells the
+// others).
+func (c Config) peerConfig(holder string) wake.PeerConfig {
+	return wake.PeerConfig{
+		Listen:    c.WakeAddress,
+		Advertise: c.WakeAdvertise,
+		Holder:    holder,
+		TTL:       c.TTL,
+		Grace:     2 * c.RetryInterval,
+		Refresh:   c.RetryInterval,
+	}
+}
 
 // sessionPruneAfter is how long, in TTLs, a session row is kept after it
 // expired before a process ending its own session deletes it.

@@ -60,6 +60,11 @@ func TestConfigValidation(t *testing.T) {
 		{"NegativeHealthInterval", Config{HealthInterval: -time.Second}, []string{"HealthInterval (-1s)", "negative"}},
 		{"NanosecondHealthInterval", Config{HealthInterval: time.Nanosecond}, []string{"HealthInterval (1ns)", "at least 1ms"}},
 		{"NegativeHealthFailures", Config{HealthFailures: -1}, []string{"HealthFailures (-1)", "at least 1"}},
+		{"WakeAddressWithoutPort", Config{WakeAddress: "10.0.0.5"}, []string{`WakeAddress ("10.0.0.5")`, "host:port"}},
+		{"WakeAddressHostName", Config{WakeAddress: "db.example:7946"}, []string{`WakeAddress ("db.example:7946")`, "IP address"}},
+		{"WakeAddressBadPort", Config{WakeAddress: ":70000"}, []string{`WakeAddress (":70000")`, "0 to 65535"}},
+		{"WakeAdvertiseHostName", Config{WakeAdvertise: []string{"10.0.0.5", "pod.example"}}, []string{`WakeAdvertise[1] ("pod.example")`}},
+		{"WakeAdvertiseUnspecified", Config{WakeAdvertise: []string{"0.0.0.0:7946"}}, []string{`WakeAdvertise[0] ("0.0.0.0:7946")`, "unicast"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +87,7 @@ func TestConfigBoundsAccepted(t *testing.T) {
 		{TTL: MaxTTL},
 		{TTL: MaxTTL, RetryInterval: MaxTTL},
 		{RenewInterval: MinInterval, RetryInterval: MinInterval},
+		{WakeAddress: "0.0.0.0:7946", WakeAdvertise: []string{"10.1.2.3", "[2001:db8::1]:7946"}},
 	} {
 		if err := c.withDefaults().validate(); err != nil {
 			t.Errorf("%+v: %v", c, err)

@@ -351,9 +351,7 @@ func caseOneStatementPerRenewTick(t *testing.T, b *bundle) {
 	cfg := fastConfig()
 	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
 	r := start(t, db, "node-a", cfg)
-	if hasWakeups(b) {
-		waitListening(t, r) // listening sends its own statements once, at the start
-	}
+	waitListening(t, r) // listening sends its own statements once, at the start
 	ticks := tickSignal(r, cl)
 	measure := func(held int) int {
 		first, second := twoTicks(t, ticks, held)

@@ -214,7 +214,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	c.keeper.resignWake = c.resigns.wake
 	c.health.passed = c.campaigner.wakeRound
 	if st != nil { // a coordinator built only for its Admin (tests)
-		c.wake = wakeTransport(st.Wakeups(), cfg)
+		c.wake = wakeTransport(st.Wakeups(), cfg, holder)
 	}
 	return c
 }

@@ -148,9 +148,7 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 	// machine was seen to need more than 20s for.
 	cfg.ShutdownTimeout = 3 * wait
 	r := start(t, db, "node-a", cfg)
-	if hasWakeups(b) {
-		waitListening(t, r) // listening sends its own statements once, at the start
-	}
+	waitListening(t, r) // listening sends its own statements once, at the start
 	events, unsubscribe := r.Subscribe(64)
 	defer unsubscribe()
 	var bad atomic.Int64

@@ -15,7 +15,11 @@ import (
 // through a transport (internal/wake): on PostgreSQL, NOTIFY, sent by the
 // release statement itself and received on one listening connection per
 // process, within MaxConnections, by Config.Notifications (pgnotify); on
-// SQLite, datagram sockets next to the database file. The transport's
+// SQLite, datagram sockets next to the database file; on MySQL, MariaDB
+// and SQL Server, and on PostgreSQL with PeerWakeups, UDP datagrams
+// between the processes, sent to the addresses their session rows
+// advertise and authenticated with the keys they carry (wake.Peer,
+// Config.WakeAddress). The transport's
 // Listen returns when listening ends; retrying it, and logging its state,
 // is listenLoop's. A process woken for a lease it campaigns for attempts
 // it at once (acquireWoken), one woken for a lease it only observes runs a
@@ -34,10 +38,30 @@ type NotificationTransport interface {
 	Open(db wake.Database) wake.Transport
 }
 
+// PeerWakeups returns the NotificationTransport that wakes the processes
+// on PostgreSQL as on MySQL, MariaDB and SQL Server: with UDP datagrams
+// between them (Config.WakeAddress), instead of LISTEN/NOTIFY. Choose it
+// where LISTEN cannot work, behind a pooler in transaction mode
+// (PgBouncer), or where pgx is not wanted. Every process on the tables
+// must then use it: the ones listening through pgnotify are not woken by
+// its pool changes, nor it by theirs. Releases still notify through the
+// database as well, for them.
+func PeerWakeups() NotificationTransport { return peerWakeups{} }
+
+// peerWakeups is PeerWakeups: wakeTransport builds the peer transport
+// from the configuration.
+type peerWakeups struct{}
+
+// Open returns the peer transport with the default configuration;
+// wakeTransport does not call it.
+func (peerWakeups) Open(db wake.Database) wake.Transport {
+	return peerTransport(db, Config{}.withDefaults(), "")
+}
+
 // errNeedsTransport is the listening of PostgreSQL without
 // Config.Notifications.
 var errNeedsTransport = errors.New("leasehold: listening for release notifications on PostgreSQL needs Config.Notifications = pgnotify.New() " +
-	"(package github.com/leasehold/leasehold/pgnotify)")
+	"(package github.com/leasehold/leasehold/pgnotify), or coordination.PeerWakeups() behind a transaction pooler")
 
 // announcer is a database that carries wake-ups (PostgreSQL) without a
 // transport that listens: this process does not listen, but its releases
@@ -49,22 +73,36 @@ func (announcer) Listen(context.Context, func([]string), func()) error { return 
 
 func (a announcer) Notify(ctx context.Context, names []string) error { return a.db.Notify(ctx, names) }
 
-// wakeTransport picks the transport of the wake-ups on db: nil where
-// there is none, or where they are turned off.
-func wakeTransport(db wake.Database, cfg Config) wake.Transport {
+// wakeTransport picks the transport of the wake-ups on db for holder: nil
+// where there is none, or where they are turned off.
+func wakeTransport(db wake.Database, cfg Config, holder string) wake.Transport {
 	if cfg.DisableNotifications || db == nil {
 		return nil
 	}
 	switch db.Means() {
 	case wake.Through:
-		if cfg.Notifications == nil {
+		switch cfg.Notifications.(type) {
+		case nil:
 			return announcer{db}
+		case peerWakeups:
+			return peerTransport(db, cfg, holder)
 		}
 		return cfg.Notifications.Open(db)
 	case wake.Sockets:
 		return wake.NewSocket(db)
 	}
-	return nil
+	return peerTransport(db, cfg, holder)
+}
+
+// peerTransport is the peer transport of db (wake.Peer) for holder, where
+// its store keeps the rows that advertise the processes; nil where it
+// does not.
+func peerTransport(db wake.Database, cfg Config, holder string) wake.Transport {
+	dir, ok := db.(wake.Directory)
+	if !ok {
+		return nil
+	}
+	return wake.NewPeer(db, dir, cfg.peerConfig(holder))
 }
 
 // listenLoop listens for wake-ups until ctx is done.

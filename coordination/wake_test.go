@@ -12,12 +12,13 @@ import (
 	"go.uber.org/zap/zaptest"
 	zapobserver "go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
-// TestWakeups runs the release-notification cases on every database.
-// MySQL, MariaDB and SQL Server have no notifications: there the cases
-// that need them skip, and the others check that polling alone still
-// works.
+// TestWakeups runs the release-notification cases on every database:
+// PostgreSQL's NOTIFY, the sockets of SQLite, and the peer wake-ups of
+// MySQL, MariaDB and SQL Server (and of PostgreSQL with PeerWakeups).
 func TestWakeups(t *testing.T) {
 	runCases(t, []conformanceCase{
 		{"ReleaseWakesFollower", caseReleaseWakesFollower},
@@ -27,6 +28,7 @@ func TestWakeups(t *testing.T) {
 		{"NoListeningOnAOneConnectionPool", caseNoListeningOnAOneConnectionPool},
 		{"PostgresWithoutPGNotify", casePostgresWithoutPGNotify},
 		{"ListeningConnectionBreaks", caseListeningConnectionBreaks},
+		{"PostgresPeerWakeups", casePostgresPeerWakeups},
 	})
 }
 
@@ -39,13 +41,6 @@ func slowPollConfig() Config {
 		RetryInterval:   10 * time.Minute,
 		ShutdownTimeout: 5 * time.Second,
 	}
-}
-
-// hasWakeups reports whether the target's database has release
-// notifications: PostgreSQL's NOTIFY and, for processes sharing an SQLite
-// file, its sockets.
-func hasWakeups(b *bundle) bool {
-	return b.target.Dialect == "postgres" || b.target.Dialect == "sqlite"
 }
 
 // waitListening waits until every coordinator listens for wake-ups.
@@ -109,9 +104,6 @@ func campaignAfterRound(t *testing.T, c *running, e *Election, limit time.Durati
 // caseReleaseWakesFollower: with a poll of ten minutes, a follower takes a
 // released lease within the test's bound, so the release woke it.
 func caseReleaseWakesFollower(t *testing.T, b *bundle) {
-	if !hasWakeups(b) {
-		t.Skipf("%s has no release notifications; followers poll (docs/operations.md)", b.target.Name)
-	}
 	a := start(t, b.db, "node-a", slowPollConfig())
 	f := start(t, b.db, "node-f", slowPollConfig())
 	waitListening(t, a, f)
@@ -150,9 +142,7 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 	cfg.RetryInterval = 2 * time.Second
 	a := start(t, b.db, "node-a", cfg)
 	f := start(t, b.db, "node-f", cfg)
-	if hasWakeups(b) {
-		waitListening(t, a, f)
-	}
+	waitListening(t, a, f)
 	f.signals.dropWakes.Store(true)
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "lost"))
 	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "lost"), wait)
@@ -234,12 +224,9 @@ func drainSignals(ch <-chan int) {
 }
 
 // caseFallbackWhenListenFails: when the database refuses what listening
-// needs, the coordinator says so in one warning, keeps retrying quietly,
-// and its followers poll.
+// needs, or the peer wake-ups cannot bind their address, the coordinator
+// says so in one warning, keeps retrying quietly, and its followers poll.
 func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
-	if !hasWakeups(b) {
-		t.Skipf("%s has no release notifications to fall back from", b.target.Name)
-	}
 	refuse := func(db *gorm.DB) {
 		q := db.Statement.SQL.String()
 		if strings.HasPrefix(q, "LISTEN") || strings.Contains(q, "pragma_database_list") {
@@ -256,6 +243,7 @@ func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
 	cfg := slowPollConfig()
 	cfg.RetryInterval = 300 * time.Millisecond
 	cfg.Logger = zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core()))
+	cfg.WakeAddress = "192.0.2.1:0" // TEST-NET-1: no interface of this host has it
 	f := start(t, b.db, "node-f", cfg)
 	a := start(t, b.db, "node-a", slowPollConfig())
 
@@ -275,7 +263,7 @@ func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
 		t.Fatalf("follower without notifications did not take the released lease within %v (poll %v)", wait, cfg.RetryInterval)
 	}
 	if f.listening.Load() {
-		t.Fatal("the coordinator reports listening though LISTEN is refused")
+		t.Fatal("the coordinator reports listening though it cannot")
 	}
 	if n := unavailable(); n != 1 {
 		t.Fatalf("%d warnings that notifications are unavailable, want 1 however often it retries", n)
@@ -286,9 +274,6 @@ func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
 // graceful leave rebalance the pool within the test's bound, and no index
 // is held twice at once.
 func casePoolRebalancesOnWakeup(t *testing.T, b *bundle) {
-	if !hasWakeups(b) {
-		t.Skipf("%s has no release notifications; pools rebalance at their next poll", b.target.Name)
-	}
 	rec := newRecorder()
 	pcfg := PoolConfig{PollInterval: 10 * time.Minute}
 	run := func(node string) (*running, context.CancelFunc, chan struct{}) {
@@ -478,5 +463,29 @@ func waitLockWaiters(t *testing.T, db *gorm.DB, n int) {
 			t.Fatalf("%d backends wait for a lock after %v, want %d", waiting, wait, n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// casePostgresPeerWakeups: on PostgreSQL with PeerWakeups, as behind a
+// transaction pooler, the processes wake each other over UDP: with a poll
+// of ten minutes, a follower takes a released lease within the test's
+// bound, and a pool join and leave rebalance it.
+func casePostgresPeerWakeups(t *testing.T, b *bundle) {
+	if b.target.Dialect != "postgres" {
+		t.Skip("PeerWakeups is PostgreSQL's choice; the other databases without a file use it by default")
+	}
+	cfg := slowPollConfig()
+	cfg.Notifications = PeerWakeups()
+	a := start(t, b.db, "node-a", cfg)
+	f := start(t, b.db, "node-f", cfg)
+	waitListening(t, a, f)
+	if _, ok := f.wake.(*wake.Peer); !ok {
+		t.Fatalf("the transport with PeerWakeups is %T, want *wake.Peer", f.wake)
+	}
+	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "peer"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "peer"), wait)
+	release(t, l)
+	if l2 := successor(t, got, l, "follower woken over UDP"); l2 != nil {
+		release(t, l2)
 	}
 }
