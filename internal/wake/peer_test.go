@@ -119,12 +119,14 @@ func (pp *peerProc) start(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	up := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- pp.p.Listen(ctx, func(names []string) {
-		select {
-		case pp.got <- names:
-		default: // a test that does not read them
-		}
-	}, func() { close(up) }) }()
+	go func() {
+		done <- pp.p.Listen(ctx, func(names []string) {
+			select {
+			case pp.got <- names:
+			default: // a test that does not read them
+			}
+		}, func() { close(up) })
+	}()
 	select {
 	case <-up:
 	case err := <-done:
