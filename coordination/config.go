@@ -281,7 +281,7 @@ func (c Config) validate() error {
 	}
 	for i, a := range c.WakeAdvertise {
 		if err := wake.CheckAdvertise(a); err != nil {
-			return bad("WakeAdvertise[%d] (%q): %v", i, a, err)
+			return bad("WakeAdvertise[%d] (%q) %v", i, a, err)
 		}
 	}
 	if err := store.ValidateTablePrefix(c.TablePrefix); err != nil {

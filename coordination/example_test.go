@@ -1,6 +1,7 @@
 package coordination_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -466,4 +467,27 @@ func ExampleConfig_healthCheck() {
 	// Output:
 	// leading at epoch 1
 	// stepped down: leasehold: process is unhealthy: 2 health checks in a row failed, the last with: the disk is full
+}
+
+// Peer wake-ups in Kubernetes: each pod receives them on a fixed port and
+// advertises its pod IP, which the downward API puts in POD_IP. On
+// PostgreSQL behind PgBouncer in transaction mode, add Notifications:
+// coordination.PeerWakeups(); on MySQL, MariaDB and SQL Server they are on
+// by default.
+func ExampleConfig_peerWakeups() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	podIP := cmp.Or(os.Getenv("POD_IP"), "10.244.1.17")
+	id, _ := identity.New("node-a", "eu-1")
+	coord, err := coordination.New(db, id, coordination.Config{
+		WakeAddress:   ":7946",
+		WakeAdvertise: []string{podIP},
+	})
+	fmt.Println(coord.Config().WakeAddress, err)
+
+	_, err = coordination.New(db, id, coordination.Config{WakeAdvertise: []string{"my-pod.svc"}})
+	fmt.Println(err)
+	// Output:
+	// :7946 <nil>
+	// leasehold: invalid config: WakeAdvertise[0] ("my-pod.svc") must be an IP address, or IP:port with a port from 1 to 65535
 }

@@ -3,6 +3,7 @@ package wake
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -78,7 +79,7 @@ func advertised(configured []string, listen *net.UDPAddr, port int) ([]netip.Add
 		for _, s := range configured {
 			a, err := parseAdvertise(s, port)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("peer wake-ups: advertised address %q %w", s, err)
 			}
 			out = append(out, a)
 		}
@@ -167,21 +168,24 @@ func CheckAdvertise(s string) error {
 	return err
 }
 
+// errNotUnicast is an advertised address that no datagram can be sent to.
+var errNotUnicast = errors.New("must be a unicast IP address without a zone")
+
 // parseAdvertise parses an address of PeerConfig.Advertise, giving one
 // without a port the port port.
 func parseAdvertise(s string, port int) (netip.AddrPort, error) {
 	if ip, err := netip.ParseAddr(s); err == nil {
 		if ip.Zone() != "" || ip.IsUnspecified() || ip.IsMulticast() {
-			return netip.AddrPort{}, fmt.Errorf("peer wake-ups: advertised address %q must be a unicast IP address without a zone", s)
+			return netip.AddrPort{}, errNotUnicast
 		}
 		return netip.AddrPortFrom(ip.Unmap(), uint16(port)), nil
 	}
 	a, err := netip.ParseAddrPort(s)
 	if err != nil || a.Port() == 0 {
-		return netip.AddrPort{}, fmt.Errorf("peer wake-ups: advertised address %q must be an IP address or IP:port with a port from 1 to 65535", s)
+		return netip.AddrPort{}, errors.New("must be an IP address, or IP:port with a port from 1 to 65535")
 	}
 	if a.Addr().Zone() != "" || a.Addr().IsUnspecified() || a.Addr().IsMulticast() {
-		return netip.AddrPort{}, fmt.Errorf("peer wake-ups: advertised address %q must be a unicast IP address without a zone", s)
+		return netip.AddrPort{}, errNotUnicast
 	}
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()), nil
 }
