@@ -69,6 +69,8 @@ func gracefulTarget(dialect string) time.Duration {
 		return 10 * time.Millisecond
 	case "sqlite":
 		return 20 * time.Millisecond
+	case "mysql":
+		return 50 * time.Millisecond // peer wake-ups
 	}
 	return coordination.DefaultRetryInterval + 50*time.Millisecond
 }
