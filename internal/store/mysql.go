@@ -39,8 +39,8 @@ func mysqlDialect() *dialect {
 	return newDialect(mysqlFacts, mysqlDB{}, s, s, s)
 }
 
-// mysqlDB is the runtime fragments of MySQL and MariaDB. Their followers
-// poll.
+// mysqlDB is the runtime fragments of MySQL and MariaDB. Their processes
+// wake each other with peer wake-ups (wake.go).
 type mysqlDB struct {
 	inLists
 }

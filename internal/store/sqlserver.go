@@ -45,7 +45,8 @@ func sqlserverDialect() *dialect {
 	return newDialect(sqlserverFacts, sqlserverDB{}, s, s, s)
 }
 
-// sqlserverDB is SQL Server's runtime fragments. Its followers poll.
+// sqlserverDB is SQL Server's runtime fragments. Its processes wake each
+// other with peer wake-ups (wake.go).
 type sqlserverDB struct {
 	inLists
 }

@@ -52,8 +52,8 @@ type Transport interface {
 }
 
 // ErrNoWakeups is returned by Listen where there is no way to wake the
-// other processes: MySQL, MariaDB, SQL Server, an SQLite database in
-// memory, and PostgreSQL with MaxConnections 1. Followers poll there.
+// other processes: an SQLite database in memory, and PostgreSQL's LISTEN
+// with MaxConnections 1. Followers poll there.
 var ErrNoWakeups = errors.New("leasehold: no release notifications on this database; followers poll")
 
 // finalError marks an error after which listening is not tried again.
