@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -225,32 +226,66 @@ func (p *Peer) Notify(ctx context.Context, names []string) error {
 	return p.send(ctx, kindWake, names)
 }
 
-// send sends one datagram of kind to every peer, the peers read again
-// first when they are stale.
+// send sends one datagram of kind to every peer. When the peers are
+// stale it sends to the ones it knows first, so that a release does not
+// wait for the read, then reads them again and sends to the new ones.
 func (p *Peer) send(ctx context.Context, kind byte, names []string) error {
-	targets, err := p.peers.get(ctx, p)
-	if len(targets) == 0 {
-		return err
-	}
-	conn, lerr := net.ListenUDP("udp", nil)
-	if lerr != nil {
-		return fmt.Errorf("peer wake-ups: open a socket to send: %w", lerr)
-	}
-	defer func() { _ = conn.Close() }()
-	_ = conn.SetWriteDeadline(time.Now().Add(sendTimeout))
+	known, fresh := p.peers.current(p.cfg.Refresh)
+	var conn *net.UDPConn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
 	d := datagram{kind: kind, sent: time.Now(), channel: p.db.Channel(), payload: Payload(names)}
 	if _, err := rand.Read(d.nonce[:]); err != nil {
 		return err
 	}
-	for _, t := range targets {
-		msg := d.seal(t.key)
-		for _, a := range t.addrs {
-			if _, werr := conn.WriteToUDP(msg, a); werr != nil && err == nil && ctx.Err() == nil {
-				err = fmt.Errorf("peer wake-ups: send to %v: %w", a, werr)
+	var err error
+	sendTo := func(targets []target) {
+		if len(targets) == 0 {
+			return
+		}
+		if conn == nil {
+			c, lerr := net.ListenUDP("udp", nil)
+			if lerr != nil {
+				err = fmt.Errorf("peer wake-ups: open a socket to send: %w", lerr)
+				return
+			}
+			conn = c
+			_ = conn.SetWriteDeadline(time.Now().Add(sendTimeout))
+		}
+		for _, t := range targets {
+			msg := d.seal(t.key)
+			for _, a := range t.addrs {
+				if _, werr := conn.WriteToUDP(msg, a); werr != nil && err == nil && ctx.Err() == nil {
+					err = fmt.Errorf("peer wake-ups: send to %v: %w", a, werr)
+				}
 			}
 		}
 	}
-	return err
+	sendTo(known)
+	if fresh {
+		return err
+	}
+	all, rerr := p.peers.get(ctx, p)
+	sendTo(newTargets(all, known))
+	return cmp.Or(rerr, err)
+}
+
+// newTargets returns the targets of all whose key none of known has.
+func newTargets(all, known []target) []target {
+	seen := make(map[string]bool, len(known))
+	for _, k := range known {
+		seen[string(k.key)] = true
+	}
+	var out []target
+	for _, t := range all {
+		if !seen[string(t.key)] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // target is a peer to send to: its key, and where it listens.
