@@ -169,8 +169,8 @@ func runHandoff(ctx context.Context, r *runner, tg *target) *Table {
 
 	t.note("graceful: %s; handoff: from the runner sending SIGTERM to the leader until the successor's leader work "+
 		"started, as the successor's wall clock says (same host); the leader releases the lease once its work has returned; "+
-		"on PostgreSQL and SQLite the release wakes the followers at once, on MariaDB a follower finds it on its next poll, "+
-		"every RetryInterval plus at most 25ms", defaultTiming.about)
+		"the release wakes the followers at once (PostgreSQL: NOTIFY, SQLite: sockets, MariaDB: peer wake-ups over UDP); "+
+		"a follower a wake-up misses finds it on its next poll, every RetryInterval plus at most 25ms", defaultTiming.about)
 	t.note("crash and pause: %s, so that each failover takes about a second; failover: SIGKILL to the successor's "+
 		"leader work started; failover/TTL: the same over the TTL", fastTiming.about)
 	t.note("each signal follows a random wait of 0 to RetryInterval, so it falls at a random moment of the followers' polls; " +

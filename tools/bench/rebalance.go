@@ -131,7 +131,7 @@ func runRebalance(ctx context.Context, r *runner, tg *target) *Table {
 		s, p99, perr := p50p99max(f.ds)
 		switch {
 		case perr != nil:
-		case tg.dialect == "postgres":
+		case tg.dialect == "postgres" || tg.dialect == "mysql": // NOTIFY, peer wake-ups
 			t.add(f.name, s, graceful, p99 <= poolGracefulTarget)
 		default:
 			t.info(f.name, s)
@@ -169,9 +169,9 @@ func runRebalance(ctx context.Context, r *runner, tg *target) *Table {
 	t.note("the library's bounds: a join or graceful leave within RebalanceBound(poll) = %s, a crash within "+
 		"CrashRebalanceBound(TTL, poll) = %s, each plus a few statements", fmtDur(coordination.RebalanceBound(poll)),
 		fmtDur(coordination.CrashRebalanceBound(tm.ttl, poll)))
-	if tg.dialect != "postgres" {
+	if tg.dialect == "sqlite" {
 		t.note("join and leave have no target here: the issue's \"poll interval + 50ms\" lies below the library's own bound "+
-			"above, which a polling member meets and no more; the issue's %v is PostgreSQL's", poolGracefulTarget)
+			"above, which a polling member meets and no more; the issue's %v is PostgreSQL's and MariaDB's", poolGracefulTarget)
 	}
 	return t
 }
