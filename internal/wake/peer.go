@@ -86,9 +86,12 @@ type Directory interface {
 }
 
 // sendTimeout bounds the read of the peers and the datagrams of a
-// release, which the store reports without a context (OnRelease), and
-// each write of the advertising row.
+// release, which the store reports without a context (OnRelease).
 const sendTimeout = time.Second
+
+// advertiseTimeout bounds each write of the advertising row: one that
+// times out when listening starts fails Listen, which logs a warning.
+const advertiseTimeout = 5 * time.Second
 
 // NewPeer returns the peer transport of db, whose session table dir
 // reads and writes. It does no I/O: Listen binds the socket and writes
@@ -144,7 +147,7 @@ func (p *Peer) Listen(ctx context.Context, deliver func(names []string), up func
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
 	id := uuid.NewString()
-	actx, cancel := context.WithTimeout(ctx, sendTimeout)
+	actx, cancel := context.WithTimeout(ctx, advertiseTimeout)
 	err = p.dir.Advertise(actx, id, p.cfg.Holder, adv, p.cfg.TTL)
 	cancel()
 	if err != nil {
@@ -193,6 +196,8 @@ func (p *Peer) Listen(ctx context.Context, deliver func(names []string), up func
 // row lapsed is only woken at its polls meanwhile.
 func (p *Peer) keepAdvertised(ctx context.Context, id string, adv Advert) {
 	defer func() {
+		// Short: it delays the end of Listen, and a row left behind
+		// only expires after TTL.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 		defer cancel()
 		_ = p.dir.Withdraw(wctx, id)
@@ -206,7 +211,7 @@ func (p *Peer) keepAdvertised(ctx context.Context, id string, adv Advert) {
 			return
 		case <-t.C:
 		}
-		wctx, cancel := context.WithTimeout(ctx, min(every, sendTimeout))
+		wctx, cancel := context.WithTimeout(ctx, min(every, advertiseTimeout))
 		ok, err := p.dir.Readvertise(wctx, id, p.cfg.TTL)
 		if err == nil && !ok {
 			fresh := uuid.NewString()
