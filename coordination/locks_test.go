@@ -280,9 +280,6 @@ func caseLocksDoCancelledAtTrustDeadline(t *testing.T, b *bundle) {
 // Where wake-ups exist, a release hands the key to a waiting process at
 // once, long before its next poll (RetryInterval is a minute here).
 func caseLocksReleaseWakesWaiter(t *testing.T, b *bundle) {
-	if !hasWakeups(b) {
-		t.Skipf("%s has no wake-ups; waiters poll", b.target.Dialect)
-	}
 	cfg := fastConfig()
 	cfg.TTL, cfg.Margin, cfg.RetryInterval = time.Minute, 10*time.Second, time.Minute
 	a, c := start(t, b.db, "node-a", cfg), start(t, b.db, "node-c", cfg)
