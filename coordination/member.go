@@ -18,6 +18,8 @@ type poolRun struct {
 	p   *Pool
 	fn  AssignmentFunc
 	run *termLoop[Assignment] // Run's term loop: options and backoff
+	// parts runs the partitions of RunPartitions; nil for Run.
+	parts membership.PartitionWorker
 }
 
 // member returns the membership of one Run, logging to log.
@@ -31,6 +33,9 @@ func (r *poolRun) member(log *zap.Logger) *membership.Member {
 		Store:           c.store,
 		Joiner:          r, Notifier: r, Worker: r, Reporter: r,
 		Log: log,
+
+		Partitions: p.partitions, Parts: r.parts,
+		Static: p.static != "", AwayGrace: c.cfg.TTL,
 	})
 }
 
@@ -44,8 +49,16 @@ func (l memberLease) Session() string { return l.sess.id }
 func (r *poolRun) MayJoin() bool { return !r.p.c.health.unhealthyNow() }
 
 // NewID returns a member id never used in this pool by this process
-// (poolSet.memberID).
-func (r *poolRun) NewID() string { return r.p.c.pools.memberID(r.p.key) }
+// (poolSet.memberID). A static member's id is always its MemberID after
+// membership.StaticPrefix: its row is not pruned while it may come back,
+// so its epochs go on growing, and a partition it gets back after its row
+// was pruned has a new Since (partitions.go).
+func (r *poolRun) NewID() string {
+	if r.p.static != "" {
+		return membership.StaticPrefix + r.p.static
+	}
+	return r.p.c.pools.memberID(r.p.key)
+}
 
 // Join takes the member row on the campaigner's acquire path.
 func (r *poolRun) Join(ctx context.Context, row string) (membership.Lease, error) {

@@ -61,6 +61,9 @@ type Pool struct {
 	poll  time.Duration
 	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
 	wake  chan struct{}            // buffered 1: a wake-up for the pool's rows (wake.go)
+	// partitions and static are PoolConfig's Partitions and MemberID.
+	partitions int
+	static     string
 
 	// Guarded by the coordinator's poolSet.
 	busy    bool
@@ -120,7 +123,37 @@ type PoolConfig struct {
 	// coordinator's RetryInterval, or MinPollInterval when that is
 	// shorter.
 	PollInterval time.Duration
+
+	// Partitions, when set, makes the pool sticky: it has this many
+	// partitions, spread over the live members so that a join or a leave
+	// moves only what balance requires and the partitions that do not
+	// move keep running. Run it with RunPartitions (see Partition). Every
+	// member of a pool must set the same value. Must be between 0 and
+	// MaxPartitions (4096). Defaults to 0: the pool gives each member an
+	// index of a count (Run).
+	Partitions int
+
+	// MemberID, with Partitions, makes this process a static member: its
+	// stable identity in the pool, the same after a restart (a pod name
+	// of a StatefulSet, say), which no other live process of the pool
+	// may use. A static member that stops, or crashes, keeps its
+	// partitions for one TTL after its membership ended; when it comes
+	// back within that time it gets them back without a rebalance. Only
+	// after that are they spread over the others. 1 to MaxMemberIDLen
+	// (64) bytes of ASCII letters, digits, '.', '_' and '-'. Defaults to
+	// none: a dynamic member, whose partitions move as soon as it leaves.
+	MemberID string
 }
+
+// Bounds of PoolConfig.Partitions and PoolConfig.MemberID.
+const (
+	// MaxPartitions is the most partitions a sticky pool may have: the
+	// partition map of a generation is one row's data, read by every
+	// fenced transaction.
+	MaxPartitions = 4096
+	// MaxMemberIDLen is the longest static member id accepted.
+	MaxMemberIDLen = 64
+)
 
 // Validate checks the config. A zero PollInterval takes its default; any
 // other must lie between MinPollInterval and MaxPollInterval. The error
@@ -135,7 +168,7 @@ func (cfg PoolConfig) Validate() error {
 	case p > MaxPollInterval:
 		return fmt.Errorf("%w: PollInterval (%v) must be at most %v", ErrInvalidConfig, p, MaxPollInterval)
 	}
-	return nil
+	return cfg.validateSticky()
 }
 
 // runAssignment runs fn for one assignment of Run, in the assignment's
@@ -174,6 +207,8 @@ func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, err
 		poll:  poll,
 		wake:  make(chan struct{}, 1),
 		attrs: c.metrics.poolAttrs(key),
+
+		partitions: cfg.Partitions, static: cfg.MemberID,
 	}, nil
 }
 
@@ -298,6 +333,10 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[As
 	if err != nil {
 		return fmt.Errorf("coordination: run pool %q: %w", p.key, err)
 	}
+	if p.partitions > 0 {
+		return fmt.Errorf("coordination: run pool %q: %w: the pool has Partitions (%d); run it with RunPartitions",
+			p.key, ErrInvalidConfig, p.partitions)
+	}
 	for {
 		err := c.pools.enter(p)
 		if err == nil {
@@ -317,6 +356,13 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[As
 	}
 	defer c.pools.leave(p)
 
+	return p.drive(ctx, &poolRun{p: p, fn: fn, run: r})
+}
+
+// drive runs the membership of one Run or RunPartitions, which entered
+// the pool set, until ctx is cancelled or the coordinator stops.
+func (p *Pool) drive(ctx context.Context, r *poolRun) error {
+	c := p.c
 	// The pool's rows live in the coordinator's tables: wait until it has
 	// migrated them.
 	select {
@@ -326,8 +372,7 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[As
 	case <-ctx.Done():
 		return nil
 	}
-	log := c.log.With(zap.String("pool", p.key))
-	m := (&poolRun{p: p, fn: fn, run: r}).member(log)
+	m := r.member(c.log.With(zap.String("pool", p.key)))
 	defer m.Leave(ctx, ErrClosed)
 	timer := time.NewTimer(0)
 	defer timer.Stop()

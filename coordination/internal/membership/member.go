@@ -18,6 +18,11 @@ import (
 // errSuperseded is the cause of a work context ended by a new generation.
 var errSuperseded = errors.New("leasehold: pool generation superseded")
 
+// ErrMode is wrapped by the failure of a member whose pool is run in the
+// other mode (index and count, or sticky partitions, or another number
+// of partitions) by a live member.
+var ErrMode = errors.New("leasehold: pool is run in another mode")
+
 // maxReadsPerStep bounds the reads of one step: a member that loses the
 // race to publish reads again at once, since the winner's generation is
 // already there to acknowledge.
@@ -31,6 +36,9 @@ type Member struct {
 	mem  Lease  // membership; nil until joined
 	ack  int64
 	work *work
+	// parts is the running work of a sticky pool's partitions, by
+	// partition; each work's gen is the partition's Since.
+	parts map[int]*work
 	// expiry is the moment, on this process's clock, just after the first
 	// other live member row seen by the last read expires unless it is
 	// renewed; zero when there is none.
@@ -76,6 +84,7 @@ func (m *Member) Step(ctx context.Context) bool {
 	// Membership: (re)join after a loss, once the old work has returned.
 	if m.mem != nil && !m.mem.Valid() {
 		m.stopWork(errors.New("membership lost"))
+		m.stopParts(nil, errors.New("membership lost"))
 		_ = m.mem.Release(ctx)
 		m.mem = nil
 	}
@@ -110,9 +119,17 @@ func (m *Member) Step(ctx context.Context) bool {
 // reports whether the member is settled, and whether it lost a race to
 // publish and should read again at once.
 func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
+	if m.cfg.Partitions > 0 {
+		return m.stickyRound(ctx, opCtx)
+	}
 	st, err := Read(opCtx, m.cfg.Store, m.cfg.Pool, m.cfg.Rows)
 	if err != nil {
 		m.fail("read", err)
+		return false, false
+	}
+	if id, ok := st.liveListed(m.me); ok && st.Map != nil {
+		m.fail("read", fmt.Errorf("%w: the pool has %d partitions and its member %s is live; this member runs it by index and count",
+			ErrMode, len(st.Map.Owner), id))
 		return false, false
 	}
 	m.noteExpiry(st, m.cfg.Now())
@@ -270,6 +287,9 @@ func (m *Member) waitWork(w *work, limit time.Duration) bool {
 // Work that does not return in time is reported as a failure wrapping
 // cause, and the membership is not released: it expires.
 func (m *Member) Leave(ctx context.Context, cause error) {
+	if !m.leaveParts(cause) {
+		return
+	}
 	if w := m.work; w != nil {
 		w.cancel(cause)
 		if !m.waitWork(w, m.cfg.ShutdownTimeout) {
@@ -286,6 +306,10 @@ func (m *Member) Leave(ctx context.Context, cause error) {
 	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.ShutdownTimeout)
 	defer cancel()
 	_ = m.mem.Release(opCtx)
+	if m.cfg.Partitions > 0 {
+		m.leaveMap(opCtx)
+		return
+	}
 	if st, err := Read(opCtx, m.cfg.Store, m.cfg.Pool, m.cfg.Rows); err == nil {
 		if i := slices.Index(st.List, m.me); i >= 0 {
 			next := slices.Delete(slices.Clone(st.List), i, i+1)

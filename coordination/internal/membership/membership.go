@@ -125,4 +125,16 @@ type Config struct {
 	Reporter Reporter
 	Log      *zap.Logger      // the pool's logger
 	Now      func() time.Time // the clock; time.Now when nil
+
+	// Partitions, when above 0, makes the pool sticky (sticky.go): the
+	// member runs the partitions the generation's map gives it through
+	// Parts, and Worker is not used.
+	Partitions int
+	Parts      PartitionWorker
+	// Static says the member id is the user's stable identity of the
+	// process (StaticPrefix), the same after a restart. AwayGrace is how
+	// long after a static member's row stopped being live its partitions
+	// stay with it, waiting for it to come back.
+	Static    bool
+	AwayGrace time.Duration
 }

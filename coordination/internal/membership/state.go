@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,18 +52,32 @@ type State struct {
 	// Floor is the epoch floor of the database's incarnation: a
 	// generation below it is republished above it.
 	Floor int64
+	// Map is the partition map of a sticky pool's generation, nil when
+	// the generation row holds a member list; List is then the members
+	// that own partitions, by id. MapErr is set, and Map nil, when the
+	// row holds a map that does not parse.
+	Map    *PartitionMap
+	MapErr error
 }
 
 // StateOf builds the state of the pool whose rows rows names from its
 // rows, as read by one statement. The generation row's data is the member
-// list, comma-separated; a member row's is its acknowledgement.
+// list, comma-separated, or a sticky pool's partition map (EncodeMap); a
+// member row's is its acknowledgement.
 func StateOf(rows Rows, rs []store.Row) State {
 	var st State
 	for _, r := range rs {
 		st.DBNow, st.HoldUntil, st.Floor = r.Now, r.HoldUntil, r.EpochFloor
 		if r.Name == rows.Generation {
 			st.Generation = r.Epoch
-			if r.Data != "" {
+			switch {
+			case IsMap(r.Data):
+				if pm, err := DecodeMap(r.Data); err != nil {
+					st.MapErr = err
+				} else {
+					st.Map, st.List = &pm, pm.Members()
+				}
+			case r.Data != "":
 				st.List = strings.Split(r.Data, ",")
 			}
 		} else if id, ok := rows.MemberID(r.Name); ok {
@@ -125,4 +140,16 @@ func nextList(list []string, live map[string]Row) []string {
 	}
 	sort.Strings(joiners)
 	return append(out, joiners...)
+}
+
+// liveListed returns a live member of the current generation's list
+// other than me, if there is one: a member that runs the pool in the mode
+// the generation row was written in.
+func (s State) liveListed(me string) (string, bool) {
+	for _, m := range s.Members {
+		if m.Live && m.ID != me && slices.Contains(s.List, m.ID) {
+			return m.ID, true
+		}
+	}
+	return "", false
 }

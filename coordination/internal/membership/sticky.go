@@ -1,0 +1,304 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// A sticky pool (Config.Partitions > 0) has P partitions, and its
+// generation row holds the partition map of the generation: each
+// partition's owner and the generation since which the owner has held it
+// (PartitionMap). The protocol is the index/count one per partition:
+//
+//   - A member publishes the next generation when Balance of the current
+//     map over the members taking part (the live ones, and static ones
+//     away for less than AwayGrace) differs from the map. Partitions that
+//     change owner get the new generation as their Since.
+//   - On seeing a generation, a member stops the work of each partition
+//     whose owner and Since in its map are not this member and the Since
+//     that work started with, waits for that work to return, and then
+//     acknowledges the generation. Work on the other partitions goes on:
+//     a rebalance never touches a partition that does not move.
+//   - A member starts a partition of its own that it does not run yet
+//     only when every live member row acknowledges the current
+//     generation, so whoever ran the partition before has stopped it, or
+//     its row has expired by the database clock and with it its trust.
+//
+// So no partition is run by two members at overlapping times, and work
+// identified by (owner, Since) runs only while every generation its
+// member saw keeps that pair: a member that lost a partition and got it
+// back in a later generation starts it anew, with the later Since, after
+// the barrier.
+
+// StaticPrefix starts the member id of a static member: "s:" and the
+// user's stable id of the process. Instance ids never contain ':', so a
+// static id never equals a dynamic one.
+const StaticPrefix = "s:"
+
+// PartitionAssignment is one partition of a sticky pool given to this
+// member.
+type PartitionAssignment struct {
+	Partition  int    // 0 <= Partition < Count
+	Count      int    // the pool's number of partitions
+	Since      int64  // the generation from which this member owns it
+	Generation int64  // the generation in which the work starts
+	Member     string // this member's id
+	Lease      Lease  // the membership the work rides on
+}
+
+// PartitionWorker runs the work of a sticky pool's partitions.
+type PartitionWorker interface {
+	// StartPartition is called when the member starts working on a
+	// partition. It returns the work, which the member runs in a
+	// goroutine of its own under a context that ends when the partition
+	// moves to another member, the membership ends or the context of
+	// Step ends. The member waits for the work to return before it
+	// acknowledges the generation that moved the partition.
+	StartPartition(a PartitionAssignment) (run func(ctx context.Context))
+	// PartitionStopped is called once the work of a partition has
+	// returned after the partition moved or the membership was lost; not
+	// on Leave.
+	PartitionStopped(partition int)
+}
+
+// errMoved is the cause of a partition's work context ended by a
+// generation that moved the partition to another member.
+var errMoved = errors.New("leasehold: pool partition moved to another member")
+
+// stickyRound is round for a sticky pool.
+func (m *Member) stickyRound(ctx, opCtx context.Context) (settled, again bool) {
+	st, err := Read(opCtx, m.cfg.Store, m.cfg.Pool, m.cfg.Rows)
+	if err != nil {
+		m.fail("read", err)
+		return false, false
+	}
+	now := m.cfg.Now()
+	m.noteExpiry(st, now)
+	m.gen = st.Generation
+	m.cfg.Reporter.Read(st.Generation, len(st.List))
+	cur, err := m.currentMap(st)
+	if err != nil {
+		m.fail("read", err)
+		return false, false
+	}
+
+	// Revoke: stop the partitions that moved, then acknowledge.
+	if !m.acknowledgeMap(opCtx, st.Generation, cur) {
+		return false, false
+	}
+	if st.heldOff() {
+		return false, false
+	}
+
+	// Publish when the balance over the members taking part differs.
+	live := st.live()
+	live[m.me] = Row{ID: m.me, Holder: m.cfg.Holder, Ack: m.ack, Live: true}
+	owners := Balance(cur.Owner, m.takingPart(st, cur, live, now))
+	if !slices.Equal(owners, cur.Owner) || st.Generation < st.Floor {
+		published := max(st.Generation, st.Floor) + 1
+		next := cur.Next(owners, published)
+		ok, err := m.cfg.Store.Publish(opCtx, m.cfg.Rows.Generation, st.Generation, EncodeMap(next))
+		switch {
+		case err != nil:
+			m.fail("publish", err)
+			return false, false
+		case !ok:
+			return false, true // another member published first
+		}
+		m.cfg.Log.Info("published generation", zap.Int64("generation", published),
+			zap.Strings("members", next.Members()), zap.Int("moved", moves(cur.Owner, owners)))
+		m.acknowledgeMap(opCtx, published, next)
+		m.pruneDead(opCtx)
+		return false, false
+	}
+
+	// Assign: start the partitions of this member that do not run yet,
+	// once every live member acknowledged this generation.
+	var start []int
+	for p, o := range cur.Owner {
+		if o == m.me && m.parts[p] == nil {
+			start = append(start, p)
+		}
+	}
+	if len(start) == 0 {
+		return true, false
+	}
+	for _, mb := range live {
+		if mb.Ack < st.Generation {
+			return false, false
+		}
+	}
+	for _, p := range start {
+		m.startPartition(ctx, PartitionAssignment{
+			Partition: p, Count: len(cur.Owner), Since: cur.Since[p], Generation: st.Generation,
+			Member: m.me, Lease: m.mem,
+		})
+	}
+	m.cfg.Log.Info("partitions started", zap.Int64("generation", st.Generation), zap.Ints("partitions", start),
+		zap.Int("owned", len(m.parts)))
+	return true, false
+}
+
+// currentMap returns the partition map of the generation st read. A
+// generation row that holds no map of this pool's size (a new pool, one
+// run by index and count before, or with another number of partitions)
+// counts as a map without owners, unless a member of it is live: then
+// the pool is run in another mode, and the error wraps ErrMode.
+func (m *Member) currentMap(st State) (PartitionMap, error) {
+	if st.Map != nil && len(st.Map.Owner) == m.cfg.Partitions {
+		return *st.Map, nil
+	}
+	if id, ok := st.liveListed(m.me); ok {
+		how := "by index and count"
+		if st.Map != nil {
+			how = fmt.Sprintf("with %d partitions", len(st.Map.Owner))
+		}
+		return PartitionMap{}, fmt.Errorf("%w: the pool is run %s and its member %s is live; this member runs it with %d partitions",
+			ErrMode, how, id, m.cfg.Partitions)
+	}
+	return NewMap(m.cfg.Partitions), nil
+}
+
+// takingPart returns the members the partitions are spread over: the
+// live ones, and the static members that own partitions in cur and whose
+// row stopped being live less than AwayGrace ago by the database clock,
+// so that a static member restarting in that time gets its partitions
+// back without a rebalance. It notes when the first of those is due to
+// drop out, converted to this process's clock (as noteExpiry does).
+func (m *Member) takingPart(st State, cur PartitionMap, live map[string]Row, readEnd time.Time) []string {
+	ids := make([]string, 0, len(live))
+	for id := range live {
+		ids = append(ids, id)
+	}
+	owners := cur.Members()
+	for _, mb := range st.Members {
+		if mb.Live || mb.ExpiresAt.IsZero() || !strings.HasPrefix(mb.ID, StaticPrefix) {
+			continue
+		}
+		if _, ok := slices.BinarySearch(owners, mb.ID); !ok {
+			continue
+		}
+		until := mb.ExpiresAt.Add(m.cfg.AwayGrace)
+		if !until.After(st.DBNow) {
+			continue
+		}
+		ids = append(ids, mb.ID)
+		if at := readEnd.Add(until.Sub(st.DBNow) + ExpiryMargin); m.expiry.IsZero() || at.Before(m.expiry) {
+			m.expiry = at
+		}
+	}
+	return ids
+}
+
+// acknowledgeMap stops the work of every partition that pm does not give
+// this member with the Since it started with, waits for it, and then
+// acknowledges gen (acknowledge).
+func (m *Member) acknowledgeMap(ctx context.Context, gen int64, pm PartitionMap) bool {
+	m.stopParts(func(p int, w *work) bool { return pm.Owner[p] != m.me || pm.Since[p] != w.gen }, errMoved)
+	return m.acknowledge(ctx, gen)
+}
+
+// startPartition runs the work of one partition in its own goroutine,
+// under a context that ends with the membership's term, with ctx, or
+// when the member stops it.
+func (m *Member) startPartition(ctx context.Context, a PartitionAssignment) {
+	wctx, cancel := context.WithCancelCause(a.Lease.Context())
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	w := &work{gen: a.Since, cancel: cancel, done: make(chan struct{})}
+	if m.parts == nil {
+		m.parts = make(map[int]*work)
+	}
+	m.parts[a.Partition] = w
+	run := m.cfg.Parts.StartPartition(a)
+	go func() {
+		defer close(w.done)
+		defer stop()
+		run(wctx)
+	}()
+}
+
+// stopParts cancels the work of the partitions that match (every one for
+// a nil match) and waits for all of it to return, however long that
+// takes, as stopWork does.
+func (m *Member) stopParts(match func(p int, w *work) bool, cause error) {
+	var stopped []int
+	for p, w := range m.parts {
+		if match == nil || match(p, w) {
+			w.cancel(cause)
+			stopped = append(stopped, p)
+		}
+	}
+	slices.Sort(stopped)
+	for _, p := range stopped {
+		m.waitWork(m.parts[p], 0)
+		delete(m.parts, p)
+		m.cfg.Parts.PartitionStopped(p)
+	}
+	if len(stopped) > 0 {
+		m.cfg.Log.Info("partitions stopped", zap.Ints("partitions", stopped), zap.Error(cause))
+	}
+}
+
+// leaveParts stops the work of every partition on Leave, waiting at most
+// ShutdownTimeout in all. It reports false, having logged and reported
+// the failure, when some work did not return in time: the membership is
+// then not released and expires.
+func (m *Member) leaveParts(cause error) bool {
+	for _, w := range m.parts {
+		w.cancel(cause)
+	}
+	deadline := time.NewTimer(m.cfg.ShutdownTimeout)
+	defer deadline.Stop()
+	for p, w := range m.parts {
+		select {
+		case <-w.done:
+			delete(m.parts, p)
+		case <-deadline.C:
+			m.cfg.Log.Error("pool partition work did not return within ShutdownTimeout; membership is not released and expires after TTL",
+				zap.Int("partition", p), zap.Duration("shutdown_timeout", m.cfg.ShutdownTimeout))
+			m.cfg.Reporter.Failed(fmt.Errorf("%w: pool %q partition %d work did not return within ShutdownTimeout", cause, m.cfg.Pool, p))
+			return false
+		}
+	}
+	return true
+}
+
+// leaveMap publishes, after a dynamic member released its membership on
+// Leave, the generation that spreads its partitions over the others. A
+// static member publishes nothing: its partitions wait AwayGrace for it
+// to come back.
+func (m *Member) leaveMap(ctx context.Context) {
+	if m.cfg.Static {
+		m.cfg.Log.Info("left pool; partitions kept for a restart", zap.Duration("away_grace", m.cfg.AwayGrace))
+		return
+	}
+	st, err := Read(ctx, m.cfg.Store, m.cfg.Pool, m.cfg.Rows)
+	if err != nil || st.Map == nil || len(st.Map.Owner) != m.cfg.Partitions || !slices.Contains(st.List, m.me) {
+		return
+	}
+	live := st.live()
+	delete(live, m.me)
+	owners := Balance(st.Map.Owner, m.takingPart(st, *st.Map, live, m.cfg.Now()))
+	published := max(st.Generation, st.Floor) + 1
+	next := st.Map.Next(owners, published)
+	if ok, err := m.cfg.Store.Publish(ctx, m.cfg.Rows.Generation, st.Generation, EncodeMap(next)); err == nil && ok {
+		m.cfg.Log.Info("left pool", zap.Int64("generation", published), zap.Strings("members", next.Members()))
+	}
+}
+
+// moves counts the partitions whose owner differs between a and b.
+func moves(a, b []string) int {
+	n := 0
+	for p := range a {
+		if a[p] != b[p] {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,206 @@
+package coordination
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/coordination/internal/membership"
+)
+
+// Partition is one partition of a sticky pool (PoolConfig.Partitions),
+// owned by this member. A member works on each of its partitions in a
+// call of its own (PartitionFunc), and a rebalance stops only the calls of
+// the partitions that move.
+//
+// # Moves
+//
+// The pool's generation row holds, for each partition, its owner and the
+// generation since which the owner has held it without a break (Since).
+// When the members taking part change, the member that notices publishes
+// the next generation, whose owners change only as balance requires: a
+// join of the (N+1)-th member moves at most ceil(P/(N+1)) partitions, all
+// to the joiner, and a leave moves only the leaver's (docs/design.md,
+// "Sticky partitions"). A member that sees the generation cancels the
+// work of the partitions it lost, waits for it to return, and
+// acknowledges; the work of the others goes on. A member starts a
+// partition it gained only when every live member acknowledged the
+// generation, or the membership of whoever had it expired by the database
+// clock. So no partition is worked on by two members at overlapping
+// times, and no rebalance waits for the partitions that do not move.
+//
+// # Static members
+//
+// A member with PoolConfig.MemberID keeps its partitions for one TTL
+// after its membership ended: a process restarted under the same
+// MemberID within that time (a rolling deploy) gets them back with the
+// same Since, and the others see no rebalance at all. Its crash moves its
+// partitions one TTL later than a dynamic member's.
+type Partition struct {
+	Pool      string // the pool's key
+	Partition int    // the partition, 0 <= Partition < Count
+	Count     int    // the pool's number of partitions (PoolConfig.Partitions)
+	Since     int64  // the generation from which this member has owned it without a break
+	Epoch     int64  // epoch of this member's membership lease
+	Member    string // this member's id (a static one starts with "s:")
+
+	p      *Pool
+	member *Lease
+}
+
+// Valid reports whether this process still trusts its membership. Like
+// Lease.Valid it reads the clock itself; call it before each unit of work.
+// It does not see a generation published a moment ago that moved the
+// partition: Fence does.
+func (pt Partition) Valid() bool { return pt.member != nil && pt.member.Valid() }
+
+// Fence asserts, inside the caller's transaction tx, that this member
+// still owns the partition: the pool's current generation gives it to
+// this member with the same Since, and this process holds its membership
+// at this epoch, unexpired by the database clock. It stays valid across
+// generations that do not move the partition. It locks the pool's
+// generation row and the member row until tx ends, so the partition
+// cannot move while a fenced transaction is in flight. On failure it
+// returns an error wrapping ErrFenced and the caller must roll back. Like
+// Lease.Fence, it refuses a tx that is nil or not inside a transaction
+// with an error wrapping ErrNotInTransaction.
+func (pt Partition) Fence(tx *gorm.DB) error {
+	if err := requireTransaction(tx, fmt.Sprintf("pool %q partition %d", pt.Pool, pt.Partition)); err != nil {
+		return err
+	}
+	fail := func(reason string) error {
+		return &FenceError{Name: pt.Pool, Epoch: pt.Epoch, Pool: true, Generation: pt.Since,
+			Reason: fmt.Sprintf("partition %d: %s", pt.Partition, reason)}
+	}
+	if pt.p == nil {
+		return fail("zero Partition")
+	}
+	if !pt.Valid() {
+		return fail("this process no longer trusts its membership")
+	}
+	c := pt.p.c
+	row, ok, err := c.store.Fence(tx, pt.p.rows.Generation)
+	if err != nil {
+		return fmt.Errorf("coordination: fencing check of pool %q partition %d: %w", pt.Pool, pt.Partition, err)
+	}
+	if !ok || !membership.IsMap(row.Data) {
+		return fail("the pool has no partition map")
+	}
+	pm, err := membership.DecodeMap(row.Data)
+	if err != nil {
+		return fmt.Errorf("coordination: fencing check of pool %q partition %d: %w", pt.Pool, pt.Partition, err)
+	}
+	if pt.Partition < 0 || pt.Partition >= len(pm.Owner) {
+		return fail(fmt.Sprintf("the pool has %d partitions", len(pm.Owner)))
+	}
+	if o, s := pm.Owner[pt.Partition], pm.Since[pt.Partition]; o != pt.Member || s != pt.Since {
+		return fail(fmt.Sprintf("generation %d gives it to %q since generation %d", row.Epoch, o, s))
+	}
+	return c.CheckFence(tx, pt.member.Token())
+}
+
+// PartitionFunc is the work of one member on one partition of a sticky
+// pool. ctx ends when the partition moves to another member, membership
+// is lost, or the pool stops; not when other partitions move.
+type PartitionFunc func(ctx context.Context, pt Partition) error
+
+// RunPartitions makes this process a member of the sticky pool
+// (PoolConfig.Partitions) until ctx is cancelled, and calls fn for each
+// partition this member owns, each in its own goroutine, once no other
+// member works on it. fn should run until its ctx ends. If it returns an
+// error or panics while it owns the partition, the error (a *PanicError
+// for a panic) is logged and reported as an EventError, and fn is called
+// again after RetryInterval, doubling with each consecutive failure of
+// that partition up to 30s. If it returns nil, the partition stays idle
+// until it moves away and back.
+//
+// On cancellation RunPartitions stops the work of every partition, waits
+// for it (at most ShutdownTimeout), and releases the membership; a
+// dynamic member then publishes a generation without itself so the
+// others take its partitions at once, and a static one (MemberID) leaves
+// them for one TTL to its restart. If the work does not return in time,
+// the membership is not released and expires after TTL. It returns nil
+// then, ErrBusy if the pool already runs in this process, ErrClosed if
+// the coordinator stopped first, and an error wrapping ErrInvalidConfig
+// for a pool without Partitions (use Run).
+func (p *Pool) RunPartitions(ctx context.Context, fn PartitionFunc) error {
+	c := p.c
+	if p.partitions == 0 {
+		return fmt.Errorf("coordination: run pool %q: %w: RunPartitions needs PoolConfig.Partitions; run the pool with Run",
+			p.key, ErrInvalidConfig)
+	}
+	if fn == nil {
+		return fmt.Errorf("coordination: run pool %q: %w: PartitionFunc is nil", p.key, ErrInvalidConfig)
+	}
+	if err := c.pools.enter(p); err != nil {
+		return err
+	}
+	defer c.pools.leave(p)
+	r := &poolRun{p: p}
+	r.parts = &partitionRun{p: p, fn: fn}
+	return p.drive(ctx, r)
+}
+
+// partitionRun starts the work of RunPartitions' partitions.
+type partitionRun struct {
+	p  *Pool
+	fn PartitionFunc
+}
+
+// StartPartition returns the work of one partition: fn under the policy
+// Election.Run follows too, with a backoff of the partition's own.
+func (r *partitionRun) StartPartition(a membership.PartitionAssignment) func(ctx context.Context) {
+	p, c := r.p, r.p.c
+	lease := a.Lease.(memberLease).Lease
+	pt := Partition{
+		Pool: p.key, Partition: a.Partition, Count: a.Count, Since: a.Since, Epoch: a.Lease.Epoch(),
+		Member: a.Member, p: p, member: lease,
+	}
+	return func(ctx context.Context) {
+		base := c.cfg.RetryInterval
+		runWork(ctx, pt.Valid, func(ctx context.Context) error { return r.fn(ctx, pt) }, workPolicy{
+			backoff: newBackoff(base, max(maxWorkBackoff, base)),
+			report: func(err error, retryIn time.Duration) {
+				err = fmt.Errorf("pool work for %q partition %d since generation %d: %w", p.key, pt.Partition, pt.Since, err)
+				log := c.log.With(zap.String("pool", p.key), zap.Int("partition", pt.Partition), zap.Int64("epoch", pt.Epoch))
+				c.reportFailure(log, "pool work", err, retryIn, Event{Lease: p.key, Pool: p.key, Epoch: pt.Epoch})
+			},
+			endOfTerm: endOfTerm,
+		})
+	}
+}
+
+// PartitionStopped needs nothing: the member keeps the set of running
+// partitions.
+func (r *partitionRun) PartitionStopped(int) {}
+
+// validateSticky checks Partitions and MemberID (PoolConfig.Validate).
+func (cfg PoolConfig) validateSticky() error {
+	switch n := cfg.Partitions; {
+	case n < 0:
+		return fmt.Errorf("%w: Partitions (%d) must not be negative", ErrInvalidConfig, n)
+	case n > MaxPartitions:
+		return fmt.Errorf("%w: Partitions (%d) must be at most %d", ErrInvalidConfig, n, MaxPartitions)
+	}
+	id := cfg.MemberID
+	switch {
+	case id == "":
+		return nil
+	case cfg.Partitions == 0:
+		return fmt.Errorf("%w: MemberID (%q) needs Partitions: only a sticky pool has static members", ErrInvalidConfig, id)
+	case len(id) > MaxMemberIDLen:
+		return fmt.Errorf("%w: MemberID (%q) is %d bytes long; the limit is %d", ErrInvalidConfig, id, len(id), MaxMemberIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		if ('a' <= b && b <= 'z') || ('A' <= b && b <= 'Z') || ('0' <= b && b <= '9') || b == '.' || b == '_' || b == '-' {
+			continue
+		}
+		return fmt.Errorf("%w: MemberID (%q) has %q at byte %d; allowed are ASCII letters, digits, '.', '_' and '-'",
+			ErrInvalidConfig, id, rune(b), i)
+	}
+	return nil
+}
