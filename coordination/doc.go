@@ -18,7 +18,11 @@
 // (naming the holder) when another process leads, and [ErrSessionLost]
 // when this process stopped trusting its own session during the attempt.
 // [Election.Observe] follows who leads an election without campaigning
-// for it.
+// for it. [Coordinator.Pool] splits work over every live process that runs
+// it: [Pool.Run] gives each member an index of a count, and a pool with
+// [PoolConfig].Partitions spreads that many partitions over the members
+// with [Pool.RunPartitions], moving only what balance requires when one
+// joins or leaves (see [Partition]).
 //
 //	coord, err := coordination.New(db, id, coordination.Config{Logger: log})
 //	e, err := coord.Election(coordination.ClusterScope, "reports")
@@ -172,7 +176,9 @@
 // handle passed must be inside a transaction (the one db.Transaction gives
 // its function, or one from db.Begin): outside one the lock would end with
 // the check's own statement, so a nil or plain handle is refused with
-// [ErrNotInTransaction]. [Assignment.Fence] works the same way for a pool.
+// [ErrNotInTransaction]. [Assignment.Fence] works the same way for a pool,
+// and [Partition.Fence] for a partition of a sticky pool: it stays valid
+// across generations that do not move the partition.
 //
 // Only the lease row is locked, so on PostgreSQL, MySQL and SQL Server a
 // fenced transaction never holds off the renewal of the session. On SQLite,

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/coordination/internal/membership"
 )
 
 // partInterval is one member's work on one partition of a sticky pool:
@@ -19,6 +22,7 @@ type partInterval struct {
 	member     string // the member id
 	part       int
 	since      int64
+	pt         Partition
 	start, end time.Time // end is zero while running
 }
 
@@ -38,7 +42,7 @@ func newPartRecorder(parts int) *partRecorder {
 // fn returns the PartitionFunc of the member on node.
 func (r *partRecorder) fn(node string) PartitionFunc {
 	return func(ctx context.Context, pt Partition) error {
-		iv := &partInterval{node: node, member: pt.Member, part: pt.Partition, since: pt.Since, start: time.Now()}
+		iv := &partInterval{node: node, member: pt.Member, part: pt.Partition, since: pt.Since, pt: pt, start: time.Now()}
 		r.mu.Lock()
 		r.ivs = append(r.ivs, iv)
 		r.mu.Unlock()
@@ -154,6 +158,10 @@ func checkMoves(t testing.TB, what string, before, after map[int]*partInterval, 
 	moved := 0
 	for p, b := range before {
 		a := after[p]
+		if a.node == b.node && a.member != b.member {
+			t.Errorf("%s: %s lost its membership (member %s, then %s): the machine was too slow to renew within the TTL", what, a.node, b.member, a.member)
+			continue
+		}
 		if a.node == b.node {
 			if a != b {
 				t.Errorf("%s: partition %d stayed on %s but its work was restarted (since %d, then %d)", what, p, a.node, b.since, a.since)
@@ -216,12 +224,152 @@ func TestStickyPoolConformance(t *testing.T) {
 	runCases(t, []conformanceCase{
 		{"JoinLeaveCrashMoveOnlyWhatBalanceRequires", caseStickyMoves},
 		{"StaticMemberRestartKeepsPartitions", caseStickyStaticRestart},
+		{"FenceHoldsUntilThePartitionMoves", caseStickyFence},
+		{"ModeMismatchIsReported", caseStickyModeMismatch},
 	})
+}
+
+// caseStickyModeMismatch runs a pool by index and count on one process
+// and as a sticky pool on another: the sticky member reports ErrMode and
+// never publishes over the live member's list, and each Run refuses a
+// pool of the other mode.
+func caseStickyModeMismatch(t *testing.T, b *bundle) {
+	cfg := fastConfig()
+	rec := newRecorder()
+	a := start(t, b.db, "node-a", cfg)
+	plain, err := a.Pool(GlobalScope, "orders", PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = plain.Run(ctx, rec.fn(a.id.Instance))
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	rec.waitSettled(t, 1, wait)
+	if err := plain.RunPartitions(ctx, newPartRecorder(1).fn("node-a")); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("RunPartitions of a pool without Partitions: %v, want ErrInvalidConfig", err)
+	}
+
+	bn := start(t, b.db, "node-b", cfg)
+	events, unsubscribe := bn.Subscribe(64)
+	defer unsubscribe()
+	sticky, err := bn.Pool(GlobalScope, "orders", PoolConfig{Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sticky.Run(ctx, rec.fn("node-b")); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Run of a pool with Partitions: %v, want ErrInvalidConfig", err)
+	}
+	sctx, sstop := context.WithCancel(context.Background())
+	sdone := make(chan struct{})
+	go func() {
+		defer close(sdone)
+		_ = sticky.RunPartitions(sctx, newPartRecorder(4).fn("node-b"))
+	}()
+	defer func() { sstop(); <-sdone }()
+	ev := recvEvent(t, events, func(e Event) bool { return e.Kind == EventError && errors.Is(e.Err, membership.ErrMode) })
+	t.Logf("sticky member refused the pool: %v", ev.Err)
+	st, err := plain.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.List) != 1 || memberInstance(st.List[0]) != a.id.Instance {
+		t.Errorf("the index member's list became %v", st.List)
+	}
+}
+
+// TestPoolConfigPartitions checks the validation of Partitions and
+// MemberID.
+func TestPoolConfigPartitions(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  PoolConfig
+		want string // "" for valid
+	}{
+		{PoolConfig{}, ""},
+		{PoolConfig{Partitions: 256}, ""},
+		{PoolConfig{Partitions: MaxPartitions, MemberID: "web-0.eu_1"}, ""},
+		{PoolConfig{Partitions: -1}, "Partitions (-1) must not be negative"},
+		{PoolConfig{Partitions: MaxPartitions + 1}, "Partitions (4097) must be at most 4096"},
+		{PoolConfig{MemberID: "web-0"}, `MemberID ("web-0") needs Partitions`},
+		{PoolConfig{Partitions: 8, MemberID: "web:0"}, `MemberID ("web:0") has ':' at byte 3`},
+		{PoolConfig{Partitions: 8, MemberID: strings.Repeat("x", MaxMemberIDLen+1)}, "is 65 bytes long; the limit is 64"},
+	} {
+		err := tc.cfg.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.cfg, err)
+		case tc.want != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: %v, want ErrInvalidConfig with %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func caseStickyFence(t *testing.T, b *bundle) {
+	const parts = 6
+	cfg := stickyConfig()
+	rec := newPartRecorder(parts)
+	pcfg := PoolConfig{Partitions: parts}
+	fence := func(pt Partition) error {
+		return b.db.Transaction(func(tx *gorm.DB) error { return pt.Fence(tx) })
+	}
+	startSticky(t, b.db, "node-a", cfg, pcfg, rec)
+	startSticky(t, b.db, "node-b", cfg, pcfg, rec)
+	before := rec.waitSettled(t, []string{"node-a", "node-b"}, wait)
+	for p, iv := range before {
+		if err := fence(iv.pt); err != nil {
+			t.Fatalf("partition %d of %s: Fence: %v", p, iv.node, err)
+		}
+	}
+	if err := (Partition{}).Fence(b.db); !errors.Is(err, ErrNotInTransaction) {
+		t.Errorf("Fence outside a transaction: %v, want ErrNotInTransaction", err)
+	}
+	if err := fence(Partition{}); !errors.Is(err, ErrFenced) {
+		t.Errorf("Fence of a zero Partition: %v, want ErrFenced", err)
+	}
+
+	startSticky(t, b.db, "node-c", cfg, pcfg, rec)
+	after := rec.waitSettled(t, []string{"node-a", "node-b", "node-c"}, wait)
+	moved := 0
+	for p, bf := range before {
+		err := fence(bf.pt)
+		if after[p] == bf {
+			if err != nil {
+				t.Errorf("partition %d stayed on %s, its work running, but its Fence of before the join fails: %v", p, bf.node, err)
+			}
+			continue
+		}
+		moved++
+		var fe *FenceError
+		if !errors.As(err, &fe) || !errors.Is(err, ErrFenced) {
+			t.Errorf("partition %d moved from %s (%s) to %s (%s), but the old work's Fence returns %v, want a *FenceError",
+				p, bf.node, bf.member, after[p].node, after[p].member, err)
+		}
+		if err := fence(after[p].pt); err != nil {
+			t.Errorf("partition %d: the new owner's Fence: %v", p, err)
+		}
+	}
+	if moved < 2 || moved > 3 {
+		t.Errorf("the join of a third member to 6 partitions moved %d, want 2 (3 with a lost membership)", moved)
+	}
+	rec.check(t)
+}
+
+// stickyConfig is fastConfig with a TTL of 3s: these cases check that
+// partitions that stay keep running, which a membership lost on a loaded
+// machine (a TTL of 1.2s leaves 0.9s to renew) would break for a reason
+// that has nothing to do with the protocol.
+func stickyConfig() Config {
+	cfg := fastConfig()
+	cfg.TTL = 3 * time.Second
+	return cfg
 }
 
 func caseStickyMoves(t *testing.T, b *bundle) {
 	const parts = 64
-	cfg := fastConfig()
+	cfg := stickyConfig()
 	rec := newPartRecorder(parts)
 	pcfg := PoolConfig{Partitions: parts}
 	var nodes []*stickyNode

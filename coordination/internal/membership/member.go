@@ -96,6 +96,9 @@ func (m *Member) Step(ctx context.Context) bool {
 			m.fail("create pool row", err)
 			return false
 		}
+		if !m.mayJoinMode(opCtx) {
+			return false
+		}
 		me := m.cfg.Joiner.NewID()
 		l, err := m.cfg.Joiner.Join(opCtx, m.cfg.Rows.Member(me))
 		if err != nil {

@@ -165,6 +165,25 @@ func (m *Member) currentMap(st State) (PartitionMap, error) {
 	return NewMap(m.cfg.Partitions), nil
 }
 
+// mayJoinMode reads a sticky pool before joining it, and reports false,
+// having reported ErrMode, when live members run it in another mode: a
+// member row of this member would be counted by them, and stall their
+// rebalances. A failed read leaves the check to the rounds.
+func (m *Member) mayJoinMode(ctx context.Context) bool {
+	if m.cfg.Partitions == 0 {
+		return true
+	}
+	st, err := Read(ctx, m.cfg.Store, m.cfg.Pool, m.cfg.Rows)
+	if err != nil {
+		return true
+	}
+	if _, err := m.currentMap(st); err != nil {
+		m.fail("join", err)
+		return false
+	}
+	return true
+}
+
 // takingPart returns the members the partitions are spread over: the
 // live ones, and the static members that own partitions in cur and whose
 // row stopped being live less than AwayGrace ago by the database clock,
