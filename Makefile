@@ -78,5 +78,5 @@ demo: ## run the failover demo: three copies of ./sample on SQLite, the leader k
 chaos: ## fault injection: worker processes on SQLite, PostgreSQL, MariaDB and a replicated PostgreSQL pair; 9 fault kinds; histories checked (CHAOS_FAULTS=300, CHAOS_SEED, CHAOS_KINDS=failover-sync,...)
 	cd tools && GO="$(GO)" CHAOS_FAULTS="$(or $(CHAOS_FAULTS),300)" $(GO) run ./chaos/cmd/chaos
 
-bench: ## scale benchmark: leases per process, 100 processes, shutdown, pool joins, handoff and failover, pool rebalance, scheduled slot lateness, per dialect vs targets (BENCH_SECTIONS, BENCH_DIALECTS; under 10 min)
+bench: ## scale benchmark: leases per process, 100 processes, shutdown, pool joins, handoff and failover, pool rebalance, scheduled slot lateness, sticky partitions, per dialect vs targets (BENCH_SECTIONS, BENCH_DIALECTS; under 10 min)
 	cd tools && GO="$(GO)" $(GO) run ./bench/cmd/bench

@@ -57,8 +57,8 @@ type Options struct {
 	ShutdownLeases int
 	// PoolSizes are the member counts of the pool section (default 20, 50).
 	PoolSizes []int
-	// Reps is how many times the handoff and rebalance sections repeat
-	// each kind of signal (default 10).
+	// Reps is how many times the handoff, rebalance and sticky sections
+	// repeat each kind of event (default 10).
 	Reps int
 	// LockHeld is how many keys the locks section holds at once (default
 	// 100000).
@@ -125,6 +125,7 @@ var sections = []section{
 	{name: "rebalance", dialects: Dialects, run: runRebalance},
 	{name: "schedules", dialects: Dialects, run: runSchedules},
 	{name: "locks", dialects: Dialects, run: runLocks},
+	{name: "sticky", dialects: Dialects, run: runSticky},
 }
 
 // SectionNames returns the names of the sections, in order.

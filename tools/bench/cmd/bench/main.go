@@ -17,7 +17,7 @@
 //
 // Environment:
 //
-//	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool,handoff,rebalance,locks)
+//	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool,handoff,rebalance,locks,sticky)
 //	BENCH_DIALECTS  comma-separated subset of postgres,mysql,sqlite (default: all)
 //	BENCH_TICKS     renew ticks measured at each size in the renew section (default 10)
 //	BENCH_SIZES     lease counts of the renew section (default 1,100,1000,10000, and 100000 on postgres)
@@ -25,7 +25,7 @@
 //	BENCH_FLEET_LEASES     leases of each fleet process (default 100)
 //	BENCH_SHUTDOWN_LEASES  leases of the shutdown section's process (default 10000)
 //	BENCH_POOL_SIZES       member counts of the pool section (default 20,50)
-//	BENCH_REPS      times the handoff and rebalance sections repeat each kind of signal (default 10)
+//	BENCH_REPS      times the handoff, rebalance and sticky sections repeat each kind of event (default 10)
 //	BENCH_LOCK_HELD keys the locks section holds at once (default 100000)
 //	BENCH_LOCK_KEYS distinct keys the locks section uses before counting rows (default 1000000)
 package main
