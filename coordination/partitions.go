@@ -27,10 +27,12 @@ import (
 // "Sticky partitions"). A member that sees the generation cancels the
 // work of the partitions it lost, waits for it to return, and
 // acknowledges; the work of the others goes on. A member starts a
-// partition it gained only when every live member acknowledged the
-// generation, or the membership of whoever had it expired by the database
-// clock. So no partition is worked on by two members at overlapping
-// times, and no rebalance waits for the partitions that do not move.
+// partition it gained only when the member that had it (and any earlier
+// owner that had not yet let it go) acknowledged the generation that took
+// it away, or its membership expired by the database clock. So no
+// partition is worked on by two members at overlapping times, and no
+// rebalance waits for the partitions that do not move, nor for members
+// that give up nothing the starting member gains.
 //
 // # Static members
 //

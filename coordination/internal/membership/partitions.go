@@ -24,11 +24,17 @@ type PartitionMap struct {
 	// partition and gets it back later never mistakes its old work for
 	// its new.
 	Since []int64
+	// Prev is, by partition, the members other than Owner that may still
+	// work on it: its owners before Since that had not acknowledged
+	// their loss of it when the map was published, and were live. Owner
+	// starts the partition once each of them that is still live has
+	// acknowledged Since; nil for none.
+	Prev [][]string
 }
 
 // NewMap returns the map of a pool of p partitions without members.
 func NewMap(p int) PartitionMap {
-	return PartitionMap{Owner: make([]string, p), Since: make([]int64, p)}
+	return PartitionMap{Owner: make([]string, p), Since: make([]int64, p), Prev: make([][]string, p)}
 }
 
 // Balance returns the owners of the partitions after a change of the
@@ -95,18 +101,55 @@ func Balance(prev []string, members []string) []string {
 	return out
 }
 
-// Next returns the map of generation gen whose owners are owners: a
-// partition that changed owner has Since gen, the others keep theirs.
-func (m PartitionMap) Next(owners []string, gen int64) PartitionMap {
-	n := PartitionMap{Owner: slices.Clone(owners), Since: make([]int64, len(owners))}
+// Next returns the map of generation gen whose owners are owners, given
+// the acknowledgement of each live member (acks, by id). A partition that
+// changed owner has Since gen, and its Prev is its owner before, if live,
+// and those of its Prev that are live and had not acknowledged its
+// Since: each of them may still work on it. The others keep their Since,
+// and their Prev less the members that acknowledged it or are not live.
+// A member whose row is not live has passed its trust deadline, so it no
+// longer works on anything; one that acknowledged a generation at or
+// after a partition's Since has stopped its work on it.
+func (m PartitionMap) Next(owners []string, gen int64, acks map[string]int64) PartitionMap {
+	n := PartitionMap{Owner: slices.Clone(owners), Since: make([]int64, len(owners)), Prev: make([][]string, len(owners))}
 	for p, o := range owners {
-		if p < len(m.Owner) && m.Owner[p] == o {
-			n.Since[p] = m.Since[p]
-		} else if o != "" {
+		var old string
+		var since int64
+		var prev []string
+		if p < len(m.Owner) {
+			old, since, prev = m.Owner[p], m.Since[p], m.Prev[p]
+		}
+		var keep []string
+		for _, id := range prev {
+			if ack, live := acks[id]; live && ack < since && id != o {
+				keep = append(keep, id)
+			}
+		}
+		if old == o {
+			n.Since[p], n.Prev[p] = since, keep
+			continue
+		}
+		if o != "" {
 			n.Since[p] = gen
 		}
+		if _, live := acks[old]; live && old != "" && old != o && !slices.Contains(keep, old) {
+			keep = append(keep, old)
+		}
+		slices.Sort(keep)
+		n.Prev[p] = keep
 	}
 	return n
+}
+
+// ids returns every member id the map names, as an owner or in a Prev,
+// sorted.
+func (m PartitionMap) ids() []string {
+	ids := m.Members()
+	for _, prev := range m.Prev {
+		ids = append(ids, prev...)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // Owned returns the partitions id owns, in order.
@@ -143,13 +186,14 @@ func IsMap(data string) bool { return strings.HasPrefix(data, mapPrefix) }
 //
 //	sticky:<P>;<id 0>,<id 1>,...;<run>,<run>,...
 //
-// where the ids are m.Members() and each run is "<i>@<since>*<count>",
-// count consecutive partitions owned by the i-th id since one generation,
-// or "-*<count>" for partitions owned by none. Member ids never contain
-// ';', ',', '@' or '*' (they are instance ids, or static ids of letters,
-// digits, '.', '_', '-' after a "s:").
+// where the ids are those the map names and each run is
+// "<i>@<since>[^<j>.<k>...]*<count>": count consecutive partitions owned
+// by the i-th id since one generation, with the j-th, k-th... ids as
+// their Prev; the owner is "-" for partitions owned by none. Member ids
+// never contain ';', ',', '@', '^' or '*' (they are instance ids, or
+// static ids of letters, digits, '.', '_', '-' after a "s:").
 func EncodeMap(m PartitionMap) string {
-	ids := m.Members()
+	ids := m.ids()
 	index := make(map[string]int, len(ids))
 	for i, id := range ids {
 		index[id] = i
@@ -158,17 +202,26 @@ func EncodeMap(m PartitionMap) string {
 	b.WriteString(mapPrefix + strconv.Itoa(len(m.Owner)) + ";" + strings.Join(ids, ",") + ";")
 	for p := 0; p < len(m.Owner); {
 		q := p + 1
-		for q < len(m.Owner) && m.Owner[q] == m.Owner[p] && m.Since[q] == m.Since[p] {
+		for q < len(m.Owner) && m.Owner[q] == m.Owner[p] && m.Since[q] == m.Since[p] && slices.Equal(m.Prev[q], m.Prev[p]) {
 			q++
 		}
 		if p > 0 {
 			b.WriteByte(',')
 		}
 		if m.Owner[p] == "" {
-			b.WriteString("-*" + strconv.Itoa(q-p))
+			b.WriteString("-")
 		} else {
-			b.WriteString(strconv.Itoa(index[m.Owner[p]]) + "@" + strconv.FormatInt(m.Since[p], 10) + "*" + strconv.Itoa(q-p))
+			b.WriteString(strconv.Itoa(index[m.Owner[p]]) + "@" + strconv.FormatInt(m.Since[p], 10))
 		}
+		for i, id := range m.Prev[p] {
+			if i == 0 {
+				b.WriteByte('^')
+			} else {
+				b.WriteByte('.')
+			}
+			b.WriteString(strconv.Itoa(index[id]))
+		}
+		b.WriteString("*" + strconv.Itoa(q-p))
 		p = q
 	}
 	return b.String()
@@ -195,13 +248,24 @@ func DecodeMap(data string) (PartitionMap, error) {
 	if parts[1] != "" {
 		ids = strings.Split(parts[1], ",")
 	}
-	m := PartitionMap{Owner: make([]string, 0, n), Since: make([]int64, 0, n)}
+	m := PartitionMap{Owner: make([]string, 0, n), Since: make([]int64, 0, n), Prev: make([][]string, 0, n)}
 	if parts[2] != "" {
 		for _, run := range strings.Split(parts[2], ",") {
 			head, count, ok := strings.Cut(run, "*")
 			c, err := strconv.Atoi(count)
 			if !ok || err != nil || c <= 0 || len(m.Owner)+c > n {
 				return bad("bad run " + strconv.Quote(run))
+			}
+			head, prevs, hasPrev := strings.Cut(head, "^")
+			var prev []string
+			if hasPrev {
+				for _, i := range strings.Split(prevs, ".") {
+					idx, err := strconv.Atoi(i)
+					if err != nil || idx < 0 || idx >= len(ids) {
+						return bad("bad run " + strconv.Quote(run))
+					}
+					prev = append(prev, ids[idx])
+				}
 			}
 			owner, since := "", int64(0)
 			if head != "-" {
@@ -216,6 +280,7 @@ func DecodeMap(data string) (PartitionMap, error) {
 			for range c {
 				m.Owner = append(m.Owner, owner)
 				m.Since = append(m.Since, since)
+				m.Prev = append(m.Prev, prev)
 			}
 		}
 	}

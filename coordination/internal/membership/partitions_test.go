@@ -166,9 +166,16 @@ func TestBalanceTwentyMembers(t *testing.T) {
 // TestMapNextAndEncoding checks Since across generations and that
 // EncodeMap and DecodeMap round-trip.
 func TestMapNextAndEncoding(t *testing.T) {
+	acks := func(ids ...string) map[string]int64 {
+		out := make(map[string]int64)
+		for _, id := range ids {
+			out[id] = 0
+		}
+		return out
+	}
 	m := NewMap(8)
-	m = m.Next(Balance(m.Owner, []string{"a", "s:b"}), 3)
-	m = m.Next(Balance(m.Owner, []string{"a", "s:b", "c.2"}), 5)
+	m = m.Next(Balance(m.Owner, []string{"a", "s:b"}), 3, acks("a", "s:b"))
+	m = m.Next(Balance(m.Owner, []string{"a", "s:b", "c.2"}), 5, acks("a", "s:b", "c.2"))
 	for p, o := range m.Owner {
 		want := int64(3)
 		if o == "c.2" {
@@ -178,7 +185,8 @@ func TestMapNextAndEncoding(t *testing.T) {
 			t.Errorf("partition %d of %s: Since %d, want %d", p, o, m.Since[p], want)
 		}
 	}
-	for _, tc := range []PartitionMap{NewMap(0), NewMap(5), m, NewMap(3).Next([]string{"x", "", "x"}, 9)} {
+	for _, tc := range []PartitionMap{NewMap(0), NewMap(5), m, NewMap(3).Next([]string{"x", "", "x"}, 9, nil),
+		{Owner: []string{"", "a", "a"}, Since: []int64{0, 4, 4}, Prev: [][]string{{"b"}, {"b", "c"}, {"b", "c"}}}} {
 		data := EncodeMap(tc)
 		if !IsMap(data) {
 			t.Fatalf("IsMap(%q) = false", data)
@@ -187,13 +195,61 @@ func TestMapNextAndEncoding(t *testing.T) {
 		if err != nil {
 			t.Fatalf("DecodeMap(%q): %v", data, err)
 		}
-		if !slices.Equal(got.Owner, tc.Owner) || !slices.Equal(got.Since, tc.Since) {
+		if !slices.Equal(got.Owner, tc.Owner) || !slices.Equal(got.Since, tc.Since) ||
+			!slices.EqualFunc(got.Prev, tc.Prev, func(a, b []string) bool { return slices.Equal(a, b) }) {
 			t.Fatalf("DecodeMap(EncodeMap(%+v)) = %+v (data %q)", tc, got, data)
 		}
 	}
-	for _, bad := range []string{"a,b", "sticky:", "sticky:2;a;0@1*1", "sticky:2;a;0@1*3", "sticky:1;a;1@1*1", "sticky:1;;x*1", "sticky:x;;"} {
+	for _, bad := range []string{"a,b", "sticky:", "sticky:2;a;0@1*1", "sticky:2;a;0@1*3", "sticky:1;a;1@1*1", "sticky:1;;x*1", "sticky:x;;",
+		"sticky:1;a;0@1^1*1", "sticky:1;a;0@1^x*1"} {
 		if _, err := DecodeMap(bad); err == nil {
 			t.Errorf("DecodeMap(%q) succeeded", bad)
 		}
+	}
+}
+
+// TestMapPrev checks who a moved partition waits for: its owner before,
+// while live, and the earlier owners that are live and have not
+// acknowledged their loss; members acknowledged past it or not live are
+// dropped, whether the partition moves again or not.
+func TestMapPrev(t *testing.T) {
+	m := PartitionMap{Owner: []string{"a"}, Since: []int64{2}, Prev: [][]string{nil}}
+	// a -> b at 5 while a is live: b waits for a.
+	m = m.Next([]string{"b"}, 5, map[string]int64{"a": 4, "b": 4})
+	if m.Since[0] != 5 || !slices.Equal(m.Prev[0], []string{"a"}) {
+		t.Fatalf("a -> b: %+v", m)
+	}
+	// b -> c at 6 before a acknowledged 5: b may have started only if a
+	// had, so c waits for both.
+	m = m.Next([]string{"c"}, 6, map[string]int64{"a": 4, "b": 5, "c": 5})
+	if !slices.Equal(m.Prev[0], []string{"a", "b"}) {
+		t.Fatalf("b -> c with a behind: %+v", m)
+	}
+	// Unmoved at 7: a acknowledged 6, b is gone: neither is waited for.
+	m = m.Next([]string{"c"}, 7, map[string]int64{"a": 6, "c": 6})
+	if m.Since[0] != 6 || len(m.Prev[0]) != 0 {
+		t.Fatalf("unmoved after the acknowledgements: %+v", m)
+	}
+	// c -> a at 8 while c is not live: nobody to wait for.
+	m = m.Next([]string{"a"}, 8, map[string]int64{"a": 7})
+	if m.Since[0] != 8 || len(m.Prev[0]) != 0 {
+		t.Fatalf("c (not live) -> a: %+v", m)
+	}
+	live := func(acks map[string]int64) map[string]Row {
+		out := make(map[string]Row)
+		for id, ack := range acks {
+			out[id] = Row{ID: id, Ack: ack, Live: true}
+		}
+		return out
+	}
+	w := PartitionMap{Owner: []string{"b"}, Since: []int64{5}, Prev: [][]string{{"a"}}}
+	if released(w, 0, live(map[string]int64{"a": 4, "b": 5})) {
+		t.Error("released before the earlier owner acknowledged the move")
+	}
+	if !released(w, 0, live(map[string]int64{"a": 5, "b": 5})) {
+		t.Error("not released after the earlier owner acknowledged the move")
+	}
+	if !released(w, 0, live(map[string]int64{"b": 5})) {
+		t.Error("not released with the earlier owner's row expired")
 	}
 }

@@ -13,22 +13,27 @@ import (
 
 // A sticky pool (Config.Partitions > 0) has P partitions, and its
 // generation row holds the partition map of the generation: each
-// partition's owner and the generation since which the owner has held it
-// (PartitionMap). The protocol is the index/count one per partition:
+// partition's owner, the generation since which the owner has held it,
+// and the members that may still work on it (PartitionMap). The protocol
+// is the index/count one per partition:
 //
 //   - A member publishes the next generation when Balance of the current
 //     map over the members taking part (the live ones, and static ones
 //     away for less than AwayGrace) differs from the map. Partitions that
-//     change owner get the new generation as their Since.
+//     change owner get the new generation as their Since, and as their
+//     Prev the live owner before and the live earlier owners that had
+//     not acknowledged their loss yet (PartitionMap.Next).
 //   - On seeing a generation, a member stops the work of each partition
 //     whose owner and Since in its map are not this member and the Since
 //     that work started with, waits for that work to return, and then
 //     acknowledges the generation. Work on the other partitions goes on:
 //     a rebalance never touches a partition that does not move.
 //   - A member starts a partition of its own that it does not run yet
-//     only when every live member row acknowledges the current
-//     generation, so whoever ran the partition before has stopped it, or
-//     its row has expired by the database clock and with it its trust.
+//     only when each member of its Prev whose row is live acknowledges
+//     its Since, so has stopped its work on it; one whose row has expired
+//     by the database clock has passed its trust deadline. A member that
+//     never held the partition is not waited for, nor is one that gave
+//     up another partition.
 //
 // So no partition is run by two members at overlapping times, and work
 // identified by (owner, Since) runs only while every generation its
@@ -102,7 +107,7 @@ func (m *Member) stickyRound(ctx, opCtx context.Context) (settled, again bool) {
 	owners := Balance(cur.Owner, m.takingPart(st, cur, live, now))
 	if !slices.Equal(owners, cur.Owner) || st.Generation < st.Floor {
 		published := max(st.Generation, st.Floor) + 1
-		next := cur.Next(owners, published)
+		next := cur.Next(owners, published, acksOf(live))
 		ok, err := m.cfg.Store.Publish(opCtx, m.cfg.Rows.Generation, st.Generation, EncodeMap(next))
 		switch {
 		case err != nil:
@@ -118,21 +123,20 @@ func (m *Member) stickyRound(ctx, opCtx context.Context) (settled, again bool) {
 		return false, false
 	}
 
-	// Assign: start the partitions of this member that do not run yet,
-	// once every live member acknowledged this generation.
+	// Assign: start each partition of this member that does not run yet
+	// once each live member that may still work on it (its Prev) has
+	// acknowledged its Since, so has stopped that work.
 	var start []int
+	waiting := false
 	for p, o := range cur.Owner {
-		if o == m.me && m.parts[p] == nil {
-			start = append(start, p)
+		if o != m.me || m.parts[p] != nil {
+			continue
 		}
-	}
-	if len(start) == 0 {
-		return true, false
-	}
-	for _, mb := range live {
-		if mb.Ack < st.Generation {
-			return false, false
+		if !released(cur, p, live) {
+			waiting = true
+			continue
 		}
+		start = append(start, p)
 	}
 	for _, p := range start {
 		m.startPartition(ctx, PartitionAssignment{
@@ -140,9 +144,31 @@ func (m *Member) stickyRound(ctx, opCtx context.Context) (settled, again bool) {
 			Member: m.me, Lease: m.mem,
 		})
 	}
-	m.cfg.Log.Info("partitions started", zap.Int64("generation", st.Generation), zap.Ints("partitions", start),
-		zap.Int("owned", len(m.parts)))
-	return true, false
+	if len(start) > 0 {
+		m.cfg.Log.Info("partitions started", zap.Int64("generation", st.Generation), zap.Ints("partitions", start),
+			zap.Int("owned", len(m.parts)))
+	}
+	return !waiting, false
+}
+
+// released reports whether partition p of pm may start: every member of
+// its Prev whose row is live has acknowledged its Since.
+func released(pm PartitionMap, p int, live map[string]Row) bool {
+	for _, id := range pm.Prev[p] {
+		if mb, ok := live[id]; ok && id != pm.Owner[p] && mb.Ack < pm.Since[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// acksOf returns the acknowledgement of each live member, by id.
+func acksOf(live map[string]Row) map[string]int64 {
+	acks := make(map[string]int64, len(live))
+	for id, mb := range live {
+		acks[id] = mb.Ack
+	}
+	return acks
 }
 
 // currentMap returns the partition map of the generation st read. A
@@ -305,7 +331,7 @@ func (m *Member) leaveMap(ctx context.Context) {
 	delete(live, m.me)
 	owners := Balance(st.Map.Owner, m.takingPart(st, *st.Map, live, m.cfg.Now()))
 	published := max(st.Generation, st.Floor) + 1
-	next := st.Map.Next(owners, published)
+	next := st.Map.Next(owners, published, acksOf(live))
 	if ok, err := m.cfg.Store.Publish(ctx, m.cfg.Rows.Generation, st.Generation, EncodeMap(next)); err == nil && ok {
 		m.cfg.Log.Info("left pool", zap.Int64("generation", published), zap.Strings("members", next.Members()))
 	}
