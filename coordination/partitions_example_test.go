@@ -59,7 +59,11 @@ func ExamplePool_RunPartitions() {
 				// until ctx ends: the partition moved, membership was lost,
 				// or shutdown. Each write is fenced.
 				err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-					return pt.Fence(tx) // then the partition's writes, in tx
+					if err := pt.Fence(tx); err != nil {
+						return err
+					}
+					// ... the partition's writes, in tx
+					return nil
 				})
 				if err != nil {
 					return err

@@ -313,7 +313,7 @@ func caseStickyFence(t *testing.T, b *bundle) {
 	rec := newPartRecorder(parts)
 	pcfg := PoolConfig{Partitions: parts}
 	fence := func(pt Partition) error {
-		return b.db.Transaction(func(tx *gorm.DB) error { return pt.Fence(tx) })
+		return b.db.Transaction(pt.Fence)
 	}
 	startSticky(t, b.db, "node-a", cfg, pcfg, rec)
 	startSticky(t, b.db, "node-b", cfg, pcfg, rec)

@@ -196,7 +196,7 @@ func TestMapNextAndEncoding(t *testing.T) {
 			t.Fatalf("DecodeMap(%q): %v", data, err)
 		}
 		if !slices.Equal(got.Owner, tc.Owner) || !slices.Equal(got.Since, tc.Since) ||
-			!slices.EqualFunc(got.Prev, tc.Prev, func(a, b []string) bool { return slices.Equal(a, b) }) {
+			!slices.EqualFunc(got.Prev, tc.Prev, slices.Equal[[]string]) {
 			t.Fatalf("DecodeMap(EncodeMap(%+v)) = %+v (data %q)", tc, got, data)
 		}
 	}
