@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/leasehold/leasehold/coordination/internal/membership"
 	"github.com/leasehold/leasehold/internal/store"
 )
 
@@ -40,6 +41,13 @@ var (
 	// one the lock ends with the check's own statement and protects
 	// nothing, so the check is refused rather than passed.
 	ErrNotInTransaction = errors.New("leasehold: fencing check needs a handle inside a transaction")
+
+	// ErrPoolMode is wrapped by the EventError of a pool member that does
+	// not join, or does not work, because live members run the pool in
+	// the other mode (Pool.Run by index and count, or RunPartitions with
+	// PoolConfig.Partitions) or with another number of partitions. It
+	// retries at every read; the pool goes on in its mode.
+	ErrPoolMode = membership.ErrMode
 
 	// ErrClosed is returned by operations on a coordinator that has
 	// stopped, and is the cause of lease contexts cancelled by shutdown.

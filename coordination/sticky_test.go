@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/leasehold/leasehold/coordination/internal/membership"
 )
 
 // partInterval is one member's work on one partition of a sticky pool:
@@ -226,7 +224,48 @@ func TestStickyPoolConformance(t *testing.T) {
 		{"StaticMemberRestartKeepsPartitions", caseStickyStaticRestart},
 		{"FenceHoldsUntilThePartitionMoves", caseStickyFence},
 		{"ModeMismatchIsReported", caseStickyModeMismatch},
+		{"IndexMemberDoesNotJoinAStickyPool", caseIndexMemberOfStickyPool},
 	})
+}
+
+// caseIndexMemberOfStickyPool runs a sticky pool on one process and the
+// same pool by index and count on another: the index member reports
+// ErrMode and never takes a member row, so it takes no partitions.
+func caseIndexMemberOfStickyPool(t *testing.T, b *bundle) {
+	cfg := stickyConfig()
+	rec := newPartRecorder(4)
+	sn := startSticky(t, b.db, "node-a", cfg, PoolConfig{Partitions: 4}, rec)
+	rec.waitSettled(t, []string{"node-a"}, wait)
+
+	bn := start(t, b.db, "node-b", cfg)
+	events, unsubscribe := bn.Subscribe(64)
+	defer unsubscribe()
+	plain, err := bn.Pool(GlobalScope, "orders", PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = plain.Run(ctx, func(ctx context.Context, a Assignment) error {
+			t.Errorf("the index member was assigned %+v in a sticky pool", a)
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	defer func() { stop(); <-done }()
+	recvEvent(t, events, func(e Event) bool { return e.Kind == EventError && errors.Is(e.Err, ErrPoolMode) })
+	st, err := sn.pool.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Members) != 1 {
+		t.Errorf("the sticky pool has member rows %+v, want node-a's only", st.Members)
+	}
+	if _, ok := rec.settled([]string{"node-a"}); !ok {
+		t.Errorf("node-a no longer works on all 4 partitions: %v", rec.running())
+	}
 }
 
 // caseStickyModeMismatch runs a pool by index and count on one process
@@ -270,7 +309,7 @@ func caseStickyModeMismatch(t *testing.T, b *bundle) {
 		_ = sticky.RunPartitions(sctx, newPartRecorder(4).fn("node-b"))
 	}()
 	defer func() { sstop(); <-sdone }()
-	ev := recvEvent(t, events, func(e Event) bool { return e.Kind == EventError && errors.Is(e.Err, membership.ErrMode) })
+	ev := recvEvent(t, events, func(e Event) bool { return e.Kind == EventError && errors.Is(e.Err, ErrPoolMode) })
 	t.Logf("sticky member refused the pool: %v", ev.Err)
 	st, err := plain.State(context.Background())
 	if err != nil {

@@ -191,16 +191,23 @@ func (m *Member) currentMap(st State) (PartitionMap, error) {
 	return NewMap(m.cfg.Partitions), nil
 }
 
-// mayJoinMode reads a sticky pool before joining it, and reports false,
-// having reported ErrMode, when live members run it in another mode: a
-// member row of this member would be counted by them, and stall their
-// rebalances. A failed read leaves the check to the rounds.
+// mayJoinMode reads the pool before joining it, and reports false, having
+// reported ErrMode, when live members run it in another mode: a member
+// row of this member would be counted by them, and stall their
+// rebalances (or, joining a sticky pool by index and count, take
+// partitions it never works on). A failed read leaves the check to the
+// rounds.
 func (m *Member) mayJoinMode(ctx context.Context) bool {
-	if m.cfg.Partitions == 0 {
-		return true
-	}
 	st, err := Read(ctx, m.cfg.Store, m.cfg.Pool, m.cfg.Rows)
 	if err != nil {
+		return true
+	}
+	if m.cfg.Partitions == 0 {
+		if id, ok := st.liveListed(""); ok && st.Map != nil {
+			m.fail("join", fmt.Errorf("%w: the pool has %d partitions and its member %s is live; this member runs it by index and count",
+				ErrMode, len(st.Map.Owner), id))
+			return false
+		}
 		return true
 	}
 	if _, err := m.currentMap(st); err != nil {
