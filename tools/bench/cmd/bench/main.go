@@ -17,7 +17,7 @@
 //
 // Environment:
 //
-//	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool,handoff,rebalance,locks,sticky)
+//	BENCH_SECTIONS  comma-separated sections (default: renew,fleet,shutdown,pool,handoff,rebalance,schedules,locks,sticky)
 //	BENCH_DIALECTS  comma-separated subset of postgres,mysql,sqlite (default: all)
 //	BENCH_TICKS     renew ticks measured at each size in the renew section (default 10)
 //	BENCH_SIZES     lease counts of the renew section (default 1,100,1000,10000, and 100000 on postgres)
