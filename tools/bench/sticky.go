@@ -325,7 +325,7 @@ func runSticky(ctx context.Context, r *runner, tg *target) *Table {
 		stickyPartitions, FastRetryInterval, stickyTTL, stickyItemEvery, stickyWindow, stickyWindow)
 	t.note("a join: from the joiner's RunPartitions call (its coordinator ready) to the start of the last moved partition's work; a leave: from cancelling the leaver's RunPartitions")
 	if tg.dialect == "mysql" {
-		t.note("MariaDB has no wake-ups: members poll, so the join time is about a poll; the issue's target is PostgreSQL's and SQLite's")
+		t.note("the join time has no target on MariaDB: the issue's target is PostgreSQL's and SQLite's")
 	}
 	return t
 }
