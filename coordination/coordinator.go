@@ -15,7 +15,6 @@ import (
 	"github.com/leasehold/leasehold/internal/broadcast"
 	"github.com/leasehold/leasehold/internal/ctxtime"
 	"github.com/leasehold/leasehold/internal/store"
-	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // The coordinator is the composition root of owners that each hold their
@@ -70,15 +69,8 @@ type Coordinator struct {
 	pools      *poolSet      // the pools running here
 	locks      *lockSet      // the keyed lock namespaces and semaphores of this process
 	fencer     *fencer       // fencing checks
+	wakes      *waker        // the wake-ups: transport, listening, delivery
 	admin      *Admin        // reads, resign requests and fence checks; built once
-
-	// wake carries the wake-ups (wake.go); nil where there is none.
-	wake wake.Transport
-	// listening is true while wake-ups arrive (wake.go); listenChanged
-	// (buffered 1) is signalled after each change of listening's state
-	// has been logged.
-	listening     atomic.Bool
-	listenChanged chan struct{}
 
 	mu    sync.Mutex
 	state runState
@@ -193,12 +185,11 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		closing: make(chan struct{}),
 	}
 	c := &Coordinator{
-		shared:        sh,
-		id:            id,
-		store:         st,
-		done:          make(chan struct{}),
-		listenChanged: make(chan struct{}, 1),
-		pools:         newPoolSet(id.Instance),
+		shared: sh,
+		id:     id,
+		store:  st,
+		done:   make(chan struct{}),
+		pools:  newPoolSet(id.Instance),
 	}
 	c.terms = newTermSet(sh)
 	c.keeper = newKeeper(sh, st, c.terms)
@@ -213,9 +204,11 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	c.terms.wire(c.keeper, c.releaser, c.fencer, c.campaigner)
 	c.keeper.resignWake = c.resigns.wake
 	c.health.passed = c.campaigner.wakeRound
-	if st != nil { // a coordinator built only for its Admin (tests)
-		c.wake = wakeTransport(st.Wakeups(), cfg, holder)
+	var ws wakeStore
+	if st != nil { // nil: a coordinator built only for its Admin (tests)
+		ws = st
 	}
+	c.wakes = newWaker(sh, ws, c.campaigner.woke, c.pools.woke)
 	return c
 }
 

@@ -283,6 +283,11 @@
 //	                                      work, the read schedule; no lock, owned
 //	                                      by Run's goroutine
 //	fencer        fencerenew.go           nothing: the fencing check                   Lease, CheckFence
+//	lockSet       locks.go, semaphore.go  the keyed lock namespaces and semaphores     Locks, Semaphore
+//	                                      of this process, each key's gate
+//	waker         wake.go                 the wake-up transport, the listen loop and   Run, pool members (notify),
+//	                                      whether it listens; hands each wake-up to    transport (wakeFor)
+//	                                      the campaigner and the pool set
 //
 // The pool member protocol (join, read, publish, revoke and acknowledge,
 // assign, leave, prune, when to read next) is the package
@@ -294,11 +299,8 @@
 // pool set, the wake-ups, Run's term loop, events and metrics; Pool.Run
 // keeps the loop that steps the member and the public types.
 //
-// The wake-up transport, the listen loop and whether it listens (wake.go)
-// stay with [Coordinator] itself, which hands each wake-up to the
-// campaigner and the pool set. Each owner is handed only the slice of the
-// store it uses (stores.go), and test hooks live in one testSignals value,
-// unset in production.
+// Each owner is handed only the slice of the store it uses (stores.go),
+// and test hooks live in one testSignals value, unset in production.
 //
 // # Inspection
 //

@@ -66,7 +66,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	wg.Go(func() { c.campaigner.loop(ctx) })
 	wg.Go(func() { c.resigns.loop(ctx) })
 	wg.Go(func() { c.health.loop(ctx) })
-	wg.Go(func() { c.listenLoop(ctx) })
+	wg.Go(func() { c.wakes.listenLoop(ctx) })
 	abandoned := c.keeper.renewLoop(ctx, c.beginShutdown)
 	wg.Wait()
 	c.keeper.end(abandoned)

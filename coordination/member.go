@@ -70,7 +70,7 @@ func (r *poolRun) Join(ctx context.Context, row string) (membership.Lease, error
 }
 
 // Notify announces a change to the pool's row to the other processes.
-func (r *poolRun) Notify(ctx context.Context, row string) { r.p.c.notify(ctx, row) }
+func (r *poolRun) Notify(ctx context.Context, row string) { r.p.c.wakes.notify(ctx, row) }
 
 // Start records the assignment as the pool's current one and returns its
 // work: fn under the policy Election.Run follows too, where fn is called

@@ -171,18 +171,20 @@ type leaseStore interface {
 // dbStore is the store of a database as the composition root hands it
 // out: the lease and pool statements (store.Store) beside the owners the
 // store is made of, the session rows (store.Sessions), the schema
-// (store.Schema) and the failover detection (store.Failover). A slice
+// (store.Schema), the failover detection (store.Failover) and the rows of
+// keyed locks (store.LockRows). A slice
 // whose methods several of them have takes it.
 type dbStore struct {
 	*store.Store
 	*store.Sessions
 	*store.Schema
 	*store.Failover
+	*store.LockRows
 }
 
 // newDBStore returns st with its owners.
 func newDBStore(st *store.Store) dbStore {
-	return dbStore{Store: st, Sessions: st.Sessions(), Schema: st.Schema(), Failover: st.Failover()}
+	return dbStore{Store: st, Sessions: st.Sessions(), Schema: st.Schema(), Failover: st.Failover(), LockRows: st.LockRows()}
 }
 
 // Which type implements each slice: store.Store alone, or dbStore where
@@ -192,7 +194,7 @@ var (
 	_ fenceStore   = dbStore{} // Fence and SerializesWriters of Store; RenewSessionIn of Sessions
 	_ dataStore    = (*store.Store)(nil)
 	_ leaseOps     = (*store.Store)(nil)
-	_ flooredStore = (*store.Store)(nil)
+	_ flooredStore = (*store.LockRows)(nil)
 	_ poolOps      = (*store.Store)(nil)
 	_ resignStore  = (*store.Store)(nil)
 	_ schemaStore  = dbStore{} // Dialect of Store; Migrate and CheckSchema of Schema; ProbeFailover of Failover

@@ -3,6 +3,7 @@ package coordination
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -105,43 +106,70 @@ func peerTransport(db wake.Database, cfg Config, holder string) wake.Transport {
 	return wake.NewPeer(db, dir, cfg.peerConfig(holder))
 }
 
+// waker owns the wake-ups of a process: the transport, listening on it
+// and retrying, whether it listens, and handing each wake-up to the loops
+// concerned (deliver: the campaigner's and the pools'). Run starts its
+// listenLoop; the pool members notify through it.
+type waker struct {
+	*shared
+	transport wake.Transport // nil where there is none
+	dialect   string         // named in the log where there is none
+	deliver   []func(names []string)
+
+	// listening is true while wake-ups arrive; listenChanged (buffered 1)
+	// is signalled after each change of listening's state has been logged.
+	listening     atomic.Bool
+	listenChanged chan struct{}
+}
+
+// newWaker returns the wake-ups of a process on st, nil st for a
+// coordinator built only for its Admin (tests).
+func newWaker(sh *shared, st wakeStore, deliver ...func(names []string)) *waker {
+	w := &waker{shared: sh, deliver: deliver, listenChanged: make(chan struct{}, 1)}
+	if st != nil {
+		w.transport = wakeTransport(st.Wakeups(), sh.cfg, sh.holder)
+		w.dialect = st.Dialect()
+	}
+	return w
+}
+
 // listenLoop listens for wake-ups until ctx is done.
-func (c *Coordinator) listenLoop(ctx context.Context) {
-	if c.cfg.DisableNotifications {
+func (w *waker) listenLoop(ctx context.Context) {
+	if w.cfg.DisableNotifications {
 		return
 	}
 	failed := false
-	err := c.listen(ctx, func(err error) {
-		defer poke(c.listenChanged)
+	err := w.listen(ctx, func(err error) {
+		defer poke(w.listenChanged)
 		if err == nil {
-			c.listening.Store(true)
-			c.log.Info("listening for release notifications: followers take over a released lease at once")
+			w.listening.Store(true)
+			w.log.Info("listening for release notifications: followers take over a released lease at once")
 			failed = false
 			return
 		}
-		c.listening.Store(false)
+		w.listening.Store(false)
 		if failed {
-			c.log.Debug("release notifications still unavailable", zap.Error(err))
+			w.log.Debug("release notifications still unavailable", zap.Error(err))
 			return
 		}
 		failed = true
-		c.log.Warn("release notifications unavailable; followers poll every RetryInterval until they work again",
-			zap.Duration("retry_interval", c.cfg.RetryInterval), zap.Error(err))
+		w.log.Warn("release notifications unavailable; followers poll every RetryInterval until they work again",
+			zap.Duration("retry_interval", w.cfg.RetryInterval), zap.Error(err))
 	})
-	c.listening.Store(false)
+	w.listening.Store(false)
 	switch {
 	case errors.Is(err, errNeedsTransport):
-		c.log.Warn("no release notifications on PostgreSQL without package pgnotify; followers poll every RetryInterval. "+
+		w.log.Warn("no release notifications on PostgreSQL without package pgnotify; followers poll every RetryInterval. "+
 			"Set Notifications: pgnotify.New() in coordination.Config (workers.Config.Coordination) for instant takeover, "+
 			"or DisableNotifications to poll without this warning",
-			zap.Duration("retry_interval", c.cfg.RetryInterval))
+			zap.Duration("retry_interval", w.cfg.RetryInterval))
 	case errors.Is(err, wake.ErrNoWakeups):
-		c.log.Info("no release notifications; followers poll every RetryInterval",
-			zap.String("dialect", c.store.Dialect()), zap.Duration("retry_interval", c.cfg.RetryInterval), zap.Error(err))
+		w.log.Info("no release notifications; followers poll every RetryInterval",
+			zap.String("dialect", w.dialect), zap.Duration("retry_interval", w.cfg.RetryInterval), zap.Error(err))
 	case err != nil:
-		c.log.Warn("release notifications unavailable; followers poll every RetryInterval", zap.Error(err))
+		w.log.Warn("release notifications unavailable; followers poll every RetryInterval", zap.Error(err))
 	}
-	poke(c.listenChanged)
+	poke(w.listenChanged)
 }
 
 // listen delivers the wake-ups of other processes (and of this one) to
@@ -152,15 +180,15 @@ func (c *Coordinator) listenLoop(ctx context.Context) {
 // minute. It returns the reason at once where listening cannot work: an
 // error wrapping wake.ErrNoWakeups or errNeedsTransport, or one marked
 // wake.Final.
-func (c *Coordinator) listen(ctx context.Context, state func(err error)) error {
-	if c.wake == nil {
+func (w *waker) listen(ctx context.Context, state func(err error)) error {
+	if w.transport == nil {
 		return wake.ErrNoWakeups
 	}
 	for failures := 0; ; {
-		err := c.wake.Listen(ctx, c.wakeFor, func() {
+		err := w.transport.Listen(ctx, w.wakeFor, func() {
 			failures = 0
 			state(nil)
-			c.wakeFor(nil)
+			w.wakeFor(nil)
 		})
 		if ctx.Err() != nil {
 			return nil
@@ -173,7 +201,7 @@ func (c *Coordinator) listen(ctx context.Context, state func(err error)) error {
 		}
 		state(err)
 		failures++
-		wait := min(c.cfg.RetryInterval<<min(failures-1, 16), time.Minute)
+		wait := min(w.cfg.RetryInterval<<min(failures-1, 16), time.Minute)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -188,21 +216,22 @@ func (c *Coordinator) listen(ctx context.Context, state func(err error)) error {
 // attempts the named leases it campaigns for at once, and runs a round
 // for those only observed; each pool whose rows are named reads them;
 // every loop runs a full round when names is nil.
-func (c *Coordinator) wakeFor(names []string) {
-	if c.signals.dropWakes.Load() {
+func (w *waker) wakeFor(names []string) {
+	if w.signals.dropWakes.Load() {
 		return
 	}
-	c.campaigner.woke(names)
-	c.pools.woke(names)
+	for _, deliver := range w.deliver {
+		deliver(names)
+	}
 }
 
 // notify announces a change to the named rows (a pool's) to the other
 // processes. It is a hint: a failure is only logged.
-func (c *Coordinator) notify(ctx context.Context, names ...string) {
-	if c.wake == nil {
+func (w *waker) notify(ctx context.Context, names ...string) {
+	if w.transport == nil {
 		return
 	}
-	if err := c.wake.Notify(ctx, names); err != nil && ctx.Err() == nil {
-		c.log.Debug("could not send a wake-up; the others notice at their next poll", zap.Strings("leases", names), zap.Error(err))
+	if err := w.transport.Notify(ctx, names); err != nil && ctx.Err() == nil {
+		w.log.Debug("could not send a wake-up; the others notice at their next poll", zap.Strings("leases", names), zap.Error(err))
 	}
 }

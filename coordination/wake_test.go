@@ -47,7 +47,7 @@ func slowPollConfig() Config {
 func waitListening(t testing.TB, cs ...*running) {
 	t.Helper()
 	for _, c := range cs {
-		waitListenState(t, c, func() bool { return c.listening.Load() }, "listening for wake-ups")
+		waitListenState(t, c, func() bool { return c.wakes.listening.Load() }, "listening for wake-ups")
 	}
 }
 
@@ -58,7 +58,7 @@ func waitListenState(t testing.TB, c *running, ok func() bool, what string) {
 	deadline := time.After(wait)
 	for !ok() {
 		select {
-		case <-c.listenChanged:
+		case <-c.wakes.listenChanged:
 		case <-deadline:
 			t.Fatalf("%s: not %s within %v", c.Holder(), what, wait)
 		}
@@ -162,14 +162,14 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 		drainSignals(rounds)
 		drainSignals(attempts)
 		if i%2 == 0 {
-			f.wakeFor(nil)
+			f.wakes.wakeFor(nil)
 			select {
 			case <-rounds:
 			case <-time.After(wait):
 				t.Fatalf("a wake-up ran no round within %v", wait)
 			}
 		} else {
-			f.wakeFor([]string{"global/lost"})
+			f.wakes.wakeFor([]string{"global/lost"})
 			select {
 			case n := <-attempts:
 				if n != 1 {
@@ -262,7 +262,7 @@ func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("follower without notifications did not take the released lease within %v (poll %v)", wait, cfg.RetryInterval)
 	}
-	if f.listening.Load() {
+	if f.wakes.listening.Load() {
 		t.Fatal("the coordinator reports listening though it cannot")
 	}
 	if n := unavailable(); n != 1 {
@@ -342,8 +342,8 @@ func caseNoListeningOnAOneConnectionPool(t *testing.T, b *bundle) {
 			t.Fatalf("no renewal within %v on a pool of one connection", wait)
 		}
 	}
-	if !l.Valid() || r.listening.Load() {
-		t.Fatalf("lease valid %v, listening %v; want valid and not listening", l.Valid(), r.listening.Load())
+	if !l.Valid() || r.wakes.listening.Load() {
+		t.Fatalf("lease valid %v, listening %v; want valid and not listening", l.Valid(), r.wakes.listening.Load())
 	}
 	release(t, l)
 }
@@ -376,7 +376,7 @@ func casePostgresWithoutPGNotify(t *testing.T, b *bundle) {
 	if l2 := successor(t, got, l, "listening follower"); l2 != nil {
 		release(t, l2)
 	}
-	if p.listening.Load() {
+	if p.wakes.listening.Load() {
 		t.Fatal("the coordinator without pgnotify reports listening")
 	}
 	if n := warnings(); n != 1 {
@@ -431,7 +431,7 @@ func caseListeningConnectionBreaks(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("the read with a deadline of 1s did not return within %v", wait)
 	}
-	waitListenState(t, r, func() bool { return !r.listening.Load() }, "no longer listening on the broken connection")
+	waitListenState(t, r, func() bool { return !r.wakes.listening.Load() }, "no longer listening on the broken connection")
 	if err := lock.Commit().Error; err != nil {
 		t.Fatalf("unlock: %v", err)
 	}
@@ -479,8 +479,8 @@ func casePostgresPeerWakeups(t *testing.T, b *bundle) {
 	a := start(t, b.db, "node-a", cfg)
 	f := start(t, b.db, "node-f", cfg)
 	waitListening(t, a, f)
-	if _, ok := f.wake.(*wake.Peer); !ok {
-		t.Fatalf("the transport with PeerWakeups is %T, want *wake.Peer", f.wake)
+	if _, ok := f.wakes.transport.(*wake.Peer); !ok {
+		t.Fatalf("the transport with PeerWakeups is %T, want *wake.Peer", f.wakes.transport)
 	}
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "peer"))
 	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "peer"), wait)

@@ -15,7 +15,7 @@ import (
 
 // EnsureFloored creates the floored rows that do not exist yet, unheld,
 // each with the epoch of its floor row (created at 0 when missing).
-func (m *Store) EnsureFloored(ctx context.Context, rows []store.Floored) error {
+func (m Floored) EnsureFloored(ctx context.Context, rows []store.Floored) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := nowUS()
@@ -29,7 +29,7 @@ func (m *Store) EnsureFloored(ctx context.Context, rows []store.Floored) error {
 }
 
 // floorLocked returns the floor row name, created at epoch 0 when missing.
-func (m *Store) floorLocked(name string, now int64) *row {
+func (m *state) floorLocked(name string, now int64) *row {
 	f := m.rows[name]
 	if f == nil {
 		f = &row{name: name, expires: now}
@@ -39,7 +39,7 @@ func (m *Store) floorLocked(name string, now int64) *row {
 }
 
 // deleteFlooredLocked raises the floor of r to its epoch and deletes it.
-func (m *Store) deleteFlooredLocked(r *row, floor string, now int64) {
+func (m *state) deleteFlooredLocked(r *row, floor string, now int64) {
 	f := m.floorLocked(floor, now)
 	f.epoch = max(f.epoch, r.epoch)
 	delete(m.rows, r.name)
@@ -48,7 +48,7 @@ func (m *Store) deleteFlooredLocked(r *row, floor string, now int64) {
 // ReleaseFloored gives up the given terms of session and deletes their
 // rows, raising their floor rows first; it returns how many were still
 // held. GateReleases holds it back, as it does Release.
-func (m *Store) ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error) {
+func (m Floored) ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error) {
 	m.mu.Lock()
 	gate := m.releaseGate
 	m.mu.Unlock()
@@ -73,7 +73,7 @@ func (m *Store) ReleaseFloored(ctx context.Context, session string, terms []stor
 // PruneFloored deletes, in name order, up to limit rows under prefix
 // that are unheld for longer than grace or held by a session expired (or
 // gone) for longer than grace, raising their floor rows first.
-func (m *Store) PruneFloored(ctx context.Context, prefix string, floor func(name string) string, grace time.Duration, limit int) (int64, error) {
+func (m Floored) PruneFloored(ctx context.Context, prefix string, floor func(name string) string, grace time.Duration, limit int) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := nowUS()
@@ -97,7 +97,7 @@ func (m *Store) PruneFloored(ctx context.Context, prefix string, floor func(name
 
 // deadLocked is the prune's judgement of a row: unheld, or held by a
 // session expired or gone, since before old.
-func (m *Store) deadLocked(r *row, old int64) bool {
+func (m *state) deadLocked(r *row, old int64) bool {
 	s := m.sessions[r.session]
 	return (r.session == "" && r.expires < old) || (r.session != "" && (s == nil || s.expires < old))
 }

@@ -14,7 +14,7 @@ import (
 // slow network or a statement waiting for a lock: the renewal takes effect
 // at the end of the wait, or not at all when its context ends first. 0
 // turns it off.
-func (m *Store) SetRenewDelay(d time.Duration) {
+func (m Faults) SetRenewDelay(d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.renewDelay = d
@@ -22,7 +22,7 @@ func (m *Store) SetRenewDelay(d time.Duration) {
 
 // FailRenewals makes every RenewSession return err (after the renew delay,
 // if any) without renewing. nil makes renewals succeed again.
-func (m *Store) FailRenewals(err error) {
+func (m Faults) FailRenewals(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.renewErr = err
@@ -30,7 +30,7 @@ func (m *Store) FailRenewals(err error) {
 
 // Renewals returns how many RenewSession calls began, failed ones
 // included.
-func (m *Store) Renewals() int {
+func (m Faults) Renewals() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.renews
@@ -39,7 +39,7 @@ func (m *Store) Renewals() int {
 // SetAcquireDelay makes every Acquire (each chunk of AcquireEach) wait d
 // before it executes, as a large batch on a loaded database. 0 turns it
 // off.
-func (m *Store) SetAcquireDelay(d time.Duration) {
+func (m Faults) SetAcquireDelay(d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.acquireDelay = d
@@ -48,7 +48,7 @@ func (m *Store) SetAcquireDelay(d time.Duration) {
 // GateReleases makes every Release that begins from now on block until
 // open is called; then they, and later ones, go through. open may be
 // called more than once.
-func (m *Store) GateReleases() (open func()) {
+func (m Faults) GateReleases() (open func()) {
 	gate := make(chan struct{})
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -59,7 +59,7 @@ func (m *Store) GateReleases() (open func()) {
 
 // SetSerialWriters sets what SerializesWriters reports: true for a store
 // whose writers exclude each other, as SQLite's.
-func (m *Store) SetSerialWriters(on bool) {
+func (m Faults) SetSerialWriters(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.serialWriters = on
@@ -67,7 +67,7 @@ func (m *Store) SetSerialWriters(on bool) {
 
 // ExpireSession makes the session holding the lease name expired now, as
 // if its holder stopped renewing. The lease must be held by a session.
-func (m *Store) ExpireSession(name string) {
+func (m Faults) ExpireSession(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sessions[m.rows[name].session].expires = nowUS() - 1
@@ -76,7 +76,7 @@ func (m *Store) ExpireSession(name string) {
 // RenewHolderSession renews the session holding the lease name to now
 // plus ttl, as a fenced transaction's check commits a renewal
 // (store.Sessions.RenewSessionIn). The lease must be held by a session.
-func (m *Store) RenewHolderSession(name string, ttl time.Duration) {
+func (m Faults) RenewHolderSession(name string, ttl time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sessions[m.rows[name].session]
@@ -85,7 +85,7 @@ func (m *Store) RenewHolderSession(name string, ttl time.Duration) {
 }
 
 // Row reads the lease name as Get does; ok is false when it has no row.
-func (m *Store) Row(name string) (r store.Row, ok bool) {
+func (m Faults) Row(name string) (r store.Row, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	lr := m.rows[name]

@@ -15,9 +15,23 @@ import (
 
 // Store is an in-memory coordination store whose database clock is
 // time.Now. It offers the methods *store.Store and its owners
-// (Sessions, Schema, Failover) offer the coordinator, and fault knobs
-// (knobs.go). It is safe for concurrent use.
+// (Sessions, Schema, Failover) offer the coordinator, and fault knobs. It
+// is made of owners as the SQL store is, each a view of the one state:
+// Sessions (the session rows), Leases (the lease rows, their data and
+// resign requests), Floored (the rows of keyed locks, floored.go), Schema
+// (the schema and what the database can do) and Faults (the fault knobs,
+// knobs.go). It is safe for concurrent use.
 type Store struct {
+	*state
+	Sessions
+	Leases
+	Floored
+	Schema
+	Faults
+}
+
+// state is the store's rows, behind one lock, as a database's are.
+type state struct {
 	mu       sync.Mutex
 	rows     map[string]*row
 	sessions map[string]*session
@@ -38,6 +52,25 @@ type Store struct {
 	serialWriters bool
 }
 
+// Sessions is the store's session rows: their start, renewal, reading and
+// end, and the check of a session's terms (Rebind).
+type Sessions struct{ *state }
+
+// Leases is the store's lease rows: their creation, acquisition, release
+// and reading, the fencing read, the rows' data and pool generations, and
+// the resign requests.
+type Leases struct{ *state }
+
+// Floored is the rows of keyed locks (floored.go).
+type Floored struct{ *state }
+
+// Schema is the store's schema, always current, and what its database
+// can do: no failovers, no wake-ups.
+type Schema struct{ *state }
+
+// Faults is the store's fault knobs (knobs.go).
+type Faults struct{ *state }
+
 // row is a lease row; times are microseconds on the clock.
 type row struct {
 	name, holder, session, data string
@@ -57,7 +90,8 @@ type session struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{rows: make(map[string]*row), sessions: make(map[string]*session)}
+	st := &state{rows: make(map[string]*row), sessions: make(map[string]*session)}
+	return &Store{state: st, Sessions: Sessions{st}, Leases: Leases{st}, Floored: Floored{st}, Schema: Schema{st}, Faults: Faults{st}}
 }
 
 // nowUS is the store's clock: time.Now in microseconds, as the SQL
@@ -65,7 +99,7 @@ func New() *Store {
 func nowUS() int64 { return time.Now().UnixMicro() }
 
 // liveLocked is heldExpr of the SQL dialects.
-func (m *Store) liveLocked(r *row, now int64) bool {
+func (m *state) liveLocked(r *row, now int64) bool {
 	if r.holder == "" {
 		return false
 	}
@@ -76,7 +110,7 @@ func (m *Store) liveLocked(r *row, now int64) bool {
 	return s != nil && s.expires >= now
 }
 
-func (m *Store) rowLocked(r *row, now int64) store.Row {
+func (m *state) rowLocked(r *row, now int64) store.Row {
 	out := store.Row{Name: r.name, Holder: r.holder, Session: r.session, Epoch: r.epoch, Data: r.data,
 		AcquiredAt: usTime(r.acquired), Now: usTime(now),
 		ResignEpoch: r.resignEpoch, PreferredHolder: r.prefer, PreferredUntil: usTime(r.preferUntil)}
@@ -97,10 +131,10 @@ func usTime(us int64) time.Time {
 }
 
 // Dialect returns "memory".
-func (m *Store) Dialect() string { return "memory" }
+func (m Schema) Dialect() string { return "memory" }
 
 // CreateSession starts session id of holder, live for ttl.
-func (m *Store) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
+func (m Sessions) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := nowUS()
@@ -110,17 +144,17 @@ func (m *Store) CreateSession(ctx context.Context, id, holder string, ttl time.D
 
 // ProbeFailover finds nothing to probe: the in-memory database has one
 // incarnation.
-func (m *Store) ProbeFailover(ctx context.Context) (unsupported, err error) { return nil, nil }
+func (m Schema) ProbeFailover(ctx context.Context) (unsupported, err error) { return nil, nil }
 
 // Rebind finds no failover: the in-memory database has one incarnation.
-func (m *Store) Rebind(ctx context.Context, id string) (terms []store.Term, ok bool, err error) {
+func (m Sessions) Rebind(ctx context.Context, id string) (terms []store.Term, ok bool, err error) {
 	return nil, false, nil
 }
 
 // RenewSession extends session id to now plus ttl, if it has not expired,
 // and returns its notice counter, as store.Sessions.RenewSession does.
 // SetRenewDelay and FailRenewals slow it down or make it fail.
-func (m *Store) RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error) {
+func (m Sessions) RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error) {
 	m.mu.Lock()
 	delay, fail := m.renewDelay, m.renewErr
 	m.renews++
@@ -150,7 +184,7 @@ func (m *Store) RenewSession(ctx context.Context, id string, ttl time.Duration) 
 
 // RequestResign records a resign request for the current term of the
 // lease name, as store.Store.RequestResign does.
-func (m *Store) RequestResign(ctx context.Context, name, prefer string,
+func (m Leases) RequestResign(ctx context.Context, name, prefer string,
 	check func(store.Row) (time.Duration, error)) (r store.Row, found, notified bool, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -178,7 +212,7 @@ func (m *Store) RequestResign(ctx context.Context, name, prefer string,
 
 // PendingResigns returns the terms, among the named leases held by
 // session, for which a resign request is recorded.
-func (m *Store) PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error) {
+func (m Leases) PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []store.Term
@@ -191,12 +225,12 @@ func (m *Store) PendingResigns(ctx context.Context, session string, names []stri
 }
 
 // RenewSessionIn renews nothing: the store has no transactions.
-func (m *Store) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
+func (m Sessions) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
 	return false, 0, nil
 }
 
 // ReadSession reads session id; ok is false when it is gone.
-func (m *Store) ReadSession(ctx context.Context, id string) (store.Session, bool, error) {
+func (m Sessions) ReadSession(ctx context.Context, id string) (store.Session, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sessions[id]
@@ -208,7 +242,7 @@ func (m *Store) ReadSession(ctx context.Context, id string) (store.Session, bool
 
 // EndSession deletes session id: every lease it still holds is free at
 // once. Sessions expired for longer than pruneAfter are pruned on the way.
-func (m *Store) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
+func (m Sessions) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.sessions, id)
@@ -223,7 +257,7 @@ func (m *Store) EndSession(ctx context.Context, id string, pruneAfter time.Durat
 
 // EnsureRows creates the rows of the named leases that do not exist yet;
 // an existing unheld row counts as released now, as in the SQL stores.
-func (m *Store) EnsureRows(ctx context.Context, names []string) error {
+func (m Leases) EnsureRows(ctx context.Context, names []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, name := range names {
@@ -239,7 +273,7 @@ func (m *Store) EnsureRows(ctx context.Context, names []string) error {
 // Acquire takes, for the live session, every named lease that is
 // takeable (store.Row.Takeable) and starts a new term of each with the
 // next epoch. SetAcquireDelay slows it down.
-func (m *Store) Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error) {
+func (m Leases) Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error) {
 	m.mu.Lock()
 	delay := m.acquireDelay
 	m.mu.Unlock()
@@ -267,7 +301,7 @@ func (m *Store) Acquire(ctx context.Context, session, holder string, names []str
 
 // AcquireEach is Acquire in statements of store.WriteChunk names, as the
 // SQL store sends them.
-func (m *Store) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) (failed []string, err error) {
+func (m Leases) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) (failed []string, err error) {
 	for len(names) > 0 {
 		chunk := names[:min(len(names), store.WriteChunk)]
 		names = names[len(chunk):]
@@ -283,7 +317,7 @@ func (m *Store) AcquireEach(ctx context.Context, session, holder string, names [
 // Release gives up the given terms of session and returns how many were
 // still held; a term not the session's at that epoch is left untouched.
 // GateReleases holds it back.
-func (m *Store) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
+func (m Leases) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
 	m.mu.Lock()
 	gate := m.releaseGate
 	m.mu.Unlock()
@@ -303,7 +337,7 @@ func (m *Store) Release(ctx context.Context, session string, terms []store.Term)
 }
 
 // Get reads the named leases; names without a row are absent.
-func (m *Store) Get(ctx context.Context, names []string) ([]store.Row, error) {
+func (m Leases) Get(ctx context.Context, names []string) ([]store.Row, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := nowUS()
@@ -318,7 +352,7 @@ func (m *Store) Get(ctx context.Context, names []string) ([]store.Row, error) {
 
 // List reads every lease whose name starts with prefix ("" for all),
 // ordered by name.
-func (m *Store) List(ctx context.Context, prefix string) ([]store.Row, error) {
+func (m Leases) List(ctx context.Context, prefix string) ([]store.Row, error) {
 	m.mu.Lock()
 	var names []string
 	for n := range m.rows {
@@ -332,7 +366,7 @@ func (m *Store) List(ctx context.Context, prefix string) ([]store.Row, error) {
 }
 
 // Fence reads the lease row; tx is not used.
-func (m *Store) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
+func (m Leases) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
 	rows, _ := m.Get(context.Background(), []string{name})
 	if len(rows) == 0 {
 		return store.Row{}, false, nil
@@ -341,7 +375,7 @@ func (m *Store) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
 }
 
 // SerializesWriters reports what SetSerialWriters set (false by default).
-func (m *Store) SerializesWriters() bool {
+func (m Leases) SerializesWriters() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.serialWriters
@@ -349,7 +383,7 @@ func (m *Store) SerializesWriters() bool {
 
 // SetData writes data into a row this session holds at this epoch, while
 // the session is live. It reports false when the term is over.
-func (m *Store) SetData(ctx context.Context, session string, t store.Term, data string) (bool, error) {
+func (m Leases) SetData(ctx context.Context, session string, t store.Term, data string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.rows[t.Name]
@@ -362,13 +396,13 @@ func (m *Store) SetData(ctx context.Context, session string, t store.Term, data 
 
 // SetDataIn is SetData; tx is not used (the in-process store has no
 // transactions).
-func (m *Store) SetDataIn(tx *gorm.DB, session string, t store.Term, data string) (bool, error) {
+func (m Leases) SetDataIn(tx *gorm.DB, session string, t store.Term, data string) (bool, error) {
 	return m.SetData(context.Background(), session, t, data)
 }
 
 // Publish moves an unheld row from epoch from to from+1 with new data,
 // only if it is still at from: a compare-and-set.
-func (m *Store) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
+func (m Leases) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.rows[name]
@@ -382,7 +416,7 @@ func (m *Store) Publish(ctx context.Context, name string, from int64, data strin
 // PruneDead deletes the rows whose name starts with prefix that are
 // unheld for longer than grace, or held by a session expired (or gone) for
 // longer than grace, and returns how many.
-func (m *Store) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
+func (m Leases) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := nowUS() - grace.Microseconds()
@@ -400,13 +434,13 @@ func (m *Store) PruneDead(ctx context.Context, prefix string, grace time.Duratio
 }
 
 // Migrate applies nothing: the store has no schema.
-func (m *Store) Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error) {
+func (m Schema) Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error) {
 	return nil, nil
 }
 
 // CheckSchema finds nothing missing.
-func (m *Store) CheckSchema(ctx context.Context) error { return nil }
+func (m Schema) CheckSchema(ctx context.Context) error { return nil }
 
 // Wakeups returns nil: the memory store has no wake-ups; its coordinators
 // poll.
-func (m *Store) Wakeups() wake.Database { return nil }
+func (m Schema) Wakeups() wake.Database { return nil }

@@ -13,10 +13,12 @@ import (
 func TestMain(m *testing.M) { testdb.Main(m) }
 
 // sqlStore is the store of a database as the suite uses it: the lease and
-// pool statements beside the session rows' owner.
+// pool statements beside the owners of the session rows and of the rows
+// of keyed locks.
 type sqlStore struct {
 	*store.Store
 	*store.Sessions
+	*store.LockRows
 }
 
 // TestStoreConformance runs the store conformance suite on every database:
@@ -39,7 +41,7 @@ func TestStoreConformance(t *testing.T) {
 				if _, err := st.Failover().ProbeFailover(ctx); err != nil {
 					t.Fatalf("probe failover: %v", err)
 				}
-				return sqlStore{Store: st, Sessions: st.Sessions()}
+				return sqlStore{Store: st, Sessions: st.Sessions(), LockRows: st.LockRows()}
 			}})
 		})
 	}

@@ -31,6 +31,15 @@ import (
 // touches no floor row. Floor rows are created, at epoch 0, by the first
 // create that needs them, before any delete could raise them.
 
+// LockRows is the owner of the floored rows: their creation, release and
+// pruning. The Store's other statements never delete a lease row.
+type LockRows struct {
+	conns    *gate
+	sql      *currentSQL
+	tables   Tables
+	released *releaseHook
+}
+
 // Floored names a floored row and its floor row.
 type Floored struct {
 	Name  string // the floored row
@@ -47,7 +56,7 @@ type FlooredTerm struct {
 // each with the epoch of its floor row, in one transaction of at most
 // WriteChunk rows per chunk. A floor row that does not exist is created
 // at epoch 0.
-func (s *Store) EnsureFloored(ctx context.Context, rows []Floored) error {
+func (s *LockRows) EnsureFloored(ctx context.Context, rows []Floored) error {
 	return chunks(rows, WriteChunk, func(part []Floored) error {
 		return s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
 			return s.conns.decideTx(db, func(tx *gorm.DB) error {
@@ -87,7 +96,7 @@ func (s *Store) EnsureFloored(ctx context.Context, rows []Floored) error {
 // lockFloors locks the named floor rows (sorted, distinct) in name order
 // for the rest of tx, creates those that do not exist at epoch 0, and
 // returns the epoch of each.
-func (s *Store) lockFloors(tx *gorm.DB, floors []string) (map[string]int64, error) {
+func (s *LockRows) lockFloors(tx *gorm.DB, floors []string) (map[string]int64, error) {
 	fl := s.sql.dl().floored()
 	if !s.sql.dl().lockFirst() {
 		if _, err := lockNames(tx, s.sql.dl().leases().sqlWriteLock(s.tables)); err != nil {
@@ -129,7 +138,7 @@ func floorNames(rows []Floored) []string {
 
 // raiseFloors raises each floor row to the highest epoch of the terms
 // given for it.
-func (s *Store) raiseFloors(tx *gorm.DB, terms []FlooredTerm) error {
+func (s *LockRows) raiseFloors(tx *gorm.DB, terms []FlooredTerm) error {
 	top := make(map[string]int64)
 	for _, t := range terms {
 		top[t.Floor] = max(top[t.Floor], t.Epoch)
@@ -149,7 +158,7 @@ func (s *Store) raiseFloors(tx *gorm.DB, terms []FlooredTerm) error {
 // it covers. It returns how many terms were still held. A term that is
 // not the session's at that epoch any more is left untouched. The
 // release wakes the processes waiting for the rows as Release does.
-func (s *Store) ReleaseFloored(ctx context.Context, session string, terms []FlooredTerm) (int64, error) {
+func (s *LockRows) ReleaseFloored(ctx context.Context, session string, terms []FlooredTerm) (int64, error) {
 	var total int64
 	err := chunks(terms, WriteChunk, func(part []FlooredTerm) error {
 		// On the renewal's connection, as Release: a release is never
@@ -190,12 +199,12 @@ func (s *Store) ReleaseFloored(ctx context.Context, session string, terms []Floo
 			return err
 		})
 	})
-	if total > 0 && s.released != nil {
+	if total > 0 && s.released.fn != nil {
 		names := make([]string, len(terms))
 		for i, t := range terms {
 			names[i] = t.Name
 		}
-		s.released(names)
+		s.released.fn(names)
 	}
 	return total, err
 }
@@ -208,7 +217,7 @@ func (s *Store) ReleaseFloored(ctx context.Context, session string, terms []Floo
 // raises their floor rows, and deletes those still dead at the epoch
 // read, so its work is bounded however many rows the prefix has. It
 // returns how many rows it deleted.
-func (s *Store) PruneFloored(ctx context.Context, prefix string, floor func(name string) string, grace time.Duration, limit int) (int64, error) {
+func (s *LockRows) PruneFloored(ctx context.Context, prefix string, floor func(name string) string, grace time.Duration, limit int) (int64, error) {
 	lo, hi, err := prefixRange(prefix)
 	if err != nil {
 		return 0, err

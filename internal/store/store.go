@@ -59,7 +59,9 @@ type Options struct {
 //   - the schema (Schema, migrate.go): its version, its check, and the
 //     migrations;
 //   - the failover detection (Failover, failover.go): the database's
-//     incarnation, and which SQL the statements use.
+//     incarnation, and which SQL the statements use;
+//   - the rows of keyed locks (LockRows, floored.go): created at their
+//     floor's epoch, deleted when released or dead.
 type Store struct {
 	conns  *gate
 	sql    *currentSQL
@@ -68,12 +70,18 @@ type Store struct {
 	sessions *Sessions
 	schema   *Schema
 	failover *Failover
+	lockRows *LockRows
 
-	// released is called after a release that freed any lease, with the
-	// names of its terms, for the transports the release statement does
-	// not notify by itself (wake.go, OnRelease); nil otherwise.
-	released func(names []string)
+	// released is what a release that freed any lease calls, here and in
+	// lockRows.
+	released *releaseHook
 }
+
+// releaseHook is called after a release that freed any lease, with the
+// names of its terms, for the transports the release statement does not
+// notify by itself (wake.go, OnRelease); fn is nil otherwise. It is set
+// before the first release.
+type releaseHook struct{ fn func(names []string) }
 
 // currentSQL is the SQL of the store's statements: the dialect with
 // failover detection, or without it once ProbeFailover found that the
@@ -109,9 +117,11 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 	conns := newGate(db.Session(&gorm.Session{NewDB: true}), n, d, t)
 	sql := &currentSQL{}
 	sql.d.Store(d)
+	released := &releaseHook{}
 	return &Store{
-		conns: conns, sql: sql, tables: t,
+		conns: conns, sql: sql, tables: t, released: released,
 		sessions: &Sessions{conns: conns, sql: sql, tables: t},
+		lockRows: &LockRows{conns: conns, sql: sql, tables: t, released: released},
 		schema:   &Schema{conns: conns, sql: d.schema(), tables: t},
 		failover: &Failover{conns: conns, sql: sql, tables: t, hold: o.FailoverHold},
 	}, nil
@@ -125,6 +135,9 @@ func (s *Store) Schema() *Schema { return s.schema }
 
 // Failover returns the owner of the failover detection.
 func (s *Store) Failover() *Failover { return s.failover }
+
+// LockRows returns the owner of the floored rows of keyed locks.
+func (s *Store) LockRows() *LockRows { return s.lockRows }
 
 // Dialect returns the dialect name.
 func (s *Store) Dialect() string { return s.sql.dl().name }

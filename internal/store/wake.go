@@ -122,7 +122,7 @@ func (w storeWake) Notify(ctx context.Context, names []string) error {
 
 // OnRelease sets what Release calls with the names of the terms it
 // released, when it freed any.
-func (w storeWake) OnRelease(fn func(names []string)) { w.s.released = fn }
+func (w storeWake) OnRelease(fn func(names []string)) { w.s.released.fn = fn }
 
 // Advertise creates the advertising row id of holder, live for ttl. It
 // runs on the general connections: it is not a session's own row, whose
