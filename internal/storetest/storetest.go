@@ -9,13 +9,26 @@ import (
 )
 
 // Store is what the suite exercises: the statements of the session, lease
-// and pool rows, as *store.Store and its Sessions offer them.
+// and pool rows and of the keyed locks' rows, as *store.Store and its
+// owners Sessions and LockRows offer them, in four parts.
 type Store interface {
+	Sessions
+	Leases
+	Data
+	Floored
+}
+
+// Sessions is the session rows' part of a store.
+type Sessions interface {
 	CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error
 	RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error)
 	ReadSession(ctx context.Context, id string) (store.Session, bool, error)
 	EndSession(ctx context.Context, id string, pruneAfter time.Duration) error
+}
 
+// Leases is the lease rows' part of a store: creating, taking, giving
+// back and reading them, and resign requests.
+type Leases interface {
 	EnsureRows(ctx context.Context, names []string) error
 	Acquire(ctx context.Context, session, holder string, names []string) ([]store.Term, error)
 	Release(ctx context.Context, session string, terms []store.Term) (int64, error)
@@ -24,11 +37,17 @@ type Store interface {
 	PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error)
 	Get(ctx context.Context, names []string) ([]store.Row, error)
 	List(ctx context.Context, prefix string) ([]store.Row, error)
+}
 
+// Data is the rows' data and pool generations' part of a store.
+type Data interface {
 	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
 	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
 	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
+}
 
+// Floored is the keyed locks' rows' part of a store.
+type Floored interface {
 	EnsureFloored(ctx context.Context, rows []store.Floored) error
 	ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error)
 	PruneFloored(ctx context.Context, prefix string, floor func(name string) string, grace time.Duration, limit int) (int64, error)
