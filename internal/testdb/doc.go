@@ -34,6 +34,13 @@
 // and restart it. Such tests must not run in parallel with other tests of
 // the same package that use the same kind of server.
 //
+// The conformance suites also run on PgBouncerTarget (PoolerTargets): a
+// private PgBouncer in transaction pooling mode in front of a private
+// PostgreSQL server of its own, as most PostgreSQL deployments put one.
+// Without the pgbouncer binary its tests are skipped (or fail) as those of
+// a missing server are; it is not among Targets, so other tests do not
+// run on it.
+//
 // Failover tests get a replicated PostgreSQL pair with PostgresPair (or
 // StartPostgresPair): a primary and a streaming standby, synchronous or
 // asynchronous, behind one multi-host DSN that follows the primary.

@@ -29,8 +29,9 @@ var ErrBinariesMissing = errors.New("database server binaries are not installed"
 
 // Server kinds, as returned by Server.Kind.
 const (
-	KindPostgres = "postgres"
-	KindMySQL    = "mysql"
+	KindPostgres  = "postgres"
+	KindMySQL     = "mysql"
+	KindPgBouncer = "pgbouncer"
 )
 
 // Time limits. Every wait in this package is bounded by one of them.
@@ -55,7 +56,7 @@ const (
 var stopTimeout = 15 * time.Second
 
 // Server is a private database server process owned by this test binary:
-// PostgreSQL or MariaDB, on 127.0.0.1 and a port of its own, with its data
+// PostgreSQL or MariaDB (or PgBouncer in front of PostgreSQL), on 127.0.0.1 and a port of its own, with its data
 // in a temporary directory. It can be stopped and started again on the same
 // port and data directory, which is what fault tests need.
 //
@@ -78,7 +79,8 @@ type Server struct {
 // engine is what differs between the kinds of private server: the
 // server's command line, its DSNs and the signals that end it. A Server
 // has one, chosen by the function that starts it: postgresEngine
-// (StartPostgresWith) or mariadbEngine (StartMariaDB).
+// (StartPostgresWith), mariadbEngine (StartMariaDB) or pgbouncerEngine
+// (StartPgBouncer).
 type engine struct {
 	kind    string   // KindPostgres or KindMySQL
 	dialect *dialect // the admin pool's driver, and the statements that create and drop databases
@@ -87,6 +89,9 @@ type engine struct {
 	// The admin pool, which probes the server and creates and drops
 	// databases, connects to dsn(port, adminDatabase) + adminParams.
 	adminDatabase, adminParams string
+	// configure, when set, writes the server's configuration file before
+	// each start (PgBouncer, which takes its port from it).
+	configure func(s *Server) error
 	// args is the command line of the server binary.
 	args func(s *Server) []string
 	// stop asks the server for a fast shutdown; death is what the server
@@ -127,7 +132,7 @@ func (p *process) exited() bool {
 	}
 }
 
-// Kind returns "postgres" or "mysql".
+// Kind returns "postgres", "mysql" or "pgbouncer".
 func (s *Server) Kind() string { return s.eng.kind }
 
 // Port returns the TCP port on 127.0.0.1 that the server listens on. It
@@ -439,6 +444,11 @@ var errPortInUse = errors.New("port already in use")
 // startLocked runs the server binary and waits until it accepts
 // connections. On failure the process is gone when it returns.
 func (s *Server) startLocked(ctx context.Context) error {
+	if s.eng.configure != nil {
+		if err := s.eng.configure(s); err != nil {
+			return err
+		}
+	}
 	logFile, err := os.OpenFile(s.dir.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("testdb: start %s server: open log: %w", s.eng.kind, err)

@@ -26,8 +26,8 @@ const RequireEnv = "REQUIRE_DIALECTS"
 
 // Target is one database the tests run against.
 type Target struct {
-	// Name is "postgres", "mysql", "sqlite-cgo", "sqlite-pure" or
-	// "sqlserver".
+	// Name is "postgres", "mysql", "sqlite-cgo", "sqlite-pure",
+	// "sqlserver" or "pgbouncer" (PgBouncerTarget).
 	Name string
 	// Dialect is "postgres", "mysql", "sqlite" or "sqlserver". It is what
 	// REQUIRE_DIALECTS lists.
@@ -97,6 +97,7 @@ func (tg Target) Open(t testing.TB) *gorm.DB {
 // It skips or fails the test as Open does.
 func (tg Target) OpenDSN(t testing.TB) (driver, dsn string) {
 	t.Helper()
+	skipPrivateOnly(t, tg)
 	if es := externalFor(tg.Dialect); es != nil {
 		return es.openDSN(t)
 	}
@@ -115,6 +116,7 @@ func (tg Target) OpenDSN(t testing.TB) (driver, dsn string) {
 func (tg Target) Server(t testing.TB) *Server {
 	t.Helper()
 	SkipExternal(t, tg.Dialect)
+	skipPrivateOnly(t, tg)
 	srv := tg.backend().server(t, tg)
 	if srv == nil {
 		return nil
@@ -165,6 +167,7 @@ var (
 		"sqlite-cgo":  sqliteTarget{driver: dbopen.SQLite, needsCgo: true},
 		"sqlite-pure": sqliteTarget{driver: dbopen.SQLitePure},
 		"sqlserver":   sqlserverTarget{},
+		"pgbouncer":   &pgbouncerTarget{},
 	}
 )
 
@@ -267,7 +270,7 @@ type unknownTarget struct{}
 
 func (unknownTarget) openDSN(t testing.TB, tg Target) (driver, dsn string) {
 	t.Helper()
-	t.Fatalf("testdb: unknown target %q (want one of postgres, mysql, sqlite-cgo, sqlite-pure, sqlserver)", tg.Name)
+	t.Fatalf("testdb: unknown target %q (want one of postgres, mysql, sqlite-cgo, sqlite-pure, sqlserver, pgbouncer)", tg.Name)
 	return "", ""
 }
 

@@ -432,3 +432,27 @@ func TestReportLoudSkips(t *testing.T) {
 		t.Errorf("a skip without the marker is in the report; output:\n%s", got)
 	}
 }
+
+// TestPgBouncerIsATarget: the PgBouncer target (internal/testdb's
+// PgBouncerTarget) is a line of its own, apart from postgres.
+func TestPgBouncerIsATarget(t *testing.T) {
+	t.Parallel()
+	const in = `{"Action":"run","Package":"p","Test":"TestConformance/pgbouncer/Fence"}
+{"Action":"pass","Package":"p","Test":"TestConformance/pgbouncer/Fence","Elapsed":0}
+{"Action":"run","Package":"p","Test":"TestConformance/postgres/Fence"}
+{"Action":"pass","Package":"p","Test":"TestConformance/postgres/Fence","Elapsed":0}
+{"Action":"pass","Package":"p","Test":"TestConformance/pgbouncer","Elapsed":0}
+{"Action":"pass","Package":"p","Test":"TestConformance/postgres","Elapsed":0}
+{"Action":"pass","Package":"p","Test":"TestConformance","Elapsed":0}
+{"Action":"pass","Package":"p","Elapsed":0}
+`
+	var out strings.Builder
+	sum, _ := report(strings.NewReader(in), &out)
+	want := map[string]counts{"pgbouncer": {Passed: 1}, "postgres": {Passed: 1}}
+	if !maps.Equal(sum.Dialects, want) {
+		t.Fatalf("report() Dialects = %+v, want %+v", sum.Dialects, want)
+	}
+	if !strings.Contains(out.String(), "dialect pgbouncer: 1 passed, 0 failed, 0 skipped\n") {
+		t.Fatalf("report() output has no pgbouncer line:\n%s", out.String())
+	}
+}
