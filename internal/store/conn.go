@@ -32,12 +32,17 @@ type gate struct {
 	// listens on (wake.go): on PostgreSQL with two or more connections;
 	// nil otherwise.
 	lend *lending
+	// opts is the statement option every statement carries
+	// (stmtoption.go).
+	opts options
 }
 
 // newGate returns the gate of n connections on db, for the dialect d and
 // the tables t.
 func newGate(db *gorm.DB, n int, d *dialect, t Tables) *gate {
 	g := &gate{db: db, maxConns: n, lockFirst: d.lockFirst()}
+	g.opts.pool = db
+	g.opts.by, _ = d.database.(stmtOptioner)
 	if n == 1 {
 		g.general = semaphore.NewWeighted(1)
 		g.renewal = g.general
@@ -59,9 +64,11 @@ func newGate(db *gorm.DB, n int, d *dialect, t Tables) *gate {
 // and a replica may lag or be another database altogether. The marker is
 // applied per call, so a resolver registered after New is honoured too.
 // Statements still run through gorm's callbacks, so the caller's plugins
-// (logging, tracing) see every one of them.
+// (logging, tracing) see every one of them. It carries the statement
+// option (stmtoption.go), learned first if need be.
 func (g *gate) session(ctx context.Context) *gorm.DB {
-	return g.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
+	g.opts.learn(ctx)
+	return g.opts.on(g.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{}))
 }
 
 // run runs fn with a connection slot of sem taken for its whole duration:
@@ -121,7 +128,8 @@ func (pinnedConn) Rollback() error { return errPinnedNotTx }
 
 // exec runs one statement and returns its affected-row count.
 func exec(db *gorm.DB, st stmt) (int64, error) {
-	res := db.Exec(st.q, st.args...)
+	q, args := sqlAndArgs(db, st)
+	res := db.Exec(q, args...)
 	return res.RowsAffected, res.Error
 }
 
@@ -187,7 +195,8 @@ func pinnedTx(db *gorm.DB, begin string, fn func(tx *gorm.DB) error) (err error)
 // PostgreSQL implicit commit, which take a change back) fails the whole
 // read, so a caller never acts on rows of a statement that failed.
 func queryAll[T any](db *gorm.DB, st stmt, scan func(rs *sql.Rows, v *T) error) ([]T, error) {
-	rs, err := db.Raw(st.q, st.args...).Rows()
+	q, args := sqlAndArgs(db, st)
+	rs, err := db.Raw(q, args...).Rows()
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +220,8 @@ func queryAll[T any](db *gorm.DB, st stmt, scan func(rs *sql.Rows, v *T) error) 
 // error of a callback of the caller's that failed the statement before it
 // ran, where Row has no *sql.Row to scan and Scan would panic.
 func scanRow(db *gorm.DB, st stmt, dest ...any) error {
-	rs, err := db.Raw(st.q, st.args...).Rows()
+	q, args := sqlAndArgs(db, st)
+	rs, err := db.Raw(q, args...).Rows()
 	if err != nil {
 		if rs != nil {
 			_ = rs.Close()

@@ -173,6 +173,9 @@ func TestGoldenSQL(t *testing.T) {
 				section(fmt.Sprintf("record migration %d", m.Version), render(db, d.schema().sqlRecordVersion(tables, m.Version), m.Description))
 			}
 			section("current schema version", render(db, d.schema().sqlCurrentVersion(tables)))
+			if c, ok := d.database.(tableCounter); ok {
+				st("does the version table exist", c.sqlCountTables(tables.Migrations))
+			}
 			lockName := migrationLockKey(tables)
 			if name == MySQL {
 				lockName = mysqlLockName("app", lockName) // "app" stands for DATABASE()

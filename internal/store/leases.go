@@ -265,9 +265,11 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 
 // Fence reads the lease row inside the caller's transaction tx, locking it
 // against a change of holder until tx ends, and returns it. The caller
-// compares session, epoch and liveness.
+// compares session, epoch and liveness. The statement carries the
+// statement option (stmtoption.go), so that it works behind a transaction
+// pooler whatever the caller's driver settings.
 func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
-	rows, err := queryRows(tx, s.sql.dl().leases().sqlFence(s.tables, name))
+	rows, err := queryRows(s.conns.withOption(tx), s.sql.dl().leases().sqlFence(s.tables, name))
 	if err != nil || len(rows) == 0 {
 		return Row{}, false, err
 	}

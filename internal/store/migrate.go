@@ -30,12 +30,33 @@ func (s *Schema) SchemaVersion(ctx context.Context) (int, error) {
 		if err := scanRow(db, stmt{"SELECT 1", nil}, &one); err != nil {
 			return err
 		}
-		if !db.Migrator().HasTable(s.tables.Migrations) {
-			return nil
+		if has, err := s.hasTable(db, s.tables.Migrations); err != nil || !has {
+			return err
 		}
 		return scanRow(db, stmt{s.sql.sqlCurrentVersion(s.tables), nil}, &v)
 	})
 	return v, err
+}
+
+// tableCounter is a database that counts the tables of a name with a
+// statement of the library's, which carries the statement option
+// (stmtoption.go), rather than gorm's HasTable, which does not
+// (PostgreSQL).
+type tableCounter interface {
+	// sqlCountTables counts the base tables named table in the current
+	// schema.
+	sqlCountTables(table string) stmt
+}
+
+// hasTable reports whether the table exists.
+func (s *Schema) hasTable(db *gorm.DB, table string) (bool, error) {
+	c, ok := s.sql.database.(tableCounter)
+	if !ok {
+		return db.Migrator().HasTable(table), nil
+	}
+	var n int64
+	err := scanRow(db, c.sqlCountTables(table), &n)
+	return n > 0, err
 }
 
 // CheckSchema returns an error wrapping ErrSchemaMissing when the schema is
@@ -119,7 +140,7 @@ func (s *Schema) applyStep(tx *gorm.DB, m Migration) error {
 			}
 		}
 	}
-	if err := tx.Exec(s.sql.sqlRecordVersion(s.tables, m.Version), m.Description).Error; err != nil {
+	if _, err := exec(tx, stmt{s.sql.sqlRecordVersion(s.tables, m.Version), []any{m.Description}}); err != nil {
 		return fmt.Errorf("record migration %d: %w", m.Version, err)
 	}
 	return nil

@@ -249,6 +249,10 @@ INSERT INTO "leasehold_schema_migrations" (version, description, applied_at_us) 
 -- current schema version
 SELECT COALESCE(MAX(version), 0) FROM "leasehold_schema_migrations";
 
+-- does the version table exist
+SELECT count(*) FROM information_schema.tables WHERE table_schema = CURRENT_SCHEMA() AND table_name = $1 AND table_type = 'BASE TABLE'
+-- args: "leasehold_schema_migrations";
+
 -- migration lock
 SET LOCAL lock_timeout = 60000;
 

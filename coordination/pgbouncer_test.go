@@ -1,0 +1,105 @@
+package coordination
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/testdb"
+)
+
+// TestFencedTransactionsThroughPgBouncer is a user's report: a fenced
+// global singleton through PgBouncer in transaction mode, with a default
+// gorm PostgreSQL DSN, so with pgx's default statement cache
+// (default_query_exec_mode=cache_statement). The fencing check, a
+// statement of the library inside the caller's transaction, was prepared
+// as a named statement on whichever server connection PgBouncer had given
+// the client, and failed with "prepared statement ... does not exist"
+// (SQLSTATE 26000) or "already exists" (42P05) once the client's later
+// transaction ran on another one. Many fenced transactions, from more
+// client connections than PgBouncer has server connections, must all
+// commit. The program's own statement is one pgx sends without a named
+// statement whatever the setting (an Exec without arguments), as
+// docs/operations.md tells a program behind a transaction pooler to make
+// its own (or to set default_query_exec_mode=exec).
+func TestFencedTransactionsThroughPgBouncer(t *testing.T) {
+	tg := testdb.PgBouncerTarget
+	driver, dsn := tg.OpenDSN(t)
+	dsn = strings.TrimSuffix(dsn, testdb.PgBouncerDSNSetting) // pgx's default
+	db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("open through PgBouncer: %v", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sqlDB.Close() })
+	const workers, each = 3 * testdb.PgBouncerPoolSize, 25
+	sqlDB.SetMaxOpenConns(workers + 2)
+	sqlDB.SetMaxIdleConns(workers + 2)
+	if err := db.Exec("CREATE TABLE fenced_count (id INT PRIMARY KEY, n BIGINT NOT NULL)").Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec("INSERT INTO fenced_count VALUES (1, 0)").Error; err != nil {
+		t.Fatal(err)
+	}
+
+	// Three processes of the singleton, as the user ran.
+	a := start(t, db, "node-a", fastConfig())
+	start(t, db, "node-b", fastConfig())
+	start(t, db, "node-c", fastConfig())
+	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "ledger"))
+
+	var mu sync.Mutex
+	var failed []error
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				err := db.Transaction(func(tx *gorm.DB) error {
+					if err := l.Fence(tx); err != nil {
+						return err
+					}
+					return tx.Exec("UPDATE fenced_count SET n = n + 1 WHERE id = 1").Error
+				})
+				if err != nil {
+					mu.Lock()
+					failed = append(failed, fmt.Errorf("worker %d, transaction %d: %w", w, i, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Errorf("%d of %d fenced transactions failed; the first: %v", len(failed), workers*each, errors.Join(failed[:min(3, len(failed))]...))
+	}
+	// The test's own read, with the setting a program behind the pooler
+	// needs.
+	check, err := dbopen.Open(driver, dsn+testdb.PgBouncerDSNSetting, &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checkDB, err := check.DB(); err == nil {
+		defer checkDB.Close()
+	}
+	var n int64
+	if err := check.Raw("SELECT n FROM fenced_count WHERE id = 1").Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(workers*each - len(failed)); n != want {
+		t.Errorf("the counter is %d, want %d: a transaction that reported success did not commit, or one that failed did", n, want)
+	}
+	if !l.Valid() {
+		t.Error("the lease was lost meanwhile")
+	}
+}
