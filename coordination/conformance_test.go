@@ -13,12 +13,14 @@ import (
 
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/testdb"
 )
 
-// TestConformance runs the same lease cases on every database target.
-// Subtest names are <target>/<Case>.
+// TestConformance runs the same lease cases on every database target,
+// PostgreSQL behind PgBouncer in transaction mode included. Subtest names
+// are <target>/<Case>.
 func TestConformance(t *testing.T) {
-	runCases(t, conformanceCases)
+	runCasesOn(t, testdb.PoolerTargets(), conformanceCases)
 }
 
 var conformanceCases = []conformanceCase{

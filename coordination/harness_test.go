@@ -59,7 +59,13 @@ type bundle struct {
 // fresh, empty database.
 func runCases(t *testing.T, cases []conformanceCase) {
 	t.Helper()
-	for _, tg := range testdb.Targets() {
+	runCasesOn(t, testdb.Targets(), cases)
+}
+
+// runCasesOn is runCases on the given targets.
+func runCasesOn(t *testing.T, targets []testdb.Target, cases []conformanceCase) {
+	t.Helper()
+	for _, tg := range targets {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()
 			for _, tc := range cases {

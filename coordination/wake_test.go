@@ -13,14 +13,19 @@ import (
 	zapobserver "go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // TestWakeups runs the release-notification cases on every database:
 // PostgreSQL's NOTIFY, the sockets of SQLite, and the peer wake-ups of
-// MySQL, MariaDB and SQL Server (and of PostgreSQL with PeerWakeups).
+// MySQL, MariaDB and SQL Server (and of PostgreSQL with PeerWakeups), and
+// PostgreSQL behind PgBouncer in transaction mode, where LISTEN cannot
+// work: there the cases that need notifications skip, and the others
+// check that polling alone still works.
 func TestWakeups(t *testing.T) {
-	runCases(t, []conformanceCase{
+	runCasesOn(t, testdb.PoolerTargets(), []conformanceCase{
+		{"FallbackBehindTransactionPooler", caseFallbackBehindTransactionPooler},
 		{"ReleaseWakesFollower", caseReleaseWakesFollower},
 		{"LostWakeupOnlyDelays", caseLostWakeupOnlyDelays},
 		{"FallbackWhenListenFails", caseFallbackWhenListenFails},
@@ -42,6 +47,11 @@ func slowPollConfig() Config {
 		ShutdownTimeout: 5 * time.Second,
 	}
 }
+
+// hasWakeups reports whether the target's database has release
+// notifications by default: every one but PostgreSQL behind a transaction
+// pooler, where LISTEN cannot work.
+func hasWakeups(b *bundle) bool { return !b.target.Pooled }
 
 // waitListening waits until every coordinator listens for wake-ups.
 func waitListening(t testing.TB, cs ...*running) {
@@ -104,6 +114,9 @@ func campaignAfterRound(t *testing.T, c *running, e *Election, limit time.Durati
 // caseReleaseWakesFollower: with a poll of ten minutes, a follower takes a
 // released lease within the test's bound, so the release woke it.
 func caseReleaseWakesFollower(t *testing.T, b *bundle) {
+	if !hasWakeups(b) {
+		t.Skipf("%s has no release notifications; followers poll (docs/operations.md)", b.target.Name)
+	}
 	a := start(t, b.db, "node-a", slowPollConfig())
 	f := start(t, b.db, "node-f", slowPollConfig())
 	waitListening(t, a, f)
@@ -142,7 +155,9 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 	cfg.RetryInterval = 2 * time.Second
 	a := start(t, b.db, "node-a", cfg)
 	f := start(t, b.db, "node-f", cfg)
-	waitListening(t, a, f)
+	if hasWakeups(b) {
+		waitListening(t, a, f)
+	}
 	f.signals.dropWakes.Store(true)
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "lost"))
 	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "lost"), wait)
@@ -227,6 +242,9 @@ func drainSignals(ch <-chan int) {
 // needs, or the peer wake-ups cannot bind their address, the coordinator
 // says so in one warning, keeps retrying quietly, and its followers poll.
 func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
+	if !hasWakeups(b) {
+		t.Skipf("%s has no release notifications to fall back from", b.target.Name)
+	}
 	refuse := func(db *gorm.DB) {
 		q := db.Statement.SQL.String()
 		if strings.HasPrefix(q, "LISTEN") || strings.Contains(q, "pragma_database_list") {
@@ -270,10 +288,68 @@ func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
 	}
 }
 
+// listenProbeBound bounds the wait for a coordinator to give up listening
+// behind a transaction pooler: pgnotify waits 30 s for its probe
+// notification, plus the test's usual bound.
+const listenProbeBound = 30*time.Second + wait
+
+// caseFallbackBehindTransactionPooler: behind PgBouncer in transaction
+// mode, LISTEN holds only for the transaction it ran in, and a
+// notification to the listening connection never reaches it. The
+// coordinator must notice (pgnotify's probe from another connection does
+// not arrive), say so in one warning, never report listening, and its
+// follower must take a released lease at its poll.
+func caseFallbackBehindTransactionPooler(t *testing.T, b *bundle) {
+	if !b.target.Pooled {
+		t.Skipf("%s is not behind a transaction pooler", b.target.Name)
+	}
+	core, logs := zapobserver.New(zapcore.DebugLevel)
+	cfg := slowPollConfig()
+	cfg.RetryInterval = 300 * time.Millisecond
+	cfg.Logger = zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core()))
+	f := start(t, b.db, "node-f", cfg)
+	a := start(t, b.db, "node-a", slowPollConfig())
+
+	unavailable := func() int {
+		return logs.FilterLevelExact(zapcore.WarnLevel).FilterMessageSnippet("release notifications unavailable").Len()
+	}
+	deadline := time.After(listenProbeBound)
+	for unavailable() == 0 {
+		select {
+		case <-f.wakes.listenChanged:
+		case <-deadline:
+			t.Fatalf("no warning that notifications are unavailable within %v", listenProbeBound)
+		}
+		if f.wakes.listening.Load() {
+			t.Fatal("the coordinator reports listening behind a transaction pooler")
+		}
+	}
+	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "fallback"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "fallback"), wait)
+	release(t, l)
+	select {
+	case l2 := <-got:
+		if l2 != nil {
+			release(t, l2)
+		}
+	case <-time.After(wait):
+		t.Fatalf("follower behind the pooler did not take the released lease within %v (poll %v)", wait, cfg.RetryInterval)
+	}
+	if f.wakes.listening.Load() {
+		t.Fatal("the coordinator reports listening behind a transaction pooler")
+	}
+	if n := unavailable(); n != 1 {
+		t.Fatalf("%d warnings that notifications are unavailable, want 1 however often it retries", n)
+	}
+}
+
 // casePoolRebalancesOnWakeup: with a pool poll of ten minutes, a join and a
 // graceful leave rebalance the pool within the test's bound, and no index
 // is held twice at once.
 func casePoolRebalancesOnWakeup(t *testing.T, b *bundle) {
+	if !hasWakeups(b) {
+		t.Skipf("%s has no release notifications; members poll", b.target.Name)
+	}
 	rec := newRecorder()
 	pcfg := PoolConfig{PollInterval: 10 * time.Minute}
 	run := func(node string) (*running, context.CancelFunc, chan struct{}) {
@@ -352,8 +428,8 @@ func caseNoListeningOnAOneConnectionPool(t *testing.T, b *bundle) {
 // a coordinator does not listen and says so in one warning that names
 // pgnotify; its releases still wake the processes that listen.
 func casePostgresWithoutPGNotify(t *testing.T, b *bundle) {
-	if b.target.Dialect != "postgres" {
-		t.Skip("only PostgreSQL's notifications need package pgnotify")
+	if b.target.Dialect != "postgres" || b.target.Pooled {
+		t.Skip("only PostgreSQL's notifications need package pgnotify, and they never arrive behind a transaction pooler")
 	}
 	core, logs := zapobserver.New(zapcore.DebugLevel)
 	cfg := slowPollConfig()
@@ -392,8 +468,8 @@ func casePostgresWithoutPGNotify(t *testing.T, b *bundle) {
 // makes the driver close it. Only that statement fails: the one queued
 // behind it runs on the pool, and listening starts again.
 func caseListeningConnectionBreaks(t *testing.T, b *bundle) {
-	if b.target.Dialect != "postgres" {
-		t.Skip("only PostgreSQL listens on a connection of the pool")
+	if b.target.Dialect != "postgres" || b.target.Pooled {
+		t.Skip("only PostgreSQL listens on a connection of the pool, and not behind a transaction pooler")
 	}
 	cfg := slowPollConfig()
 	cfg.RetryInterval = 500 * time.Millisecond

@@ -19,10 +19,11 @@
 // Each process listens on one connection of its pool, which also carries
 // the coordinator's reads and acquires while it listens, so listening
 // costs no connection beyond coordination.Config.MaxConnections (which
-// must be 2 or more for it). A new listening connection notifies itself
-// and reports listening only once that arrives: behind a pooler that
-// breaks LISTEN (PgBouncer in transaction mode) listening is given up
-// with one warning and retried, and the followers poll meanwhile.
+// must be 2 or more for it). A new listening connection is sent a
+// notification from another connection of the pool, and reports listening
+// only once that arrives: behind a pooler that breaks LISTEN (PgBouncer in
+// transaction mode) listening is given up with one warning and retried,
+// and the followers poll meanwhile.
 package pgnotify
 
 import (
@@ -68,16 +69,19 @@ const probePayload = "|leasehold-probe|"
 // connection fails; up is called once notifications arrive on it.
 func (t *listener) Listen(ctx context.Context, deliver func(names []string), up func()) error {
 	return t.db.Listen(ctx, func(c wake.Conn) error {
-		// A notification to the connection itself: serve waits for it
-		// before it reports listening. Behind a pooler that does not keep
-		// one server connection per client (PgBouncer in transaction
-		// mode) it never arrives, and listening is given up.
-		if err := c.Notify(probePayload); err != nil {
+		// A notification to the connection from another one of the pool:
+		// serve waits for it before it reports listening. Behind a pooler
+		// that does not keep one server connection per client (PgBouncer
+		// in transaction mode) it never arrives, and listening is given
+		// up. (One the connection sent itself would come back with the
+		// NOTIFY's own answer there, as the server it ran on was the one
+		// that had run the LISTEN.)
+		if err := c.Notify(ctx, probePayload); err != nil {
 			return err
 		}
 		raw := c.Raw()
 		c.Share(func() bool { return connAlive(raw) == nil })
-		return serve(ctx, c, deliver, func() {
+		return serve(ctx, c, func() error { return c.Notify(ctx, probePayload) }, deliver, func() {
 			c.Listening(ctx)
 			up()
 		})
@@ -92,9 +96,19 @@ func (t *listener) Notify(ctx context.Context, names []string) error {
 
 // serve waits for notifications and hands them to deliver, stepping aside
 // whenever a statement wants the connection, until ctx is done or the
-// connection fails. It calls up once the probe sent by Listen has
-// arrived, and fails when it has not within listenProbeTimeout.
-func serve(ctx context.Context, c wake.Conn, deliver func(names []string), up func()) error {
+// connection fails. It calls up once a notification (the probe sent by
+// Listen, or any other) has arrived while the connection was idle, and
+// fails when none has within listenProbeTimeout.
+//
+// A notification the driver read with the answer of a statement run on
+// the connection shows nothing: behind a transaction pooler the statement
+// ran on whichever server connection was free, and the notification came
+// from that one's LISTEN, or its NOTIFY, not from this connection's. One
+// read while no statement runs can only come from the connection's own
+// server session, which a transaction pooler does not keep for an idle
+// client. Such notifications are delivered all the same; the probe, when
+// it came so, is sent again.
+func serve(ctx context.Context, c wake.Conn, probe func() error, deliver func(names []string), up func()) error {
 	raw := c.Raw()
 	probeBy := time.Now().Add(listenProbeTimeout)
 	probed := false
@@ -104,6 +118,17 @@ func serve(ctx context.Context, c wake.Conn, deliver func(names []string), up fu
 			deadline = probeBy
 		}
 		wctx, stop := c.Idle(ctx, deadline)
+		for _, payload := range buffered(raw) {
+			switch {
+			case payload != probePayload:
+				deliver(wake.Names(payload))
+			case !probed:
+				if err := probe(); err != nil {
+					stop()
+					return err
+				}
+			}
+		}
 		payload, err := waitNotification(wctx, raw)
 		timedOut := errors.Is(wctx.Err(), context.DeadlineExceeded)
 		stop()
@@ -121,7 +146,8 @@ func serve(ctx context.Context, c wake.Conn, deliver func(names []string), up fu
 		case err != nil:
 			return err
 		default:
-			// Any notification shows that they arrive.
+			// Any notification read while no statement ran shows that
+			// they arrive.
 			if !probed {
 				probed = true
 				up()
@@ -142,6 +168,26 @@ func withPGX(raw *sql.Conn, fn func(c *pgx.Conn) error) error {
 		}
 		return fn(c.Conn())
 	})
+}
+
+// buffered returns the payloads of the notifications the driver has read
+// on raw already, with the answers of statements, without waiting.
+func buffered(raw *sql.Conn) []string {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out []string
+	_ = withPGX(raw, func(c *pgx.Conn) error {
+		for {
+			// With a done context it returns what it holds, or nothing
+			// and an error, without reading the connection.
+			n, _ := c.WaitForNotification(done)
+			if n == nil {
+				return nil
+			}
+			out = append(out, n.Payload)
+		}
+	})
+	return out
 }
 
 // waitNotification waits on raw for the next notification and returns

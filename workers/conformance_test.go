@@ -13,12 +13,14 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/internal/testdb"
 )
 
-// TestWorkers runs the worker cases on every database target. Subtest
-// names are <target>/<Case>.
+// TestWorkers runs the worker cases on every database target, PostgreSQL
+// behind PgBouncer in transaction mode included. Subtest names are
+// <target>/<Case>.
 func TestWorkers(t *testing.T) {
-	runCases(t, workerCases)
+	runCasesOn(t, testdb.PoolerTargets(), workerCases)
 }
 
 var workerCases = []workerCase{

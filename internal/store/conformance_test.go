@@ -21,11 +21,11 @@ type sqlStore struct {
 	*store.LockRows
 }
 
-// TestStoreConformance runs the store conformance suite on every database:
-// the reference the in-process store (internal/memstore) is checked
+// TestStoreConformance runs the store conformance suite on every database,
+// PostgreSQL behind PgBouncer in transaction mode included: the reference the in-process store (internal/memstore) is checked
 // against.
 func TestStoreConformance(t *testing.T) {
-	for _, tg := range testdb.Targets() {
+	for _, tg := range testdb.PoolerTargets() {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()
 			storetest.Run(t, storetest.Target{Open: func(t *testing.T) storetest.Store {

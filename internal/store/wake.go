@@ -115,8 +115,8 @@ func (w storeWake) Notify(ctx context.Context, names []string) error {
 		return nil
 	}
 	return w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) error {
-		st := n.sqlNotify(w.s.tables, wake.Payload(names))
-		return db.Exec(st.q, st.args...).Error
+		_, err := exec(db, n.sqlNotify(w.s.tables, wake.Payload(names)))
+		return err
 	})
 }
 
@@ -184,6 +184,8 @@ func (w storeWake) Listen(ctx context.Context, fn func(c wake.Conn) error) error
 	db := g.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
 	return pinned(db, func(conn *gorm.DB) error {
 		raw := conn.Statement.ConnPool.(pinnedConn).Conn
+		g.opts.learnFrom(raw)
+		conn = g.opts.on(conn)
 		// The connection never goes back to the pool with LISTEN on it:
 		// the pool's next user would collect notifications it never reads.
 		defer func() { _ = raw.Raw(func(any) error { return driver.ErrBadConn }) }()
@@ -357,10 +359,15 @@ var _ wake.Conn = (*lentConn)(nil)
 // Raw is the connection.
 func (c *lentConn) Raw() *sql.Conn { return c.raw }
 
-// Notify sends payload to the tables' channel on the connection.
-func (c *lentConn) Notify(payload string) error {
+// Notify sends payload to the tables' channel from the renewal's
+// connection slot, on the pool: the transport holds every general slot.
+func (c *lentConn) Notify(ctx context.Context, payload string) error {
+	g := c.l.g
 	st := c.l.sql.sqlNotify(c.l.tables, payload)
-	if err := c.conn.Exec(st.q, st.args...).Error; err != nil {
+	if err := g.runOn(ctx, g.renewal, func(db *gorm.DB) error {
+		_, err := exec(db, st)
+		return err
+	}); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
 	return nil

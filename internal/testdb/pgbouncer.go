@@ -141,7 +141,7 @@ const PgBouncerDSNSetting = " default_query_exec_mode=exec"
 // private PostgreSQL server of its own, so that a fault test on it never
 // stops the server of the target "postgres". It is not among Targets:
 // the suites that run on it say so with PoolerTargets.
-var PgBouncerTarget = Target{Name: "pgbouncer", Dialect: "postgres"}
+var PgBouncerTarget = Target{Name: "pgbouncer", Dialect: "postgres", Pooled: true}
 
 // PoolerTargets returns Targets and PgBouncerTarget: the targets of the
 // conformance suites, which must hold behind a transaction pooler too.

@@ -32,6 +32,11 @@ type Target struct {
 	// Dialect is "postgres", "mysql", "sqlite" or "sqlserver". It is what
 	// REQUIRE_DIALECTS lists.
 	Dialect string
+	// Pooled is true when the database is behind a pooler that gives each
+	// transaction whichever server connection is free (PgBouncerTarget):
+	// nothing of a server session outlasts a transaction, LISTEN
+	// included, so release notifications never arrive.
+	Pooled bool
 }
 
 // Targets returns every target: PostgreSQL, MariaDB, SQLite through the cgo

@@ -122,9 +122,15 @@ type Conn interface {
 	// Raw is the connection, for the driver's own wait for
 	// notifications.
 	Raw() *sql.Conn
-	// Notify sends a notification with payload to the tables' channel on
-	// the connection itself; only before Share.
-	Notify(payload string) error
+	// Notify sends a notification with payload to the tables' channel
+	// from another connection of the pool, never the connection itself:
+	// through a pooler that gives each transaction whichever server
+	// connection is free (PgBouncer in transaction mode), a notification
+	// a connection sends itself comes back with its own statement's
+	// answer whether its LISTEN holds or not, while one from elsewhere
+	// reaches it only where its LISTEN is kept on the server. Only before
+	// Share.
+	Notify(ctx context.Context, payload string) error
 	// Share lends the connection to the store's general statements, from
 	// now until Listen's fn returns; then the store waits for the
 	// statements on it to end. alive reports, without a round trip,
