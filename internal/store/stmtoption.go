@@ -85,10 +85,12 @@ func (o *options) learnFrom(conn *sql.Conn) {
 	})
 }
 
-// on returns db carrying the option, when there is one.
+// on returns db carrying the option, when there is one. The handle is a
+// session, as db is: each statement on it starts from a copy of it
+// (gorm.Session), never from a statement that another one left behind.
 func (o *options) on(db *gorm.DB) *gorm.DB {
 	if got := o.got.Load(); got != nil && got.v != nil {
-		return db.Set(optionKey, got.v)
+		return db.Set(optionKey, got.v).Session(&gorm.Session{})
 	}
 	return db
 }
