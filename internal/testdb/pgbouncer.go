@@ -102,9 +102,11 @@ func writePgBouncerConfig(s *Server, upstreamPort int) error {
 		"reserve_pool_size = 0",
 		"max_client_conn = 1000",
 		"max_db_connections = 0",
-		// Databases come and go with the tests: their pools are dropped
-		// soon after their last client leaves.
-		"autodb_idle_timeout = 30",
+		// A database is dropped upstream when its test ends; its pool here
+		// stays until the binary ends (PgBouncer's default): a busy run
+		// of the whole suite once lost PgBouncer while pools were being
+		// dropped.
+		"autodb_idle_timeout = 3600",
 		"server_idle_timeout = 30",
 		fmt.Sprintf("server_connect_timeout = %d", int(pingTimeout/time.Second)),
 		"server_login_retry = 1",
