@@ -289,9 +289,9 @@ func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
 }
 
 // listenProbeBound bounds the wait for a coordinator to give up listening
-// behind a transaction pooler: pgnotify waits 2 s for its probe
+// behind a transaction pooler: pgnotify waits 30 s for its probe
 // notification, plus the test's usual bound.
-const listenProbeBound = 2*time.Second + wait
+const listenProbeBound = 30*time.Second + wait
 
 // caseFallbackBehindTransactionPooler: behind PgBouncer in transaction
 // mode, LISTEN holds only for the transaction it ran in, and a

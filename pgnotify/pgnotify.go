@@ -21,8 +21,7 @@
 // costs no connection beyond coordination.Config.MaxConnections (which
 // must be 2 or more for it). A new listening connection is sent a
 // notification from another connection of the pool, and reports listening
-// only once that arrives, within 2 s, before the connection carries any
-// other statement: behind a pooler that breaks LISTEN (PgBouncer in
+// only once that arrives: behind a pooler that breaks LISTEN (PgBouncer in
 // transaction mode) listening is given up with one warning and retried,
 // and the followers poll meanwhile.
 package pgnotify
@@ -60,44 +59,32 @@ type listener struct {
 var errNotPGX = errors.New("leasehold: listening needs the pgx driver (gorm.io/driver/postgres)")
 
 // listenProbeTimeout bounds the wait for the probe notification a new
-// listening connection is sent, before the connection is shared: the
-// store's general statements (reads, acquires) wait meanwhile, and behind
-// a pooler that breaks LISTEN they wait this long at each attempt to
-// listen (retried with backoff up to a minute). On the server the probe
-// takes milliseconds; a server too slow for the bound only makes the
-// attempt fail and be retried.
-const listenProbeTimeout = 2 * time.Second
+// listening connection sends itself.
+const listenProbeTimeout = 30 * time.Second
 
 // probePayload is the payload of the probe; it names no lease.
 const probePayload = "|leasehold-probe|"
 
 // Listen runs one listening connection until ctx is done or the
 // connection fails; up is called once notifications arrive on it.
-//
-// Before the connection carries any statement of the store's, it is sent
-// a notification from another connection of the pool, and listening goes
-// on only if that arrives within listenProbeTimeout. Through a pooler that
-// gives each transaction whichever server connection is free (PgBouncer
-// in transaction mode), an idle client has no server connection of its
-// own, so nothing can reach it: the LISTEN held only for its own
-// statement. Nothing else is proof there: a notification the connection
-// sent itself comes back with the NOTIFY's own answer from the server
-// that had run its LISTEN, and once the connection is shared, a
-// notification may come with the answer to any statement, from whichever
-// server that ran on.
 func (t *listener) Listen(ctx context.Context, deliver func(names []string), up func()) error {
 	return t.db.Listen(ctx, func(c wake.Conn) error {
+		// A notification to the connection from another one of the pool:
+		// serve waits for it before it reports listening. Behind a pooler
+		// that does not keep one server connection per client (PgBouncer
+		// in transaction mode) it never arrives, and listening is given
+		// up. (One the connection sent itself would come back with the
+		// NOTIFY's own answer there, as the server it ran on was the one
+		// that had run the LISTEN.)
 		if err := c.Notify(ctx, probePayload); err != nil {
 			return err
 		}
 		raw := c.Raw()
-		if err := waitProbe(ctx, raw, deliver); err != nil || ctx.Err() != nil {
-			return err
-		}
 		c.Share(func() bool { return connAlive(raw) == nil })
-		c.Listening(ctx)
-		up()
-		return serve(ctx, c, deliver)
+		return serve(ctx, c, func() error { return c.Notify(ctx, probePayload) }, deliver, func() {
+			c.Listening(ctx)
+			up()
+		})
 	})
 }
 
@@ -107,38 +94,49 @@ func (t *listener) Notify(ctx context.Context, names []string) error {
 	return t.db.Notify(ctx, names)
 }
 
-// waitProbe waits on raw, not shared yet, for a notification, at most
-// listenProbeTimeout, and hands it to deliver unless it is the probe.
-func waitProbe(ctx context.Context, raw *sql.Conn, deliver func(names []string)) error {
-	wctx, cancel := context.WithTimeout(ctx, listenProbeTimeout)
-	defer cancel()
-	payload, err := waitNotification(wctx, raw)
-	switch {
-	case ctx.Err() != nil:
-		return nil
-	case err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("no notification arrived within %v of LISTEN (a pooler in transaction mode?)", listenProbeTimeout)
-	case err != nil:
-		return err
-	}
-	if payload != probePayload {
-		deliver(wake.Names(payload))
-	}
-	return nil
-}
-
 // serve waits for notifications and hands them to deliver, stepping aside
 // whenever a statement wants the connection, until ctx is done or the
-// connection fails.
-func serve(ctx context.Context, c wake.Conn, deliver func(names []string)) error {
+// connection fails. It calls up once a notification (the probe sent by
+// Listen, or any other) has arrived while the connection was idle, and
+// fails when none has within listenProbeTimeout.
+//
+// A notification the driver read with the answer of a statement run on
+// the connection shows nothing: behind a transaction pooler the statement
+// ran on whichever server connection was free, and the notification came
+// from that one's LISTEN, or its NOTIFY, not from this connection's. One
+// read while no statement runs can only come from the connection's own
+// server session, which a transaction pooler does not keep for an idle
+// client. Such notifications are delivered all the same; the probe, when
+// it came so, is sent again.
+func serve(ctx context.Context, c wake.Conn, probe func() error, deliver func(names []string), up func()) error {
 	raw := c.Raw()
+	probeBy := time.Now().Add(listenProbeTimeout)
+	probed := false
 	for {
-		wctx, stop := c.Idle(ctx, time.Time{})
+		deadline := time.Time{}
+		if !probed {
+			deadline = probeBy
+		}
+		wctx, stop := c.Idle(ctx, deadline)
+		for _, payload := range buffered(raw) {
+			switch {
+			case payload != probePayload:
+				deliver(wake.Names(payload))
+			case !probed:
+				if err := probe(); err != nil {
+					stop()
+					return err
+				}
+			}
+		}
 		payload, err := waitNotification(wctx, raw)
+		timedOut := errors.Is(wctx.Err(), context.DeadlineExceeded)
 		stop()
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case err != nil && timedOut:
+			return fmt.Errorf("no notification arrived within %v of LISTEN (a pooler in transaction mode?)", listenProbeTimeout)
 		case err != nil && wctx.Err() != nil:
 			// A statement interrupted the wait: go on unless the
 			// connection broke meanwhile.
@@ -147,8 +145,16 @@ func serve(ctx context.Context, c wake.Conn, deliver func(names []string)) error
 			}
 		case err != nil:
 			return err
-		case payload != probePayload:
-			deliver(wake.Names(payload))
+		default:
+			// Any notification read while no statement ran shows that
+			// they arrive.
+			if !probed {
+				probed = true
+				up()
+			}
+			if payload != probePayload {
+				deliver(wake.Names(payload))
+			}
 		}
 	}
 }
@@ -162,6 +168,26 @@ func withPGX(raw *sql.Conn, fn func(c *pgx.Conn) error) error {
 		}
 		return fn(c.Conn())
 	})
+}
+
+// buffered returns the payloads of the notifications the driver has read
+// on raw already, with the answers of statements, without waiting.
+func buffered(raw *sql.Conn) []string {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out []string
+	_ = withPGX(raw, func(c *pgx.Conn) error {
+		for {
+			// With a done context it returns what it holds, or nothing
+			// and an error, without reading the connection.
+			n, _ := c.WaitForNotification(done)
+			if n == nil {
+				return nil
+			}
+			out = append(out, n.Payload)
+		}
+	})
+	return out
 }
 
 // waitNotification waits on raw for the next notification and returns
