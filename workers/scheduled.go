@@ -124,13 +124,7 @@ func (s *scheduled) validate() error {
 }
 
 func (s *scheduled) bind(h *Host, st *workerState) error {
-	e, err := h.coord.Election(coordination.GlobalScope, scheduleElection(s.name))
-	if err != nil {
-		return err
-	}
-	st.election = e
-	h.byLease[e.Key()] = st
-	return nil
+	return bindElection(h, st, coordination.GlobalScope, scheduleElection(s.name))
 }
 
 // run campaigns for the job's lease and, while holding it, runs the due

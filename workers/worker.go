@@ -130,7 +130,13 @@ func (s *singleton) scope() coordination.Scope {
 }
 
 func (s *singleton) bind(h *Host, st *workerState) error {
-	e, err := h.coord.Election(s.scope(), s.name)
+	return bindElection(h, st, s.scope(), s.name)
+}
+
+// bindElection gives st the election of name in scope, and files st
+// under its lease's key.
+func bindElection(h *Host, st *workerState, scope coordination.Scope, name string) error {
+	e, err := h.coord.Election(scope, name)
 	if err != nil {
 		return err
 	}

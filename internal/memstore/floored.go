@@ -49,12 +49,7 @@ func (m *state) deleteFlooredLocked(r *row, floor string, now int64) {
 // rows, raising their floor rows first; it returns how many were still
 // held. GateReleases holds it back, as it does Release.
 func (m Floored) ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error) {
-	m.mu.Lock()
-	gate := m.releaseGate
-	m.mu.Unlock()
-	if gate != nil {
-		<-gate
-	}
+	m.waitReleaseGate()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := nowUS()

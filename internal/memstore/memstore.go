@@ -94,6 +94,17 @@ func New() *Store {
 	return &Store{state: st, Sessions: Sessions{st}, Leases: Leases{st}, Floored: Floored{st}, Schema: Schema{st}, Faults: Faults{st}}
 }
 
+// waitReleaseGate waits, before a release, until the gate set by
+// GateReleases, if any, is open.
+func (m *state) waitReleaseGate() {
+	m.mu.Lock()
+	gate := m.releaseGate
+	m.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+}
+
 // nowUS is the store's clock: time.Now in microseconds, as the SQL
 // databases' clocks resolve.
 func nowUS() int64 { return time.Now().UnixMicro() }
@@ -318,12 +329,7 @@ func (m Leases) AcquireEach(ctx context.Context, session, holder string, names [
 // still held; a term not the session's at that epoch is left untouched.
 // GateReleases holds it back.
 func (m Leases) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
-	m.mu.Lock()
-	gate := m.releaseGate
-	m.mu.Unlock()
-	if gate != nil {
-		<-gate
-	}
+	m.waitReleaseGate()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var n int64

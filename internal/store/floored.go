@@ -199,13 +199,7 @@ func (s *LockRows) ReleaseFloored(ctx context.Context, session string, terms []F
 			return err
 		})
 	})
-	if total > 0 && s.released.fn != nil {
-		names := make([]string, len(terms))
-		for i, t := range terms {
-			names[i] = t.Name
-		}
-		s.released.fn(names)
-	}
+	s.released.after(total, len(terms), func(i int) string { return terms[i].Name })
 	return total, err
 }
 

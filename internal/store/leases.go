@@ -131,15 +131,9 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 			return err
 		})
 	})
-	if total > 0 && s.released.fn != nil {
-		// Set only by the transports the release statement does not
-		// notify by itself (OnRelease, wake.go).
-		names := make([]string, len(terms))
-		for i, t := range terms {
-			names[i] = t.Name
-		}
-		s.released.fn(names)
-	}
+	// Set only for the transports the release statement does not notify
+	// by itself (OnRelease, wake.go).
+	s.released.after(total, len(terms), func(i int) string { return terms[i].Name })
 	return total, err
 }
 

@@ -83,6 +83,19 @@ type Store struct {
 // before the first release.
 type releaseHook struct{ fn func(names []string) }
 
+// after calls the hook, when set, with the names of the n terms a release
+// gave up (name(i) of each), once it freed any (total > 0).
+func (h *releaseHook) after(total int64, n int, name func(i int) string) {
+	if total == 0 || h.fn == nil {
+		return
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = name(i)
+	}
+	h.fn(names)
+}
+
 // currentSQL is the SQL of the store's statements: the dialect with
 // failover detection, or without it once ProbeFailover found that the
 // server cannot say its incarnation (failover.go). It is set before the
