@@ -137,8 +137,8 @@ func HostAddrs() ([]netip.Addr, error) {
 			}
 		}
 	}
-	if out := append(v4, v6...); len(out) > 0 {
-		return out, nil
+	if v4 = append(v4, v6...); len(v4) > 0 {
+		return v4, nil
 	}
 	return loop, nil
 }
