@@ -33,8 +33,9 @@ TEST_FLAGS    := -race -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALL
 # processes; it runs after the other tests, not beside them on two cores.
 CHAOS_ROUND   := ^TestChaosShort$$
 # The library's contention test runs thirteen worker processes against one
-# lease with a TTL of 1.2 s; beside the rest of the suite on two cores they
-# starve each other, so it too runs after the others, alone.
+# lease with a TTL of 1.2 s per database; beside the rest of the suite, or
+# beside its other databases, on two cores they starve each other, so it
+# runs after the others, alone, one database at a time.
 ALONE_ROUND   := ^TestContentionProcesses$$
 
 # TEST_JSON is the go test -json stream of make test. The library's tests,
@@ -45,7 +46,7 @@ TEST_JSON     := status=0; side=$$(mktemp -d); \
 	(for m in $(filter-out .,$(MODULES)); do (cd $$m && $(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)" ./...) || touch $$side/failed; done) >$$side/json 2>$$side/stderr & \
 	$(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)|$(ALONE_ROUND)" ./... || status=1; \
 	wait; cat $$side/json; cat $$side/stderr >&2; [ ! -e $$side/failed ] || status=1; rm -rf $$side; \
-	$(GO) test $(TEST_FLAGS) -run "$(ALONE_ROUND)" ./coordination/ || status=1; \
+	$(GO) test $(TEST_FLAGS) -parallel 1 -run "$(ALONE_ROUND)" ./coordination/ || status=1; \
 	(cd tools && $(GO) test $(TEST_FLAGS) -run "$(CHAOS_ROUND)" ./chaos/) || status=1; \
 	exit $$status
 
