@@ -35,17 +35,21 @@ CHAOS_ROUND   := ^TestChaosShort$$
 # The library's contention test runs thirteen worker processes against one
 # lease with a TTL of 1.2 s per database; beside the rest of the suite, or
 # beside its other databases, on two cores they starve each other, so it
-# runs after the others, alone, one database at a time.
+# runs after the others, alone, one database at a time. The scale test
+# (10,000 leases in one process, per database) is bound by the CPU too and
+# runs alone before it.
 ALONE_ROUND   := ^TestContentionProcesses$$
+SCALE_ROUND   := ^TestScale$$
 
 # TEST_JSON is the go test -json stream of make test. The library's tests,
 # the longest, run beside those of the other modules, whose stream waits in
-# a file and follows the library's; then the contention test and the chaos
-# round run, each alone. A module that fails does not stop the others.
+# a file and follows the library's; then the scale test, the contention
+# test and the chaos round run, each alone. A module that fails does not stop the others.
 TEST_JSON     := status=0; side=$$(mktemp -d); \
 	(for m in $(filter-out .,$(MODULES)); do (cd $$m && $(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)" ./...) || touch $$side/failed; done) >$$side/json 2>$$side/stderr & \
-	$(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)|$(ALONE_ROUND)" ./... || status=1; \
+	$(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)|$(ALONE_ROUND)|$(SCALE_ROUND)" ./... || status=1; \
 	wait; cat $$side/json; cat $$side/stderr >&2; [ ! -e $$side/failed ] || status=1; rm -rf $$side; \
+	$(GO) test $(TEST_FLAGS) -run "$(SCALE_ROUND)" ./coordination/ || status=1; \
 	$(GO) test $(TEST_FLAGS) -parallel 1 -run "$(ALONE_ROUND)" ./coordination/ || status=1; \
 	(cd tools && $(GO) test $(TEST_FLAGS) -run "$(CHAOS_ROUND)" ./chaos/) || status=1; \
 	exit $$status
