@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -261,6 +262,9 @@ func (p *Peer) send(ctx context.Context, kind byte, names []string) error {
 			_ = conn.SetWriteDeadline(time.Now().Add(sendTimeout))
 		}
 		for _, t := range targets {
+			if kind == kindHello && bytes.Equal(t.key, p.key) {
+				continue // this process knows itself: no need to read the peers again
+			}
 			msg := d.seal(t.key)
 			for _, a := range t.addrs {
 				if _, werr := conn.WriteToUDP(msg, a); werr != nil && err == nil && ctx.Err() == nil {
