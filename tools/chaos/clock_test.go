@@ -20,7 +20,7 @@ func TestClockOverlay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the worker with an overlaid runtime")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	bin, clock, unsupported, err := buildWorker(ctx, dir)
