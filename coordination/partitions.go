@@ -2,8 +2,8 @@ package coordination
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 	"gorm.io/gorm"
@@ -112,12 +112,16 @@ type PartitionFunc func(ctx context.Context, pt Partition) error
 // RunPartitions makes this process a member of the sticky pool
 // (PoolConfig.Partitions) until ctx is cancelled, and calls fn for each
 // partition this member owns, each in its own goroutine, once no other
-// member works on it. fn should run until its ctx ends. If it returns an
-// error or panics while it owns the partition, the error (a *PanicError
+// member works on it. fn should run until its ctx ends. Each partition
+// this member starts working on is a term of its own: if fn returns an
+// error or panics while the partition is owned, the error (a *PanicError
 // for a panic) is logged and reported as an EventError, and fn is called
-// again after RetryInterval, doubling with each consecutive failure of
-// that partition up to 30s. If it returns nil, the partition stays idle
-// until it moves away and back.
+// again after the backoff (RunOptions.Backoff, by default RetryInterval,
+// doubling with each consecutive failure of that partition up to
+// MaxBackoff, by default 30s). If it returns nil, the partition stays
+// idle until it moves away and back. opts, at most one, sets the backoff,
+// RetryBusy and the callbacks of each partition's term; the callbacks of
+// different partitions run on their own goroutines, so they may overlap.
 //
 // On cancellation RunPartitions stops the work of every partition, waits
 // for it (at most ShutdownTimeout), and releases the membership; a
@@ -125,10 +129,11 @@ type PartitionFunc func(ctx context.Context, pt Partition) error
 // others take its partitions at once, and a static one (MemberID) leaves
 // them for one TTL to its restart. If the work does not return in time,
 // the membership is not released and expires after TTL. It returns nil
-// then, ErrBusy if the pool already runs in this process, ErrClosed if
-// the coordinator stopped first, and an error wrapping ErrInvalidConfig
-// for a pool without Partitions (use Run).
-func (p *Pool) RunPartitions(ctx context.Context, fn PartitionFunc) error {
+// then, ErrBusy if the pool already runs in this process (unless
+// RetryBusy), ErrClosed if the coordinator stopped first, and an error
+// wrapping ErrInvalidConfig for a pool without Partitions (use Run) or
+// invalid options.
+func (p *Pool) RunPartitions(ctx context.Context, fn PartitionFunc, opts ...RunOptions[Partition]) error {
 	c := p.c
 	if p.partitions == 0 {
 		return fmt.Errorf("coordination: run pool %q: %w: RunPartitions needs PoolConfig.Partitions; run the pool with Run",
@@ -137,23 +142,32 @@ func (p *Pool) RunPartitions(ctx context.Context, fn PartitionFunc) error {
 	if fn == nil {
 		return fmt.Errorf("coordination: run pool %q: %w: PartitionFunc is nil", p.key, ErrInvalidConfig)
 	}
-	if err := c.pools.enter(p); err != nil {
+	loop, err := newTermLoop(c, "pool work", opts)
+	if err != nil {
+		return fmt.Errorf("coordination: run pool %q: %w", p.key, err)
+	}
+	switch err := loop.enter(ctx, p); {
+	case errors.Is(err, errStopped):
+		return nil
+	case err != nil:
 		return err
 	}
 	defer c.pools.leave(p)
 	r := &poolRun{p: p}
-	r.parts = &partitionRun{p: p, fn: fn}
+	r.parts = &partitionRun{p: p, fn: fn, loop: loop}
 	return p.drive(ctx, r)
 }
 
 // partitionRun starts the work of RunPartitions' partitions.
 type partitionRun struct {
-	p  *Pool
-	fn PartitionFunc
+	p    *Pool
+	fn   PartitionFunc
+	loop *termLoop[Partition] // RunPartitions' options; each partition has a backoff of its own
 }
 
-// StartPartition returns the work of one partition: fn under the policy
-// Election.Run follows too, with a backoff of the partition's own.
+// StartPartition returns the work of one partition: fn on the term loop
+// Election.Run and Pool.Run follow too, with a backoff of the partition's
+// own.
 func (r *partitionRun) StartPartition(a membership.PartitionAssignment) func(ctx context.Context) {
 	p, c := r.p, r.p.c
 	lease := a.Lease.(memberLease).Lease
@@ -162,16 +176,13 @@ func (r *partitionRun) StartPartition(a membership.PartitionAssignment) func(ctx
 		Member: a.Member, p: p, member: lease,
 	}
 	return func(ctx context.Context) {
-		base := c.cfg.RetryInterval
-		runWork(ctx, pt.Valid, func(ctx context.Context) error { return r.fn(ctx, pt) }, workPolicy{
-			backoff: newBackoff(base, max(maxWorkBackoff, base)),
-			report: func(err error, retryIn time.Duration) {
-				err = fmt.Errorf("pool work for %q partition %d since generation %d: %w", p.key, pt.Partition, pt.Since, err)
-				log := c.log.With(zap.String("pool", p.key), zap.Int("partition", pt.Partition), zap.Int64("epoch", pt.Epoch))
-				c.reportFailure(log, "pool work", err, retryIn, Event{Lease: p.key, Pool: p.key, Epoch: pt.Epoch})
-			},
-			endOfTerm: endOfTerm,
-		})
+		log := c.log.With(zap.String("pool", p.key), zap.Int("partition", pt.Partition), zap.Int64("epoch", pt.Epoch))
+		finished := r.loop.workWith(ctx, r.loop.newBackoff(), pt, pt.Valid,
+			func(ctx context.Context) error { return r.fn(ctx, pt) },
+			func(err error) error {
+				return fmt.Errorf("pool work for %q partition %d since generation %d: %w", p.key, pt.Partition, pt.Since, err)
+			}, log, Event{Lease: p.key, Pool: p.key, Epoch: pt.Epoch})
+		r.loop.end(pt, workEnd(ctx, finished))
 	}
 }
 

@@ -2,6 +2,7 @@ package coordination
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -176,15 +177,21 @@ func (cfg PoolConfig) Validate() error {
 // fn has returned for the last time. work ends with the assignment.
 func runAssignment(r *termLoop[Assignment], work context.Context, a Assignment, fn AssignmentFunc) {
 	finished := r.work(work, a, a.Valid, a.Pool, a.Epoch, a.Pool, func(ctx context.Context) error { return fn(ctx, a) })
-	var cause error
-	if !finished {
-		if cause = context.Cause(work); cause == nil {
-			// Valid turned false before the deadline timer cancelled the
-			// context.
-			cause = fmt.Errorf("%w: trust deadline passed", ErrLeaseLost)
-		}
+	r.end(a, workEnd(work, finished))
+}
+
+// workEnd is the cause OnTermEnd gets for the work of an assignment or a
+// partition under the context work: nil when the work finished, and
+// otherwise the cause of work.
+func workEnd(work context.Context, finished bool) error {
+	if finished {
+		return nil
 	}
-	r.end(a, cause)
+	if cause := context.Cause(work); cause != nil {
+		return cause
+	}
+	// Valid turned false before the deadline timer cancelled the context.
+	return fmt.Errorf("%w: trust deadline passed", ErrLeaseLost)
 }
 
 // Pool returns the pool with the given scope and name (checked by
@@ -337,22 +344,11 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[As
 		return fmt.Errorf("coordination: run pool %q: %w: the pool has Partitions (%d); run it with RunPartitions",
 			p.key, ErrInvalidConfig, p.partitions)
 	}
-	for {
-		err := c.pools.enter(p)
-		if err == nil {
-			break
-		}
-		if !r.opts.RetryBusy {
-			return err
-		}
-		select {
-		case <-c.closing:
-			return ErrClosed
-		default:
-		}
-		if !sleepCtx(ctx, r.busy(p.key, p.key, err)) {
-			return nil
-		}
+	switch err := r.enter(ctx, p); {
+	case errors.Is(err, errStopped):
+		return nil
+	case err != nil:
+		return err
 	}
 	defer c.pools.leave(p)
 

@@ -2,11 +2,18 @@ package coordination
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 )
+
+// term is what a term loop's work runs under: a lease (Election.Run), an
+// assignment (Pool.Run) or a partition (Pool.RunPartitions).
+type term interface {
+	*Lease | Assignment | Partition
+}
 
 // RunOptions tunes the term loop of Election.Run (T is *Lease) and
 // Pool.Run (T is Assignment): how failed work is retried, and callbacks
@@ -16,7 +23,7 @@ import (
 // The callbacks run one at a time, on the goroutine that calls the work,
 // and must return promptly. They are the caller's glue (logs, events,
 // status), not work: a panic in one is not recovered.
-type RunOptions[T interface{ *Lease | Assignment }] struct {
+type RunOptions[T term] struct {
 	// Backoff is the wait after the work returned an error or panicked
 	// while its term was valid, before it is called again under the same
 	// term. It doubles with each consecutive failure, up to MaxBackoff,
@@ -41,7 +48,9 @@ type RunOptions[T interface{ *Lease | Assignment }] struct {
 
 	// OnTermStart is called when a term starts, before the work is first
 	// called under it: with the lease for Election.Run, with the
-	// assignment for Pool.Run.
+	// assignment for Pool.Run, and with the partition for
+	// Pool.RunPartitions, where each partition this member starts working
+	// on is a term of its own.
 	OnTermStart func(term T)
 
 	// OnTermEnd is called once the work has returned for the last time
@@ -65,7 +74,7 @@ type RunOptions[T interface{ *Lease | Assignment }] struct {
 
 // termLoop is the state of one Election.Run or Pool.Run: its options, with
 // the defaults filled in, and the backoff its terms share.
-type termLoop[T interface{ *Lease | Assignment }] struct {
+type termLoop[T term] struct {
 	c        *Coordinator
 	what     string // names the work in messages: "leader work", "pool work"
 	opts     RunOptions[T]
@@ -75,7 +84,7 @@ type termLoop[T interface{ *Lease | Assignment }] struct {
 
 // newTermLoop checks opts, at most one, and returns the term loop of one Run.
 // Errors wrap ErrInvalidConfig and name the field and its value.
-func newTermLoop[T interface{ *Lease | Assignment }](c *Coordinator, what string, opts []RunOptions[T]) (*termLoop[T], error) {
+func newTermLoop[T term](c *Coordinator, what string, opts []RunOptions[T]) (*termLoop[T], error) {
 	var o RunOptions[T]
 	switch len(opts) {
 	case 0:
@@ -103,6 +112,10 @@ func newTermLoop[T interface{ *Lease | Assignment }](c *Coordinator, what string
 	return &termLoop[T]{c: c, what: what, opts: o, backoff: newBackoff(base, maxWait), finished: o.Backoff}, nil
 }
 
+// newBackoff returns a backoff of its own with the loop's settings, for
+// work that backs off apart from the loop's other work (a partition).
+func (r *termLoop[T]) newBackoff() *backoff { return newBackoff(r.backoff.base, r.backoff.max) }
+
 // afterFinished returns the wait before campaigning again after the work
 // finished a term.
 func (r *termLoop[T]) afterFinished() time.Duration {
@@ -117,23 +130,55 @@ func (r *termLoop[T]) afterFinished() time.Duration {
 // whether fn finished the term's work.
 func (r *termLoop[T]) work(ctx context.Context, t T, valid func() bool, lease string, epoch int64, pool string,
 	fn func(context.Context) error) bool {
+	return r.workWith(ctx, r.backoff, t, valid, fn, func(err error) error {
+		return fmt.Errorf("%s for %q epoch %d: %w", r.what, lease, epoch, err)
+	}, r.c.log.With(zap.String("lease", lease), zap.Int64("epoch", epoch)), Event{Lease: lease, Pool: pool, Epoch: epoch})
+}
+
+// workWith is work with the backoff b, and the default report of a
+// failure: wrapped by wrap, logged to log and emitted as an EventError
+// like ev.
+func (r *termLoop[T]) workWith(ctx context.Context, b *backoff, t T, valid func() bool, fn func(context.Context) error,
+	wrap func(error) error, log *zap.Logger, ev Event) bool {
 	if r.opts.OnTermStart != nil {
 		r.opts.OnTermStart(t)
 	}
 	return runWork(ctx, valid, fn, workPolicy{
-		backoff: r.backoff,
+		backoff: b,
 		report: func(err error, retryIn time.Duration) {
 			if r.opts.OnError != nil {
 				r.opts.OnError(t, err, retryIn)
 				return
 			}
-			err = fmt.Errorf("%s for %q epoch %d: %w", r.what, lease, epoch, err)
-			log := r.c.log.With(zap.String("lease", lease), zap.Int64("epoch", epoch))
-			r.c.reportFailure(log, r.what, err, retryIn, Event{Lease: lease, Pool: pool, Epoch: epoch})
+			r.c.reportFailure(log, r.what, wrap(err), retryIn, ev)
 		},
 		endOfTerm: endOfTerm,
 	})
 }
+
+// enter makes the pool p busy in this process for one Run or
+// RunPartitions, waiting while it is busy with RetryBusy. It returns nil
+// once entered, or the error to return: ErrBusy without RetryBusy,
+// ErrClosed once the coordinator stopped, and errStopped when ctx ended.
+func (r *termLoop[T]) enter(ctx context.Context, p *Pool) error {
+	for {
+		err := r.c.pools.enter(p)
+		if err == nil || !r.opts.RetryBusy {
+			return err
+		}
+		select {
+		case <-r.c.closing:
+			return ErrClosed
+		default:
+		}
+		if !sleepCtx(ctx, r.busy(p.key, p.key, err)) {
+			return errStopped
+		}
+	}
+}
+
+// errStopped is termLoop.enter's report that Run's context ended first.
+var errStopped = errors.New("coordination: stopped while waiting for a busy pool")
 
 // busy reports a refused attempt of a Run with RetryBusy, and returns the
 // wait before the next one. key is the election's lease or the pool's

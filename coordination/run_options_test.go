@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,149 @@ func TestRunOptionsChecked(t *testing.T) {
 	err = p.Run(context.Background(), func(context.Context, Assignment) error { return nil }, RunOptions[Assignment]{Backoff: -1})
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "RunOptions.Backoff") {
 		t.Errorf("Pool.Run with a negative Backoff = %v, want ErrInvalidConfig", err)
+	}
+	sp, err := c.Pool(GlobalScope, "opts-sticky", PoolConfig{Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sp.RunPartitions(context.Background(), func(context.Context, Partition) error { return nil },
+		RunOptions[Partition]{Backoff: time.Minute, MaxBackoff: time.Second})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "MaxBackoff (1s) must be at least Backoff (1m0s)") {
+		t.Errorf("Pool.RunPartitions with MaxBackoff below Backoff = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestRunPartitionsOptions: RunPartitions calls OnTermStart for each
+// partition before its work, OnError instead of the default report (no
+// EventError) with the partition that failed, OnTermEnd with nil for a
+// partition whose work finished and with the context's cause for one
+// stopped by the end of the run; RetryBusy waits out another run of the
+// same pool instead of returning ErrBusy.
+func TestRunPartitionsOptions(t *testing.T) {
+	c, stop := bubbleCoordinator(t, memstore.New(), fastConfig())
+	defer stop()
+	events, unsubscribe := c.Subscribe(256)
+	defer unsubscribe()
+	p, err := c.Pool(GlobalScope, "sticky-callbacks", PoolConfig{Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another run of the pool holds it first: busy until it returns.
+	firstCtx, firstStop := context.WithCancel(context.Background())
+	firstUp, firstDone := make(chan struct{}, 2), make(chan error, 1)
+	go func() {
+		firstDone <- p.RunPartitions(firstCtx, func(ctx context.Context, _ Partition) error {
+			firstUp <- struct{}{}
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	for range 2 {
+		select {
+		case <-firstUp:
+		case <-time.After(wait):
+			t.Fatal("the first run did not start its partitions")
+		}
+	}
+	if err := p.RunPartitions(context.Background(), func(context.Context, Partition) error { return nil }); !errors.Is(err, ErrBusy) {
+		t.Fatalf("RunPartitions of a busy pool without RetryBusy = %v, want ErrBusy", err)
+	}
+
+	type call struct {
+		what      string
+		partition int
+		err       error
+	}
+	calls := make(chan call, 64)
+	errBoom := errors.New("boom")
+	var mu sync.Mutex
+	tries := map[int]int{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- p.RunPartitions(ctx, func(ctx context.Context, pt Partition) error {
+			mu.Lock()
+			tries[pt.Partition]++
+			n := tries[pt.Partition]
+			mu.Unlock()
+			calls <- call{"work", pt.Partition, nil}
+			switch {
+			case pt.Partition == 0 && n == 1:
+				return errBoom
+			case pt.Partition == 0:
+				return nil // finished: idle until it moves away and back
+			}
+			<-ctx.Done()
+			return nil
+		}, RunOptions[Partition]{
+			Backoff:     10 * time.Millisecond,
+			RetryBusy:   true,
+			OnTermStart: func(pt Partition) { calls <- call{"start", pt.Partition, nil} },
+			OnTermEnd:   func(pt Partition, cause error) { calls <- call{"end", pt.Partition, cause} },
+			OnError: func(pt Partition, err error, _ time.Duration) {
+				if pt == (Partition{}) {
+					calls <- call{"busy", -1, err}
+					return
+				}
+				calls <- call{"error", pt.Partition, err}
+			},
+		})
+	}()
+	next := func() call {
+		t.Helper()
+		select {
+		case c := <-calls:
+			return c
+		case <-time.After(wait):
+			t.Fatal("no callback")
+		}
+		return call{}
+	}
+	if got := next(); got.what != "busy" || !errors.Is(got.err, ErrBusy) {
+		t.Fatalf("first callback = %+v, want OnError with ErrBusy and the zero Partition", got)
+	}
+	firstStop()
+	if err := <-firstDone; err != nil {
+		t.Fatalf("the first RunPartitions = %v", err)
+	}
+	// Per partition, in order: 0 starts, fails, works again and ends
+	// with nil; 1 starts and works.
+	byPart := map[int][]call{}
+	for len(byPart[0]) < 5 || len(byPart[1]) < 2 {
+		c := next()
+		if c.what == "busy" {
+			continue
+		}
+		byPart[c.partition] = append(byPart[c.partition], c)
+	}
+	want0 := []string{"start", "work", "error", "work", "end"}
+	for i, c := range byPart[0] {
+		if c.what != want0[i] {
+			t.Fatalf("partition 0's callbacks %+v, want %v", byPart[0], want0)
+		}
+	}
+	if !errors.Is(byPart[0][2].err, errBoom) || byPart[0][4].err != nil {
+		t.Fatalf("partition 0's callbacks %+v: want its error boom and its end with a nil cause", byPart[0])
+	}
+	if byPart[1][0].what != "start" || byPart[1][1].what != "work" {
+		t.Fatalf("partition 1's callbacks %+v, want start and work", byPart[1])
+	}
+	cancel()
+	if got := next(); got.what != "end" || got.partition != 1 || got.err == nil {
+		t.Fatalf("callback after cancel = %+v, want partition 1's end with a cause", got)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("RunPartitions = %v, want nil", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("RunPartitions did not return")
+	}
+	for _, ev := range pendingEvents(events) {
+		if ev.Kind == EventError && (errors.Is(ev.Err, errBoom) || errors.Is(ev.Err, ErrBusy)) {
+			t.Fatalf("a failure OnError took was also emitted: %+v", ev)
+		}
 	}
 }
 
