@@ -20,6 +20,12 @@
 //     index of the pool's count, for work that can be split: batch
 //     processing by id % count == index, projections or consumers sharded
 //     by key.
+//   - ClusterSticky and GlobalSticky: partitioned workers over a fixed
+//     number of partitions (StickyConfig.Partitions, say 256) spread over
+//     the live processes, the function called once per owned partition. A
+//     join or leave moves only the partitions balance requires, and the
+//     others keep running through it: for partitions with state or
+//     caches worth keeping, such as consumers of partitioned streams.
 //   - Scheduled: a function run at each slot of a cron expression or an
 //     interval, each slot once across every process that shares the
 //     database. For periodic jobs: a nightly report, an hourly cleanup.
@@ -58,6 +64,15 @@
 // current and this process holds its membership. Host.Status reports each
 // pool as the database sees it. All memberships and leases of a host are
 // renewed by one statement per tick, however many workers it runs.
+//
+// A sticky worker's function gets a coordination.Partition, one call per
+// partition this process owns; it runs until the partition moves to
+// another process, and a partition starts on its new owner only after the
+// old owner's call returned (or its membership expired by the database
+// clock). pt.Fence(tx) makes a transaction commit only while the
+// partition is still this process's. EventPartitionStarted and
+// EventPartitionStopped report each partition, and Host.Status lists the
+// partitions the process works on (PoolStatus.Partitions).
 //
 // # Scheduled workers
 //

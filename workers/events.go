@@ -51,6 +51,15 @@ const (
 	// function's error when it failed. A run interrupted by the end of the
 	// term has no EventSlotDone.
 	EventSlotDone
+	// EventPartitionStarted means a sticky partitioned worker
+	// (ClusterSticky, GlobalSticky) is about to work on Partition, which
+	// no other process works on now.
+	EventPartitionStarted
+	// EventPartitionStopped means a sticky partitioned worker's function
+	// returned for the last time on Partition: Err is nil when it
+	// finished, and otherwise why the partition's context ended (moved to
+	// another process, membership lost, shutdown).
+	EventPartitionStopped
 )
 
 // String returns the kind's name.
@@ -72,6 +81,10 @@ func (k EventKind) String() string {
 		return "slot-started"
 	case EventSlotDone:
 		return "slot-done"
+	case EventPartitionStarted:
+		return "partition-started"
+	case EventPartitionStopped:
+		return "partition-stopped"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -88,6 +101,10 @@ type Event struct {
 	Epoch int64
 	// Assignment is the new assignment, for EventAssignmentChanged.
 	Assignment *Assignment
+	// Partition is the partition, for EventPartitionStarted and
+	// EventPartitionStopped; Lease is then its pool's key, Epoch the
+	// epoch of this process's membership.
+	Partition *coordination.Partition
 	// Slot is the slot's time (database clock, UTC), for EventSlotStarted
 	// and EventSlotDone.
 	Slot time.Time

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/driver/sqlite"
@@ -287,6 +288,73 @@ func ExampleGlobalPartitioned() {
 	// job 3: index 0 of 1, generation 1
 	// host stopped
 	// write after leaving fenced: true
+}
+
+// A sticky worker: 4 partitions of a stream of events, each processed by
+// the one process that owns the partition; on one process it owns them
+// all. Each event is committed under the partition's fence.
+func ExampleGlobalSticky() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+	type Event struct {
+		ID        int
+		Partition int // the key's partition, stored with the row
+		Done      bool
+	}
+	if err := db.AutoMigrate(&Event{}); err != nil {
+		panic(err)
+	}
+	db.Create(&[]Event{{ID: 1, Partition: 0}, {ID: 2, Partition: 1}, {ID: 3, Partition: 3}})
+	id, err := identity.New("node-a", "eu-1")
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var mu sync.Mutex
+	left := 3
+	consume := func(ctx context.Context, pt coordination.Partition) error {
+		for pt.Valid() {
+			var ev Event
+			err := db.Transaction(func(tx *gorm.DB) error {
+				if err := pt.Fence(tx); err != nil {
+					return err // the partition moved: roll back
+				}
+				err := tx.Where("partition = ? AND done = ?", pt.Partition, false).Order("id").First(&ev).Error
+				if err != nil {
+					return err
+				}
+				return tx.Model(&ev).Update("done", true).Error
+			})
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				<-ctx.Done() // a real consumer waits for more
+				return nil
+			}
+			if err != nil {
+				return err // logged; called again after Config.RestartBackoff
+			}
+			mu.Lock()
+			if left--; left == 0 {
+				cancel() // every event is done: end the example
+			}
+			mu.Unlock()
+		}
+		return nil
+	}
+	h, err := workers.NewHost(db, id, workers.Config{},
+		workers.GlobalSticky("events", consume, workers.StickyConfig{Partitions: 4}))
+	if err != nil {
+		panic(err)
+	}
+	if err := h.Run(ctx); err != nil {
+		panic(err)
+	}
+	var done int64
+	db.Model(&Event{}).Where("done = ?", true).Count(&done)
+	fmt.Printf("%d events done\n", done)
+	// Output:
+	// 3 events done
 }
 
 // A scheduled worker: each slot runs once across every copy of the

@@ -64,6 +64,9 @@ type workerState struct {
 	term *coordination.Lease // the term the worker runs under, until released
 	pool *PoolStatus         // the partitioned worker's current assignment
 	ref  *coordination.Pool  // the partitioned worker's pool, once it runs
+	// parts are the partitions a sticky worker works on, by partition;
+	// nil for other workers.
+	parts map[int]coordination.Partition
 }
 
 // setTerm records the term the worker runs under; nil when none.

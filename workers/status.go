@@ -44,6 +44,10 @@ type PoolStatus struct {
 	// Members are the ids of the pool's members, in index order, for the
 	// generation of Assignment: Members[Assignment.Index] is this process.
 	Members []string
+	// Partitions are the partitions a sticky worker (ClusterSticky,
+	// GlobalSticky) works on now, in order; Assignment and Members are
+	// then zero. Empty for a worker by index and count.
+	Partitions []coordination.Partition
 	// Pool is the pool as the database sees it now: its generation and
 	// every member row with its holder, whether it is live by the database
 	// clock, and the generation it acknowledged. Status reads it.
@@ -75,7 +79,7 @@ func (h *Host) Status(ctx context.Context) (Status, error) {
 		if ref == nil {
 			continue
 		}
-		p := PoolStatus{Worker: st.w.Name()}
+		p := PoolStatus{Worker: st.w.Name(), Partitions: st.partitions()}
 		if pool != nil {
 			p = *pool
 			p.Members = slices.Clone(p.Members)

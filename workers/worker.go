@@ -21,7 +21,8 @@ const (
 	// shares the database.
 	KindGlobalSingleton
 	// KindPartitioned runs on every live process of a pool, each with its
-	// own index and the pool's count.
+	// own index and the pool's count, or, for a sticky worker, with its
+	// own partitions of the pool's fixed number.
 	KindPartitioned
 	// KindScheduled runs a function at the slots of a schedule, each slot
 	// once across every process that shares the database (Scheduled).
@@ -50,8 +51,8 @@ func (k Kind) String() string {
 }
 
 // Worker is one unit of work a Host runs. Build one with ClusterSingleton,
-// GlobalSingleton, ClusterPartitioned, GlobalPartitioned, Scheduled or
-// Limited; the set of kinds is closed.
+// GlobalSingleton, ClusterPartitioned, GlobalPartitioned, ClusterSticky,
+// GlobalSticky, Scheduled or Limited; the set of kinds is closed.
 type Worker interface {
 	// Name is the worker's name: unique per kind within a host, and the
 	// election name of a singleton (see coordination.ValidateName).
