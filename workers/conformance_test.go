@@ -646,6 +646,10 @@ func caseNewHostValidation(t *testing.T, b *bundle) {
 			[]error{ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (1ns)", "at least 10ms"}},
 		{"NegativePoll", Config{}, []Worker{GlobalPartitioned("items", part, PartitionConfig{PollInterval: -time.Second})},
 			[]error{ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (-1s)"}},
+		{"SingletonOnAScheduledWorkersLease", Config{}, []Worker{
+			Scheduled("report", func(context.Context, *Slot) error { return nil }, ScheduleConfig{Cron: "@hourly"}),
+			GlobalSingleton("schedule/report", noop)},
+			[]error{ErrInvalidWorker}, []string{`"schedule/report"`, `"global/schedule/report"`, `scheduled worker "report"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, err := NewHost(b.db, id, tc.cfg, tc.ws...)

@@ -92,6 +92,8 @@ func (s *Slot) Complete(tx *gorm.DB) error {
 // runs the slots, and keeps the job's progress and history in that lease
 // row, written only under its term. Slot times are computed against the
 // database clock. See the package documentation, "Scheduled workers".
+// No other global election may have that name: NewHost refuses a
+// GlobalSingleton "schedule/<name>" beside it.
 func Scheduled(name string, fn ScheduledFunc, cfg ScheduleConfig) Worker {
 	return &scheduled{name: name, fn: fn, cfg: cfg.withDefaults()}
 }

@@ -141,6 +141,12 @@ func bindElection(h *Host, st *workerState, scope coordination.Scope, name strin
 	if err != nil {
 		return err
 	}
+	if other, ok := h.byLease[e.Key()]; ok {
+		// A global singleton "schedule/<name>" and a scheduled worker
+		// <name> (ScheduleLease): one lease cannot serve two workers.
+		return fmt.Errorf("%w: its lease %q is that of %s worker %q; rename one of them",
+			ErrInvalidWorker, e.Key(), other.w.Kind(), other.w.Name())
+	}
 	st.election = e
 	h.byLease[e.Key()] = st
 	return nil
