@@ -43,7 +43,10 @@
 //
 // Failover tests get a replicated PostgreSQL pair with PostgresPair (or
 // StartPostgresPair): a primary and a streaming standby, synchronous or
-// asynchronous, behind one multi-host DSN that follows the primary.
+// asynchronous, behind one multi-host DSN that follows the primary; or a
+// MariaDB pair with MariaDBPair (StartMariaDBPair): a primary and a GTID
+// replica, semi-synchronous or asynchronous, behind a forwarding port of
+// the pair's that follows the primary.
 //
 // LEASEHOLD_TEST_POSTGRES_DSN and LEASEHOLD_TEST_MYSQL_DSN point the tests of
 // their dialect at a server of the user's own instead of the private one,

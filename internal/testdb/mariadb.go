@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -23,6 +25,19 @@ const innodbLogFileSize = "--innodb-log-file-size=16M"
 // It returns an error wrapping ErrBinariesMissing when MariaDB is not
 // installed. The caller must Close the server.
 func StartMariaDB(ctx context.Context) (*Server, error) {
+	s, err := installMariaDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.startFirst(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// installMariaDB makes a new MariaDB server's directory and data
+// directory, not yet started. On failure nothing is left.
+func installMariaDB(ctx context.Context) (*Server, error) {
 	mariadbd, err := findBinary("mariadbd", "/usr/sbin/mariadbd")
 	if err != nil {
 		return nil, err
@@ -55,9 +70,6 @@ func StartMariaDB(ctx context.Context) (*Server, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	if err := s.startFirst(ctx); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -78,10 +90,16 @@ var mariadbEngine = &engine{
 	death:       syscall.SIGKILL,
 }
 
-// mariadbArgs are the command-line arguments of mariadbd s. Its error log
-// goes to stderr, which is the server log.
+// mariadbArgs are the command-line arguments of mariadbd s, and then its
+// settings (the options of a pair's servers, mariadbPairArgs). Its error
+// log goes to stderr, which is the server log. The binary log is off
+// unless the settings turn it on.
 func mariadbArgs(s *Server) []string {
-	return []string{
+	logBin := "--skip-log-bin"
+	if slices.ContainsFunc(s.settings, func(o string) bool { return strings.HasPrefix(o, "--log-bin") }) {
+		logBin = "--log-bin"
+	}
+	args := []string{
 		"--no-defaults", // must come first
 		"--datadir=" + s.dir.dataDir,
 		"--tmpdir=" + s.dir.tmpDir,
@@ -91,7 +109,7 @@ func mariadbArgs(s *Server) []string {
 		"--bind-address=127.0.0.1",
 		"--skip-grant-tables",
 		"--skip-name-resolve",
-		"--skip-log-bin",
+		logBin,
 		"--max-connections=300",
 		"--character-set-server=utf8mb4",
 		"--collation-server=utf8mb4_general_ci",
@@ -102,4 +120,5 @@ func mariadbArgs(s *Server) []string {
 		"--innodb-buffer-pool-dump-at-shutdown=0",
 		innodbLogFileSize,
 	}
+	return append(args, s.settings...)
 }

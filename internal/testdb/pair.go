@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/dbopen"
 )
 
 // ReplicationMode says whether a Pair's primary waits for its standby.
@@ -42,10 +44,13 @@ func (m ReplicationMode) String() string {
 // for a busy two-core machine.
 const pairTimeout = 60 * time.Second
 
-// Pair is a replicated PostgreSQL pair: a private primary and a streaming
-// standby, each a Server with its own temporary directory and port. Its
-// DSN names both ports and asks for the one that accepts writes, so a
-// client follows a failover by reconnecting.
+// Pair is a replicated pair of private servers: a primary and a standby
+// that replicates from it, each a Server with its own temporary directory
+// and port. PostgreSQL's (StartPostgresPair) is a streaming standby, and
+// its DSN names both ports and asks for the one that accepts writes;
+// MariaDB's (StartMariaDBPair) is a GTID replica, and its DSN names a
+// forwarding port of the Pair's own that leads to the primary. Either
+// way a client follows a failover by reconnecting.
 //
 // A failover is: stop or kill the primary (Primary().Stop or Kill), then
 // Promote. After it, Primary is the promoted server and Standby the old
@@ -55,7 +60,10 @@ const pairTimeout = 60 * time.Second
 // A Pair's methods may be called from several goroutines, but a failover
 // and a Rebuild must not overlap each other.
 type Pair struct {
-	basebackup string // the pg_basebackup binary
+	repl replication // what differs between PostgreSQL and MariaDB
+	// forward is MariaDB's forwarding port, which leads to the primary;
+	// nil on PostgreSQL.
+	forward *forwarder
 	// ports are the first primary's and the first standby's ports: the
 	// DSN's hosts, which Rebuild keeps.
 	ports [2]int
@@ -123,7 +131,7 @@ func StartPostgresPair(ctx context.Context, mode ReplicationMode, settings ...st
 		return nil, err
 	}
 	standby.settings = primary.settings
-	p := &Pair{mode: mode, basebackup: basebackup, primary: primary, standby: standby}
+	p := &Pair{mode: mode, repl: postgresReplication{basebackup: basebackup}, primary: primary, standby: standby}
 	if err := p.startStandby(ctx, primary, standby, true); err != nil {
 		_ = p.Close()
 		return nil, err
@@ -132,15 +140,57 @@ func StartPostgresPair(ctx context.Context, mode ReplicationMode, settings ...st
 	return p, nil
 }
 
-// startStandby makes s a standby of primary from a fresh base backup and
-// starts it: on a new free port when first is true, else on its own. In
-// Sync mode it then makes it the primary's synchronous standby.
+// replication is what a Pair does differently on each kind of server:
+// postgresReplication and mariadbReplication.
+type replication interface {
+	// startStandby makes s a standby of primary and starts it: on a new
+	// free port when first is true, else on its own. It returns once the
+	// standby has caught up.
+	startStandby(ctx context.Context, primary, s *Server, first bool) error
+	// setSync makes primary's commits wait for its standby (on) or not.
+	// With on it returns once a standby is synchronous, so that every
+	// commit from then on waits for it.
+	setSync(ctx context.Context, primary, standby *Server, on bool) error
+	// waitCaughtUp waits until standby has applied everything primary
+	// had written when the wait began.
+	waitCaughtUp(ctx context.Context, primary, standby *Server) error
+	// promote makes standby a primary that accepts writes and does not
+	// wait for a standby of its own.
+	promote(ctx context.Context, standby *Server) error
+	// isStandby reports whether s replicates from another server.
+	isStandby(ctx context.Context, s *Server) (bool, error)
+	// dsn is Pair.DSN.
+	dsn(p *Pair, database string) string
+	// driver is Pair.Driver.
+	driver() string
+}
+
+// startStandby makes s a standby of primary and starts it (see
+// replication.startStandby). In Sync mode it then makes it the primary's
+// synchronous standby.
 func (p *Pair) startStandby(ctx context.Context, primary, s *Server, first bool) error {
+	if err := p.repl.startStandby(ctx, primary, s, first); err != nil {
+		return err
+	}
+	if p.Mode() != Sync {
+		return nil
+	}
+	return p.repl.setSync(ctx, primary, s, true)
+}
+
+// postgresReplication is a PostgreSQL pair's: a streaming standby made
+// with pg_basebackup.
+type postgresReplication struct {
+	basebackup string // the pg_basebackup binary
+}
+
+// startStandby makes s a standby of primary from a fresh base backup.
+func (r postgresReplication) startStandby(ctx context.Context, primary, s *Server, first bool) error {
 	// pg_basebackup creates the data directory and refuses a non-empty one.
 	if err := os.RemoveAll(s.dir.dataDir); err != nil {
 		return fmt.Errorf("testdb: remove the data directory of the server on port %d: %w", s.port, err)
 	}
-	err := s.runSetup(ctx, p.basebackup,
+	err := s.runSetup(ctx, r.basebackup,
 		"--pgdata="+s.dir.dataDir,
 		"--host=127.0.0.1",
 		"--port="+strconv.Itoa(primary.port),
@@ -154,41 +204,35 @@ func (p *Pair) startStandby(ctx context.Context, primary, s *Server, first bool)
 	if err != nil {
 		return err
 	}
-	if first {
-		if err := s.startFirst(ctx); err != nil {
-			return err
-		}
-	} else {
-		sctx, cancel := context.WithTimeout(ctx, startTimeout)
-		err := s.start(sctx)
-		cancel()
-		if err != nil {
-			return err
-		}
-	}
-	if err := waitCaughtUp(ctx, primary, s); err != nil {
+	if err := startAgainOrFirst(ctx, s, first); err != nil {
 		return err
 	}
-	if p.Mode() != Sync {
-		return nil
-	}
-	return p.setSyncStandby(ctx, primary, "*")
+	return r.waitCaughtUp(ctx, primary, s)
 }
 
-// setSyncStandby sets synchronous_standby_names on primary and reloads its
-// configuration. With names "*" it then waits until a standby is reported
-// synchronous, so that every commit from then on waits for it.
-func (p *Pair) setSyncStandby(ctx context.Context, primary *Server, names string) error {
+// startAgainOrFirst starts s on a new free port (first) or on its own.
+func startAgainOrFirst(ctx context.Context, s *Server, first bool) error {
+	if first {
+		return s.startFirst(ctx)
+	}
+	sctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	return s.start(sctx)
+}
+
+// setSync sets synchronous_standby_names on primary ('*', or reset) and
+// reloads its configuration.
+func (postgresReplication) setSync(ctx context.Context, primary, _ *Server, on bool) error {
 	stmt := "ALTER SYSTEM RESET synchronous_standby_names"
-	if names != "" {
-		stmt = fmt.Sprintf("ALTER SYSTEM SET synchronous_standby_names = '%s'", names)
+	if on {
+		stmt = "ALTER SYSTEM SET synchronous_standby_names = '*'"
 	}
 	for _, q := range []string{stmt, "SELECT pg_reload_conf()"} {
 		if err := primary.exec(ctx, q); err != nil {
 			return fmt.Errorf("testdb: pair: %s on port %d: %w", q, primary.port, err)
 		}
 	}
-	if names == "" {
+	if !on {
 		return nil
 	}
 	return poll(ctx, fmt.Sprintf("a synchronous standby of the primary on port %d", primary.port), func(ctx context.Context) (bool, error) {
@@ -218,13 +262,9 @@ func (p *Pair) SetMode(ctx context.Context, mode ReplicationMode) error {
 	}
 	p.mu.Lock()
 	p.mode = mode
-	primary := p.primary
 	p.mu.Unlock()
-	names := ""
-	if mode == Sync {
-		names = "*"
-	}
-	return p.setSyncStandby(ctx, primary, names)
+	primary, standby := p.servers()
+	return p.repl.setSync(ctx, primary, standby, mode == Sync)
 }
 
 // Primary returns the server that is the primary: the promoted one after
@@ -250,21 +290,33 @@ func (p *Pair) servers() (primary, standby *Server) {
 	return p.primary, p.standby
 }
 
-// DSN returns a multi-host DSN for the named database (default "postgres")
-// that the gorm PostgreSQL driver (pgx) accepts: both servers' ports, in
-// the order of the first start (the first primary's first), and
-// target_session_attrs=read-write, so a
-// connection goes to whichever server accepts writes. It never changes:
-// Rebuild reuses the old primary's port. connect_timeout=2 bounds the
-// attempt on each host, so a host that does not answer delays a connection
-// by at most two seconds.
-func (p *Pair) DSN(database string) string {
+// DSN returns a DSN for the named database that follows the primary
+// through failovers, in the form of the driver Driver names. It never
+// changes: Rebuild reuses the old primary's port.
+//
+// On PostgreSQL (default database "postgres") it names both servers'
+// ports, in the order of the first start (the first primary's first), and
+// target_session_attrs=read-write, so a connection goes to whichever
+// server accepts writes; connect_timeout=2 bounds the attempt on each
+// host, so a host that does not answer delays a connection by at most two
+// seconds. On MariaDB (default: no particular database) it names the
+// pair's forwarding port (see StartMariaDBPair), with parseTime=true,
+// loc=UTC and timeout=2s.
+func (p *Pair) DSN(database string) string { return p.repl.dsn(p, database) }
+
+// Driver returns the dbopen driver name of DSN: dbopen.Postgres or
+// dbopen.MySQL.
+func (p *Pair) Driver() string { return p.repl.driver() }
+
+func (postgresReplication) dsn(p *Pair, database string) string {
 	if database == "" {
 		database = "postgres"
 	}
 	return fmt.Sprintf("host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=%s sslmode=disable connect_timeout=2 target_session_attrs=read-write",
 		p.ports[0], p.ports[1], database)
 }
+
+func (postgresReplication) driver() string { return dbopen.Postgres }
 
 // CreateDatabase creates an empty database on the primary and returns once
 // the standby has replayed its creation.
@@ -277,15 +329,16 @@ func (p *Pair) CreateDatabase(ctx context.Context, name string) error {
 }
 
 // WaitCaughtUp waits until the standby has replayed everything the
-// primary has written (pg_last_wal_replay_lsn on the standby at least
-// pg_current_wal_lsn on the primary when the wait began), at most a
-// minute. Both servers must be running.
+// primary has written when the wait began (on PostgreSQL
+// pg_last_wal_replay_lsn on the standby at least pg_current_wal_lsn on
+// the primary, on MariaDB the standby's gtid_slave_pos at the primary's
+// gtid_binlog_pos), at most a minute. Both servers must be running.
 func (p *Pair) WaitCaughtUp(ctx context.Context) error {
 	primary, standby := p.servers()
-	return waitCaughtUp(ctx, primary, standby)
+	return p.repl.waitCaughtUp(ctx, primary, standby)
 }
 
-func waitCaughtUp(ctx context.Context, primary, standby *Server) error {
+func (postgresReplication) waitCaughtUp(ctx context.Context, primary, standby *Server) error {
 	db, err := primary.adminPool()
 	if err != nil {
 		return fmt.Errorf("testdb: pair: the primary on port %d: %w", primary.port, err)
@@ -306,23 +359,45 @@ func waitCaughtUp(ctx context.Context, primary, standby *Server) error {
 	})
 }
 
-// Promote promotes the standby (pg_promote, which waits for the end of
-// recovery) and returns once it accepts writes; from then on Primary
-// returns it. The caller stops or kills the primary first: Promote does
-// not, so that a test can choose how the primary fails.
+// Promote promotes the standby and returns once it accepts writes; from
+// then on Primary returns it, and the DSN leads to it. The caller stops or
+// kills the primary first: Promote does not, so that a test can choose
+// how the primary fails. On MariaDB, where the DSN leads through the
+// pair's forwarding port, the connections it forwarded to the old primary
+// are cut, so a running old primary is cut off from the pair's clients.
+//
+// On PostgreSQL it calls pg_promote, which waits for the end of recovery.
+// On MariaDB it stops the replica's I/O thread, waits until it has
+// applied everything it received (in Sync mode that is every commit the
+// primary acknowledged), and runs STOP SLAVE, RESET SLAVE ALL and SET
+// GLOBAL read_only = 0.
 //
 // In Sync mode the promoted server has no standby until Rebuild, so
-// Promote clears its synchronous_standby_names: its commits would
-// otherwise wait for a standby that is not there. Until Rebuild the pair
-// is a single server.
+// Promote stops it waiting for one (PostgreSQL's
+// synchronous_standby_names, MariaDB's rpl_semi_sync_master_enabled): its
+// commits would otherwise wait for a standby that is not there. Until
+// Rebuild the pair is a single server.
 func (p *Pair) Promote(ctx context.Context) error {
-	primary, standby := p.servers()
+	_, standby := p.servers()
+	ctx, cancel := context.WithTimeout(ctx, pairTimeout)
+	defer cancel()
+	if err := p.repl.promote(ctx, standby); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.primary, p.standby = standby, p.primary
+	p.mu.Unlock()
+	if p.forward != nil {
+		p.forward.switchTo(standby.port)
+	}
+	return nil
+}
+
+func (r postgresReplication) promote(ctx context.Context, standby *Server) error {
 	db, err := standby.adminPool()
 	if err != nil {
 		return fmt.Errorf("testdb: promote the standby on port %d: %w", standby.port, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, pairTimeout)
-	defer cancel()
 	var done bool
 	if err := db.QueryRowContext(ctx, "SELECT pg_promote(true, 60)").Scan(&done); err != nil {
 		return fmt.Errorf("testdb: promote the standby on port %d: %w", standby.port, err)
@@ -330,35 +405,30 @@ func (p *Pair) Promote(ctx context.Context) error {
 	if !done {
 		return fmt.Errorf("testdb: promote the standby on port %d: pg_promote did not finish within 60s", standby.port)
 	}
-	if err := p.setSyncStandby(ctx, standby, ""); err != nil {
+	if err := r.setSync(ctx, standby, nil, false); err != nil {
 		return err
 	}
 	// A transaction that takes a transaction id fails in recovery and, in
 	// a sync pair whose setting has not been reloaded yet, waits for a
 	// standby: it succeeding within pingTimeout shows writes are accepted.
-	err = poll(ctx, fmt.Sprintf("the promoted server on port %d to accept writes", standby.port), func(ctx context.Context) (bool, error) {
+	return poll(ctx, fmt.Sprintf("the promoted server on port %d to accept writes", standby.port), func(ctx context.Context) (bool, error) {
 		wctx, wcancel := context.WithTimeout(ctx, pingTimeout)
 		defer wcancel()
 		_, err := db.ExecContext(wctx, "SELECT txid_current()")
 		return err == nil, err
 	})
-	if err != nil {
-		return err
-	}
-	p.mu.Lock()
-	p.primary, p.standby = standby, primary
-	p.mu.Unlock()
-	return nil
 }
 
 // Rebuild makes the old primary a standby of the new one after Promote:
 // it stops the old primary if it is running, discards its data, takes a
-// base backup of the new primary into it and starts it on its old port,
-// so the pair, and its DSN, are ready for the next failover. In Sync mode
-// it makes it the synchronous standby again.
+// base backup of the new primary into it (MariaDB: starts it from the
+// installed data directory, with a new server_id, to replay the new
+// primary's binary log) and starts it on its old port, so the pair, and
+// its DSN, are ready for the next failover. In Sync mode it makes it the
+// synchronous standby again.
 func (p *Pair) Rebuild(ctx context.Context) error {
 	primary, old := p.servers()
-	if isStandby, err := inRecovery(ctx, primary); err != nil || isStandby {
+	if isStandby, err := p.repl.isStandby(ctx, primary); err != nil || isStandby {
 		if err == nil {
 			err = errors.New("it is still a standby: Promote first")
 		}
@@ -375,8 +445,8 @@ func (p *Pair) Rebuild(ctx context.Context) error {
 	return nil
 }
 
-// inRecovery reports whether s is a standby.
-func inRecovery(ctx context.Context, s *Server) (bool, error) {
+// isStandby: a PostgreSQL standby is in recovery.
+func (postgresReplication) isStandby(ctx context.Context, s *Server) (bool, error) {
 	db, err := s.adminPool()
 	if err != nil {
 		return false, err
@@ -389,6 +459,9 @@ func inRecovery(ctx context.Context, s *Server) (bool, error) {
 // Close stops both servers and removes their directories. It may be
 // called more than once.
 func (p *Pair) Close() error {
+	if p.forward != nil {
+		p.forward.close()
+	}
 	primary, standby := p.servers()
 	return errors.Join(standby.Close(), primary.Close())
 }

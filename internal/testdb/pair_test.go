@@ -25,19 +25,19 @@ func pairCtx(t *testing.T) context.Context {
 }
 
 // openPair opens a gorm handle on the pair's DSN, as the library's users
-// would, and creates table rows in the new database name.
+// would, and creates table pair_rows in the new database name.
 func openPair(t *testing.T, p *Pair, name string) *gorm.DB {
 	t.Helper()
 	ctx := pairCtx(t)
 	if err := p.CreateDatabase(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	db, err := dbopen.Open(dbopen.Postgres, p.DSN(name), quiet)
+	db, err := dbopen.Open(p.Driver(), p.DSN(name), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeGorm(t, db) })
-	if err := db.WithContext(ctx).Exec("CREATE TABLE rows (id int PRIMARY KEY)").Error; err != nil {
+	if err := db.WithContext(ctx).Exec("CREATE TABLE pair_rows (id int PRIMARY KEY)").Error; err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -48,7 +48,7 @@ func insertRows(t *testing.T, db *gorm.DB, from, to int) {
 	t.Helper()
 	ctx := pairCtx(t)
 	for id := from; id <= to; id++ {
-		if err := db.WithContext(ctx).Exec("INSERT INTO rows (id) VALUES (?)", id).Error; err != nil {
+		if err := db.WithContext(ctx).Exec("INSERT INTO pair_rows (id) VALUES (?)", id).Error; err != nil {
 			t.Fatalf("insert row %d: %v", id, err)
 		}
 	}
@@ -61,7 +61,7 @@ func rowIDs(t *testing.T, db *gorm.DB) []int {
 	var ids []int
 	retry(t, "read the rows", func(ctx context.Context) error {
 		ids = nil
-		return db.WithContext(ctx).Raw("SELECT id FROM rows ORDER BY id").Scan(&ids).Error
+		return db.WithContext(ctx).Raw("SELECT id FROM pair_rows ORDER BY id").Scan(&ids).Error
 	})
 	return ids
 }
@@ -147,12 +147,12 @@ func TestPairSyncFailover(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), pairTestTimeout)
 		defer cancel()
-		done <- db.WithContext(ctx).Exec("INSERT INTO rows (id) VALUES (1)").Error
+		done <- db.WithContext(ctx).Exec("INSERT INTO pair_rows (id) VALUES (1)").Error
 	}()
 	retry(t, "see the insert wait for the standby", func(ctx context.Context) error {
 		var n int
 		err := rawDB(t, first).QueryRowContext(ctx,
-			"SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE 'INSERT INTO rows%'").Scan(&n)
+			"SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE 'INSERT INTO pair_rows%'").Scan(&n)
 		if err == nil && n != 1 {
 			err = fmt.Errorf("%d inserts waiting for the synchronous standby", n)
 		}
