@@ -96,6 +96,9 @@ func TestGoldenSQL(t *testing.T) {
 			if d.acquire == acquireLockThenUpdate {
 				st("acquire: lock the leases this session can take, with their epochs", d.leases().sqlAcquireLock(tables, session, holder, names))
 				st("acquire: new terms (new epochs) of exactly those", d.leases().sqlAcquireTerms(tables, session, holder, three[1:]))
+				if d.incarnation != "" {
+					st("acquire: the epochs of those new terms, above the incarnation's floor", d.leases().sqlAcquiredEpochs(tables, session, three[1:]))
+				}
 			} else {
 				st("acquire (new epochs in the same statement)", d.leases().sqlAcquire(tables, session, holder, names))
 			}

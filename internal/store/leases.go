@@ -99,6 +99,13 @@ func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names
 	if n != int64(len(locked)) {
 		return nil, fmt.Errorf("leasehold: acquire updated %d of %d locked leases", n, len(locked))
 	}
+	if s.sql.dl().incarnation != "" {
+		got, err := scanTerms(tx, s.sql.dl().leases().sqlAcquiredEpochs(s.tables, session, locked))
+		if err == nil && len(got) != len(locked) {
+			err = fmt.Errorf("leasehold: acquire read back %d of %d new terms", len(got), len(locked))
+		}
+		return got, err
+	}
 	out := make([]Term, len(locked))
 	for i, t := range locked {
 		out[i] = Term{Name: t.Name, Epoch: t.Epoch + 1}

@@ -83,6 +83,20 @@ func (d leaseSQL) sqlAcquireTerms(t Tables, session, holder string, terms []Term
 		append([]any{holder, session}, targs...)}
 }
 
+// sqlAcquiredEpochs reads back, in a MySQL acquire's transaction, the
+// epochs sqlAcquireTerms gave the terms it started: where failovers are
+// detected, a new epoch goes above the incarnation's floor, so it is not
+// always the locked epoch + 1. The rows are the transaction's, locked by
+// sqlAcquireLock.
+func (d leaseSQL) sqlAcquiredEpochs(t Tables, session string, terms []Term) stmt {
+	names := make([]string, len(terms))
+	for i, term := range terms {
+		names[i] = term.Name
+	}
+	in, args := d.nameIn("name", names)
+	return stmt{"SELECT name, epoch FROM " + d.quote(t.Leases) + " WHERE " + in + " AND session_id = ?", append(args, session)}
+}
+
 // sqlRelease gives up the given terms of a session: the holder is cleared
 // and the lease is free at once. The epoch is kept, so it is never reused.
 // A term that is not this session's at that epoch is left untouched.
