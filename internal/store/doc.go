@@ -13,7 +13,8 @@
 //     its LISTEN/NOTIFY wake-up statements;
 //   - mysql.go: MySQL's and MariaDB's clock, the acquire that locks then
 //     updates, the renewal's notice as the last insert id, row locks,
-//     DDL guarded by prepared statements, and GET_LOCK;
+//     DDL guarded by prepared statements, GET_LOCK, and MariaDB's failover
+//     incarnation (the server_id);
 //   - sqlite.go: SQLite's clock, its single writer, DDL, the table
 //     rebuilds of its DDL script, BEGIN IMMEDIATE, and the database file
 //     its wake-up sockets sit next to;

@@ -35,9 +35,10 @@ func (f *Failover) DetectsFailover() bool { return f.sql.dl().incarnation != "" 
 
 // ProbeFailover reads the server's incarnation once. A server that cannot
 // say it (a PostgreSQL-compatible service without pg_control_system or
-// pg_current_wal_lsn, a role refused them) would fail every statement that
-// names it, so the store then runs without failover detection, as on
-// MySQL, and ProbeFailover returns why in unsupported. err is set when the
+// pg_current_wal_lsn, a role refused them, MySQL, which has no wsrep_on)
+// would fail every statement that names it, so the store then runs
+// without failover detection, as on SQLite, and ProbeFailover returns why
+// in unsupported. err is set when the
 // database could not be asked at all; the caller tries again. Call it
 // before the store's other statements run: the coordinator does, right
 // after its schema check.

@@ -16,8 +16,8 @@ import (
 //
 // Where the database can say which incarnation of the server answers
 // (facts.incarnationExpr: PostgreSQL's system identifier and timeline,
-// SQL Server's instance name), the store defends against this in three
-// places:
+// MariaDB's server_id, SQL Server's instance name), the store defends
+// against this in three places:
 //
 //   - The incarnation table's one row records the incarnation the lease
 //     rows were last known to live in. The first process to see another
@@ -37,8 +37,8 @@ import (
 //     the new server's rows (Rebind) before it trusts any of them again:
 //     a term the new server does not have is dropped at once.
 //
-// MySQL, MariaDB and SQLite have no incarnation here: their leases assume
-// that what the server acknowledged it keeps.
+// MySQL (whose probe fails: mysql.go) and SQLite have no incarnation
+// here: their leases assume that what the server acknowledged it keeps.
 
 // incarnationID is the key of the incarnation table's one row.
 const incarnationID = "1"

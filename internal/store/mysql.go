@@ -10,12 +10,14 @@ import (
 )
 
 // mysqlFacts are the facts of MySQL and MariaDB. They have no UPDATE ...
-// RETURNING, and detect no failovers (incarnation.go).
+// RETURNING. MariaDB detects failovers (incarnation.go); MySQL cannot
+// evaluate the expression, and runs without (Failover.ProbeFailover).
 var mysqlFacts = facts{
-	name:    MySQL,
-	now:     mysqlNow,
-	quote:   quoteBacktick,
-	acquire: acquireLockThenUpdate,
+	name:            MySQL,
+	now:             mysqlNow,
+	quote:           quoteBacktick,
+	incarnationExpr: mariadbIncarnation,
+	acquire:         acquireLockThenUpdate,
 	// renewReturnsRows: the notice is the statement's last insert id
 	// instead (see mysqlDB.returning).
 	renewReturnsRows: false,
@@ -32,6 +34,37 @@ var mysqlFacts = facts{
 // independent of the session time zone; TIMESTAMPDIFF between two DATETIMEs
 // does no time-zone conversion either.
 const mysqlNow = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
+
+// mariadbIncarnation is the MariaDB server answering: its server_id, or
+// "galera" on a Galera cluster node.
+//
+// A failover of MariaDB's replication promotes a replica, and a primary
+// and its replicas have distinct server_ids: replication refuses to run
+// between two servers with the same one. So every promotion changes the
+// server_id answering, and a restart of the same server does not (it is
+// in the configuration). @@server_id is a plain global variable, which
+// any user may read, at no cost in the statements that carry it.
+//
+// No promotion marker is added. A failover from A to B and back to A
+// reads A, B, A, and each change is noticed, since the row names the
+// incarnation last recorded: on A again it names B. It is missed only if
+// no process ran a single statement on B in its whole time as primary (no
+// renewal, campaign round or pool read, each of which records B), and
+// then B granted no term either: nothing can be taken before B is
+// recorded. The one marker MariaDB offers, @@gtid_slave_pos (the last
+// transaction the server applied as a replica, which a promotion
+// freezes), also moves with every write on the active primary of a
+// circular (active-passive master-master) setup, which replicates its own
+// writes back: every write would start a hold-off, and no lease could be
+// taken.
+//
+// A Galera cluster is synchronous and every node may take writes, so a
+// client that moves between nodes loses nothing, and the nodes' distinct
+// server_ids must not read as failovers: all its nodes are one
+// incarnation (wsrep_on). On MySQL, which has no wsrep_on, the expression
+// fails and the store runs without failover detection (ProbeFailover);
+// MySQL's failover is not defended.
+const mariadbIncarnation = "IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR))"
 
 // mysqlDialect is MySQL and MariaDB (gorm.io/driver/mysql).
 func mysqlDialect() *dialect {

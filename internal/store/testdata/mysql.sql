@@ -1,16 +1,16 @@
 -- start a session
-INSERT INTO `leasehold_sessions` (id, holder, created_at_us, renewed_at_us, expires_at_us) VALUES (?, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000)
+INSERT INTO `leasehold_sessions` (id, holder, created_at_us, renewed_at_us, expires_at_us, incarnation) VALUES (?, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000, IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR)))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef";
 
 -- start a session that advertises its peer wake-ups
-INSERT INTO `leasehold_sessions` (id, holder, created_at_us, renewed_at_us, expires_at_us, wake_addrs, wake_key) VALUES (?, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000, ?, ?)
+INSERT INTO `leasehold_sessions` (id, holder, created_at_us, renewed_at_us, expires_at_us, wake_addrs, wake_key, incarnation) VALUES (?, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000, ?, ?, IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR)))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef", "4286f278f60e;10.0.0.5:40123,127.0.0.1:40123", "89d8f755dfe70476693f3c7c2df36e55fd028134a29d108723b3863dbb794569";
 
 -- read the peer wake-up adverts of the sessions live or expired less than grace ago
 SELECT wake_addrs, wake_key FROM `leasehold_sessions` WHERE wake_key <> '' AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 30000000;
 
 -- renew the session: the one statement of a renewal tick
-UPDATE `leasehold_sessions` SET renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000, notice = LAST_INSERT_ID(notice) WHERE id = ? AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
+UPDATE `leasehold_sessions` SET renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + 15000000, notice = LAST_INSERT_ID(notice) WHERE id = ? AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AND incarnation = IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR))
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- read the session
@@ -33,12 +33,16 @@ SELECT name FROM `leasehold_leases` WHERE name IN (?, ?) ORDER BY name FOR UPDAT
 -- args: "global/billing", "global/outbox";
 
 -- acquire: lock the leases this session can take, with their epochs
-SELECT name, epoch FROM `leasehold_leases` WHERE name IN (?, ?) AND (NOT (`leasehold_leases`.holder <> '' AND ((`leasehold_leases`.session_id = '' AND `leasehold_leases`.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) OR EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = `leasehold_leases`.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))) OR `leasehold_leases`.session_id = ?) AND EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = ? AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) AND (`leasehold_leases`.prefer_until_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) OR `leasehold_leases`.prefer_holder IN (?, ?, ?)) FOR UPDATE
+SELECT name, epoch FROM `leasehold_leases` WHERE name IN (?, ?) AND (NOT (`leasehold_leases`.holder <> '' AND ((`leasehold_leases`.session_id = '' AND `leasehold_leases`.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) OR EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = `leasehold_leases`.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))) OR `leasehold_leases`.session_id = ?) AND EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = ? AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) AND (`leasehold_leases`.prefer_until_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) OR `leasehold_leases`.prefer_holder IN (?, ?, ?)) AND EXISTS (SELECT 1 FROM `leasehold_incarnation` i WHERE i.id = 1 AND i.incarnation = IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR)) AND i.hold_until_us <= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))) FOR UPDATE
 -- args: "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "node-a/eu-1/0123456789abcdef0123456789abcdef", "node-a", "0123456789abcdef0123456789abcdef";
 
 -- acquire: new terms (new epochs) of exactly those
-UPDATE `leasehold_leases` SET holder = ?, session_id = ?, epoch = epoch + 1, acquired_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = 253402300799999999, resign_epoch = 0, prefer_holder = '', prefer_until_us = 0 WHERE ((name = ? AND epoch = 3) OR (name = ? AND epoch = 12))
+UPDATE `leasehold_leases` SET holder = ?, session_id = ?, epoch = CASE WHEN epoch >= COALESCE((SELECT i.epoch_floor FROM `leasehold_incarnation` i WHERE i.id = 1), 0) THEN epoch ELSE COALESCE((SELECT i.epoch_floor FROM `leasehold_incarnation` i WHERE i.id = 1), 0) END + 1, acquired_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), expires_at_us = 253402300799999999, resign_epoch = 0, prefer_holder = '', prefer_until_us = 0 WHERE ((name = ? AND epoch = 3) OR (name = ? AND epoch = 12))
 -- args: "node-a/eu-1/0123456789abcdef0123456789abcdef", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "global/billing", "global/outbox";
+
+-- acquire: the epochs of those new terms, above the incarnation's floor
+SELECT name, epoch FROM `leasehold_leases` WHERE name IN (?, ?) AND session_id = ?
+-- args: "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- release one lease
 UPDATE `leasehold_leases` SET holder = '', session_id = '', expires_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE session_id = ? AND ((name = ? AND epoch = 7))
@@ -69,7 +73,7 @@ UPDATE `leasehold_leases` SET data = ? WHERE name = ? AND epoch = 7 AND session_
 -- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- publish a pool's next generation (compare-and-set)
-UPDATE `leasehold_leases` SET epoch = epoch + 1, data = ?, renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE name = ? AND holder = '' AND epoch = 41
+UPDATE `leasehold_leases` SET epoch = CASE WHEN epoch >= COALESCE((SELECT i.epoch_floor FROM `leasehold_incarnation` i WHERE i.id = 1), 0) THEN epoch ELSE COALESCE((SELECT i.epoch_floor FROM `leasehold_incarnation` i WHERE i.id = 1), 0) END + 1, data = ?, renewed_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) WHERE name = ? AND holder = '' AND epoch = 41 AND EXISTS (SELECT 1 FROM `leasehold_incarnation` i WHERE i.id = 1 AND i.incarnation = IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR)) AND i.hold_until_us <= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
 
 -- prune dead pool members, 1 of 2: lock those that look dead
@@ -109,21 +113,21 @@ DELETE FROM `leasehold_leases` WHERE ((name = ? AND epoch = 12) OR (name = ? AND
 -- args: "lock|global/accounts|42", "lock|global/accounts|7";
 
 -- read leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us, 0 AS hold_until_us, 0 AS epoch_floor FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id WHERE l.name IN (?, ?)
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR)) THEN i.hold_until_us ELSE -1 END FROM `leasehold_incarnation` i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM `leasehold_incarnation` i WHERE i.id = 1), 0) AS epoch_floor FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id WHERE l.name IN (?, ?)
 -- args: "global/billing", "global/outbox";
 
 -- list all leases
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us, 0 AS hold_until_us, 0 AS epoch_floor FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id ORDER BY l.name;
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR)) THEN i.hold_until_us ELSE -1 END FROM `leasehold_incarnation` i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM `leasehold_incarnation` i WHERE i.id = 1), 0) AS epoch_floor FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id ORDER BY l.name;
 
 -- list leases by prefix
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us, 0 AS hold_until_us, 0 AS epoch_floor FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id WHERE l.name >= ? AND l.name < ? ORDER BY l.name
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE(s.renewed_at_us, l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE(s.expires_at_us, 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR)) THEN i.hold_until_us ELSE -1 END FROM `leasehold_incarnation` i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM `leasehold_incarnation` i WHERE i.id = 1), 0) AS epoch_floor FROM `leasehold_leases` l LEFT JOIN `leasehold_sessions` s ON s.id = l.session_id WHERE l.name >= ? AND l.name < ? ORDER BY l.name
 -- args: "pool|global/orders|", "pool|global/orders}";
 
 -- database clock
 SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us;
 
 -- fencing check inside the caller's transaction
-SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us, 0 AS hold_until_us, 0 AS epoch_floor FROM `leasehold_leases` l WHERE l.name = ? LOCK IN SHARE MODE
+SELECT l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, CASE WHEN l.session_id = '' THEN l.renewed_at_us ELSE COALESCE((SELECT s.renewed_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), l.renewed_at_us) END, CASE WHEN l.session_id = '' THEN l.expires_at_us ELSE COALESCE((SELECT s.expires_at_us FROM `leasehold_sessions` s WHERE s.id = l.session_id), 0) END, COALESCE(l.data, ''), l.resign_epoch, l.prefer_holder, l.prefer_until_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us, COALESCE((SELECT CASE WHEN i.incarnation = IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR)) THEN i.hold_until_us ELSE -1 END FROM `leasehold_incarnation` i WHERE i.id = 1), -1) AS hold_until_us, COALESCE((SELECT i.epoch_floor FROM `leasehold_incarnation` i WHERE i.id = 1), 0) AS epoch_floor FROM `leasehold_leases` l WHERE l.name = ? LOCK IN SHARE MODE
 -- args: "global/billing";
 
 -- partitioned query: member 1 of 3 by an integer key (Assignment.Scope)
@@ -138,6 +142,20 @@ SELECT * FROM orders WHERE state = ? AND (`bucket` >= 1365 AND `bucket` < 2730)
 
 -- partitioned query: two ranges of buckets
 SELECT * FROM orders WHERE ((`bucket` >= 0 AND `bucket` < 512) OR (`bucket` >= 1024 AND `bucket` < 1536));
+
+-- failover: create the incarnation row unless it exists
+INSERT INTO `leasehold_incarnation` (id, incarnation, previous, adopted_at_us, hold_until_us, epoch_floor) VALUES (1, IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR)), '', TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), 0, 0) ON DUPLICATE KEY UPDATE id = id;
+
+-- failover: adopt the incarnation answering, with a hold-off and a new epoch floor
+UPDATE `leasehold_incarnation` SET hold_until_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) + CASE WHEN COALESCE((SELECT MAX(s.expires_at_us - s.renewed_at_us) FROM `leasehold_sessions` s), 0) > 15000000 THEN COALESCE((SELECT MAX(s.expires_at_us - s.renewed_at_us) FROM `leasehold_sessions` s), 0) ELSE 15000000 END, epoch_floor = CASE WHEN epoch_floor >= COALESCE((SELECT MAX(l.epoch) FROM `leasehold_leases` l), 0) THEN epoch_floor ELSE COALESCE((SELECT MAX(l.epoch) FROM `leasehold_leases` l), 0) END + 4294967296, previous = incarnation, adopted_at_us = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), incarnation = IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR)) WHERE id = 1 AND incarnation <> IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR));
+
+-- failover: move a live session to the incarnation answering
+UPDATE `leasehold_sessions` SET incarnation = IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR)) WHERE id = ? AND expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- failover: the terms the rows show a session holding
+SELECT name, epoch FROM `leasehold_leases` WHERE session_id = ? AND holder <> ''
+-- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
 -- create the version table
 CREATE TABLE IF NOT EXISTS `leasehold_schema_migrations` (version INT NOT NULL, description VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '', applied_at_us BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (version)) ENGINE=InnoDB;
