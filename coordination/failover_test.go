@@ -11,7 +11,6 @@ import (
 	zapobserver "go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
 
-	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
 )
@@ -21,8 +20,15 @@ import (
 // and the sessions name an older incarnation, and the last writes of the
 // old primary are undone. The real failover, with a promoted standby, is
 // TestFailoverOfAReplicatedPair; this test pins each rule on its own. It
-// runs on the dialects that tell incarnations apart.
+// runs on the dialects that tell incarnations apart: PostgreSQL and
+// MariaDB.
 func TestFailoverRollback(t *testing.T) {
+	for _, tg := range []testdb.Target{{Name: "postgres", Dialect: "postgres"}, {Name: "mysql", Dialect: "mysql"}} {
+		t.Run(tg.Name, func(t *testing.T) { failoverRollback(t, tg) })
+	}
+}
+
+func failoverRollback(t *testing.T, tg testdb.Target) {
 	for _, tc := range []conformanceCase{
 		{"LostAcquireIsDroppedAndHeldOff", caseRollbackLostAcquire},
 		{"KeptTermSurvives", caseRollbackKeptTerm},
@@ -31,7 +37,6 @@ func TestFailoverRollback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case has a database of its own
-			tg := testdb.Target{Name: "postgres", Dialect: "postgres"}
 			tc.fn(t, &bundle{t: t, target: tg, db: tg.Open(t)})
 		})
 	}
@@ -179,10 +184,7 @@ func caseRollbackKeptTerm(t *testing.T, b *bundle) {
 	hold, floor := waitAdopted(t, b.db, oldIncarnation)
 	// Wait out the hold-off by the database clock, then two renewals of A.
 	for {
-		var now int64
-		if err := b.db.Raw("SELECT CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)").Row().Scan(&now); err != nil {
-			t.Fatal(err)
-		}
+		now := databaseNowUS(t, b.db)
 		if now > hold {
 			break
 		}
@@ -211,6 +213,20 @@ func caseRollbackKeptTerm(t *testing.T, b *bundle) {
 	if lb.Epoch() <= floor {
 		t.Fatalf("B's epoch %d is not above the floor %d", lb.Epoch(), floor)
 	}
+}
+
+// databaseNowUS reads the database clock, in µs since the Unix epoch.
+func databaseNowUS(t *testing.T, db *gorm.DB) int64 {
+	t.Helper()
+	q := "SELECT CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)"
+	if db.Name() == "mysql" {
+		q = "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
+	}
+	var now int64
+	if err := db.Raw(q).Row().Scan(&now); err != nil {
+		t.Fatal(err)
+	}
+	return now
 }
 
 // fenceOK runs a fenced transaction for l.
@@ -305,14 +321,26 @@ func caseRollbackPool(t *testing.T, b *bundle) {
 	}
 }
 
-// TestFailoverOfAReplicatedPair fails over a real PostgreSQL pair, a
-// primary and a streaming standby the test starts, while coordinators
-// hold and campaign through the pair's multi-host DSN. The old primary is
+// TestFailoverOfAReplicatedPair fails over a real replicated pair the
+// test starts, while coordinators hold and campaign through the pair's
+// DSN, which follows the primary: a PostgreSQL primary and its streaming
+// standby (postgres-pair), and a MariaDB primary and its GTID replica,
+// semi-synchronous in the Sync case (mariadb-pair). The old primary is
 // stopped first, as a failover tool does.
 func TestFailoverOfAReplicatedPair(t *testing.T) {
 	t.Parallel() // each case starts a pair of its own, one after the other
-	t.Run("Sync", caseFailoverSync)
-	t.Run("AsyncLostAcquire", caseFailoverAsyncLostAcquire)
+	for _, pt := range []struct {
+		name  string
+		start func(testing.TB, testdb.ReplicationMode) *testdb.Pair
+	}{
+		{"postgres-pair", testdb.PostgresPair},
+		{"mariadb-pair", testdb.MariaDBPair},
+	} {
+		t.Run(pt.name, func(t *testing.T) {
+			t.Run("Sync", func(t *testing.T) { caseFailoverSync(t, pt.start(t, testdb.Sync)) })
+			t.Run("AsyncLostAcquire", func(t *testing.T) { caseFailoverAsyncLostAcquire(t, pt.start(t, testdb.Async)) })
+		})
+	}
 }
 
 // pairConfig rides out a promotion: a renewal retried through the outage
@@ -328,7 +356,7 @@ func pairConfig() Config {
 }
 
 // openPairDB creates a database on the pair and opens it through the
-// pair's DSN.
+// pair's DSN, and checks that the store detects failovers there.
 func openPairDB(t *testing.T, p *testdb.Pair) *gorm.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -336,7 +364,12 @@ func openPairDB(t *testing.T, p *testdb.Pair) *gorm.DB {
 	if err := p.CreateDatabase(ctx, "app"); err != nil {
 		t.Fatal(err)
 	}
-	return outageOpen(t, dbopen.Postgres, p.DSN("app"))
+	db := outageOpen(t, p.Driver(), p.DSN("app"))
+	st := rawStore(t, db)
+	if unsupported, err := st.ProbeFailover(ctx); err != nil || unsupported != nil || !st.DetectsFailover() {
+		t.Fatalf("the store does not detect failovers of the %s pair (probe: %v, %v)", p.Driver(), unsupported, err)
+	}
+	return db
 }
 
 // promote stops (or kills) the primary, optionally after stopping the
@@ -372,8 +405,7 @@ func lostInFailover(ev Event) bool {
 // the new primary: it is never dropped as lost in the failover, and it
 // fences there. The follower takes the lease only after it is released,
 // and above the floor.
-func caseFailoverSync(t *testing.T) {
-	p := testdb.PostgresPair(t, testdb.Sync)
+func caseFailoverSync(t *testing.T, p *testdb.Pair) {
 	db := openPairDB(t, p)
 	a := start(t, db, "node-a", pairConfig())
 	bb := start(t, db, "node-b", pairConfig())
@@ -417,8 +449,7 @@ func caseFailoverSync(t *testing.T) {
 // term at its first renewal on the new primary and keeps the one the new
 // primary has; C takes the lease only after B stopped trusting it and the
 // hold-off passed, at an epoch above everything B was given.
-func caseFailoverAsyncLostAcquire(t *testing.T) {
-	p := testdb.PostgresPair(t, testdb.Async)
+func caseFailoverAsyncLostAcquire(t *testing.T, p *testdb.Pair) {
 	db := openPairDB(t, p)
 	bb := start(t, db, "node-b", pairConfig())
 	cc := start(t, db, "node-c", pairConfig())
