@@ -56,9 +56,12 @@ func TestFailoverBound(t *testing.T) {
 func TestPlanShares(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	p := plan(Options{Faults: 40, Dialects: Dialects, Extended: true}, true, rng)
-	n := 0
+	n, kinds := 0, 0
 	for _, d := range Dialects {
-		want := 40 * len(Kinds(d, true, true)) / 20
+		kinds += len(Kinds(d, true, true))
+	}
+	for _, d := range Dialects {
+		want := 40 * len(Kinds(d, true, true)) / kinds
 		if len(p[d]) < want || len(p[d]) > want+1 {
 			t.Errorf("%s: %d faults, want about %d", d, len(p[d]), want)
 		}
@@ -68,10 +71,10 @@ func TestPlanShares(t *testing.T) {
 		t.Errorf("%d faults planned, want 40", n)
 	}
 	p = plan(Options{Faults: 7, Dialects: Dialects, Extended: true, Kinds: []history.FaultKind{history.FaultFailoverSync}}, true, rng)
-	if len(p) != 1 || len(p[PostgresPair]) != 7 {
-		t.Errorf("plan with only failover-sync: %v", p)
+	if len(p) != 2 || len(p[PostgresPair])+len(p[MariaDBPair]) != 7 || len(p[PostgresPair]) < 3 || len(p[MariaDBPair]) < 3 {
+		t.Errorf("plan with only failover-sync: %v, want 7 faults shared by the two pairs", p)
 	}
-	for _, k := range p[PostgresPair] {
+	for _, k := range append(p[PostgresPair], p[MariaDBPair]...) {
 		if k != history.FaultFailoverSync {
 			t.Errorf("planned %s, want only failover-sync", k)
 		}

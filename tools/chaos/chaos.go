@@ -165,11 +165,11 @@ func Bounds() map[history.FaultKind]time.Duration {
 // overlay could be built), a database restart where there is a server,
 // and with extended a worker exhausting its own pool and, where there is
 // a network, a cut and latency. SQLite has neither a server to restart
-// nor a network. The replicated pair (PostgresPair) gets the failovers
-// only: the other kinds act on the workers or on one server, and the
-// postgres dialect has them.
+// nor a network. The replicated pairs (PostgresPair, MariaDBPair) get the
+// failovers only: the other kinds act on the workers or on one server, and
+// the postgres and mysql dialects have them.
 func Kinds(dialect string, extended, clock bool) []history.FaultKind {
-	if dialect == PostgresPair {
+	if isPair(dialect) {
 		return []history.FaultKind{history.FaultFailoverSync, history.FaultFailoverAsync}
 	}
 	ks := []history.FaultKind{history.FaultKill, history.FaultPause}
@@ -193,8 +193,16 @@ func Kinds(dialect string, extended, clock bool) []history.FaultKind {
 // (testdb.Pair): the workers reach it through its multi-host DSN.
 const PostgresPair = "postgres-pair"
 
+// MariaDBPair is the dialect name of the replicated MariaDB pair
+// (testdb.StartMariaDBPair): the workers reach it through the pair's
+// forwarding port, which follows the primary.
+const MariaDBPair = "mariadb-pair"
+
+// isPair reports whether dialect is a replicated pair.
+func isPair(dialect string) bool { return dialect == PostgresPair || dialect == MariaDBPair }
+
 // Dialects are the dialects the suite runs on, in order.
-var Dialects = []string{"sqlite", "postgres", "mysql", PostgresPair}
+var Dialects = []string{"sqlite", "postgres", "mysql", PostgresPair, MariaDBPair}
 
 // AllKinds returns every fault kind the suite can inject, in a fixed
 // order.
@@ -237,8 +245,11 @@ func ParseKinds(list string) ([]history.FaultKind, error) {
 
 // requiredAs is the dialect that REQUIRE_DIALECTS names for d.
 func requiredAs(d string) string {
-	if d == PostgresPair {
+	switch d {
+	case PostgresPair:
 		return "postgres"
+	case MariaDBPair:
+		return "mysql"
 	}
 	return d
 }

@@ -44,7 +44,7 @@ const shortRoundSlack = 10 * time.Second
 // kind once per dialect (see Kinds: kill, pause and clock-skew on SQLite;
 // those, a database restart, a network cut, latency and pool exhaustion on
 // PostgreSQL and MariaDB; failover-sync and failover-async on the
-// PostgreSQL pair). A dialect whose server is not installed is skipped
+// PostgreSQL and MariaDB pairs). A dialect whose server is not installed is skipped
 // loudly, or fails when REQUIRE_DIALECTS names it. CHAOS_KINDS chooses
 // the kinds, as for make chaos.
 //

@@ -23,7 +23,7 @@ type database struct {
 
 	driver, dsn string
 	srv         *testdb.Server
-	pair        *testdb.Pair // PostgresPair only; srv is then nil
+	pair        *testdb.Pair // PostgresPair and MariaDBPair only; srv is then nil
 	db          *gorm.DB
 	// dsnVia builds a worker's DSN for its proxy's address (nil on
 	// SQLite).
@@ -61,15 +61,19 @@ func (d *database) open(ctx context.Context) error {
 				return "root@tcp(" + addr + ")/chaos?parseTime=true&loc=UTC&timeout=2s"
 			}
 		}
-	case PostgresPair:
-		d.pair, err = testdb.StartPostgresPair(ctx, testdb.Sync)
+	case PostgresPair, MariaDBPair:
+		if d.name == MariaDBPair {
+			d.pair, err = testdb.StartMariaDBPair(ctx, testdb.Sync)
+		} else {
+			d.pair, err = testdb.StartPostgresPair(ctx, testdb.Sync)
+		}
 		if err != nil {
 			return err
 		}
 		if err := d.pair.CreateDatabase(ctx, "chaos"); err != nil {
 			return err
 		}
-		d.driver, d.dsn = dbopen.Postgres, d.pair.DSN("chaos")
+		d.driver, d.dsn = d.pair.Driver(), d.pair.DSN("chaos")
 	default:
 		return fmt.Errorf("unknown dialect %q", d.name)
 	}

@@ -8,7 +8,7 @@
 // the seed (default: from the clock; printed), CHAOS_ITEMS the items
 // seeded per dialect before the first fault (default 3000; chaos.FeedRate
 // more a second are added while faults are injected), CHAOS_DIALECTS a
-// comma-separated subset of sqlite,postgres,mysql,postgres-pair, and
+// comma-separated subset of sqlite,postgres,mysql,postgres-pair,mariadb-pair, and
 // CHAOS_KINDS a comma-separated subset of the fault kinds (chaos.AllKinds;
 // default every kind): a dialect that injects none of them is not run.
 package main
