@@ -136,28 +136,7 @@ func (s *scheduled) run(ctx context.Context, h *Host) error {
 	return st.election.Run(ctx, func(ctx context.Context, l *coordination.Lease) error {
 		return (&slotRunner{job: s, holder: h.coord.Holder(), log: st.log, emit: h.emit, lease: l,
 			report: func(err error) { h.reportError(st, l.Key(), l.Epoch(), err, 0) }}).lead(ctx)
-	}, coordination.RunOptions[*coordination.Lease]{
-		Backoff:    h.cfg.RestartBackoff,
-		MaxBackoff: h.cfg.MaxRestartBackoff,
-		RetryBusy:  true,
-		OnTermStart: func(l *coordination.Lease) {
-			st.setTerm(l)
-			st.log.Info("started leading", zap.String("lease", l.Key()), zap.Int64("epoch", l.Epoch()))
-			h.emit(Event{Kind: EventStartedLeading, Worker: s.name, Lease: l.Key(), Epoch: l.Epoch()})
-		},
-		OnTermEnd: func(l *coordination.Lease, cause error) {
-			st.setTerm(nil)
-			st.log.Info("stopped leading", zap.String("lease", l.Key()), zap.Int64("epoch", l.Epoch()), zap.NamedError("cause", cause))
-			h.emit(Event{Kind: EventStoppedLeading, Worker: s.name, Lease: l.Key(), Epoch: l.Epoch(), Err: cause})
-		},
-		OnError: func(l *coordination.Lease, err error, retryIn time.Duration) {
-			if l == nil {
-				h.reportError(st, st.election.Key(), 0, err, retryIn)
-				return
-			}
-			h.reportError(st, l.Key(), l.Epoch(), err, retryIn)
-		},
-	})
+	}, termOptions(h, st, s.name, st.election.Key()))
 }
 
 // slotRunner runs the slots of one job under one call of its lead
