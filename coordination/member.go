@@ -66,6 +66,9 @@ func (r *poolRun) Join(ctx context.Context, row string) (membership.Lease, error
 	if err != nil {
 		return nil, err
 	}
+	if id, ok := r.p.rows.MemberID(row); ok {
+		r.p.c.pools.joined(r.p, id)
+	}
 	return memberLease{l}, nil
 }
 

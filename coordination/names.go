@@ -140,10 +140,13 @@ func leaseName(scope Scope, cluster, name string) (string, error) {
 
 // poolRowsFor names the rows of the pool with the given key (from
 // leaseName): its prefix, its generation row, and the prefix of its
-// member rows, after which comes the member id.
+// member rows, after which comes the member id. Wake-ups for one member
+// ("pool|<key>|wake|<member id>", membership.Rows.Wake) are names of
+// wake-ups only: no row is called so.
 func poolRowsFor(key string) membership.Rows {
 	prefix := "pool" + keySep + key + keySep
-	return membership.Rows{Prefix: prefix, Generation: prefix + "generation", Members: prefix + "member" + keySep}
+	return membership.Rows{Prefix: prefix, Generation: prefix + "generation", Members: prefix + "member" + keySep,
+		Wakes: prefix + "wake" + keySep}
 }
 
 // Keyed locks: the prefixes of their rows and the number of floor rows of

@@ -69,6 +69,7 @@ type Pool struct {
 	// Guarded by the coordinator's poolSet.
 	busy    bool
 	current *Assignment
+	member  string // the member id of Run's or RunPartitions' last join
 	// read says whether Run has read the pool; generation and members are
 	// those of the current generation at its last read.
 	read       bool

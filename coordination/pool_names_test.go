@@ -337,3 +337,36 @@ func TestRowKeysCannotCollide(t *testing.T) {
 		t.Fatal(`leaseName accepted a name with '|'`)
 	}
 }
+
+// TestPoolWakeForOneMember: a wake-up for one member of a pool wakes the
+// pool only in the process whose member that is; a change to any row of
+// the pool wakes it everywhere.
+func TestPoolWakeForOneMember(t *testing.T) {
+	ps := newPoolSet("inst")
+	p := &Pool{key: "global/orders", rows: poolRowsFor("global/orders"), wake: make(chan struct{}, 1)}
+	if err := ps.enter(p); err != nil {
+		t.Fatal(err)
+	}
+	ps.joined(p, "inst.1")
+	woken := func(names ...string) bool {
+		ps.woke(names)
+		select {
+		case <-p.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	if woken(p.rows.Wake("other.1")) {
+		t.Error("a wake-up for another member woke the pool")
+	}
+	if !woken(p.rows.Wake("inst.1")) {
+		t.Error("a wake-up for this process's member did not wake the pool")
+	}
+	if !woken(p.rows.Member("other.1")) || !woken(p.rows.Generation) {
+		t.Error("a change to a row of the pool did not wake it")
+	}
+	if woken(poolRowsFor("global/other").Wake("inst.1")) {
+		t.Error("a wake-up for a member of another pool woke the pool")
+	}
+}

@@ -89,7 +89,8 @@ func (ps *poolSet) current(p *Pool) (Assignment, bool) {
 }
 
 // woke wakes the pools whose rows names names, every running pool for a
-// nil names.
+// nil names. A wake-up for one member (membership.Rows.Wake) wakes the
+// pool only if that member is this process's.
 func (ps *poolSet) woke(names []string) {
 	ps.mu.Lock()
 	var pools []*Pool
@@ -101,6 +102,9 @@ func (ps *poolSet) woke(names []string) {
 	for _, n := range names {
 		if key, ok := poolKeyOf(n); ok {
 			if p := ps.pools[key]; p != nil {
+				if id, one := p.rows.WakeFor(n); one && id != p.member {
+					continue
+				}
 				pools = append(pools, p)
 			}
 		}
@@ -109,6 +113,13 @@ func (ps *poolSet) woke(names []string) {
 	for _, p := range pools {
 		poke(p.wake)
 	}
+}
+
+// joined records id as the member id of p's run in this process.
+func (ps *poolSet) joined(p *Pool, id string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p.member = id
 }
 
 // observe observes the gauges of each running pool that has been read.

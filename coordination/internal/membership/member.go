@@ -195,11 +195,21 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 
 // acknowledge stops work of generations older than gen and records in the
 // member row that this member has, unless it already did. It reports
-// whether the member row now acknowledges gen.
+// whether the member row now acknowledges gen. A new acknowledgement
+// wakes the other members: to the new generation, when this member just
+// published it; to starting their work, when this was the last
+// acknowledgement missing.
 func (m *Member) acknowledge(ctx context.Context, gen int64) bool {
 	if m.work != nil && m.work.gen < gen {
 		m.stopWork(errSuperseded)
 	}
+	return m.recordAck(ctx, gen, func() { m.cfg.Notifier.Notify(ctx, m.mem.Key()) })
+}
+
+// recordAck records in the member row that this member acknowledges gen,
+// unless it already did, and then calls wake. It reports whether the
+// member row now acknowledges gen.
+func (m *Member) recordAck(ctx context.Context, gen int64, wake func()) bool {
 	if m.ack >= gen {
 		return true
 	}
@@ -212,10 +222,7 @@ func (m *Member) acknowledge(ctx context.Context, gen int64) bool {
 		return false // membership is over; the next step rejoins
 	}
 	m.ack = gen
-	// Wakes the other members: to the new generation, when this member
-	// just published it; to starting their work, when this was the last
-	// acknowledgement missing.
-	m.cfg.Notifier.Notify(ctx, m.mem.Key())
+	wake()
 	return true
 }
 

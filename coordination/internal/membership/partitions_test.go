@@ -253,3 +253,35 @@ func TestMapPrev(t *testing.T) {
 		t.Error("not released with the earlier owner's row expired")
 	}
 }
+
+// TestWaitingFor: a member's acknowledgement concerns only the owners of
+// the partitions whose Prev lists it, each once, and never itself.
+func TestWaitingFor(t *testing.T) {
+	pm := PartitionMap{
+		Owner: []string{"j", "j", "b", "c", "a", ""},
+		Since: []int64{5, 5, 5, 3, 5, 0},
+		Prev:  [][]string{{"a"}, {"a", "b"}, nil, {"a"}, {"c"}, {"a"}},
+	}
+	for _, tc := range []struct {
+		me   string
+		want []string
+	}{
+		{"a", []string{"c", "j"}}, // not the partition without an owner
+		{"b", []string{"j"}},
+		{"c", []string{"a"}},
+		{"j", nil},
+	} {
+		if got := waitingFor(pm, tc.me); !slices.Equal(got, tc.want) {
+			t.Errorf("waitingFor(%s) = %v, want %v", tc.me, got, tc.want)
+		}
+	}
+	rows := Rows{Prefix: "pool|global/p|", Members: "pool|global/p|member|", Wakes: "pool|global/p|wake|"}
+	if id, ok := rows.WakeFor(rows.Wake("j")); !ok || id != "j" {
+		t.Errorf("WakeFor(Wake(j)) = %q, %v", id, ok)
+	}
+	for _, name := range []string{rows.Member("j"), "pool|global/p|generation", "pool|global/p|wake|", "global/p"} {
+		if id, ok := rows.WakeFor(name); ok {
+			t.Errorf("WakeFor(%q) = %q: not a wake-up for one member", name, id)
+		}
+	}
+}

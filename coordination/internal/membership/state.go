@@ -18,10 +18,28 @@ type Rows struct {
 	Prefix     string // every row of this pool starts with it, and no other row does
 	Generation string // the generation row
 	Members    string // every member row starts with it, and no other row does
+	// Wakes starts the name of every wake-up for one member (Wake); no
+	// row's name starts with it.
+	Wakes string
 }
 
 // Member returns the row key of the member with the given member id.
 func (r Rows) Member(id string) string { return r.Members + id }
+
+// Wake returns the name of a wake-up for the member with the given id
+// alone (Notifier): an acknowledgement it waits for. No row has that
+// name; a process wakes this pool for it only if that member is its own.
+func (r Rows) Wake(id string) string { return r.Wakes + id }
+
+// WakeFor returns the member id a wake-up name from Wake is for, and
+// false for any other name.
+func (r Rows) WakeFor(name string) (string, bool) {
+	if r.Wakes == "" {
+		return "", false
+	}
+	id, ok := strings.CutPrefix(name, r.Wakes)
+	return id, ok && id != ""
+}
 
 // MemberID returns the member id of a member row key, and false for a key
 // that is not a member row of this pool.

@@ -94,7 +94,7 @@ func (m *Member) stickyRound(ctx, opCtx context.Context) (settled, again bool) {
 	}
 
 	// Revoke: stop the partitions that moved, then acknowledge.
-	if !m.acknowledgeMap(opCtx, st.Generation, cur) {
+	if !m.acknowledgeMap(opCtx, st.Generation, cur, false) {
 		return false, false
 	}
 	if st.heldOff() {
@@ -118,7 +118,7 @@ func (m *Member) stickyRound(ctx, opCtx context.Context) (settled, again bool) {
 		}
 		m.cfg.Log.Info("published generation", zap.Int64("generation", published),
 			zap.Strings("members", next.Members()), zap.Int("moved", moves(cur.Owner, owners)))
-		m.acknowledgeMap(opCtx, published, next)
+		m.acknowledgeMap(opCtx, published, next, true)
 		m.pruneDead(opCtx)
 		return false, false
 	}
@@ -250,10 +250,36 @@ func (m *Member) takingPart(st State, cur PartitionMap, live map[string]Row, rea
 
 // acknowledgeMap stops the work of every partition that pm does not give
 // this member with the Since it started with, waits for it, and then
-// acknowledges gen (acknowledge).
-func (m *Member) acknowledgeMap(ctx context.Context, gen int64, pm PartitionMap) bool {
+// acknowledges gen. The member that published gen wakes every member, to
+// the new generation. Any other wakes only the members waiting for its
+// acknowledgement, the owners of the partitions whose Prev lists it
+// (Rows.Wake): the others' work does not wait for it, so twenty members
+// acknowledging a join make the joiner read the pool, not all twenty.
+func (m *Member) acknowledgeMap(ctx context.Context, gen int64, pm PartitionMap, published bool) bool {
 	m.stopParts(func(p int, w *work) bool { return pm.Owner[p] != m.me || pm.Since[p] != w.gen }, errMoved)
-	return m.acknowledge(ctx, gen)
+	return m.recordAck(ctx, gen, func() {
+		if published {
+			m.cfg.Notifier.Notify(ctx, m.mem.Key())
+			return
+		}
+		for _, id := range waitingFor(pm, m.me) {
+			m.cfg.Notifier.Notify(ctx, m.cfg.Rows.Wake(id))
+		}
+	})
+}
+
+// waitingFor returns the owners, other than me, of the partitions of pm
+// whose Prev lists me: the members that wait for me to acknowledge pm's
+// generation before they start them, once each, in order.
+func waitingFor(pm PartitionMap, me string) []string {
+	var ids []string
+	for p, prev := range pm.Prev {
+		if o := pm.Owner[p]; o != "" && o != me && slices.Contains(prev, me) && !slices.Contains(ids, o) {
+			ids = append(ids, o)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // startPartition runs the work of one partition in its own goroutine,
