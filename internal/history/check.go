@@ -26,6 +26,9 @@ type Config struct {
 	// TTL + RetryInterval for a kill, the trust deadline after the heal of
 	// a cut. Every kind that occurs needs one when Leases or Pools is set.
 	Bound map[FaultKind]time.Duration
+	// Slots are scheduled jobs whose every due slot must be completed
+	// (rule S2).
+	Slots []SlotRequirement
 	// ObserveUntil is the [Now] time at which the harness began stopping
 	// the workers; recovery is not looked for past it. Zero means the last
 	// event of the history.
@@ -41,6 +44,20 @@ type PoolRequirement struct {
 	Members int
 }
 
+// SlotRequirement names a scheduled job (with the run-once misfire
+// policy) whose every slot due after the faults must be completed (rule
+// S2).
+type SlotRequirement struct {
+	// Lease is the job's lease, as its SlotCompleted events name it.
+	Lease string
+	// Every is the job's interval: its slots are the multiples of Every
+	// since the Unix epoch, by the database clock.
+	Every time.Duration
+	// Margin leaves out the slots this close to ObserveUntil: they may be
+	// running when the workers stop.
+	Margin time.Duration
+}
+
 // ViolationKind classifies a [Violation].
 type ViolationKind string
 
@@ -54,6 +71,10 @@ const (
 	LostItems          ViolationKind = "lost-items"        // rule D
 	DuplicateItems     ViolationKind = "duplicate-items"   // rule D
 	UnknownItems       ViolationKind = "unknown-items"     // rule D
+	GrantOverlap       ViolationKind = "grant-overlap"     // rule G1
+	SemaphoreOverflow  ViolationKind = "semaphore-limit"   // rule G2
+	DuplicateSlots     ViolationKind = "duplicate-slots"   // rule S1
+	MissedSlots        ViolationKind = "missed-slots"      // rule S2
 	SlowRecovery       ViolationKind = "recovery"          // rule E
 	Malformed          ViolationKind = "malformed"         // rule M
 	BadConfig          ViolationKind = "config"            // rule E: a fault kind without a bound
@@ -126,6 +147,12 @@ type Stats struct {
 	Bound time.Duration
 
 	LeaseTerms, PartitionTerms int
+	// GrantTerms counts the terms of grants (keyed locks, semaphore slots,
+	// runs of scheduled slots), StickyTerms those of sticky partitions.
+	GrantTerms, StickyTerms int
+	// SlotsCompleted counts SlotCompleted events, SlotsLost those taken
+	// back by SlotLost events, and SlotsDue the slots rule S2 required.
+	SlotsCompleted, SlotsLost, SlotsDue int
 	// OpenTerms counts terms with no stop event, ended by rule T.
 	OpenTerms int
 	// ExemptOverlaps counts overlaps accepted under the pause exception.
@@ -161,14 +188,17 @@ type proc struct {
 // term is one lease term or one partition assignment, as an interval
 // [start, end) of Time.
 type term struct {
-	partition bool
-	name      string // lease or pool
-	holder    string
-	proc      proc
-	epoch     int64
-	gen       int64
-	index     int
-	count     int
+	fam    family
+	name   string // lease (of a grant: the lock key's, the slot's or the job's) or pool
+	holder string
+	proc   proc
+	epoch  int64
+	gen    int64
+	index  int
+	count  int
+	// semaphore and limit are set for a grant of a semaphore's slot.
+	semaphore string
+	limit     int
 
 	start, end int64
 	startEv    *Event
@@ -212,6 +242,10 @@ type checker struct {
 	faultEvents []*Event    // every Fault event, in time order
 	leaseTerms  map[string][]*term
 	poolTerms   map[string][]*term
+	grantTerms  map[string][]*term  // by the grant's lease
+	stickyTerms map[string][]*term  // by pool
+	slots       map[string][]*Event // SlotCompleted events by the job's lease
+	lostSlots   []*Event            // SlotLost events, in the order read
 	writes      []*Event
 	items       map[int64][]*Event
 	lostItems   []*Event // ItemLost events, in the order read
@@ -222,13 +256,16 @@ type checker struct {
 // package documentation, and measures recoveries. h need not be sorted.
 func Check(h History, cfg Config) Result {
 	c := &checker{
-		cfg:        cfg,
-		evs:        slices.Clone(h.Events),
-		lastByProc: map[proc]*Event{},
-		leaseTerms: map[string][]*term{},
-		poolTerms:  map[string][]*term{},
-		items:      map[int64][]*Event{},
-		segCache:   map[string][]seg{},
+		cfg:         cfg,
+		evs:         slices.Clone(h.Events),
+		lastByProc:  map[proc]*Event{},
+		leaseTerms:  map[string][]*term{},
+		poolTerms:   map[string][]*term{},
+		grantTerms:  map[string][]*term{},
+		stickyTerms: map[string][]*term{},
+		slots:       map[string][]*Event{},
+		items:       map[int64][]*Event{},
+		segCache:    map[string][]seg{},
 	}
 	slices.SortStableFunc(c.evs, func(a, b Event) int { return cmp.Compare(a.Time, b.Time) })
 	st := &c.res.Stats
@@ -245,6 +282,8 @@ func Check(h History, cfg Config) Result {
 	c.checkFencing()
 	c.checkSupersededWrites()
 	c.checkItems()
+	c.checkSemaphores()
+	c.checkSlots()
 	c.checkRecovery()
 	return c.res
 }
@@ -268,8 +307,10 @@ func (c *checker) violate(kind ViolationKind, evs []*Event, format string, args 
 func (c *checker) at(t int64) string { return rel(t, c.res.Stats.Start) }
 
 type termKey struct {
+	fam          family
 	name, holder string
-	n            int64 // epoch for a lease, generation for a pool
+	n            int64 // epoch for a lease or grant, generation for a pool, Since for a sticky partition
+	index        int   // the partition of a sticky pool
 }
 
 type faultKey struct {
@@ -280,8 +321,7 @@ type faultKey struct {
 
 // scan builds terms, faults, writes and items in one pass (rules T and M).
 func (c *checker) scan() {
-	openLease := map[termKey]*term{}
-	openPool := map[termKey]*term{}
+	open := map[termKey]*term{}
 	openFault := map[faultKey][]*faultRec{}
 	st := &c.res.Stats
 	for i := range c.evs {
@@ -291,48 +331,16 @@ func (c *checker) scan() {
 		}
 		h := e.holder()
 		switch e.Kind {
-		case LeaderStart, PartitionStart:
-			lease := e.Kind == LeaderStart
-			name, n, what := e.Lease, e.Epoch, "lease"
-			open := openLease
-			if !lease {
-				name, n, what, open = e.Pool, e.Generation, "pool", openPool
-			}
-			if name == "" || h == "" {
-				c.violate(Malformed, []*Event{e}, "%s event without a %s or holder", e.Kind, what)
-				continue
-			}
-			if !lease && e.Count <= 0 {
-				c.violate(Malformed, []*Event{e}, "%s of pool %q generation %d by holder %q has count %d, want at least 1", e.Kind, name, n, h, e.Count)
-				continue
-			}
-			k := termKey{name, h, n}
-			if prev := open[k]; prev != nil {
-				c.violate(Malformed, []*Event{prev.startEv, e}, "%s %q: holder %q started %s %d again at %s without stopping it (started at %s)",
-					what, name, h, numName(lease), n, c.at(e.Time), c.at(prev.start))
-				continue
-			}
-			t := &term{partition: !lease, name: name, holder: h, proc: proc{e.Process, e.PID},
-				epoch: e.Epoch, gen: e.Generation, index: e.Index, count: e.Count, start: e.Time, startEv: e}
-			open[k] = t
-			if lease {
-				c.leaseTerms[name] = append(c.leaseTerms[name], t)
-				st.LeaseTerms++
-			} else {
-				c.poolTerms[name] = append(c.poolTerms[name], t)
-				st.PartitionTerms++
-			}
-		case LeaderStop, PartitionStop:
-			lease := e.Kind == LeaderStop
-			name, n, what, open := e.Lease, e.Epoch, "lease", openLease
-			if !lease {
-				name, n, what, open = e.Pool, e.Generation, "pool", openPool
-			}
-			k := termKey{name, h, n}
+		case LeaderStart, PartitionStart, GrantStart, StickyStart:
+			c.startTerm(e, h, open)
+		case LeaderStop, PartitionStop, GrantStop, StickyStop:
+			f := familyOf(e.Kind)
+			name, n := f.id(e)
+			k := termKey{f, name, h, n, f.index(e)}
 			t := open[k]
 			if t == nil {
 				c.violate(Malformed, []*Event{e}, "%s %q: holder %q stopped %s %d at %s, which it had not started",
-					what, name, h, numName(lease), n, c.at(e.Time))
+					f.what(), name, h, f.numName(), n, c.at(e.Time))
 				continue
 			}
 			delete(open, k)
@@ -358,6 +366,18 @@ func (c *checker) scan() {
 			st.ItemsProcessed++
 		case ItemLost:
 			c.lostItems = append(c.lostItems, e)
+		case SlotCompleted, SlotLost:
+			if e.Lease == "" || e.Slot == 0 {
+				c.violate(Malformed, []*Event{e}, "%s event by holder %q at %s needs a lease and a slot time (got lease %q, slot %d)",
+					e.Kind, h, c.at(e.Time), e.Lease, e.Slot)
+				continue
+			}
+			if e.Kind == SlotLost {
+				c.lostSlots = append(c.lostSlots, e)
+				continue
+			}
+			c.slots[e.Lease] = append(c.slots[e.Lease], e)
+			st.SlotsCompleted++
 		case Fault:
 			c.scanFault(e, openFault)
 		case Note:
@@ -373,18 +393,124 @@ func (c *checker) scan() {
 			}
 		}
 	}
-	for _, m := range []map[termKey]*term{openLease, openPool} {
-		for _, t := range m {
-			c.closeOpen(t)
-		}
+	for _, k := range sortedTermKeys(open) {
+		c.closeOpen(open[k])
 	}
 }
 
-func numName(lease bool) string {
-	if lease {
-		return "epoch"
+// family is the kind of a term: a lease term, a partition of a pool
+// (Run), a grant (a keyed lock, a semaphore slot, or a run of a scheduled
+// job, each a lease of its own), or a partition of a sticky pool.
+type family int
+
+const (
+	famLease family = iota
+	famPool
+	famGrant
+	famSticky
+)
+
+func familyOf(k Kind) family {
+	switch k {
+	case PartitionStart, PartitionStop:
+		return famPool
+	case GrantStart, GrantStop:
+		return famGrant
+	case StickyStart, StickyStop:
+		return famSticky
 	}
-	return "generation"
+	return famLease
+}
+
+// id returns the name and token that, with the holder (and, for a sticky
+// partition, its index), identify the term e starts or stops.
+func (f family) id(e *Event) (name string, n int64) {
+	if f.partition() {
+		return e.Pool, e.Generation
+	}
+	return e.Lease, e.Epoch
+}
+
+func (f family) index(e *Event) int {
+	if f == famSticky {
+		return e.Index
+	}
+	return 0
+}
+
+func (f family) partition() bool { return f == famPool || f == famSticky }
+
+func (f family) what() string {
+	switch f {
+	case famPool:
+		return "pool"
+	case famGrant:
+		return "grant of"
+	case famSticky:
+		return "sticky pool"
+	}
+	return "lease"
+}
+
+func (f family) numName() string {
+	if f.partition() {
+		return "generation"
+	}
+	return "epoch"
+}
+
+// startTerm opens the term e starts (rules T and M).
+func (c *checker) startTerm(e *Event, h string, open map[termKey]*term) {
+	f := familyOf(e.Kind)
+	name, n := f.id(e)
+	if name == "" || h == "" {
+		what := "lease"
+		if f.partition() {
+			what = "pool"
+		}
+		c.violate(Malformed, []*Event{e}, "%s event without a %s or holder", e.Kind, what)
+		return
+	}
+	if f.partition() && e.Count <= 0 {
+		c.violate(Malformed, []*Event{e}, "%s of pool %q generation %d by holder %q has count %d, want at least 1", e.Kind, name, n, h, e.Count)
+		return
+	}
+	k := termKey{f, name, h, n, f.index(e)}
+	if prev := open[k]; prev != nil {
+		c.violate(Malformed, []*Event{prev.startEv, e}, "%s %q: holder %q started %s %d again at %s without stopping it (started at %s)",
+			f.what(), name, h, f.numName(), n, c.at(e.Time), c.at(prev.start))
+		return
+	}
+	t := &term{fam: f, name: name, holder: h, proc: proc{e.Process, e.PID},
+		epoch: e.Epoch, gen: e.Generation, index: e.Index, count: e.Count, semaphore: e.Semaphore, limit: e.Limit,
+		start: e.Time, startEv: e}
+	open[k] = t
+	st := &c.res.Stats
+	switch f {
+	case famLease:
+		c.leaseTerms[name] = append(c.leaseTerms[name], t)
+		st.LeaseTerms++
+	case famPool:
+		c.poolTerms[name] = append(c.poolTerms[name], t)
+		st.PartitionTerms++
+	case famGrant:
+		c.grantTerms[name] = append(c.grantTerms[name], t)
+		st.GrantTerms++
+	case famSticky:
+		c.stickyTerms[name] = append(c.stickyTerms[name], t)
+		st.StickyTerms++
+	}
+}
+
+// sortedTermKeys orders open terms by their start, so that they are
+// closed (and counted) in a fixed order.
+func sortedTermKeys(m map[termKey]*term) []termKey {
+	ks := make([]termKey, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortStableFunc(ks, func(a, b termKey) int { return cmp.Compare(m[a].start, m[b].start) })
+	return ks
 }
 
 func (c *checker) scanFault(e *Event, open map[faultKey][]*faultRec) {
@@ -447,9 +573,12 @@ func (c *checker) closeOpen(t *term) {
 
 func (c *checker) describe(t *term) string {
 	var id string
-	if t.partition {
+	switch {
+	case t.fam == famSticky:
+		id = fmt.Sprintf("partition %d of %d since generation %d", t.index, t.count, t.gen)
+	case t.fam.partition():
 		id = fmt.Sprintf("generation %d, index %d of %d", t.gen, t.index, t.count)
-	} else {
+	default:
 		id = fmt.Sprintf("epoch %d", t.epoch)
 	}
 	return fmt.Sprintf("holder %q (%s, %s to %s, %s)", t.holder, id, c.at(t.start), c.at(t.end), t.endRule)
@@ -470,6 +599,18 @@ func (c *checker) checkOverlaps() {
 		for _, i := range sortedKeys(byIndex) {
 			c.overlaps(PartitionOverlap, fmt.Sprintf("pool %q index %d", pool, i), byIndex[i])
 		}
+	}
+	for _, pool := range sortedKeys(c.stickyTerms) {
+		byPart := map[int][]*term{}
+		for _, t := range c.stickyTerms[pool] {
+			byPart[t.index] = append(byPart[t.index], t)
+		}
+		for _, i := range sortedKeys(byPart) {
+			c.overlaps(PartitionOverlap, fmt.Sprintf("sticky pool %q partition %d", pool, i), byPart[i])
+		}
+	}
+	for _, lease := range sortedKeys(c.grantTerms) {
+		c.overlaps(GrantOverlap, fmt.Sprintf("grant of %q", lease), c.grantTerms[lease])
 	}
 }
 
@@ -523,8 +664,8 @@ func (c *checker) pauseException(x, y *term) (*faultRec, []*Event) {
 		if w.Time < y.start || w.Time > x.end || !w.Accepted || w.holder() != x.holder {
 			continue
 		}
-		if x.partition {
-			if w.Pool == x.name && w.Generation == x.gen {
+		if x.fam.partition() {
+			if w.Pool == x.name && w.Generation == x.gen && (x.fam != famSticky || w.Index == x.index) {
 				accepted = append(accepted, w)
 			}
 		} else if w.Pool == "" && w.Epoch == x.epoch && (w.Lease == "" || w.Lease == x.name) {
@@ -534,11 +675,17 @@ func (c *checker) pauseException(x, y *term) (*faultRec, []*Event) {
 	return pause, accepted
 }
 
-// checkEpochs applies rule A2: an epoch of a lease belongs to one holder.
+// checkEpochs applies rule A2: an epoch of a lease, or of a grant's
+// lease, belongs to one holder.
 func (c *checker) checkEpochs() {
-	for _, lease := range sortedKeys(c.leaseTerms) {
+	c.epochs("lease", c.leaseTerms)
+	c.epochs("grant of", c.grantTerms)
+}
+
+func (c *checker) epochs(what string, terms map[string][]*term) {
+	for _, lease := range sortedKeys(terms) {
 		byEpoch := map[int64][]*term{}
-		for _, t := range c.leaseTerms[lease] {
+		for _, t := range terms[lease] {
 			byEpoch[t.epoch] = append(byEpoch[t.epoch], t)
 		}
 		for _, e := range sortedKeys(byEpoch) {
@@ -550,8 +697,8 @@ func (c *checker) checkEpochs() {
 				evs = append(evs, t.startEv)
 			}
 			if len(hs) > 1 {
-				c.violate(ReusedEpoch, evs, "lease %q epoch %d was held by holders %s: %s",
-					lease, e, strings.Join(hs, ", "), strings.Join(terms, "; "))
+				c.violate(ReusedEpoch, evs, "%s %q epoch %d was held by holders %s: %s",
+					what, lease, e, strings.Join(hs, ", "), strings.Join(terms, "; "))
 			}
 		}
 	}
@@ -683,9 +830,20 @@ func (c *checker) checkSupersededWrites() {
 			idx["lease\x00"+name] = append(idx["lease\x00"+name], newer{token: t.epoch, minStart: t.start, t: t})
 		}
 	}
+	for name, ts := range c.grantTerms {
+		for _, t := range ts {
+			idx["lease\x00"+name] = append(idx["lease\x00"+name], newer{token: t.epoch, minStart: t.start, t: t})
+		}
+	}
 	for name, ts := range c.poolTerms {
 		for _, t := range ts {
 			idx["pool\x00"+name] = append(idx["pool\x00"+name], newer{token: t.gen, minStart: t.start, t: t})
+		}
+	}
+	for name, ts := range c.stickyTerms {
+		for _, t := range ts {
+			k := stickyKey(name, t.index)
+			idx[k] = append(idx[k], newer{token: t.gen, minStart: t.start, t: t})
 		}
 	}
 	for _, list := range idx {
@@ -708,6 +866,8 @@ func (c *checker) checkSupersededWrites() {
 		}
 		var key string
 		switch {
+		case w.Pool != "" && c.stickyTerms[w.Pool] != nil:
+			key = stickyKey(w.Pool, w.Index)
 		case w.Pool != "":
 			key = "pool\x00" + w.Pool
 		case w.Lease != "":
@@ -735,6 +895,11 @@ func (c *checker) checkSupersededWrites() {
 		c.violate(StaleWrite, []*Event{by, f.first}, "resource %q: %d accepted writes were superseded when made; first: holder %q wrote with %s %d at %s, after holder %q started a term with %s %d at %s",
 			r, f.n, f.first.holder(), name, tok, c.at(f.first.Time), by.holder(), name, f.by.token, c.at(by.Time))
 	}
+}
+
+// stickyKey indexes the terms of one partition of a sticky pool.
+func stickyKey(pool string, index int) string {
+	return "sticky\x00" + pool + "\x00" + strconv.Itoa(index)
 }
 
 // takeBackLostItems removes, for each ItemLost, the ItemProcessed of the

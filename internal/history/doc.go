@@ -48,9 +48,27 @@
 //     (of the membership lease), Holder. A term is identified by (Pool,
 //     Holder, Generation).
 //   - Write: Resource, Holder, Accepted, Err, and the fencing token: Epoch,
-//     or, for a pool write, Pool and Generation. Optionally Lease, to tie a
-//     write to one lease when a holder holds several. One fenced write
+//     or, for a pool write, Pool and Generation (and Index, the partition,
+//     for a sticky pool's). Optionally Lease, to tie a write to one lease
+//     (or grant) when a holder holds several. One fenced write
 //     attempt; Accepted says whether the database committed it.
+//   - GrantStart, GrantStop: Lease, Holder, Epoch, and for a semaphore's
+//     slot Semaphore and Limit. One grant of a lease of its own: a keyed
+//     lock's key (Lease is the key's lease), a semaphore's slot, or one
+//     run of a scheduled job's slot under the job's lease. Recorded as
+//     LeaderStart and LeaderStop are. A term is identified by (Lease,
+//     Holder, Epoch).
+//   - StickyStart, StickyStop: Pool, Index (the partition), Count (the
+//     pool's partitions), Generation (the generation since which the
+//     holder owns the partition), Epoch (of the membership lease),
+//     Holder. A partition of a sticky pool, from the start of its work to
+//     its end. A term is identified by (Pool, Holder, Index, Generation).
+//   - SlotCompleted: Lease (the scheduled job's), Slot (the slot's time by
+//     the database clock, Unix nanoseconds), Epoch, Holder. Recorded only
+//     after the fenced transaction that completed the slot committed.
+//   - SlotLost: Lease, Slot, Epoch, Holder. Recorded by the harness for a
+//     SlotCompleted whose commit the database lost in a failover, as
+//     ItemLost is.
 //   - ItemProcessed: Item, Holder, Generation. Recorded only after the
 //     write that processed the item was accepted.
 //   - ItemLost: Item, Holder, Generation. Recorded by the harness for an
@@ -74,7 +92,9 @@
 //
 // A lease term is the interval [start, end) from a LeaderStart to the
 // LeaderStop with the same (Lease, Holder, Epoch); a partition term is the
-// same for (Pool, Holder, Generation). A holder may start the same term
+// same for (Pool, Holder, Generation), a grant's for (Lease, Holder,
+// Epoch) of GrantStart and GrantStop, and a sticky partition's for (Pool,
+// Holder, Index, Generation) of StickyStart and StickyStop. A holder may start the same term
 // again after stopping it (a worker function restarted after an error). A
 // term with no stop event is open, and ends:
 //
@@ -112,9 +132,10 @@
 //   - a pause Fault hit X's process with its start in [X.start, Y.start]
 //     (X was paused while holding, at or before the takeover), and
 //   - X has no accepted Write in [Y.start, X.end] attributed to it. For a
-//     lease term a Write is attributed when it has X's Holder, no Pool,
-//     Epoch equal to X's epoch, and Lease equal to X's lease or empty. For
-//     a partition term: X's Holder, Pool and Generation.
+//     lease or grant term a Write is attributed when it has X's Holder, no
+//     Pool, Epoch equal to X's epoch, and Lease equal to X's lease or
+//     empty. For a partition term: X's Holder, Pool and Generation, and
+//     for a sticky partition also its Index.
 //
 // Rejected writes of X during the overlap are expected (the fence refused
 // them). Allowed overlaps are counted in Stats.ExemptOverlaps.
@@ -123,7 +144,7 @@
 //
 // B1 (violation [PartitionOverlap]): for each pool and index, rule A with
 // rule P over the partition terms with that index, whatever their
-// generation.
+// generation; and the same for each sticky pool and partition.
 //
 // B2 (violation [GenerationMismatch]): for each pool and generation, over
 // its PartitionStart events: every member gives the same Count; each
@@ -140,8 +161,9 @@
 //
 // Second part, also [StaleWrite]: no accepted write was superseded when it
 // was made. An accepted Write with Lease L (or Pool P) and token t is a
-// violation when a term of L (or of P) with a newer token (Epoch, or
-// Generation) started before the write's Time. The fence's database check
+// violation when a term of L (a lease or grant term; or of P) with a newer
+// token (Epoch, or Generation) started before the write's Time. For a
+// sticky pool's write, the terms are those of its partition (Index) only. The fence's database check
 // and its share lock order a successor's takeover after every write it
 // lets commit, so such a write means the fence failed.
 //
@@ -156,6 +178,40 @@
 // database that acknowledged that processing is gone, so the item is
 // processed again, and that is the one that counts. An ItemLost that
 // matches no such event is [Malformed].
+//
+// # Rule G: grants
+//
+// G1 (violation [GrantOverlap]): for each grant's lease (a lock key, a
+// semaphore slot, a scheduled job), rule A with rule P over its grant
+// terms. Rule A2 applies to them too ([ReusedEpoch]).
+//
+// G2 (violation [SemaphoreOverflow]): for each Semaphore, at no time are
+// more grant terms of its slots live than its Limit (the largest the
+// events give). A term X stops counting at the start of a successor Y on
+// its slot that rule P allowed to overlap it (X was paused), or at its
+// end. One violation per semaphore, naming the grants live at the first
+// time over the limit.
+//
+// # Rule S: scheduled slots
+//
+// S1 (violation [DuplicateSlots]): each (Lease, Slot) has at most one
+// SlotCompleted event. A SlotLost takes back the SlotCompleted of the same
+// lease, slot, holder and epoch recorded before it; one that matches none
+// is [Malformed].
+//
+// S2 (violation [MissedSlots]), for each Config.Slots entry (a job with
+// the run-once misfire policy, whose slots are the multiples of Every):
+// every slot due once the faults stopped was completed. Let Q be the
+// latest, over all faults, of r + Config.Bound[kind] (r: the kill for a
+// kill, the heal for any other kind; the history's first event when there
+// was no fault; a kind without a bound is [BadConfig]) and U be
+// ObserveUntil (default: the last event) less Margin. Slot times are by
+// the database clock; a slot s is mapped to history time s + d, where d is
+// the median of Time - Slot over the job's completions (an on-time slot
+// completes milliseconds after its time). The due slots are those whose
+// mapped time lies in [Q, U]; each must have a SlotCompleted. A job with
+// no completion at all is a violation when U - Q is at least Every.
+// Stats.SlotsDue counts the due slots.
 //
 // # Rule E: recovery
 //

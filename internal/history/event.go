@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Kind says what an [Event] records.
@@ -20,6 +21,12 @@ const (
 	Write          Kind = "write"
 	ItemProcessed  Kind = "item"
 	ItemLost       Kind = "item-lost"
+	GrantStart     Kind = "grant-start"
+	GrantStop      Kind = "grant-stop"
+	StickyStart    Kind = "sticky-start"
+	StickyStop     Kind = "sticky-stop"
+	SlotCompleted  Kind = "slot-completed"
+	SlotLost       Kind = "slot-lost"
 	Fault          Kind = "fault"
 	Note           Kind = "note"
 )
@@ -27,7 +34,8 @@ const (
 // Known reports whether k is one of the kinds above.
 func (k Kind) Known() bool {
 	switch k {
-	case LeaderStart, LeaderStop, PartitionStart, PartitionStop, Write, ItemProcessed, ItemLost, Fault, Note:
+	case LeaderStart, LeaderStop, PartitionStart, PartitionStop, Write, ItemProcessed, ItemLost, Fault, Note,
+		GrantStart, GrantStop, StickyStart, StickyStop, SlotCompleted, SlotLost:
 		return true
 	}
 	return false
@@ -37,7 +45,8 @@ func (k Kind) Known() bool {
 // an empty Holder means the recording process.
 func (k Kind) holderKind() bool {
 	switch k {
-	case LeaderStart, LeaderStop, PartitionStart, PartitionStop, Write, ItemProcessed, ItemLost:
+	case LeaderStart, LeaderStop, PartitionStart, PartitionStop, Write, ItemProcessed, ItemLost,
+		GrantStart, GrantStop, StickyStart, StickyStop, SlotCompleted, SlotLost:
 		return true
 	}
 	return false
@@ -98,6 +107,14 @@ type Event struct {
 
 	Item int64 `json:"item,omitempty"`
 
+	// Semaphore names the semaphore of a grant of one of its slots, and
+	// Limit is its limit.
+	Semaphore string `json:"semaphore,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	// Slot is the time of a scheduled slot, by the database clock, in
+	// nanoseconds since the Unix epoch.
+	Slot int64 `json:"slot,omitempty"`
+
 	FaultKind FaultKind `json:"fault,omitempty"`
 	// Target is the process a fault hits: its holder string, or the name of
 	// a shared resource ("postgres", "proxy"). TargetPID, when set, names the
@@ -144,10 +161,18 @@ func Format(e Event, start int64) string {
 		add("holder", q(h))
 	}
 	switch e.Kind {
-	case LeaderStart, LeaderStop:
+	case LeaderStart, LeaderStop, GrantStart, GrantStop:
 		add("lease", q(e.Lease))
 		add("epoch", strconv.FormatInt(e.Epoch, 10))
-	case PartitionStart, PartitionStop:
+		if e.Semaphore != "" {
+			add("semaphore", q(e.Semaphore))
+			add("limit", strconv.Itoa(e.Limit))
+		}
+	case SlotCompleted, SlotLost:
+		add("lease", q(e.Lease))
+		add("slot", time.Unix(0, e.Slot).UTC().Format(time.RFC3339Nano))
+		add("epoch", strconv.FormatInt(e.Epoch, 10))
+	case PartitionStart, PartitionStop, StickyStart, StickyStop:
 		add("pool", q(e.Pool))
 		add("gen", strconv.FormatInt(e.Generation, 10))
 		add("index", strconv.Itoa(e.Index))
@@ -162,6 +187,9 @@ func Format(e Event, start int64) string {
 		}
 		if e.Pool != "" {
 			add("pool", q(e.Pool))
+			if e.Index != 0 {
+				add("index", strconv.Itoa(e.Index))
+			}
 		}
 		name, v := e.token()
 		add(name, strconv.FormatInt(v, 10))
