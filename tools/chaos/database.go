@@ -158,7 +158,7 @@ func (d *database) feed(ctx context.Context, stop <-chan struct{}, seeded int) <
 // seed creates the tables and the first n items.
 func (d *database) seed(ctx context.Context, n int) error {
 	db := d.db.WithContext(ctx)
-	if err := db.AutoMigrate(&Item{}, &LedgerRow{}); err != nil {
+	if err := db.AutoMigrate(&Item{}, &LedgerRow{}, &GrantRow{}, &SlotRow{}); err != nil {
 		return fmt.Errorf("create the chaos tables: %w", err)
 	}
 	items := make([]Item, n)

@@ -120,6 +120,7 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 	for k := range bounds {
 		bounds[k] += r.slack
 	}
+	quiet := time.Now() // when the last fault's recovery bound has passed
 	for i, k := range faults {
 		if err := ctx.Err(); err != nil {
 			return res, nil, false, err
@@ -128,6 +129,7 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 		if err != nil {
 			return res, nil, false, err
 		}
+		quiet = healed.Add(bounds[k])
 		rec, err := r.fleet.waitRecovered(ctx, healed)
 		if err != nil {
 			return res, nil, false, err
@@ -147,6 +149,11 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 	if err := r.waitItems(ctx); err != nil {
 		r.problem("%v", err)
 	}
+	// Rule S2 requires the job's slots from the last fault's bound on:
+	// leave room for a few of them.
+	if !sleepUntil(ctx, quiet.Add(slotsAfterFaults*ScheduleEvery+slotMargin)) {
+		return res, nil, false, ctx.Err()
+	}
 	stopAt := history.Now()
 	_ = r.verdict.rec.Notef("stopping all workers")
 	r.fleet.stopAll()
@@ -162,6 +169,7 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 		Leases:       []string{LedgerLease},
 		Pools:        []history.PoolRequirement{{Pool: ItemsPool, Members: 0}},
 		Items:        int64(r.items),
+		Slots:        []history.SlotRequirement{{Lease: ScheduleLease, Every: ScheduleEvery, Margin: slotMargin}},
 		Bound:        bounds,
 		ObserveUntil: stopAt,
 	})
@@ -169,6 +177,26 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 		return res, nil, false, err
 	}
 	return res, r.problems, false, nil
+}
+
+// slotsAfterFaults is how many slots of the scheduled job the run leaves
+// due after the last fault's recovery bound, before it stops the workers;
+// slotMargin leaves out those just before the stop (rule S2's Margin).
+const (
+	slotsAfterFaults = 2
+	slotMargin       = ScheduleEvery + ScheduleEvery/2
+)
+
+// sleepUntil waits until t, and reports whether ctx is still live.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
 }
 
 // waitItems waits until every item is processed.

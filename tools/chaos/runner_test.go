@@ -87,3 +87,74 @@ func TestRecordKilledItems(t *testing.T) {
 		t.Fatalf("violations = %+v, want only item 3 lost", res.Violations)
 	}
 }
+
+// TestRecordLostSlots: a slot completion recorded in a failover's loss
+// window that the final table does not have is taken back, so the slot
+// completed again on the new primary is not a duplicate; one outside the
+// windows is left for rule S1 to report.
+func TestRecordLostSlots(t *testing.T) {
+	dir := t.TempDir()
+	r := newDialectRun("sqlite", dir, "", &bytes.Buffer{}, nil, Options{Items: 1})
+	histDir := r.verdict.histDir
+	if err := os.MkdirAll(histDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := r.database.open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.database.close()
+	if err := r.database.seed(ctx, r.items); err != nil {
+		t.Fatal(err)
+	}
+	// The table survived the failover: slot 1 completed by b at epoch 2
+	// (again, after a's completion was lost), slot 2 by a, twice.
+	const s1, s2 = int64(1_700_000_001_000_000_000), int64(1_700_000_002_000_000_000)
+	for _, row := range []SlotRow{{Slot: s1, Epoch: 2, Holder: "b"}, {Slot: s2, Epoch: 3, Holder: "a"}, {Slot: s2, Epoch: 3, Holder: "a"}} {
+		if err := r.database.db.Create(&row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	completed := func(at, slot, epoch int64, holder string) history.Event {
+		return history.Event{Kind: history.SlotCompleted, Time: at, Lease: ScheduleLease, Slot: slot, Epoch: epoch, Holder: holder}
+	}
+	rec, err := history.Create(filepath.Join(histDir, "workers.jsonl"), "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []history.Event{
+		completed(100, s1, 1, "a"), // in the loss window, not in the table: lost
+		completed(300, s1, 2, "b"),
+		completed(400, s2, 3, "a"),
+		completed(500, s2, 3, "a"), // outside the windows: a duplicate
+	} {
+		if err := rec.Record(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.verdict.lost(50, 200)
+	r.verdict.rec, err = history.Create(filepath.Join(histDir, "runner.jsonl"), "runner/chaos/sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.verdict.reconcileItems(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.verdict.rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.ReadDir(histDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := history.Check(h, history.Config{})
+	if len(res.Violations) != 1 || res.Violations[0].Kind != history.DuplicateSlots || !strings.Contains(res.Violations[0].Message, "1 slots completed more than once: 2023-11-14T22:13:22Z") {
+		t.Fatalf("violations = %+v, want only slot 2 completed twice", res.Violations)
+	}
+	if res.Stats.SlotsLost != 1 {
+		t.Errorf("SlotsLost = %d, want 1", res.Stats.SlotsLost)
+	}
+}

@@ -141,7 +141,11 @@ func (v *verdict) reconcileItems(ctx context.Context) error {
 	if err := v.database.db.WithContext(ctx).Order("id").Find(&items).Error; err != nil {
 		return fmt.Errorf("read the items: %w", err)
 	}
-	return errors.Join(v.recordKilledItems(h, items), v.recordLostItems(h, items))
+	var slots []SlotRow
+	if err := v.database.db.WithContext(ctx).Order("id").Find(&slots).Error; err != nil {
+		return fmt.Errorf("read the completed slots: %w", err)
+	}
+	return errors.Join(v.recordKilledItems(h, items), v.recordLostItems(h, items), v.recordLostSlots(h, slots))
 }
 
 // recordKilledItems records, in the runner's history, the items that the
@@ -198,17 +202,9 @@ func (v *verdict) recordLostItems(h history.History, items []Item) error {
 	for _, it := range items {
 		final[it.ID] = it
 	}
-	inWindow := func(t int64) bool {
-		for _, w := range v.lossWindows {
-			if t >= w[0] && t <= w[1] {
-				return true
-			}
-		}
-		return false
-	}
 	n := 0
 	for _, e := range h.Events {
-		if e.Kind != history.ItemProcessed || !inWindow(e.Time) {
+		if e.Kind != history.ItemProcessed || !v.inLossWindow(e.Time) {
 			continue
 		}
 		if it := final[e.Item]; it.ProcessedBy == e.Holder && it.Generation == e.Generation {
@@ -226,6 +222,50 @@ func (v *verdict) recordLostItems(h history.History, items []Item) error {
 	return nil
 }
 
+// inLossWindow reports whether the history time t is in a lossWindow.
+func (v *verdict) inLossWindow(t int64) bool {
+	for _, w := range v.lossWindows {
+		if t >= w[0] && t <= w[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// recordLostSlots records, in the runner's history, a SlotLost for each
+// slot completion that a failover to an asynchronous standby lost, as
+// recordLostItems does for items: one recorded in a lossWindow whose row
+// the final chaos_slots table does not have. The job's state was lost
+// with it, so the new primary's holder may complete the slot again.
+func (v *verdict) recordLostSlots(h history.History, slots []SlotRow) error {
+	if len(v.lossWindows) == 0 {
+		return nil
+	}
+	type key struct {
+		slot, epoch int64
+		holder      string
+	}
+	final := make(map[key]bool, len(slots))
+	for _, s := range slots {
+		final[key{s.Slot, s.Epoch, s.Holder}] = true
+	}
+	n := 0
+	for _, e := range h.Events {
+		if e.Kind != history.SlotCompleted || !v.inLossWindow(e.Time) || final[key{e.Slot, e.Epoch, e.Holder}] {
+			continue
+		}
+		n++
+		if err := v.rec.Record(history.Event{Kind: history.SlotLost, Lease: e.Lease, Slot: e.Slot, Epoch: e.Epoch, Holder: e.Holder,
+			Text: "committed on the old primary after the standby last caught up; lost in the failover"}); err != nil {
+			return fmt.Errorf("record lost slot %d: %w", e.Slot, err)
+		}
+	}
+	if n > 0 {
+		v.logf("%d slot completions were committed on an old primary after its standby last caught up, and lost in the failover", n)
+	}
+	return nil
+}
+
 // check closes the runner's history, checks every history of the
 // dialect against c, and prints the checker's statistics.
 func (v *verdict) check(c history.Config) (history.Result, error) {
@@ -239,9 +279,14 @@ func (v *verdict) check(c history.Config) (history.Result, error) {
 	return res, nil
 }
 
-// summarize prints the checker's statistics of the dialect.
+// summarize prints the checker's statistics of the dialect: slots counts
+// the completed slots of the scheduled job and slots_due those rule S2
+// required; locks counts every grant term (keyed locks, semaphore slots,
+// and the runs of the job's slots); sticky_terms the sticky partitions'
+// terms.
 func (v *verdict) summarize(res history.Result) {
 	st := res.Stats
-	v.logf("events=%d lease_terms=%d partition_terms=%d exempt_overlaps=%d accepted_writes=%d rejected_writes=%d items=%d truncated=%d",
-		st.Events, st.LeaseTerms, st.PartitionTerms, st.ExemptOverlaps, st.AcceptedWrites, st.RejectedWrites, st.ItemsProcessed, len(st.Truncated))
+	v.logf("events=%d lease_terms=%d partition_terms=%d exempt_overlaps=%d accepted_writes=%d rejected_writes=%d items=%d slots=%d slots_due=%d locks=%d sticky_terms=%d truncated=%d",
+		st.Events, st.LeaseTerms, st.PartitionTerms, st.ExemptOverlaps, st.AcceptedWrites, st.RejectedWrites, st.ItemsProcessed,
+		st.SlotsCompleted, st.SlotsDue, st.GrantTerms, st.StickyTerms, len(st.Truncated))
 }

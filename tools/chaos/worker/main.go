@@ -1,8 +1,15 @@
 // Command worker is one process of the chaos suite: a workers.Host with a
 // global singleton "ledger" that appends to chaos_ledger every 50 ms in a
-// fenced transaction, and a partitioned worker "items" that processes the
-// seeded rows of chaos_items, one per fenced transaction. Every term, write
-// and processed item is recorded to DIR/<pid>.jsonl with history.Recorder.
+// fenced transaction, a partitioned worker "items" that processes the
+// seeded rows of chaos_items, one per fenced transaction, a semaphore of
+// limit 2 ("chaos-sem", workers.Limited) and a scheduled job
+// ("chaos-tick", a slot a second, missed slots run once); and, on the
+// host's coordinator, keyed locks on four keys ("chaos-locks") and a
+// sticky pool of 16 partitions ("chaos-sticky"). Each grant of a key or
+// slot and each sticky partition makes fenced writes to chaos_grants, and
+// each slot is completed with a fenced insert into chaos_slots. Every
+// term, grant, write, processed item and completed slot is recorded to
+// DIR/<pid>.jsonl with history.Recorder.
 //
 //	worker -driver postgres -dsn DSN -dir DIR -node w1 [-max-open-conns N -exhaust-for D] [-clock-skew D]
 //
@@ -22,6 +29,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -125,12 +133,27 @@ func run(ctx context.Context) error {
 	},
 		workers.GlobalSingleton(chaos.LedgerWorker, w.ledger),
 		workers.GlobalPartitioned(chaos.ItemsWorker, w.items, workers.PartitionConfig{PollInterval: chaos.PollInterval}),
+		workers.Limited(chaos.SemaphoreWorker, chaos.SemaphoreLimit, w.semaphore),
+		workers.Scheduled(chaos.ScheduleWorker, w.tick, workers.ScheduleConfig{Every: chaos.ScheduleEvery, Misfire: workers.MisfireRunOnce}),
 	)
 	if err != nil {
 		return err
 	}
+	locks, err := host.Coordinator().Locks(coordination.GlobalScope, chaos.LocksName)
+	if err != nil {
+		return err
+	}
+	sticky, err := host.Coordinator().Pool(coordination.GlobalScope, chaos.StickyPool,
+		coordination.PoolConfig{Partitions: chaos.StickyPartitions, PollInterval: chaos.PollInterval})
+	if err != nil {
+		return err
+	}
 	_ = rec.Notef("started: holder %s pid %d", id.Holder(), os.Getpid())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.lockLoop(ctx, locks) })
+	wg.Go(func() { w.runSticky(ctx, sticky) })
 	err = host.Run(ctx)
+	wg.Wait()
 	_ = rec.Notef("stopped: %v", err)
 	return err
 }
@@ -401,4 +424,175 @@ func (w *worker) committed(ctx context.Context, id, gen int64) bool {
 		case <-t.C:
 		}
 	}
+}
+
+// sleep waits d or until ctx is done, and reports whether ctx is still
+// live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// grantWrite makes one fenced write under the grant l to resource and
+// records it.
+func (w *worker) grantWrite(ctx context.Context, l *coordination.Lease, resource string) {
+	_, ok, at, err := w.fenced(ctx, l.Fence, func(tx *gorm.DB) (bool, error) {
+		return true, tx.Create(&chaos.GrantRow{Resource: resource, Epoch: l.Epoch(), Holder: w.holder}).Error
+	})
+	e := history.Event{Kind: history.Write, Resource: resource, Lease: l.Key(), Epoch: l.Epoch(), Accepted: ok, Time: at}
+	if err != nil {
+		e.Err = err.Error()
+	}
+	w.record(e)
+}
+
+// lockLoop holds one key of the keyed locks at a time, picked at random,
+// for LockHold with one fenced write, until ctx is done. The grant's term
+// ends with its context (the trust deadline) or when the work returns.
+func (w *worker) lockLoop(ctx context.Context, locks *coordination.Locks) {
+	for ctx.Err() == nil {
+		key := fmt.Sprintf("k%d", rand.IntN(chaos.LockKeys))
+		err := locks.Do(ctx, key, func(ctx context.Context, l *coordination.Lease) error {
+			defer history.Term(ctx, w.record,
+				history.Event{Kind: history.GrantStart, Lease: l.Key(), Epoch: l.Epoch()},
+				history.Event{Kind: history.GrantStop, Lease: l.Key(), Epoch: l.Epoch()})()
+			w.grantWrite(ctx, l, l.Key())
+			sleep(ctx, chaos.LockHold)
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			w.log.Info("keyed lock", zap.String("key", key), zap.Error(err))
+		}
+		sleep(ctx, chaos.LockPause)
+	}
+}
+
+// semaphore holds a slot of the semaphore: a fenced write every
+// SemaphoreEvery, until SemaphoreHold has passed (it then returns, the
+// slot is released and the worker waits for one again) or the term ends.
+func (w *worker) semaphore(ctx context.Context, l *coordination.Lease) error {
+	defer history.Term(ctx, w.record,
+		history.Event{Kind: history.GrantStart, Lease: l.Key(), Epoch: l.Epoch(), Semaphore: chaos.SemaphoreKey, Limit: chaos.SemaphoreLimit},
+		history.Event{Kind: history.GrantStop, Lease: l.Key(), Epoch: l.Epoch(), Semaphore: chaos.SemaphoreKey, Limit: chaos.SemaphoreLimit})()
+	hold := time.NewTimer(chaos.SemaphoreHold)
+	defer hold.Stop()
+	t := time.NewTicker(chaos.SemaphoreEvery)
+	defer t.Stop()
+	for {
+		w.grantWrite(ctx, l, l.Key())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-hold.C:
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// tick runs one slot of the scheduled job: it completes the slot and
+// inserts its SlotRow in one transaction fenced by the slot's term
+// (Slot.Complete), and records the run as a grant of the job's lease, the
+// write and, once committed, the completed slot.
+func (w *worker) tick(ctx context.Context, slot *workers.Slot) error {
+	lease := chaos.ScheduleLease
+	if l := slot.Lease(); l != nil {
+		lease = l.Key()
+	}
+	defer history.Term(ctx, w.record,
+		history.Event{Kind: history.GrantStart, Lease: lease, Epoch: slot.Epoch},
+		history.Event{Kind: history.GrantStop, Lease: lease, Epoch: slot.Epoch})()
+	row := chaos.SlotRow{Slot: slot.Time.UnixNano(), Epoch: slot.Epoch, Holder: w.holder}
+	_, ok, at, err := w.fenced(ctx, slot.Complete, func(tx *gorm.DB) (bool, error) {
+		return true, tx.Create(&row).Error
+	})
+	if err != nil && at != 0 {
+		// The commit failed: it may still have happened. Look.
+		ok = w.slotCommitted(ctx, row)
+	}
+	e := history.Event{Kind: history.Write, Resource: chaos.ScheduleWorker, Lease: lease, Epoch: slot.Epoch, Accepted: ok, Time: at}
+	if err != nil {
+		e.Err = err.Error()
+	}
+	w.record(e)
+	if !ok {
+		return fmt.Errorf("complete slot %s: %w", slot.Time.Format(time.RFC3339Nano), cmpErr(err, errors.New("not committed")))
+	}
+	w.record(history.Event{Kind: history.SlotCompleted, Lease: lease, Slot: row.Slot, Epoch: slot.Epoch})
+	return nil
+}
+
+// slotCommitted reports whether row is in chaos_slots, trying for a few
+// seconds while the database fails.
+func (w *worker) slotCommitted(ctx context.Context, row chaos.SlotRow) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for {
+		var n int64
+		err := w.db.WithContext(ctx).Model(&chaos.SlotRow{}).
+			Where("slot = ? AND epoch = ? AND holder = ?", row.Slot, row.Epoch, row.Holder).Count(&n).Error
+		if err == nil {
+			return n > 0
+		}
+		if !sleep(ctx, 200*time.Millisecond) {
+			w.log.Error("could not tell whether a failed slot completion happened", zap.Int64("slot", row.Slot), zap.Error(err))
+			return false
+		}
+	}
+}
+
+// runSticky runs the sticky pool until ctx is done, calling RunPartitions
+// again after an error.
+func (w *worker) runSticky(ctx context.Context, p *coordination.Pool) {
+	for {
+		err := p.RunPartitions(ctx, w.partition)
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Info("sticky pool", zap.Error(err))
+		if !sleep(ctx, chaos.RetryInterval) {
+			return
+		}
+	}
+}
+
+// partition works on one partition of the sticky pool: a fenced write
+// every StickyEvery until the partition moves or the membership ends.
+func (w *worker) partition(ctx context.Context, pt coordination.Partition) error {
+	ev := func(k history.Kind) history.Event {
+		return history.Event{Kind: k, Pool: pt.Pool, Index: pt.Partition, Count: pt.Count, Generation: pt.Since, Epoch: pt.Epoch}
+	}
+	defer history.Term(ctx, w.record, ev(history.StickyStart), ev(history.StickyStop))()
+	resource := fmt.Sprintf("sticky/%02d", pt.Partition)
+	t := time.NewTicker(chaos.StickyEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		_, ok, at, err := w.fenced(ctx, pt.Fence, func(tx *gorm.DB) (bool, error) {
+			return true, tx.Create(&chaos.GrantRow{Resource: resource, Epoch: pt.Since, Holder: w.holder}).Error
+		})
+		e := history.Event{Kind: history.Write, Resource: resource, Pool: pt.Pool, Index: pt.Partition, Generation: pt.Since, Accepted: ok, Time: at}
+		if err != nil {
+			e.Err = err.Error()
+		}
+		w.record(e)
+	}
+}
+
+// cmpErr returns err, or def when err is nil.
+func cmpErr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
 }
