@@ -201,17 +201,21 @@
 //
 // S2 (violation [MissedSlots]), for each Config.Slots entry (a job with
 // the run-once misfire policy, whose slots are the multiples of Every):
-// every slot due once the faults stopped was completed. Let Q be the
-// latest, over all faults, of r + Config.Bound[kind] (r: the kill for a
-// kill, the heal for any other kind; the history's first event when there
-// was no fault; a kind without a bound is [BadConfig]) and U be
-// ObserveUntil (default: the last event) less Margin. Slot times are by
-// the database clock; a slot s is mapped to history time s + d, where d is
-// the median of Time - Slot over the job's completions (an on-time slot
-// completes milliseconds after its time). The due slots are those whose
-// mapped time lies in [Q, U]; each must have a SlotCompleted. A job with
-// no completion at all is a violation when U - Q is at least Every.
-// Stats.SlotsDue counts the due slots.
+// every slot due once the faults stopped and the job recovered was
+// completed. The job's final term is the (Holder, Epoch) of its latest
+// grant term (its runs). For each fault, with r the kill for a kill and
+// the heal for any other kind, the job has recovered at the earlier of r
+// + Config.Bound[kind] and the start of the first run of the final term
+// at or after r (a run of an older term after r does not count: that term
+// may still end). Let Q be the latest of these over all faults (the
+// history's first event when there was no fault; a kind without a bound
+// is [BadConfig]) and U be ObserveUntil (default: the last event) less
+// Margin. Slot times are by the database clock; a slot s is mapped to
+// history time s + d, where d is the median of Time - Slot over the job's
+// completions (an on-time slot completes milliseconds after its time).
+// The due slots are those whose mapped time lies in [Q, U]; each must
+// have a SlotCompleted. A job with no completion at all is a violation
+// when U - Q is at least Every. Stats.SlotsDue counts the due slots.
 //
 // # Rule E: recovery
 //

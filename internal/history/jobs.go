@@ -163,7 +163,7 @@ func (c *checker) dueSlots(i int, r SlotRequirement) {
 			i, r.Lease, r.Every, r.Margin)
 		return
 	}
-	from, ok := c.quietFrom()
+	from, ok := c.quietFrom(r.Lease)
 	if !ok {
 		return
 	}
@@ -217,11 +217,14 @@ func (c *checker) dueSlots(i int, r SlotRequirement) {
 		r.Lease, len(missing), due, c.at(from), c.at(until), strings.Join(ts, ", "))
 }
 
-// quietFrom is when every fault has had its recovery bound (rule S2):
-// the latest kill, or heal of any other fault, plus its kind's bound; the
-// history's start when there was no fault. It is false when a fault kind
-// has no bound.
-func (c *checker) quietFrom() (int64, bool) {
+// quietFrom is when the job lease has recovered from every fault (rule
+// S2): the latest, over the faults, of the earlier of r + its kind's
+// bound (r: the kill, or the heal) and the first run at or after r of the
+// job's final term (the term of its last run); the history's first event
+// when there was no fault. It is false when a fault kind has no bound.
+func (c *checker) quietFrom(lease string) (int64, bool) {
+	runs := slices.Clone(c.grantTerms[lease])
+	slices.SortStableFunc(runs, func(a, b *term) int { return cmp.Compare(a.start, b.start) })
 	from := c.res.Stats.Start
 	for _, f := range c.faults {
 		b, ok := c.cfg.Bound[f.kind()]
@@ -239,7 +242,17 @@ func (c *checker) quietFrom() (int64, bool) {
 			}
 			at = f.heal.Time
 		}
-		from = max(from, at+int64(b))
+		q := at + int64(b)
+		if len(runs) > 0 {
+			last := runs[len(runs)-1]
+			for _, t := range runs {
+				if t.start >= at && t.epoch == last.epoch && t.holder == last.holder {
+					q = min(q, t.start)
+					break
+				}
+			}
+		}
+		from = max(from, q)
 	}
 	return from, true
 }

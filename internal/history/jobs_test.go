@@ -74,6 +74,20 @@ func slotsEvery(h string, from, to int, skip ...int) []Event {
 	return evs
 }
 
+// runs runs the slots from..to (inclusive) of "J" by h under epoch, each
+// as a grant of the job's lease that completes the slot 10ms after its
+// time, leaving out those in skip.
+func runs(h string, epoch int64, from, to int, skip ...int) []Event {
+	var evs []Event
+	for k := from; k <= to; k++ {
+		if !slices.Contains(skip, k) {
+			s := float64(k)
+			evs = append(evs, gstart(s+0.001, h, "J", epoch), slotDone(s+0.01, h, k, epoch), gstop(s+0.02, h, "J", epoch))
+		}
+	}
+	return evs
+}
+
 var slotReq = []SlotRequirement{{Lease: "J", Every: time.Second, Margin: time.Second}}
 
 // TestCheckJobsCatches: each history breaks one promise of a keyed lock,
@@ -201,6 +215,14 @@ func TestCheckJobsCatches(t *testing.T) {
 			msg:  []string{`job "J": 1 of 13 slots due from +6.990000s to +19.000000s were never completed: 2023-11-14T22:13:35Z (+15.000000s)`},
 		},
 		{
+			name: "a slot missed once the job's final term ran again after the fault, before the bound",
+			events: slices.Concat(runs("a", 1, 0, 1), runs("b", 2, 3, 20, 5),
+				[]Event{fault(1.5, FaultPause, "a", PhaseStart), fault(2, FaultPause, "a", PhaseHeal)}),
+			cfg:  Config{Slots: slotReq, Bound: bounds},
+			want: []ViolationKind{MissedSlots},
+			msg:  []string{`job "J": 1 of 17 slots due from +3.000000s to +19.019000s were never completed: 2023-11-14T22:13:25Z (+5.009000s)`},
+		},
+		{
 			name:   "a job that completed nothing while slots were due",
 			events: []Event{note(0, "chaos", "start"), note(10, "chaos", "stop")},
 			cfg:    Config{Slots: slotReq},
@@ -303,6 +325,13 @@ func TestCheckJobsAccepts(t *testing.T) {
 				slotLost(2, "a", 1, 1),
 				slotDone(3, "b", 1, 2),
 			},
+		},
+		{
+			name: "a run of the old term after the fault, then a new term: the slots before the new term's first run are not due",
+			events: slices.Concat(runs("a", 1, 0, 2), runs("b", 2, 5, 20),
+				[]Event{fault(1.5, FaultPause, "a", PhaseStart), fault(2, FaultPause, "a", PhaseHeal)}),
+			cfg: Config{Slots: slotReq, Bound: bounds},
+			due: 15,
 		},
 		{
 			name: "slots missed during a fault are not due; every slot after its bound is completed",

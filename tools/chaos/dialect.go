@@ -120,7 +120,9 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 	for k := range bounds {
 		bounds[k] += r.slack
 	}
-	quiet := time.Now() // when the last fault's recovery bound has passed
+	// quiet is when the last fault's recovery bound has passed, and
+	// lastFault the history time just after its kill or heal.
+	quiet, lastFault := time.Now(), history.Now()
 	for i, k := range faults {
 		if err := ctx.Err(); err != nil {
 			return res, nil, false, err
@@ -129,7 +131,7 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 		if err != nil {
 			return res, nil, false, err
 		}
-		quiet = healed.Add(bounds[k])
+		quiet, lastFault = healed.Add(bounds[k]), history.Now()
 		rec, err := r.fleet.waitRecovered(ctx, healed)
 		if err != nil {
 			return res, nil, false, err
@@ -149,10 +151,8 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 	if err := r.waitItems(ctx); err != nil {
 		r.problem("%v", err)
 	}
-	// Rule S2 requires the job's slots from the last fault's bound on:
-	// leave room for a few of them.
-	if !sleepUntil(ctx, quiet.Add(slotsAfterFaults*ScheduleEvery+slotMargin)) {
-		return res, nil, false, ctx.Err()
+	if err := r.waitSlots(ctx, lastFault, quiet); err != nil {
+		return res, nil, false, err
 	}
 	stopAt := history.Now()
 	_ = r.verdict.rec.Notef("stopping all workers")
@@ -187,16 +187,29 @@ const (
 	slotMargin       = ScheduleEvery + ScheduleEvery/2
 )
 
-// sleepUntil waits until t, and reports whether ctx is still live.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
+// waitSlots waits until rule S2 will require slotsAfterFaults slots of
+// the scheduled job: until its latest term has run for that long (and
+// slotMargin) since its first run after the last fault (lastFault, a
+// history time), or at most until that long after the last fault's
+// bound (quiet).
+func (r *dialectRun) waitSlots(ctx context.Context, lastFault int64, quiet time.Time) error {
+	need := slotsAfterFaults*ScheduleEvery + slotMargin
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for time.Now().Before(quiet.Add(need)) {
+		if err := r.fleet.tail.poll(); err != nil {
+			return err
+		}
+		if from, ok := r.fleet.tail.jobSettled(lastFault); ok && history.Now() >= from+int64(need) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
 	}
+	return nil
 }
 
 // waitItems waits until every item is processed.

@@ -81,6 +81,7 @@ type tailer struct {
 	leader  map[int]history.Event // pid -> open LeaderStart
 	parts   map[int]history.Event // pid -> open PartitionStart
 	clock   map[int][]string      // pid -> texts of its clock-skew notes
+	jobRuns []history.Event       // GrantStart events of the scheduled job's runs
 }
 
 func newTailer(dir string) *tailer {
@@ -145,11 +146,38 @@ func (t *tailer) apply(e history.Event) {
 		if s, ok := t.parts[e.PID]; ok && s.Generation == e.Generation {
 			delete(t.parts, e.PID)
 		}
+	case history.GrantStart:
+		if e.Lease == ScheduleLease {
+			t.jobRuns = append(t.jobRuns, e)
+		}
 	case history.Note:
 		if text, ok := strings.CutPrefix(e.Text, clockNote); ok {
 			t.clock[e.PID] = append(t.clock[e.PID], text)
 		}
 	}
+}
+
+// jobSettled returns the time of the first run, at or after the history
+// time after, of the scheduled job's latest term (the term of its latest
+// run so far), and whether there is one: where rule S2 starts requiring
+// slots when after is the last fault's kill or heal.
+func (t *tailer) jobSettled(after int64) (int64, bool) {
+	var last *history.Event
+	for i := range t.jobRuns {
+		if e := &t.jobRuns[i]; last == nil || e.Time > last.Time {
+			last = e
+		}
+	}
+	if last == nil {
+		return 0, false
+	}
+	first, ok := int64(0), false
+	for _, e := range t.jobRuns {
+		if e.Time >= after && e.Epoch == last.Epoch && e.Holder == last.Holder && (!ok || e.Time < first) {
+			first, ok = e.Time, true
+		}
+	}
+	return first, ok
 }
 
 // leaderOf returns the pid among live whose open ledger term has the
