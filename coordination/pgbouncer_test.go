@@ -27,7 +27,9 @@ import (
 // commit. The program's own statement is one pgx sends without a named
 // statement whatever the setting (an Exec without arguments), as
 // docs/operations.md tells a program behind a transaction pooler to make
-// its own (or to set default_query_exec_mode=exec).
+// its own (or to set default_query_exec_mode=exec). One worker's
+// transactions also write the lease's data (Lease.SetDataIn), another
+// statement of the library in the caller's transaction.
 func TestFencedTransactionsThroughPgBouncer(t *testing.T) {
 	tg := testdb.PgBouncerTarget
 	driver, dsn := tg.OpenDSN(t)
@@ -68,6 +70,15 @@ func TestFencedTransactionsThroughPgBouncer(t *testing.T) {
 				err := db.Transaction(func(tx *gorm.DB) error {
 					if err := l.Fence(tx); err != nil {
 						return err
+					}
+					// One worker also writes the lease's data in its
+					// transactions, as a scheduled worker completes a slot
+					// (Lease.SetDataIn). One only: the fencing read's
+					// share lock makes two such writers deadlock.
+					if w == 0 {
+						if err := l.SetDataIn(tx, fmt.Sprint(i)); err != nil {
+							return err
+						}
 					}
 					return tx.Exec("UPDATE fenced_count SET n = n + 1 WHERE id = 1").Error
 				})

@@ -96,7 +96,7 @@ func (o *options) on(db *gorm.DB) *gorm.DB {
 }
 
 // withOption returns tx, a caller's transaction that a statement of the
-// store runs in (Fence, RenewSessionIn), carrying the option. When it is
+// store runs in (Fence, RenewSessionIn, SetDataIn), carrying the option. When it is
 // not known yet, it is learned first from another connection of the pool,
 // waiting at most learnTimeout.
 func (g *gate) withOption(tx *gorm.DB) *gorm.DB {
