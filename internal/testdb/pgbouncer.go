@@ -175,7 +175,7 @@ func skipPrivateOnly(t testing.TB, tg Target) {
 		return
 	}
 	d := dialectOf(tg.Dialect)
-	t.Skipf("LOUD: testdb: SKIPPING %s TEST: it runs on a private server behind a private pooler, but %s points the %s tests at %s",
+	t.Skipf("LOUD: testdb: SKIPPING %s TEST: it runs on private servers of its own, but %s points the %s tests at %s",
 		strings.ToUpper(tg.Name), d.env, tg.Dialect, redact.DSN(d.driver, os.Getenv(d.env)))
 }
 

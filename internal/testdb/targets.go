@@ -27,7 +27,8 @@ const RequireEnv = "REQUIRE_DIALECTS"
 // Target is one database the tests run against.
 type Target struct {
 	// Name is "postgres", "mysql", "sqlite-cgo", "sqlite-pure",
-	// "sqlserver" or "pgbouncer" (PgBouncerTarget).
+	// "sqlserver", "pgbouncer" (PgBouncerTarget) or "galera"
+	// (GaleraTarget).
 	Name string
 	// Dialect is "postgres", "mysql", "sqlite" or "sqlserver". It is what
 	// REQUIRE_DIALECTS lists.
@@ -173,6 +174,7 @@ var (
 		"sqlite-pure": sqliteTarget{driver: dbopen.SQLitePure},
 		"sqlserver":   sqlserverTarget{},
 		"pgbouncer":   &pgbouncerTarget{},
+		"galera":      &galeraTarget{},
 	}
 )
 
@@ -275,7 +277,7 @@ type unknownTarget struct{}
 
 func (unknownTarget) openDSN(t testing.TB, tg Target) (driver, dsn string) {
 	t.Helper()
-	t.Fatalf("testdb: unknown target %q (want one of postgres, mysql, sqlite-cgo, sqlite-pure, sqlserver, pgbouncer)", tg.Name)
+	t.Fatalf("testdb: unknown target %q (want one of postgres, mysql, sqlite-cgo, sqlite-pure, sqlserver, pgbouncer, galera)", tg.Name)
 	return "", ""
 }
 
