@@ -17,10 +17,10 @@ import (
 )
 
 // TestConformance runs the same lease cases on every database target,
-// PgBouncer in transaction mode included. Subtest names are
-// <target>/<Case>.
+// PgBouncer in transaction mode and the Galera cluster included. Subtest
+// names are <target>/<Case>.
 func TestConformance(t *testing.T) {
-	runCasesOn(t, testdb.PoolerTargets(), conformanceCases)
+	runCasesOn(t, testdb.ClusterTargets(), conformanceCases)
 }
 
 var conformanceCases = []conformanceCase{

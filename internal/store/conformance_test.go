@@ -25,7 +25,7 @@ type sqlStore struct {
 // PostgreSQL behind PgBouncer in transaction mode included: the reference the in-process store (internal/memstore) is checked
 // against.
 func TestStoreConformance(t *testing.T) {
-	for _, tg := range testdb.PoolerTargets() {
+	for _, tg := range testdb.ClusterTargets() {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()
 			storetest.Run(t, storetest.Target{Open: func(t *testing.T) storetest.Store {
