@@ -189,6 +189,44 @@ type dialect struct {
 	// incarnation is the database's incarnationExpr, or "" once
 	// ProbeFailover found that the server cannot say its incarnation.
 	incarnation string
+	// cluster, when set, is asked by the start-up probe (ProbeFailover)
+	// whether the server is a node of a multi-primary cluster that needs
+	// a dialect of its own (MariaDB Galera, mysql.go).
+	cluster clusterProbe
+}
+
+// clusterProbe finds out, once at start-up, whether the server is a node
+// of a multi-primary cluster whose statements differ (MariaDB Galera,
+// mysql.go).
+type clusterProbe interface {
+	// sqlProbeCluster is a statement returning one row (name, value), or
+	// none where the server has no such setting.
+	sqlProbeCluster() string
+	// clusterDialect returns the dialect for a server that answered
+	// value, or nil to keep the one in use.
+	clusterDialect(value string) *dialect
+}
+
+// deadSessionMarker is a database whose acquire, once it has locked the
+// named rows, changes the row of every dead session holding one of them,
+// so that the acquire conflicts with a renewal of that session committed
+// elsewhere (Galera, mysql.go).
+type deadSessionMarker interface {
+	sqlMarkDeadSessions(t Tables, session string, names []string) stmt
+}
+
+// fenceWriter is a database whose fencing check changes the lease row it
+// checks, so that the fenced transaction conflicts with a takeover
+// committed elsewhere (Galera, mysql.go).
+type fenceWriter interface {
+	sqlFenceWrite(t Tables, name string) stmt
+}
+
+// raceLoser is a database that tells a transaction rolled back because it
+// lost to a conflicting one (a deadlock, a failed certification) from
+// other errors (MySQL and MariaDB, mysql.go).
+type raceLoser interface {
+	lostRace(err error) bool
 }
 
 // newDialect returns the dialect of a database with the facts f, the

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -42,7 +44,14 @@ func (f *Failover) DetectsFailover() bool { return f.sql.dl().incarnation != "" 
 // database could not be asked at all; the caller tries again. Call it
 // before the store's other statements run: the coordinator does, right
 // after its schema check.
+//
+// It also asks, once, whether the server is a node of a multi-primary
+// cluster (MariaDB Galera), and if so moves the store to that cluster's
+// statements (mysql.go).
 func (f *Failover) ProbeFailover(ctx context.Context) (unsupported, err error) {
+	if err := f.probeCluster(ctx); err != nil {
+		return nil, err
+	}
 	d := f.sql.dl()
 	if d.incarnation == "" {
 		return nil, nil
@@ -74,6 +83,26 @@ func (f *Failover) ProbeFailover(ctx context.Context) (unsupported, err error) {
 	off.incarnation = ""
 	f.sql.d.Store(&off)
 	return unsupported, nil
+}
+
+// probeCluster moves the store to the statements of a multi-primary
+// cluster when the dialect's probe finds the server is a node of one.
+func (f *Failover) probeCluster(ctx context.Context) error {
+	d := f.sql.dl()
+	if d.cluster == nil {
+		return nil
+	}
+	var name, value string
+	err := f.conns.run(ctx, f.conns.general, func(db *gorm.DB) error {
+		return scanRow(db, stmt{q: d.cluster.sqlProbeCluster()}, &name, &value)
+	})
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if c := d.cluster.clusterDialect(value); c != nil {
+		f.sql.d.Store(c)
+	}
+	return nil
 }
 
 // ensureIncarnation creates the incarnation row, once per store, before

@@ -188,6 +188,19 @@ func TestGoldenSQL(t *testing.T) {
 				section("migration lock", render(db, s, lockArgs[:strings.Count(s, "?")]...))
 			}
 
+			if d.cluster != nil {
+				section("start-up: is the server a node of a multi-primary cluster", render(db, d.cluster.sqlProbeCluster()))
+				if c := d.cluster.clusterDialect("ON"); c != nil {
+					if m, ok := c.database.(deadSessionMarker); ok {
+						st("cluster: acquire, after the lock: change the row of each dead session holding a named lease",
+							m.sqlMarkDeadSessions(tables, session, names))
+					}
+					if w, ok := c.database.(fenceWriter); ok {
+						st("cluster: fencing check, first: change the lease row", w.sqlFenceWrite(tables, "global/billing"))
+					}
+				}
+			}
+
 			checkGolden(t, filepath.Join("testdata", name+".sql"), "TestGoldenSQL", b.String())
 		})
 	}

@@ -62,6 +62,11 @@ func (s *Store) AcquireEach(ctx context.Context, session, holder string, names [
 						return err
 					}
 				}
+				if m, ok := s.sql.dl().database.(deadSessionMarker); ok {
+					if _, err := exec(tx, m.sqlMarkDeadSessions(s.tables, session, part)); err != nil {
+						return err
+					}
+				}
 				if s.sql.dl().acquire == acquireLockThenUpdate {
 					got, err = s.acquireLockThenUpdate(tx, session, holder, part)
 				} else {
@@ -69,6 +74,13 @@ func (s *Store) AcquireEach(ctx context.Context, session, holder string, names [
 				}
 				return err
 			})
+			if r, ok := s.sql.dl().database.(raceLoser); ok && err != nil && r.lostRace(err) {
+				// A conflicting transaction won (a deadlock, or on a
+				// Galera cluster a failed certification): this one was
+				// rolled back whole and took nothing, as if it had found
+				// every lease held.
+				return nil
+			}
 			if err != nil {
 				return err // got may hold rows of a rolled-back change
 			}
@@ -269,8 +281,18 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 // compares session, epoch and liveness. The statement carries the
 // statement option (stmtoption.go), so that it works behind a transaction
 // pooler whatever the caller's driver settings.
+//
+// On a Galera cluster it first changes the row (sqlFenceWrite), so that
+// the caller's transaction and a takeover committed on another node
+// cannot both commit: one of them fails certification.
 func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
-	rows, err := queryRows(s.conns.withOption(tx), s.sql.dl().leases().sqlFence(s.tables, name))
+	tx = s.conns.withOption(tx)
+	if w, ok := s.sql.dl().database.(fenceWriter); ok {
+		if _, err := exec(tx, w.sqlFenceWrite(s.tables, name)); err != nil {
+			return Row{}, false, err
+		}
+	}
+	rows, err := queryRows(tx, s.sql.dl().leases().sqlFence(s.tables, name))
 	if err != nil || len(rows) == 0 {
 		return Row{}, false, err
 	}

@@ -2,10 +2,12 @@ package store
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 )
 
@@ -69,7 +71,9 @@ const mariadbIncarnation = "IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR))"
 // mysqlDialect is MySQL and MariaDB (gorm.io/driver/mysql).
 func mysqlDialect() *dialect {
 	s := mysqlSchema{facts: mysqlFacts}
-	return newDialect(mysqlFacts, mysqlDB{}, s, s, s)
+	d := newDialect(mysqlFacts, mysqlDB{}, s, s, s)
+	d.cluster = mysqlCluster{}
+	return d
 }
 
 // mysqlDB is the runtime fragments of MySQL and MariaDB. Their processes
@@ -233,4 +237,89 @@ func mysqlLockName(database, key string) string {
 		name = fmt.Sprintf("leasehold:migrate:%x", advisoryKey(name))
 	}
 	return name
+}
+
+// MariaDB Galera Cluster
+//
+// Galera replicates every transaction's changed rows to every node and
+// certifies write-write conflicts at commit: of two transactions on
+// different nodes that change one row, the one ordered second fails with
+// ER_LOCK_DEADLOCK (1213) and is rolled back. Row locks (FOR UPDATE, LOCK
+// IN SHARE MODE) are local to a node, a node's reads may lag the others'
+// commits, and a statement that changes no row value replicates nothing
+// and is certified against nothing. So on a cluster every decision the
+// library takes from a read of another process's rows writes a row that
+// process's conflicting write also changes:
+//
+//   - an acquire that finds a lease held by a dead session changes that
+//     session's row (sqlMarkDeadSessions), which the session's renewal
+//     also changes: a renewal committed on another node that this node has
+//     not seen yet and the takeover cannot both commit;
+//   - a fencing check changes the lease row it checks (sqlFenceWrite),
+//     which a takeover also changes: a fenced transaction and a takeover
+//     on another node cannot both commit.
+//
+// Detected once, by the store's start-up probe (ProbeFailover), from
+// @@wsrep_on.
+
+// mysqlCluster is the start-up probe of MySQL and MariaDB: a Galera node
+// (wsrep on) gets galeraDialect. SHOW VARIABLES answers on MySQL too, with
+// no row.
+type mysqlCluster struct{}
+
+func (mysqlCluster) sqlProbeCluster() string { return "SHOW VARIABLES LIKE 'wsrep_on'" }
+
+func (mysqlCluster) clusterDialect(value string) *dialect {
+	if !strings.EqualFold(value, "ON") {
+		return nil
+	}
+	return galeraDialect()
+}
+
+// galeraDialect is MariaDB on a Galera cluster: MySQL's, with the writes
+// that make decisions conflict at certification (see above).
+func galeraDialect() *dialect {
+	s := mysqlSchema{facts: mysqlFacts}
+	return newDialect(mysqlFacts, galeraDB{}, s, s, s)
+}
+
+// galeraDB is the runtime fragments of a Galera cluster: MySQL's, and the
+// writes of deadSessionMarker and fenceWriter.
+type galeraDB struct{ mysqlDB }
+
+var (
+	_ deadSessionMarker = galeraDB{}
+	_ fenceWriter       = galeraDB{}
+)
+
+// sqlMarkDeadSessions changes the row of every dead session that holds one
+// of the named leases, other than session: its expiry moves back by one
+// microsecond, so it stays dead and the row changes (a statement that
+// changes nothing is not certified). A renewal of such a session that
+// committed on another node conflicts with it at certification.
+func (galeraDB) sqlMarkDeadSessions(t Tables, session string, names []string) stmt {
+	return stmt{"UPDATE " + quoteBacktick(t.Sessions) + " s JOIN " + quoteBacktick(t.Leases) + " l ON l.session_id = s.id" +
+		" SET s.expires_at_us = s.expires_at_us - 1" +
+		" WHERE l.name IN (" + placeholders(len(names)) + ") AND l.session_id <> ? AND s.expires_at_us < " + mysqlNow,
+		append(namesArgs(names), session)}
+}
+
+// sqlFenceWrite changes the lease row a fencing check reads, when a
+// session holds it: renewed_at_us, which the reads of a row held by a
+// session take from the session's row instead, moves forward by at least
+// one microsecond, so the row always changes. A takeover on another node,
+// which changes the row too, conflicts with the fenced transaction at
+// certification.
+func (galeraDB) sqlFenceWrite(t Tables, name string) stmt {
+	return stmt{"UPDATE " + quoteBacktick(t.Leases) + " SET renewed_at_us = GREATEST(" + mysqlNow + ", renewed_at_us + 1)" +
+		" WHERE name = ? AND session_id <> ''", []any{name}}
+}
+
+// lostRace reports whether err is a transaction that lost to a
+// conflicting one: a deadlock, or on a Galera cluster a failed
+// certification (both ER_LOCK_DEADLOCK, 1213). The transaction was rolled
+// back whole: it changed nothing.
+func (mysqlDB) lostRace(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1213
 }

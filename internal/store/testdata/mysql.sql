@@ -247,3 +247,14 @@ SELECT GET_LOCK(?, ?)
 SELECT RELEASE_LOCK(?)
 -- args: "leasehold:migrate:leasehold_@app";
 
+-- start-up: is the server a node of a multi-primary cluster
+SHOW VARIABLES LIKE 'wsrep_on';
+
+-- cluster: acquire, after the lock: change the row of each dead session holding a named lease
+UPDATE `leasehold_sessions` s JOIN `leasehold_leases` l ON l.session_id = s.id SET s.expires_at_us = s.expires_at_us - 1 WHERE l.name IN (?, ?) AND l.session_id <> ? AND s.expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
+-- args: "global/billing", "global/outbox", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+-- cluster: fencing check, first: change the lease row
+UPDATE `leasehold_leases` SET renewed_at_us = GREATEST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us + 1) WHERE name = ? AND session_id <> ''
+-- args: "global/billing";
+

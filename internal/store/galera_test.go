@@ -1,0 +1,308 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/testdb"
+)
+
+// The hazards of a multi-primary Galera cluster (mysql.go): a node's reads
+// lag the others' commits, and only write-write conflicts on one row are
+// caught, at commit. These tests make one node lag on purpose: a
+// transaction on it that replicates nothing (wsrep_on off) holds a row
+// lock that the next replicated change needs, so the node applies nothing
+// more, and commits nothing either, until the lock goes (lagNode).
+
+// galeraWait bounds every wait of these tests; it only decides how long a
+// broken build takes to fail.
+const galeraWait = 30 * time.Second
+
+// galeraNode is a store on one node of the cluster, with its handle.
+type galeraNode struct {
+	*store.Store
+	db *gorm.DB
+}
+
+// openGaleraNode opens a store on the database at dsn and probes it, as a
+// coordinator does at start-up; migrate also creates the schema.
+func openGaleraNode(t *testing.T, dsn string, migrate bool) galeraNode {
+	t.Helper()
+	db, err := dbopen.Open(dbopen.MySQL, dsn, &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sqlDB.Close() })
+	st, err := store.New(db, store.Options{FailoverHold: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	if migrate {
+		if _, err := st.Schema().Migrate(ctx, galeraWait); err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+	}
+	if _, err := st.Failover().ProbeFailover(ctx); err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	return galeraNode{Store: st, db: db}
+}
+
+// syncNode waits until the node of dsn has applied every change the
+// cluster had committed: a read with wsrep_sync_wait waits for that.
+func syncNode(t *testing.T, dsn, table string) {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, "SET SESSION wsrep_sync_wait = 1"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&n); err != nil {
+		t.Fatalf("sync read of %s: %v", table, err)
+	}
+}
+
+// lagNode makes the node of lagged stop applying the cluster's changes
+// until release is called: a transaction on it that is not replicated
+// (wsrep_on off) locks a row of a table of the test's own, and the node
+// of other then changes that row. Every change committed elsewhere after
+// that waits on the lagged node, and so do the lagged node's own commits,
+// which Galera orders after them; its reads show the state before.
+func lagNode(t *testing.T, lagged, other string) (release func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	odb, err := sql.Open("mysql", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer odb.Close()
+	if _, err := odb.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS lag_blocker (id INT PRIMARY KEY, v INT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := odb.ExecContext(ctx, "INSERT INTO lag_blocker VALUES (1, 0) ON DUPLICATE KEY UPDATE v = v"); err != nil {
+		t.Fatal(err)
+	}
+	syncNode(t, lagged, "lag_blocker")
+	ldb, err := sql.Open("mysql", lagged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ldb.SetMaxOpenConns(1)
+	if _, err := ldb.ExecContext(ctx, "SET SESSION wsrep_on = OFF"); err != nil {
+		ldb.Close()
+		t.Fatal(err)
+	}
+	tx, err := ldb.BeginTx(context.Background(), nil)
+	if err != nil {
+		ldb.Close()
+		t.Fatal(err)
+	}
+	var v int
+	if err := tx.QueryRowContext(ctx, "SELECT v FROM lag_blocker WHERE id = 1 FOR UPDATE").Scan(&v); err != nil {
+		_ = tx.Rollback()
+		ldb.Close()
+		t.Fatal(err)
+	}
+	if _, err := odb.ExecContext(ctx, "UPDATE lag_blocker SET v = v + 1 WHERE id = 1"); err != nil {
+		_ = tx.Rollback()
+		ldb.Close()
+		t.Fatal(err)
+	}
+	released := false
+	release = func() {
+		if released {
+			return
+		}
+		released = true
+		_ = tx.Rollback()
+		_ = ldb.Close()
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// waitSessionDead waits until st's node reads session id as expired.
+func waitSessionDead(t *testing.T, st galeraNode, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	for {
+		sess, ok, err := st.Sessions().ReadSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || !sess.Live() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("session %s still live on this node after %s", id, galeraWait)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestGaleraStaleAcquireConflictsWithRenewal: node B lags and still shows
+// the session of A expired, while A has renewed it on node A. An acquire
+// on node B judges the session dead from that stale read; it must not
+// commit beside the renewal. The acquire changes the dead session's row,
+// as the renewal did, so certification fails it: a lost race, which takes
+// nothing and is no error.
+func TestGaleraStaleAcquireConflictsWithRenewal(t *testing.T) {
+	_, dsns := testdb.GaleraCluster(t)
+	a := openGaleraNode(t, dsns[0], true)
+	syncNode(t, dsns[1], a.Tables().Leases)
+	b := openGaleraNode(t, dsns[1], false)
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	names := []string{"x"}
+	if err := a.EnsureRows(ctx, names); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sessions().CreateSession(ctx, "sa", "A", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	terms, err := a.Acquire(ctx, "sa", "A", names)
+	if err != nil || len(terms) != 1 {
+		t.Fatalf("A's acquire = %v, %v; want one term", terms, err)
+	}
+	if err := b.Sessions().CreateSession(ctx, "sb", "B", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	syncNode(t, dsns[1], a.Tables().Leases)
+
+	release := lagNode(t, dsns[1], dsns[0])
+	if ok, _, err := a.Sessions().RenewSession(ctx, "sa", time.Minute); err != nil || !ok {
+		t.Fatalf("A's renewal on node A = %v, %v; want it renewed", ok, err)
+	}
+	// Node B still shows the session's old expiry, a second after it began.
+	waitSessionDead(t, b, "sa")
+
+	type result struct {
+		terms []store.Term
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := b.Acquire(ctx, "sb", "B", names)
+		done <- result{got, err}
+	}()
+	// An acquire that is not refused at certification waits for node B to
+	// commit the changes ordered before it: let it get there, then let
+	// node B catch up.
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(3 * time.Second):
+		release()
+		res = <-done
+	}
+	release()
+	if res.err != nil {
+		t.Fatalf("B's acquire on the lagging node: %v; want a lost race, which is no error", res.err)
+	}
+	if len(res.terms) != 0 {
+		t.Fatalf("B's acquire on the lagging node took %v from a session renewed on another node: two holders", res.terms)
+	}
+	syncNode(t, dsns[0], a.Tables().Leases)
+	if ok, _, err := a.Sessions().RenewSession(ctx, "sa", time.Minute); err != nil || !ok {
+		t.Fatalf("A's next renewal = %v, %v; want its session live", ok, err)
+	}
+	rows, err := a.Get(ctx, names)
+	if err != nil || len(rows) != 1 || rows[0].Session != "sa" || rows[0].Epoch != terms[0].Epoch || !rows[0].Live() {
+		t.Fatalf("lease after the race = %+v, %v; want A's term %v, live", rows, err, terms[0])
+	}
+}
+
+// TestGaleraFencedCommitConflictsWithTakeover: node A lags, and a
+// transaction fenced there while A's term was valid commits after B took
+// the lease over on node B. The fencing check changes the lease row, which
+// the takeover changed too, so the fenced commit fails certification.
+func TestGaleraFencedCommitConflictsWithTakeover(t *testing.T) {
+	_, dsns := testdb.GaleraCluster(t)
+	a := openGaleraNode(t, dsns[0], true)
+	syncNode(t, dsns[1], a.Tables().Leases)
+	b := openGaleraNode(t, dsns[1], false)
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	if err := a.db.Exec("CREATE TABLE fenced_writes (id INT PRIMARY KEY)").Error; err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"x"}
+	if err := a.EnsureRows(ctx, names); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sessions().CreateSession(ctx, "sa", "A", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	terms, err := a.Acquire(ctx, "sa", "A", names)
+	if err != nil || len(terms) != 1 {
+		t.Fatalf("A's acquire = %v, %v; want one term", terms, err)
+	}
+	if err := b.Sessions().CreateSession(ctx, "sb", "B", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	syncNode(t, dsns[0], "fenced_writes")
+	syncNode(t, dsns[1], "fenced_writes")
+
+	release := lagNode(t, dsns[0], dsns[1])
+	tx := a.db.Begin()
+	if tx.Error != nil {
+		t.Fatal(tx.Error)
+	}
+	defer tx.Rollback()
+	row, found, err := a.Fence(tx, "x")
+	if err != nil || !found || row.Session != "sa" || row.Epoch != terms[0].Epoch || !row.Live() {
+		t.Fatalf("fence = %+v, %v, %v; want A's live term %v", row, found, err, terms[0])
+	}
+	if err := tx.Exec("INSERT INTO fenced_writes VALUES (1)").Error; err != nil {
+		t.Fatal(err)
+	}
+	// A's session expires; B takes the lease over on its node.
+	waitSessionDead(t, b, "sa")
+	took, err := b.Acquire(ctx, "sb", "B", names)
+	if err != nil || len(took) != 1 || took[0].Epoch != terms[0].Epoch+1 {
+		t.Fatalf("B's takeover = %v, %v; want epoch %d", took, err, terms[0].Epoch+1)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- tx.Commit().Error }()
+	var commitErr error
+	select {
+	case commitErr = <-done:
+	case <-time.After(3 * time.Second):
+		release()
+		commitErr = <-done
+	}
+	release()
+	if commitErr == nil {
+		t.Fatalf("a transaction fenced at epoch %d committed on node A after B took epoch %d on node B", terms[0].Epoch, took[0].Epoch)
+	}
+	t.Logf("the fenced commit failed as it should: %v", commitErr)
+	syncNode(t, dsns[0], "fenced_writes")
+	var n int64
+	if err := a.db.Raw("SELECT COUNT(*) FROM fenced_writes").Scan(&n).Error; err != nil || n != 0 {
+		t.Fatalf("fenced_writes has %d rows, %v; want none", n, err)
+	}
+}
