@@ -70,6 +70,10 @@ func runCasesOn(t *testing.T, targets []testdb.Target, cases []conformanceCase) 
 			t.Parallel()
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
+					if tg.Name == testdb.GaleraTarget.Name {
+						tc.fn(t, &bundle{t: t, target: tg, db: openSpread(t)})
+						return
+					}
 					tc.fn(t, &bundle{t: t, target: tg, db: tg.Open(t)})
 				})
 			}
@@ -99,13 +103,57 @@ type running struct {
 	runErr chan error
 }
 
+// spread maps the handle a case gets on a cluster (openSpread) to handles
+// on each node of it, which start hands to the processes it starts in
+// turn, so that they talk to different nodes.
+var spread sync.Map // *gorm.DB -> *spreadNodes
+
+// spreadNodes are the handles on each node of a cluster, and the turn.
+// The first process gets the case's own handle, so that a case that
+// watches its statements sees the first process's.
+type spreadNodes struct {
+	synced *gorm.DB
+	nodes  []*gorm.DB
+	next   atomic.Int64
+}
+
+// openSpread gives the case a fresh database on the Galera cluster: a
+// handle on node 0 whose reads see every commit of the cluster, for the
+// case's own reads and writes, while the processes start gives it run on
+// the nodes in turn (the first on the case's handle, the next on node 1,
+// then 2, 0, ...), as processes connected to different nodes do.
+func openSpread(t *testing.T) *gorm.DB {
+	t.Helper()
+	synced, nodes := testdb.OpenGalera(t)
+	spread.Store(synced, &spreadNodes{synced: synced, nodes: nodes})
+	t.Cleanup(func() { spread.Delete(synced) })
+	return synced
+}
+
+// onNode returns the handle a process started on db uses: on a cluster
+// (openSpread), one on the next node in turn; else db itself.
+func onNode(db *gorm.DB) *gorm.DB {
+	v, ok := spread.Load(db)
+	if !ok {
+		return db
+	}
+	sn := v.(*spreadNodes)
+	turn := int(sn.next.Add(1) - 1)
+	if turn == 0 {
+		return sn.synced
+	}
+	return sn.nodes[turn%len(sn.nodes)]
+}
+
 // start creates and runs a coordinator on db and waits until it is ready.
+// On a cluster each coordinator started on the case's handle runs on the
+// next node (onNode).
 func start(t testing.TB, db *gorm.DB, node string, cfg Config) *running {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = zaptest.NewLogger(t)
 	}
-	c, err := New(db, testIdentity(t, node), notifying(cfg))
+	c, err := New(onNode(db), testIdentity(t, node), notifying(cfg))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -35,7 +35,15 @@ type gate struct {
 	// opts is the statement option every statement carries
 	// (stmtoption.go).
 	opts options
+	// races tells a transaction that lost to a conflicting one (MySQL's
+	// and MariaDB's deadlocks, Galera's failed certifications); nil
+	// where the database does not say.
+	races raceLoser
 }
+
+// lostRaceAttempts bounds how often run sends its statements when they
+// keep losing to conflicting transactions.
+const lostRaceAttempts = 3
 
 // newGate returns the gate of n connections on db, for the dialect d and
 // the tables t.
@@ -43,6 +51,7 @@ func newGate(db *gorm.DB, n int, d *dialect, t Tables) *gate {
 	g := &gate{db: db, maxConns: n, lockFirst: d.lockFirst()}
 	g.opts.pool = db
 	g.opts.by, _ = d.database.(stmtOptioner)
+	g.races, _ = d.database.(raceLoser)
 	if n == 1 {
 		g.general = semaphore.NewWeighted(1)
 		g.renewal = g.general
@@ -87,12 +96,23 @@ func (g *gate) run(ctx context.Context, sem *semaphore.Weighted, fn func(db *gor
 }
 
 // runOn is run on the pool.
+//
+// fn runs again, at most lostRaceAttempts times in all, when its
+// transaction lost to a conflicting one (raceLoser): it was rolled back
+// whole, so nothing of it took effect. On a Galera cluster that is a
+// failed certification, which a fencing check's write (mysql.go) makes
+// the holder's own release of the lease meet, for one.
 func (g *gate) runOn(ctx context.Context, sem *semaphore.Weighted, fn func(db *gorm.DB) error) error {
 	if err := sem.Acquire(ctx, 1); err != nil {
 		return err
 	}
 	defer sem.Release(1)
-	return fn(g.session(ctx))
+	for attempt := 1; ; attempt++ {
+		err := fn(g.session(ctx))
+		if err == nil || g.races == nil || !g.races.lostRace(err) || attempt == lostRaceAttempts || ctx.Err() != nil {
+			return err
+		}
+	}
 }
 
 // pinned runs fn with a handle whose statements all use one connection

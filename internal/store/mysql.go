@@ -309,7 +309,9 @@ func (galeraDB) sqlMarkDeadSessions(t Tables, session string, names []string) st
 // session take from the session's row instead, moves forward by at least
 // one microsecond, so the row always changes. A takeover on another node,
 // which changes the row too, conflicts with the fenced transaction at
-// certification.
+// certification. An unheld row (a pool's generation, which every member's
+// Assignment.Fence reads) is left alone: writing it would make all
+// members' fenced transactions conflict with each other.
 func (galeraDB) sqlFenceWrite(t Tables, name string) stmt {
 	return stmt{"UPDATE " + quoteBacktick(t.Leases) + " SET renewed_at_us = GREATEST(" + mysqlNow + ", renewed_at_us + 1)" +
 		" WHERE name = ? AND session_id <> ''", []any{name}}

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
 	"github.com/leasehold/leasehold/internal/dbopen"
 )
 
@@ -367,4 +370,37 @@ func (s *Server) makeDataDir() error {
 		}
 	}
 	return nil
+}
+
+// OpenGalera gives the test a fresh, empty database on the shared private
+// Galera cluster and gorm handles to it, closed when the test ends: one on
+// each node (nodes), as processes connected to different nodes have them,
+// and synced, on node 0, whose statements first wait until the node has
+// applied every change the cluster had committed (wsrep_sync_wait=15:
+// reads, updates, deletes, inserts and SHOW), for a test's own checks and
+// changes. Handles are opened as Open opens them. It skips or fails the
+// test as GaleraCluster does.
+func OpenGalera(t testing.TB) (synced *gorm.DB, nodes []*gorm.DB) {
+	t.Helper()
+	_, dsns := GaleraCluster(t)
+	open := func(dsn string) *gorm.DB {
+		db, err := dbopen.Open(dbopen.MySQL, dsn, &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+		if err != nil {
+			t.Fatalf("testdb: open galera database: %v", err)
+		}
+		sqlDB, err := db.DB()
+		if err != nil {
+			t.Fatalf("testdb: open galera database: get its *sql.DB: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := sqlDB.Close(); err != nil {
+				t.Errorf("testdb: close galera database: %v", err)
+			}
+		})
+		return db
+	}
+	for _, dsn := range dsns {
+		nodes = append(nodes, open(dsn))
+	}
+	return open(dsns[0] + "&wsrep_sync_wait=15"), nodes
 }
