@@ -1,6 +1,7 @@
 // Package testdb gives tests real databases to run against: private
-// PostgreSQL and MariaDB servers started from the binaries installed on the
-// machine, and SQLite files for both SQLite drivers.
+// PostgreSQL and MariaDB servers (and a MariaDB Galera cluster) started
+// from the binaries installed on the machine, and SQLite files for both
+// SQLite drivers.
 //
 // Servers are private to the test binary. Each one runs in a fresh
 // directory under os.TempDir, listens only on 127.0.0.1 on a free port, and
@@ -40,6 +41,15 @@
 // Without the pgbouncer binary its tests are skipped (or fail) as those of
 // a missing server are; it is not among Targets, so other tests do not
 // run on it.
+//
+// The conformance suites run on GaleraTarget too (ClusterTargets): a
+// private three-node MariaDB Galera cluster (StartGaleraCluster), node 0
+// bootstrapping it and the others joining by an rsync state transfer.
+// GaleraCluster and OpenGalera give a test the DSNs of, or handles on,
+// a fresh database on every node, so that its processes talk to
+// different nodes. Without the Galera library or rsync its tests are
+// skipped (or fail, for mysql in REQUIRE_DIALECTS) as those of a missing
+// server are.
 //
 // Failover tests get a replicated PostgreSQL pair with PostgresPair (or
 // StartPostgresPair): a primary and a streaming standby, synchronous or
