@@ -456,3 +456,27 @@ func TestPgBouncerIsATarget(t *testing.T) {
 		t.Fatalf("report() output has no pgbouncer line:\n%s", out.String())
 	}
 }
+
+// TestGaleraIsATarget: the Galera cluster target (internal/testdb's
+// GaleraTarget) is a line of its own, apart from mysql.
+func TestGaleraIsATarget(t *testing.T) {
+	t.Parallel()
+	const in = `{"Action":"run","Package":"p","Test":"TestConformance/galera/Fence"}
+{"Action":"pass","Package":"p","Test":"TestConformance/galera/Fence","Elapsed":0}
+{"Action":"run","Package":"p","Test":"TestConformance/mysql/Fence"}
+{"Action":"fail","Package":"p","Test":"TestConformance/mysql/Fence","Elapsed":0}
+{"Action":"pass","Package":"p","Test":"TestConformance/galera","Elapsed":0}
+{"Action":"fail","Package":"p","Test":"TestConformance/mysql","Elapsed":0}
+{"Action":"fail","Package":"p","Test":"TestConformance","Elapsed":0}
+{"Action":"fail","Package":"p","Elapsed":0}
+`
+	var out strings.Builder
+	sum, _ := report(strings.NewReader(in), &out)
+	want := map[string]counts{"galera": {Passed: 1}, "mysql": {Failed: 1}}
+	if !maps.Equal(sum.Dialects, want) {
+		t.Fatalf("report() Dialects = %+v, want %+v", sum.Dialects, want)
+	}
+	if !strings.Contains(out.String(), "dialect galera: 1 passed, 0 failed, 0 skipped\n") {
+		t.Fatalf("report() output has no galera line:\n%s", out.String())
+	}
+}
