@@ -21,8 +21,9 @@ import (
 // least that keeps a primary component when one node goes.
 const GaleraNodes = 3
 
-// galeraProvider is the Galera library (package galera-4).
-const galeraProvider = "/usr/lib/galera/libgalera_smm.so"
+// galeraProvider is the Galera library (package galera-4). It is a
+// variable so that a test can point it at a missing file.
+var galeraProvider = "/usr/lib/galera/libgalera_smm.so"
 
 // galeraParams end the DSNs of the galera target, as those of the mysql
 // target end.

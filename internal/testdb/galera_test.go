@@ -3,6 +3,10 @@ package testdb
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,5 +71,27 @@ func TestGaleraCluster(t *testing.T) {
 		t.Fatal("two nodes committed conflicting changes of one row; want one to fail")
 	} else {
 		t.Logf("the second commit failed as it should: %v", err)
+	}
+}
+
+// TestGaleraWithoutTheLibrary: without the Galera library the cluster
+// does not start, and the error is ErrBinariesMissing, which skips the
+// tests of the galera target loudly (or fails them when REQUIRE_DIALECTS
+// names mysql), as a missing server does.
+func TestGaleraWithoutTheLibrary(t *testing.T) {
+	saved := galeraProvider
+	galeraProvider = filepath.Join(t.TempDir(), "libgalera_smm.so")
+	defer func() { galeraProvider = saved }()
+	c, err := StartGaleraCluster(context.Background())
+	if err == nil {
+		_ = c.Close()
+		t.Fatal("StartGaleraCluster without the Galera library succeeded")
+	}
+	if !errors.Is(err, ErrBinariesMissing) {
+		t.Fatalf("StartGaleraCluster without the Galera library: %v; want ErrBinariesMissing", err)
+	}
+	fail, msg := decide("", "mysql", fmt.Errorf("the galera target: %w", err))
+	if fail || !strings.HasPrefix(msg, "LOUD: testdb: SKIPPING MYSQL TEST: the galera target: ") {
+		t.Fatalf("decide = %v, %q; want a loud skip", fail, msg)
 	}
 }
