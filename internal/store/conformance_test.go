@@ -22,8 +22,9 @@ type sqlStore struct {
 }
 
 // TestStoreConformance runs the store conformance suite on every database,
-// PostgreSQL behind PgBouncer in transaction mode included: the reference the in-process store (internal/memstore) is checked
-// against.
+// PostgreSQL behind PgBouncer in transaction mode and a MariaDB Galera
+// cluster (on its node 0) included: the reference the in-process store
+// (internal/memstore) is checked against.
 func TestStoreConformance(t *testing.T) {
 	for _, tg := range testdb.ClusterTargets() {
 		t.Run(tg.Name, func(t *testing.T) {
