@@ -22,8 +22,10 @@
 // must be 2 or more for it). A new listening connection is sent a
 // notification from another connection of the pool, and reports listening
 // only once that arrives: behind a pooler that breaks LISTEN (PgBouncer in
-// transaction mode) listening is given up with one warning and retried,
-// and the followers poll meanwhile.
+// transaction mode) listening is given up for good with one warning, and
+// the followers poll (or use coordination.PeerWakeups() there for wake-ups
+// that do not go through the pooler). It is not tried again: each LISTEN
+// would stay on a server connection the pooler hands to other clients.
 package pgnotify
 
 import (
@@ -136,7 +138,13 @@ func serve(ctx context.Context, c wake.Conn, probe func() error, deliver func(na
 		case ctx.Err() != nil:
 			return nil
 		case err != nil && timedOut:
-			return fmt.Errorf("no notification arrived within %v of LISTEN (a pooler in transaction mode?)", listenProbeTimeout)
+			// Final: behind a transaction pooler every LISTEN stays on the
+			// server connection it ran on, which the pooler then hands
+			// to other clients, notifications and all (PgBouncer warns
+			// "got packet 'A' from server when not linked"). Trying again
+			// only leaves more of them.
+			return wake.Final(fmt.Errorf("no notification arrived within %v of LISTEN (a pooler in transaction mode?); "+
+				"not trying again: followers poll, or set coordination.PeerWakeups()", listenProbeTimeout))
 		case err != nil && wctx.Err() != nil:
 			// A statement interrupted the wait: go on unless the
 			// connection broke meanwhile.
