@@ -198,11 +198,18 @@ const PostgresPair = "postgres-pair"
 // forwarding port, which follows the primary.
 const MariaDBPair = "mariadb-pair"
 
+// PgBouncer is the dialect name of PostgreSQL behind a private PgBouncer
+// in transaction pooling mode (testdb.StartPgBouncer): the workers reach
+// it through the pooler with pgx's default exec mode, so their LISTEN
+// falls back to polling; the cut, latency and restart faults act on the
+// pooler.
+const PgBouncer = "pgbouncer"
+
 // isPair reports whether dialect is a replicated pair.
 func isPair(dialect string) bool { return dialect == PostgresPair || dialect == MariaDBPair }
 
 // Dialects are the dialects the suite runs on, in order.
-var Dialects = []string{"sqlite", "postgres", "mysql", PostgresPair, MariaDBPair}
+var Dialects = []string{"sqlite", "postgres", "mysql", PgBouncer, PostgresPair, MariaDBPair}
 
 // AllKinds returns every fault kind the suite can inject, in a fixed
 // order.
@@ -246,7 +253,7 @@ func ParseKinds(list string) ([]history.FaultKind, error) {
 // requiredAs is the dialect that REQUIRE_DIALECTS names for d.
 func requiredAs(d string) string {
 	switch d {
-	case PostgresPair:
+	case PostgresPair, PgBouncer:
 		return "postgres"
 	case MariaDBPair:
 		return "mysql"

@@ -54,7 +54,7 @@ const shortRoundSlack = 10 * time.Second
 // rule D counts duplicates (docs/chaos.md).
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the chaos round takes about two minutes")
+		t.Skip("the chaos round takes about three minutes")
 	}
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("CHAOS_SEED"); s != "" {
@@ -64,7 +64,7 @@ func TestChaosShort(t *testing.T) {
 		}
 		seed = n
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	// make test runs this beside every other package's tests on two
 	// cores: the safety rules hold strictly, recovery only within its

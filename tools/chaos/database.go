@@ -22,12 +22,20 @@ type database struct {
 	dir string
 
 	driver, dsn string
-	srv         *testdb.Server
-	pair        *testdb.Pair // PostgresPair and MariaDBPair only; srv is then nil
-	db          *gorm.DB
+	// srv is the server the workers reach: the database, or on PgBouncer
+	// the pooler, which the faults cut and restart.
+	srv      *testdb.Server
+	upstream *testdb.Server // PgBouncer only: the PostgreSQL server behind it
+	pair     *testdb.Pair   // PostgresPair and MariaDBPair only; srv is then nil
+	// db is the runner's own handle: on PgBouncer to the server behind
+	// it, so that seeding, feeding and checking do not depend on the
+	// pooler the faults act on.
+	db *gorm.DB
 	// dsnVia builds a worker's DSN for its proxy's address (nil on
 	// SQLite).
 	dsnVia func(addr string) string
+	// workerArgs are the dialect's own arguments of every worker.
+	workerArgs []string
 }
 
 // open starts the dialect's database and opens the runner's handle.
@@ -61,6 +69,31 @@ func (d *database) open(ctx context.Context) error {
 				return "root@tcp(" + addr + ")/chaos?parseTime=true&loc=UTC&timeout=2s"
 			}
 		}
+	case PgBouncer:
+		if d.upstream, err = testdb.StartPostgres(ctx); err != nil {
+			return err
+		}
+		if err := d.upstream.CreateDatabase(ctx, "chaos"); err != nil {
+			return err
+		}
+		if d.srv, err = testdb.StartPgBouncer(ctx, d.upstream); err != nil {
+			return err
+		}
+		// The workers' own statements (their fenced writes) need the
+		// exec mode docs/operations.md asks of a program behind a
+		// transaction pooler; the library's work whatever the mode
+		// (TestFencedTransactionsThroughPgBouncer).
+		d.driver, d.dsn = dbopen.Postgres, d.srv.DSN("chaos")+" connect_timeout=2"+testdb.PgBouncerDSNSetting
+		d.dsnVia = func(addr string) string {
+			host, port, _ := strings.Cut(addr, ":")
+			return fmt.Sprintf("host=%s port=%s user=postgres dbname=chaos sslmode=disable connect_timeout=2", host, port) +
+				testdb.PgBouncerDSNSetting
+		}
+		// Behind the pooler LISTEN cannot work: the workers wake each
+		// other by datagrams, as docs/operations.md advises.
+		d.workerArgs = []string{"-peer-wakeups"}
+		d.db, err = dbopen.Open(dbopen.Postgres, d.upstream.DSN("chaos")+" connect_timeout=2", &gorm.Config{Logger: logger.Discard})
+		return err
 	case PostgresPair, MariaDBPair:
 		if d.name == MariaDBPair {
 			d.pair, err = testdb.StartMariaDBPair(ctx, testdb.Sync)
@@ -91,6 +124,11 @@ func (d *database) close() {
 	if d.srv != nil {
 		if err := d.srv.Close(); err != nil {
 			d.problem("closing the %s server: %v", d.name, err)
+		}
+	}
+	if d.upstream != nil {
+		if err := d.upstream.Close(); err != nil {
+			d.problem("closing the PostgreSQL server behind %s: %v", d.name, err)
 		}
 	}
 	if d.pair != nil {

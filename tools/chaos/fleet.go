@@ -40,8 +40,9 @@ func (f *fleet) start() (*proc, error) {
 	if f.extended {
 		return f.startExtended(node, skew)
 	}
-	p, err := startProc(f.bin, node, filepath.Join(f.dir, node+".log"),
-		"-driver", f.database.driver, "-dsn", f.database.dsn, "-dir", f.histDir, "-clock-skew", skew.String())
+	p, err := startProc(f.bin, node, filepath.Join(f.dir, node+".log"), append([]string{
+		"-driver", f.database.driver, "-dsn", f.database.dsn, "-dir", f.histDir, "-clock-skew", skew.String()},
+		f.database.workerArgs...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -64,9 +65,10 @@ func (f *fleet) startExtended(node string, skew time.Duration) (*proc, error) {
 		}
 		dsn = f.database.dsnVia(px.Addr())
 	}
-	p, err := startProc(f.bin, node, filepath.Join(f.dir, node+".log"),
+	p, err := startProc(f.bin, node, filepath.Join(f.dir, node+".log"), append([]string{
 		"-driver", f.database.driver, "-dsn", dsn, "-dir", f.histDir,
-		"-max-open-conns", fmt.Sprint(ExhaustConns), "-exhaust-for", ExhaustFor.String(), "-clock-skew", skew.String())
+		"-max-open-conns", fmt.Sprint(ExhaustConns), "-exhaust-for", ExhaustFor.String(), "-clock-skew", skew.String()},
+		f.database.workerArgs...)...)
 	if err != nil {
 		if px != nil {
 			_ = px.Close()

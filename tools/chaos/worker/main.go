@@ -11,7 +11,7 @@
 // term, grant, write, processed item and completed slot is recorded to
 // DIR/<pid>.jsonl with history.Recorder.
 //
-//	worker -driver postgres -dsn DSN -dir DIR -node w1 [-max-open-conns N -exhaust-for D] [-clock-skew D]
+//	worker -driver postgres -dsn DSN -dir DIR -node w1 [-max-open-conns N -exhaust-for D] [-clock-skew D] [-peer-wakeups]
 //
 // It stops gracefully on SIGTERM or SIGINT. With -max-open-conns N its
 // pool has at most N connections, and a fenced transaction stops waiting
@@ -74,6 +74,7 @@ func run(ctx context.Context) error {
 	exhaustFor := flag.Duration("exhaust-for", 0, "on SIGUSR1, hold -max-open-conns transactions for this long (0: ignore SIGUSR1)")
 	clockSkew := flag.Duration("clock-skew", 0, "on SIGUSR2, set the wall clock this far off, or back (0: ignore SIGUSR2)")
 	clockCheck := flag.Duration("clock-check", 0, "set the wall clock this far off, print \"observed=D\" with how far off it then reads, and exit")
+	peerWakeups := flag.Bool("peer-wakeups", false, "wake-ups by datagrams between the processes (coordination.PeerWakeups), as behind a transaction pooler")
 	flag.Parse()
 	if *clockCheck != 0 {
 		if !clockInjectable {
@@ -127,7 +128,7 @@ func run(ctx context.Context) error {
 		go w.skewOnSignal(ctx, usr2, *clockSkew)
 	}
 	host, err := workers.NewHost(db, id, workers.Config{
-		Coordination:      coordinationConfig(log),
+		Coordination:      coordinationConfig(log, *peerWakeups),
 		RestartBackoff:    100 * time.Millisecond,
 		MaxRestartBackoff: time.Second,
 	},
@@ -159,11 +160,15 @@ func run(ctx context.Context) error {
 }
 
 // coordinationConfig is the coordinators' configuration of the round,
-// with log, and with release notifications on PostgreSQL (pgnotify).
-func coordinationConfig(log *zap.Logger) coordination.Config {
+// with log, and with release notifications on PostgreSQL (pgnotify), or
+// with peer wake-ups.
+func coordinationConfig(log *zap.Logger, peerWakeups bool) coordination.Config {
 	c := chaos.CoordinationConfig()
 	c.Logger = log
 	c.Notifications = pgnotify.New()
+	if peerWakeups {
+		c.Notifications = coordination.PeerWakeups()
+	}
 	return c
 }
 
