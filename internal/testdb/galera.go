@@ -60,11 +60,7 @@ type galeraPorts struct{ gcomm, ist, sst int }
 // It returns an error wrapping ErrBinariesMissing when MariaDB, the
 // Galera library or rsync is not installed.
 func StartGaleraCluster(ctx context.Context) (*Cluster, error) {
-	mariadbd, err := findBinary("mariadbd", "/usr/sbin/mariadbd")
-	if err != nil {
-		return nil, err
-	}
-	installDB, err := findBinary("mariadb-install-db", "/usr/bin/mariadb-install-db")
+	mariadbd, installDB, err := findMariaDB()
 	if err != nil {
 		return nil, err
 	}

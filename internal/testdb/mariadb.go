@@ -35,14 +35,19 @@ func StartMariaDB(ctx context.Context) (*Server, error) {
 	return s, nil
 }
 
+// findMariaDB finds the MariaDB server and its mariadb-install-db.
+func findMariaDB() (mariadbd, installDB string, err error) {
+	if mariadbd, err = findBinary("mariadbd", "/usr/sbin/mariadbd"); err != nil {
+		return "", "", err
+	}
+	installDB, err = findBinary("mariadb-install-db", "/usr/bin/mariadb-install-db")
+	return mariadbd, installDB, err
+}
+
 // installMariaDB makes a new MariaDB server's directory and data
 // directory, not yet started. On failure nothing is left.
 func installMariaDB(ctx context.Context) (*Server, error) {
-	mariadbd, err := findBinary("mariadbd", "/usr/sbin/mariadbd")
-	if err != nil {
-		return nil, err
-	}
-	installDB, err := findBinary("mariadb-install-db", "/usr/bin/mariadb-install-db")
+	mariadbd, installDB, err := findMariaDB()
 	if err != nil {
 		return nil, err
 	}
