@@ -591,22 +591,20 @@ func (c *checker) checkOverlaps() {
 	for _, lease := range sortedKeys(c.leaseTerms) {
 		c.overlaps(LeaseOverlap, fmt.Sprintf("lease %q", lease), c.leaseTerms[lease])
 	}
-	for _, pool := range sortedKeys(c.poolTerms) {
-		byIndex := map[int][]*term{}
-		for _, t := range c.poolTerms[pool] {
-			byIndex[t.index] = append(byIndex[t.index], t)
-		}
-		for _, i := range sortedKeys(byIndex) {
-			c.overlaps(PartitionOverlap, fmt.Sprintf("pool %q index %d", pool, i), byIndex[i])
-		}
-	}
-	for _, pool := range sortedKeys(c.stickyTerms) {
-		byPart := map[int][]*term{}
-		for _, t := range c.stickyTerms[pool] {
-			byPart[t.index] = append(byPart[t.index], t)
-		}
-		for _, i := range sortedKeys(byPart) {
-			c.overlaps(PartitionOverlap, fmt.Sprintf("sticky pool %q partition %d", pool, i), byPart[i])
+	// A pool's index, or a sticky pool's partition, is owned by one at a
+	// time.
+	for _, pools := range []struct {
+		terms map[string][]*term
+		what  string // the format of one index's name: pool, index
+	}{{c.poolTerms, "pool %q index %d"}, {c.stickyTerms, "sticky pool %q partition %d"}} {
+		for _, pool := range sortedKeys(pools.terms) {
+			byIndex := map[int][]*term{}
+			for _, t := range pools.terms[pool] {
+				byIndex[t.index] = append(byIndex[t.index], t)
+			}
+			for _, i := range sortedKeys(byIndex) {
+				c.overlaps(PartitionOverlap, fmt.Sprintf(pools.what, pool, i), byIndex[i])
+			}
 		}
 	}
 	for _, lease := range sortedKeys(c.grantTerms) {
