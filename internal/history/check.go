@@ -44,9 +44,9 @@ type PoolRequirement struct {
 	Members int
 }
 
-// SlotRequirement names a scheduled job (with the run-once misfire
-// policy) whose every slot due after the faults must be completed (rule
-// S2).
+// SlotRequirement names a scheduled job (with a misfire policy that runs
+// every missed slot, workers.MisfireRunAll) whose every slot due after
+// the faults must be completed (rule S2).
 type SlotRequirement struct {
 	// Lease is the job's lease, as its SlotCompleted events name it.
 	Lease string

@@ -199,8 +199,9 @@
 // lease, slot, holder and epoch recorded before it; one that matches none
 // is [Malformed].
 //
-// S2 (violation [MissedSlots]), for each Config.Slots entry (a job with
-// the run-once misfire policy, whose slots are the multiples of Every):
+// S2 (violation [MissedSlots]), for each Config.Slots entry (a job whose
+// misfire policy runs every missed slot, whose slots are the multiples of
+// Every; under run-once a stalled runner skips slots by design):
 // every slot due once the faults stopped and the job recovered was
 // completed. The job's final term is the (Holder, Epoch) of its latest
 // grant term (its runs). For each fault, with r the kill for a kill and

@@ -63,8 +63,10 @@ const (
 	SemaphoreEvery  = 250 * time.Millisecond
 	SemaphoreHold   = time.Second
 	// ScheduleWorker is the scheduled job: a slot every ScheduleEvery,
-	// missed slots run once (workers.MisfireRunOnce), each completed with
-	// a fenced insert of its SlotRow.
+	// missed slots all run, late (workers.MisfireRunAll: a runner
+	// stalled past the misfire grace by the machine's load catches up
+	// rather than skipping them), each completed with a fenced insert of
+	// its SlotRow.
 	ScheduleWorker = "chaos-tick"
 	ScheduleEvery  = time.Second
 	// StickyPool is the sticky pool of StickyPartitions partitions: the

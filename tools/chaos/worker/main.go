@@ -135,7 +135,7 @@ func run(ctx context.Context) error {
 		workers.GlobalSingleton(chaos.LedgerWorker, w.ledger),
 		workers.GlobalPartitioned(chaos.ItemsWorker, w.items, workers.PartitionConfig{PollInterval: chaos.PollInterval}),
 		workers.Limited(chaos.SemaphoreWorker, chaos.SemaphoreLimit, w.semaphore),
-		workers.Scheduled(chaos.ScheduleWorker, w.tick, workers.ScheduleConfig{Every: chaos.ScheduleEvery, Misfire: workers.MisfireRunOnce}),
+		workers.Scheduled(chaos.ScheduleWorker, w.tick, workers.ScheduleConfig{Every: chaos.ScheduleEvery, Misfire: workers.MisfireRunAll}),
 	)
 	if err != nil {
 		return err
