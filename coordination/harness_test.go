@@ -145,6 +145,33 @@ func onNode(db *gorm.DB) *gorm.DB {
 	return sn.nodes[turn%len(sn.nodes)]
 }
 
+// settle waits, on a cluster (openSpread), until every node has applied
+// what the cluster has committed so far, so that a process's next read on
+// any node sees it: Galera certifies a commit on every node but applies it
+// on each in its own time. Elsewhere it does nothing.
+func settle(t testing.TB, db *gorm.DB) {
+	t.Helper()
+	v, ok := spread.Load(db)
+	if !ok {
+		return
+	}
+	for i, node := range v.(*spreadNodes).nodes {
+		err := node.Connection(func(conn *gorm.DB) error {
+			if err := conn.Exec("SET SESSION wsrep_sync_wait = 1").Error; err != nil {
+				return err
+			}
+			var one int
+			if err := conn.Raw("SELECT 1").Scan(&one).Error; err != nil {
+				return err
+			}
+			return conn.Exec("SET SESSION wsrep_sync_wait = 0").Error
+		})
+		if err != nil {
+			t.Fatalf("settle: wait for node %d to apply the cluster's commits: %v", i, err)
+		}
+	}
+}
+
 // start creates and runs a coordinator on db and waits until it is ready.
 // On a cluster each coordinator started on the case's handle runs on the
 // next node (onNode).

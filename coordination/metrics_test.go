@@ -255,6 +255,7 @@ func caseMetricsTryAcquire(t *testing.T, b *bundle) {
 		t.Fatalf("A: epoch = %d, want %d", epoch, la.Epoch())
 	}
 
+	settle(t, b.db) // C's read on its node sees A's lease
 	if l, err := tryAcquire(ec); !errors.Is(err, ErrNotAcquired) {
 		t.Fatalf("C: TryAcquire of a held lease = %v (lease %v), want ErrNotAcquired", err, l)
 	}
