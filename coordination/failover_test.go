@@ -328,7 +328,10 @@ func caseRollbackPool(t *testing.T, b *bundle) {
 // semi-synchronous in the Sync case (mariadb-pair). The old primary is
 // stopped first, as a failover tool does.
 func TestFailoverOfAReplicatedPair(t *testing.T) {
-	t.Parallel() // each case starts a pair of its own, one after the other
+	// Each case starts a pair of its own; the PostgreSQL and the MariaDB
+	// cases run beside each other, the cases of one database one after
+	// the other.
+	t.Parallel()
 	for _, pt := range []struct {
 		name  string
 		start func(testing.TB, testdb.ReplicationMode) *testdb.Pair
@@ -337,6 +340,7 @@ func TestFailoverOfAReplicatedPair(t *testing.T) {
 		{"mariadb-pair", testdb.MariaDBPair},
 	} {
 		t.Run(pt.name, func(t *testing.T) {
+			t.Parallel()
 			t.Run("Sync", func(t *testing.T) { caseFailoverSync(t, pt.start(t, testdb.Sync)) })
 			t.Run("AsyncLostAcquire", func(t *testing.T) { caseFailoverAsyncLostAcquire(t, pt.start(t, testdb.Async)) })
 		})
