@@ -282,9 +282,9 @@ func Check(h History, cfg Config) Result {
 	c.checkFencing()
 	c.checkSupersededWrites()
 	c.checkItems()
-	c.checkSemaphores()
-	c.checkSlots()
-	c.checkRecovery()
+	jobRules{c}.checkSemaphores()
+	jobRules{c}.checkSlots()
+	recoveryRules{c}.checkRecovery()
 	return c.res
 }
 

@@ -8,9 +8,14 @@ import (
 	"time"
 )
 
+// jobRules are the checks of the jobs on the lease table: semaphores
+// (rule G2) and scheduled slots (rules S1, S2). They read the checker's
+// terms and report through it.
+type jobRules struct{ *checker }
+
 // checkSemaphores applies rule G2: at no time are more grants of a
 // semaphore's slots live than its limit.
-func (c *checker) checkSemaphores() {
+func (c jobRules) checkSemaphores() {
 	bySem := map[string][]*term{}
 	for _, lease := range sortedKeys(c.grantTerms) {
 		for _, t := range c.grantTerms[lease] {
@@ -86,7 +91,7 @@ func (c *checker) checkSemaphores() {
 // limit: its end, or the start of a successor on its slot that took over
 // while x was paused (rule P), when that comes first. An overlap on a slot
 // that rule P does not allow is reported by rule G1.
-func (c *checker) heldUntil(x *term) int64 {
+func (c jobRules) heldUntil(x *term) int64 {
 	end := x.end
 	for _, y := range c.grantTerms[x.name] {
 		if y.holder == x.holder || y.start < x.start || y.start >= end {
@@ -102,7 +107,7 @@ func (c *checker) heldUntil(x *term) int64 {
 // takeBackLostSlots removes, for each SlotLost, the SlotCompleted of the
 // same job, slot, holder and epoch recorded before it: a completion the
 // database lost (rule S1).
-func (c *checker) takeBackLostSlots() {
+func (c jobRules) takeBackLostSlots() {
 	for _, l := range c.lostSlots {
 		evs := c.slots[l.Lease]
 		i := slices.IndexFunc(evs, func(e *Event) bool {
@@ -119,7 +124,7 @@ func (c *checker) takeBackLostSlots() {
 }
 
 // checkSlots applies rules S1 and S2.
-func (c *checker) checkSlots() {
+func (c jobRules) checkSlots() {
 	c.takeBackLostSlots()
 	for _, lease := range sortedKeys(c.slots) {
 		bySlot := map[int64][]*Event{}
@@ -157,7 +162,7 @@ func (c *checker) checkSlots() {
 }
 
 // dueSlots applies rule S2 to one required job.
-func (c *checker) dueSlots(i int, r SlotRequirement) {
+func (c jobRules) dueSlots(i int, r SlotRequirement) {
 	if r.Lease == "" || r.Every <= 0 || r.Margin < 0 {
 		c.violate(BadConfig, nil, "Config.Slots[%d] is {Lease: %q, Every: %v, Margin: %v}, want a lease, a positive interval and a margin of at least 0",
 			i, r.Lease, r.Every, r.Margin)
@@ -222,7 +227,7 @@ func (c *checker) dueSlots(i int, r SlotRequirement) {
 // bound (r: the kill, or the heal) and the first run at or after r of the
 // job's final term (the term of its last run); the history's first event
 // when there was no fault. It is false when a fault kind has no bound.
-func (c *checker) quietFrom(lease string) (int64, bool) {
+func (c jobRules) quietFrom(lease string) (int64, bool) {
 	runs := slices.Clone(c.grantTerms[lease])
 	slices.SortStableFunc(runs, func(a, b *term) int { return cmp.Compare(a.start, b.start) })
 	from := c.res.Stats.Start

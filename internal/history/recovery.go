@@ -8,8 +8,13 @@ import (
 	"time"
 )
 
+// recoveryRules are the checks of recovery after a fault (rule E) and
+// the failover statistics. They read the checker's terms and faults and
+// report through it.
+type recoveryRules struct{ *checker }
+
 // checkRecovery applies rule E and fills the failover statistics.
-func (c *checker) checkRecovery() {
+func (c recoveryRules) checkRecovery() {
 	st := &c.res.Stats
 	for k := range st.FaultsByKind {
 		if b, ok := c.cfg.Bound[k]; ok && b > st.Bound {
@@ -87,7 +92,7 @@ func (c *checker) checkRecovery() {
 }
 
 // recover measures one failover and reports it if it broke its bound.
-func (c *checker) recover(f *faultRec, fo Failover, what, held string, terms []*term, segs []seg,
+func (c recoveryRules) recover(f *faultRec, fo Failover, what, held string, terms []*term, segs []seg,
 	from, w, next, obs int64, bound time.Duration, ds *[]time.Duration) {
 	fo.Fault, fo.Target, fo.FaultAt, fo.From, fo.Bound = f.kind(), f.target(), f.start.Time, from, bound
 	at, ok := recoveryTime(segs, from, w)
@@ -128,7 +133,7 @@ func (c *checker) recover(f *faultRec, fo Failover, what, held string, terms []*
 	c.violate(SlowRecovery, evs, "%s", msg)
 }
 
-func (c *checker) faultDesc(f *faultRec) string {
+func (c recoveryRules) faultDesc(f *faultRec) string {
 	if f.kind() == FaultKill {
 		return fmt.Sprintf("the kill of %q at %s", f.target(), c.at(f.start.Time))
 	}
@@ -137,7 +142,7 @@ func (c *checker) faultDesc(f *faultRec) string {
 
 // nextFault returns the time of the first Fault event after from that is
 // not f's own start or heal, or MaxInt64.
-func (c *checker) nextFault(f *faultRec, from int64) int64 {
+func (c recoveryRules) nextFault(f *faultRec, from int64) int64 {
 	for _, e := range c.faultEvents {
 		if e.Time > from && e != f.start && e != f.heal {
 			return e.Time
@@ -163,7 +168,7 @@ func recoveryTime(segs []seg, from, w int64) (int64, bool) {
 }
 
 // leaseSegs returns when lease had a live term.
-func (c *checker) leaseSegs(lease string) []seg {
+func (c recoveryRules) leaseSegs(lease string) []seg {
 	key := "lease\x00" + lease
 	if s, ok := c.segCache[key]; ok {
 		return s
@@ -180,7 +185,7 @@ func (c *checker) leaseSegs(lease string) []seg {
 // poolSegs returns when pool had a full assignment: some generation,
 // whose count is members (any count when members is 0), with every index
 // 0..count-1 held by a live term of that generation.
-func (c *checker) poolSegs(pool string, members int) []seg {
+func (c recoveryRules) poolSegs(pool string, members int) []seg {
 	key := fmt.Sprintf("pool\x00%s\x00%d", pool, members)
 	if s, ok := c.segCache[key]; ok {
 		return s

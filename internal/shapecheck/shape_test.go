@@ -1,0 +1,290 @@
+package shapecheck
+
+import (
+	"bufio"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// root is the repository root, from this package's directory.
+const root = "../.."
+
+// Limits of the shape.
+const (
+	maxFileLines        = 500
+	maxMethods          = 25
+	maxInterfaceMethods = 8
+	// goModTarget is the number of direct requirements the root go.mod
+	// should have at most; the test reports the count and does not fail
+	// on it (docs/design.md says why the root module is above it).
+	goModTarget = 8
+)
+
+// sourceFile is one parsed non-test Go file of the library.
+type sourceFile struct {
+	path  string // relative to root
+	pkg   string // directory relative to root
+	lines int
+	ast   *ast.File
+}
+
+// libraryFiles parses every non-test Go file of the root module: not the
+// nested modules (sample/, tools/) and not testdata.
+func libraryFiles(t *testing.T) []sourceFile {
+	t.Helper()
+	fset := token.NewFileSet()
+	var out []sourceFile
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			name := d.Name()
+			if rel != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin") {
+				return filepath.SkipDir
+			}
+			if rel != "." {
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir // a nested module
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		out = append(out, sourceFile{
+			path:  filepath.ToSlash(rel),
+			pkg:   filepath.ToSlash(filepath.Dir(rel)),
+			lines: strings.Count(string(src), "\n"),
+			ast:   f,
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no Go files found below %s", root)
+	}
+	return out
+}
+
+// under reports whether dir is one of the directories or below one.
+func under(dir string, dirs ...string) bool {
+	for _, d := range dirs {
+		if dir == d || strings.HasPrefix(dir, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestShape(t *testing.T) {
+	files := libraryFiles(t)
+
+	t.Run("FileLines", func(t *testing.T) {
+		longest, at := 0, ""
+		for _, f := range files {
+			if !under(f.pkg, "coordination", "workers", "internal/store") {
+				continue
+			}
+			if f.lines > longest {
+				longest, at = f.lines, f.path
+			}
+			if f.lines > maxFileLines {
+				t.Errorf("%s has %d lines; at most %d in coordination/, workers/ and internal/store/", f.path, f.lines, maxFileLines)
+			}
+		}
+		t.Logf("longest non-test file of coordination/, workers/, internal/store/: %s, %d lines (limit %d)", at, longest, maxFileLines)
+	})
+
+	t.Run("MethodsPerType", func(t *testing.T) {
+		methods := map[string]int{} // "pkg.Type" -> methods declared on it
+		for _, f := range files {
+			for _, d := range f.ast.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Recv == nil || len(fd.Recv.List) == 0 {
+					continue
+				}
+				methods[f.pkg+"."+receiverType(fd.Recv.List[0].Type)]++
+			}
+		}
+		most, which := 0, ""
+		for typ, n := range methods {
+			if n > most || (n == most && typ < which) {
+				most, which = n, typ
+			}
+			if n > maxMethods {
+				t.Errorf("%s has %d methods; at most %d", typ, n, maxMethods)
+			}
+		}
+		t.Logf("most methods on one type: %s, %d (limit %d)", which, most, maxMethods)
+	})
+
+	t.Run("InterfaceMethods", func(t *testing.T) {
+		most, which := 0, ""
+		for _, f := range files {
+			if !under(f.pkg, "coordination", "internal/store") {
+				continue
+			}
+			ast.Inspect(f.ast, func(n ast.Node) bool {
+				ts, ok := n.(*ast.TypeSpec)
+				if !ok {
+					return true
+				}
+				it, ok := ts.Type.(*ast.InterfaceType)
+				if !ok {
+					return true
+				}
+				declared := 0
+				for _, m := range it.Methods.List {
+					if _, isFunc := m.Type.(*ast.FuncType); isFunc {
+						declared += len(m.Names)
+					}
+				}
+				name := f.pkg + "." + ts.Name.Name
+				if declared > most {
+					most, which = declared, name
+				}
+				if declared > maxInterfaceMethods {
+					t.Errorf("interface %s (%s) declares %d methods; at most %d", name, f.path, declared, maxInterfaceMethods)
+				}
+				return true
+			})
+		}
+		t.Logf("most methods an interface of coordination or internal/store declares: %s, %d (limit %d; a union of others declares none)", which, most, maxInterfaceMethods)
+	})
+
+	t.Run("NoBranchOnDialectName", func(t *testing.T) {
+		names := map[string]bool{"Postgres": true, "MySQL": true, "SQLite": true, "SQLServer": true}
+		literals := map[string]bool{`"postgres"`: true, `"mysql"`: true, `"sqlite"`: true, `"sqlserver"`: true}
+		branches := 0
+		for _, f := range files {
+			if !under(f.pkg, "internal/store") {
+				continue
+			}
+			check := func(e ast.Node, what string) {
+				if e == nil {
+					return
+				}
+				ast.Inspect(e, func(n ast.Node) bool {
+					switch x := n.(type) {
+					case *ast.Ident:
+						if names[x.Name] {
+							branches++
+							t.Errorf("%s: a %s names the dialect %s; a database's difference belongs in its dialect's file", f.path, what, x.Name)
+						}
+					case *ast.BasicLit:
+						if literals[x.Value] {
+							branches++
+							t.Errorf("%s: a %s compares with the dialect name %s; a database's difference belongs in its dialect's file", f.path, what, x.Value)
+						}
+					case *ast.SelectorExpr:
+						if x.Sel.Name == "name" || x.Sel.Name == "Name" {
+							if id, ok := x.X.(*ast.Ident); ok && (id.Name == "d" || id.Name == "f" || id.Name == "facts") {
+								branches++
+								t.Errorf("%s: a %s reads the dialect's name (%s.%s); a database's difference belongs in its dialect's file", f.path, what, id.Name, x.Sel.Name)
+							}
+						}
+					}
+					return true
+				})
+			}
+			ast.Inspect(f.ast, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.IfStmt:
+					check(x.Cond, "condition")
+				case *ast.SwitchStmt:
+					check(x.Tag, "switch")
+					for _, s := range x.Body.List {
+						for _, e := range s.(*ast.CaseClause).List {
+							check(e, "case")
+						}
+					}
+				}
+				return true
+			})
+		}
+		t.Logf("branches of internal/store on a dialect's name: %d (the dialect is picked once, from a map by name)", branches)
+	})
+
+	t.Run("RootRequirements", func(t *testing.T) {
+		direct := directRequirements(t, filepath.Join(root, "go.mod"))
+		t.Logf("root go.mod: %d direct requirements (target at most %d, not enforced; docs/design.md, \"A lean root module\"): %s",
+			len(direct), goModTarget, strings.Join(direct, ", "))
+	})
+}
+
+// receiverType is the name of a method's receiver type, without pointer
+// or type parameters.
+func receiverType(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.StarExpr:
+		return receiverType(x.X)
+	case *ast.IndexExpr:
+		return receiverType(x.X)
+	case *ast.IndexListExpr:
+		return receiverType(x.X)
+	case *ast.Ident:
+		return x.Name
+	}
+	return "?"
+}
+
+// directRequirements lists the modules go.mod requires without an
+// "// indirect" comment.
+func directRequirements(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	block := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "require (":
+			block = true
+			continue
+		case block && line == ")":
+			block = false
+			continue
+		case strings.HasPrefix(line, "require "):
+			line = strings.TrimPrefix(line, "require ")
+		case !block:
+			continue
+		}
+		if line == "" || strings.HasPrefix(line, "//") || strings.Contains(line, "// indirect") {
+			continue
+		}
+		out = append(out, strings.Fields(line)[0])
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no requirements read", path)
+	}
+	sort.Strings(out)
+	return out
+}
