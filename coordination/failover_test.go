@@ -24,7 +24,10 @@ import (
 // MariaDB.
 func TestFailoverRollback(t *testing.T) {
 	for _, tg := range []testdb.Target{{Name: "postgres", Dialect: "postgres"}, {Name: "mysql", Dialect: "mysql"}} {
-		t.Run(tg.Name, func(t *testing.T) { failoverRollback(t, tg) })
+		t.Run(tg.Name, func(t *testing.T) {
+			t.Parallel()
+			failoverRollback(t, tg)
+		})
 	}
 }
 
