@@ -64,6 +64,7 @@ func withMySQLOptions(t *testing.T, dsn, params string) string {
 func runDSNVariants(t *testing.T, mysql testdb.Target, variants map[string]string, cases []conformanceCase) {
 	for name, params := range variants {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each case opens a database of its own
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					_, dsn := mysql.OpenDSN(t) // skips or fails loudly without MariaDB
