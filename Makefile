@@ -29,11 +29,16 @@ TEST_REPORT   := $(CURDIR)/test-report.json
 # five targets (PostgreSQL, MariaDB, Galera and both SQLite drivers) run at
 # once instead of the last one waiting for the first to end.
 TEST_PARALLEL ?= 5
+# TEST_PACKAGES is how many test binaries run at once (go test -p; the
+# default is the number of cores). With two, coordination's tests took one
+# slot for the whole round and every other package of the library queued
+# behind the other one, for about as long.
+TEST_PACKAGES ?= 3
 # -race turns on the compiler's checkptr instrumentation everywhere; in the
 # pure-Go SQLite (modernc.org, C translated to Go, all unsafe pointer
 # arithmetic) it costs about a third of that target's CPU and checks no
 # code of ours, so it is off there. The race detector itself stays on.
-TEST_FLAGS    := -race -gcflags=modernc.org/...=-d=checkptr=0 -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) -json
+TEST_FLAGS    := -race -gcflags=modernc.org/...=-d=checkptr=0 -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -json
 
 # The short fault-injection round measures failovers of separate worker
 # processes; it runs after the other tests, not beside them on two cores.
