@@ -22,25 +22,30 @@ var ErrCut = errors.New("memstore: connection cut")
 // concurrent use.
 type Conn struct {
 	*Store
+	*faults
+}
 
+// faults are the faults of one connection: Cut, Restore and Stall, which
+// Conn offers, and the check every statement makes before it runs.
+type faults struct {
 	mu    sync.Mutex
 	err   error         // set while cut
 	stall chan struct{} // closed when a stall ends; nil when none
 }
 
 // Conn returns a new connection to m, with no fault.
-func (m *Store) Conn() *Conn { return &Conn{Store: m} }
+func (m *Store) Conn() *Conn { return &Conn{Store: m, faults: &faults{}} }
 
 // Cut makes every statement of c that begins from now on fail with ErrCut
 // until Restore. A statement stalled (Stall) fails once it resumes.
-func (c *Conn) Cut() {
+func (c *faults) Cut() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.err = ErrCut
 }
 
 // Restore ends a Cut.
-func (c *Conn) Restore() {
+func (c *faults) Restore() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.err = nil
@@ -49,7 +54,7 @@ func (c *Conn) Restore() {
 // Stall holds every statement of c that begins from now on until resume
 // is called (or the statement's context ends); then they, and later ones,
 // run. resume may be called more than once.
-func (c *Conn) Stall() (resume func()) {
+func (c *faults) Stall() (resume func()) {
 	gate := make(chan struct{})
 	c.mu.Lock()
 	c.stall = gate
@@ -69,7 +74,7 @@ func (c *Conn) Stall() (resume func()) {
 
 // enter waits out a stall and reports a cut: every statement of c calls
 // it before it runs.
-func (c *Conn) enter(ctx context.Context) error {
+func (c *faults) enter(ctx context.Context) error {
 	c.mu.Lock()
 	gate := c.stall
 	c.mu.Unlock()
@@ -220,6 +225,15 @@ func (c *Conn) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
 		return store.Row{}, false, err
 	}
 	return c.Store.Fence(tx, name)
+}
+
+// FenceGeneration is Store.FenceGeneration through the connection's
+// faults.
+func (c *Conn) FenceGeneration(tx *gorm.DB, name string) (store.Row, bool, error) {
+	if err := c.enter(txContext(tx)); err != nil {
+		return store.Row{}, false, err
+	}
+	return c.Store.FenceGeneration(tx, name)
 }
 
 // SetData is Store.SetData through the connection's faults.
