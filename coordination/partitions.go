@@ -84,7 +84,7 @@ func (pt Partition) Fence(tx *gorm.DB) error {
 		return fail("this process no longer trusts its membership")
 	}
 	c := pt.p.c
-	row, ok, err := c.store.Fence(tx, pt.p.rows.Generation)
+	row, ok, err := c.store.FenceGeneration(tx, pt.p.rows.Generation)
 	if err != nil {
 		return fmt.Errorf("coordination: fencing check of pool %q partition %d: %w", pt.Pool, pt.Partition, err)
 	}

@@ -265,7 +265,7 @@ func (a Assignment) Fence(tx *gorm.DB) error {
 		return fail("this process no longer trusts its membership")
 	}
 	c := a.p.c
-	row, ok, err := c.store.Fence(tx, a.p.rows.Generation)
+	row, ok, err := c.store.FenceGeneration(tx, a.p.rows.Generation)
 	if err != nil {
 		return fmt.Errorf("coordination: fencing check of pool %q: %w", a.Pool, err)
 	}

@@ -30,9 +30,11 @@ type sessionStore interface {
 	Release(ctx context.Context, session string, terms []store.Term) (int64, error)
 }
 
-// fenceStore is the fencing check's, inside the caller's transaction.
+// fenceStore is the fencing check's, inside the caller's transaction: of
+// a lease row, and of a pool's generation row.
 type fenceStore interface {
 	Fence(tx *gorm.DB, name string) (store.Row, bool, error)
+	FenceGeneration(tx *gorm.DB, name string) (store.Row, bool, error)
 	SerializesWriters() bool
 	RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error)
 }

@@ -380,6 +380,11 @@ func (m Leases) Fence(tx *gorm.DB, name string) (store.Row, bool, error) {
 	return rows[0], true, nil
 }
 
+// FenceGeneration reads a pool's generation row, as Fence does.
+func (m Leases) FenceGeneration(tx *gorm.DB, name string) (store.Row, bool, error) {
+	return m.Fence(tx, name)
+}
+
 // SerializesWriters reports what SetSerialWriters set (false by default).
 func (m Leases) SerializesWriters() bool {
 	m.mu.Lock()

@@ -222,6 +222,14 @@ type fenceWriter interface {
 	sqlFenceWrite(t Tables, name string) stmt
 }
 
+// generationFenceWriter is a database whose fencing check of a pool's
+// generation row changes that row, which nobody holds, so that the fenced
+// transaction conflicts with a publish committed elsewhere (Galera,
+// mysql.go).
+type generationFenceWriter interface {
+	sqlFenceGenerationWrite(t Tables, name string) stmt
+}
+
 // raceLoser is a database that tells a transaction rolled back because it
 // lost to a conflicting one (a deadlock, a failed certification) from
 // other errors (MySQL and MariaDB, mysql.go).

@@ -306,3 +306,71 @@ func TestGaleraFencedCommitConflictsWithTakeover(t *testing.T) {
 		t.Fatalf("fenced_writes has %d rows, %v; want none", n, err)
 	}
 }
+
+// TestGaleraGenerationFencedCommitConflictsWithPublish: node A lags, and a
+// transaction of a pool's member, fenced there at generation 1, commits
+// after another member published generation 2 on node B. The fencing
+// check of the generation changes the generation row, which the publish
+// changed too, so the fenced commit fails certification.
+func TestGaleraGenerationFencedCommitConflictsWithPublish(t *testing.T) {
+	_, dsns := testdb.GaleraCluster(t)
+	a := openGaleraNode(t, dsns[0], true)
+	syncNode(t, dsns[1], a.Tables().Leases)
+	b := openGaleraNode(t, dsns[1], false)
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	if err := a.db.Exec("CREATE TABLE generation_writes (id INT PRIMARY KEY)").Error; err != nil {
+		t.Fatal(err)
+	}
+	const gen = "pool|global/orders|generation"
+	if err := a.EnsureRows(ctx, []string{gen}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := a.Publish(ctx, gen, 0, "ma"); err != nil || !ok {
+		t.Fatalf("publish of generation 1 = %v, %v; want it published", ok, err)
+	}
+	syncNode(t, dsns[0], "generation_writes")
+	syncNode(t, dsns[1], "generation_writes")
+
+	release := lagNode(t, dsns[0], dsns[1])
+	tx := a.db.Begin()
+	if tx.Error != nil {
+		t.Fatal(tx.Error)
+	}
+	defer tx.Rollback()
+	row, found, err := a.FenceGeneration(tx, gen)
+	if err != nil || !found || row.Epoch != 1 || row.Data != "ma" {
+		t.Fatalf("fence = %+v, %v, %v; want generation 1 of [ma]", row, found, err)
+	}
+	if err := tx.Exec("INSERT INTO generation_writes VALUES (1)").Error; err != nil {
+		t.Fatal(err)
+	}
+	// A rebalance on node B moves the pool to generation 2.
+	if ok, err := b.Publish(ctx, gen, 1, "mb,ma"); err != nil || !ok {
+		t.Fatalf("publish of generation 2 on node B = %v, %v; want it published", ok, err)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- tx.Commit().Error }()
+	var commitErr error
+	select {
+	case commitErr = <-done:
+	case <-time.After(3 * time.Second):
+		release()
+		commitErr = <-done
+	}
+	release()
+	if commitErr == nil {
+		t.Fatal("a transaction fenced at generation 1 committed on node A after generation 2 was published on node B")
+	}
+	t.Logf("the fenced commit failed as it should: %v", commitErr)
+	syncNode(t, dsns[0], "generation_writes")
+	var n int64
+	if err := a.db.Raw("SELECT COUNT(*) FROM generation_writes").Scan(&n).Error; err != nil || n != 0 {
+		t.Fatalf("generation_writes has %d rows, %v; want none", n, err)
+	}
+	rows, err := a.Get(ctx, []string{gen})
+	if err != nil || len(rows) != 1 || rows[0].Epoch != 2 || rows[0].Data != "mb,ma" {
+		t.Fatalf("generation row after the race = %+v, %v; want generation 2 of [mb ma]", rows, err)
+	}
+}

@@ -198,6 +198,10 @@ func TestGoldenSQL(t *testing.T) {
 					if w, ok := c.database.(fenceWriter); ok {
 						st("cluster: fencing check, first: change the lease row", w.sqlFenceWrite(tables, "global/billing"))
 					}
+					if w, ok := c.database.(generationFenceWriter); ok {
+						st("cluster: fencing check of a pool's generation, first: change the generation row",
+							w.sqlFenceGenerationWrite(tables, "pool|global/orders|generation"))
+					}
 				}
 			}
 

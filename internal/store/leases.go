@@ -299,6 +299,30 @@ func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
 	return rows[0], true, nil
 }
 
+// FenceGeneration is Fence for a pool's generation row, which nobody
+// holds and which every member's fenced transaction reads: a pool moves to
+// a new generation, or moves a partition, by publishing that row.
+//
+// On a Galera cluster it first changes the row (sqlFenceGenerationWrite),
+// so that the caller's transaction and a publish committed on another node
+// cannot both commit: one of them fails certification. The members' fenced
+// transactions then change one row too: on one node they take turns on its
+// lock, and two committed on different nodes at once conflict, so one of
+// them fails at commit and is the caller's to retry.
+func (s *Store) FenceGeneration(tx *gorm.DB, name string) (Row, bool, error) {
+	tx = s.conns.withOption(tx)
+	if w, ok := s.sql.dl().database.(generationFenceWriter); ok {
+		if _, err := exec(tx, w.sqlFenceGenerationWrite(s.tables, name)); err != nil {
+			return Row{}, false, err
+		}
+	}
+	rows, err := queryRows(tx, s.sql.dl().leases().sqlFence(s.tables, name))
+	if err != nil || len(rows) == 0 {
+		return Row{}, false, err
+	}
+	return rows[0], true, nil
+}
+
 func queryRows(db *gorm.DB, st stmt) ([]Row, error) {
 	return queryAll(db, st, func(rs *sql.Rows, r *Row) error {
 		var acquired, renewed, expires, preferUntil, now, hold int64

@@ -257,7 +257,11 @@ func mysqlLockName(database, key string) string {
 //     not seen yet and the takeover cannot both commit;
 //   - a fencing check changes the lease row it checks (sqlFenceWrite),
 //     which a takeover also changes: a fenced transaction and a takeover
-//     on another node cannot both commit.
+//     on another node cannot both commit;
+//   - a pool's fencing check changes the generation row it checks
+//     (sqlFenceGenerationWrite), which a publish of the next generation
+//     also changes: a fenced transaction of a member and a rebalance on
+//     another node cannot both commit.
 //
 // Detected once, by the store's start-up probe (ProbeFailover), from
 // @@wsrep_on.
@@ -288,8 +292,9 @@ func galeraDialect() *dialect {
 type galeraDB struct{ mysqlDB }
 
 var (
-	_ deadSessionMarker = galeraDB{}
-	_ fenceWriter       = galeraDB{}
+	_ deadSessionMarker     = galeraDB{}
+	_ fenceWriter           = galeraDB{}
+	_ generationFenceWriter = galeraDB{}
 )
 
 // sqlMarkDeadSessions changes the row of every dead session that holds one
@@ -309,12 +314,24 @@ func (galeraDB) sqlMarkDeadSessions(t Tables, session string, names []string) st
 // session take from the session's row instead, moves forward by at least
 // one microsecond, so the row always changes. A takeover on another node,
 // which changes the row too, conflicts with the fenced transaction at
-// certification. An unheld row (a pool's generation, which every member's
-// Assignment.Fence reads) is left alone: writing it would make all
-// members' fenced transactions conflict with each other.
+// certification. An unheld row is left alone: a pool's generation row has
+// a statement of its own (sqlFenceGenerationWrite).
 func (galeraDB) sqlFenceWrite(t Tables, name string) stmt {
 	return stmt{"UPDATE " + quoteBacktick(t.Leases) + " SET renewed_at_us = GREATEST(" + mysqlNow + ", renewed_at_us + 1)" +
 		" WHERE name = ? AND session_id <> ''", []any{name}}
+}
+
+// sqlFenceGenerationWrite changes a pool's generation row, which nobody
+// holds, as a pool's fencing check reads it: renewed_at_us, the time of
+// the last publish, moves forward by at least one microsecond, so the row
+// always changes, and the generation and its data stay. A publish on
+// another node, which changes the row too, conflicts with the fenced
+// transaction at certification. So do the fenced transactions of the
+// pool's members on different nodes with each other: the price of a
+// generation that no member can read stale.
+func (galeraDB) sqlFenceGenerationWrite(t Tables, name string) stmt {
+	return stmt{"UPDATE " + quoteBacktick(t.Leases) + " SET renewed_at_us = GREATEST(" + mysqlNow + ", renewed_at_us + 1)" +
+		" WHERE name = ? AND holder = ''", []any{name}}
 }
 
 // lostRace reports whether err is a transaction that lost to a

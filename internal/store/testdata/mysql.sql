@@ -258,3 +258,7 @@ UPDATE `leasehold_sessions` s JOIN `leasehold_leases` l ON l.session_id = s.id S
 UPDATE `leasehold_leases` SET renewed_at_us = GREATEST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us + 1) WHERE name = ? AND session_id <> ''
 -- args: "global/billing";
 
+-- cluster: fencing check of a pool's generation, first: change the generation row
+UPDATE `leasehold_leases` SET renewed_at_us = GREATEST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us + 1) WHERE name = ? AND holder = ''
+-- args: "pool|global/orders|generation";
+
