@@ -193,6 +193,40 @@ func galeraEngine(ports [GaleraNodes]galeraPorts, i int) *engine {
 	return &eng
 }
 
+// WaitSynced waits until every node reports itself synced with a cluster
+// that has every node: after a node was restarted (Node(i).Kill, then
+// Start, which returns once the node accepts connections, before it has
+// caught up) or isolated and let back (Isolate).
+func (c *Cluster) WaitSynced(ctx context.Context) error {
+	for i := range c.nodes {
+		if err := c.waitSynced(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Isolate cuts node i off the other nodes (on) or lets it back (off),
+// through the Galera option gmcast.isolate, which closes the node's group
+// connections and refuses new ones. The two others keep a primary
+// component. The isolated node notices it is alone only once it has given
+// up on the others (evs.suspect_timeout, 5 s by default): until then it
+// still answers reads and holds its writes, and the others hold theirs
+// too; then it refuses every statement (error 1047, WSREP has not yet
+// prepared node for application use) until it has rejoined. After
+// letting it back, WaitSynced waits for it to catch up.
+func (c *Cluster) Isolate(ctx context.Context, i int, on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	s := c.nodes[i]
+	if err := s.exec(ctx, fmt.Sprintf("SET GLOBAL wsrep_provider_options = 'gmcast.isolate=%d'", v)); err != nil {
+		return fmt.Errorf("testdb: Galera node %d on port %d: set gmcast.isolate=%d: %w", i, s.port, v, err)
+	}
+	return nil
+}
+
 // waitSynced waits until node i reports itself synced with the cluster
 // and the cluster has every node.
 func (c *Cluster) waitSynced(ctx context.Context, i int) error {
