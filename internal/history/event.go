@@ -58,15 +58,17 @@ type FaultKind string
 // The faults the chaos suite injects. Other names are accepted; each kind
 // that occurs needs a bound in [Config.Bound] when recovery is checked.
 const (
-	FaultKill           FaultKind = "kill"            // SIGKILL of a process
-	FaultPause          FaultKind = "pause"           // SIGSTOP, then SIGCONT at heal
-	FaultCut            FaultKind = "cut"             // network cut between a process (or all) and the database
-	FaultLatency        FaultKind = "latency"         // added network latency
-	FaultDBRestart      FaultKind = "db-restart"      // the database server restarted
-	FaultClockSkew      FaultKind = "clock-skew"      // an application wall clock set hours off
-	FaultPoolExhaustion FaultKind = "pool-exhaustion" // the connection pool held by leaked transactions
-	FaultFailoverSync   FaultKind = "failover-sync"   // a synchronous standby promoted, the primary stopped
-	FaultFailoverAsync  FaultKind = "failover-async"  // an asynchronous standby promoted, the primary's last writes lost
+	FaultKill            FaultKind = "kill"             // SIGKILL of a process
+	FaultPause           FaultKind = "pause"            // SIGSTOP, then SIGCONT at heal
+	FaultCut             FaultKind = "cut"              // network cut between a process (or all) and the database
+	FaultLatency         FaultKind = "latency"          // added network latency
+	FaultDBRestart       FaultKind = "db-restart"       // the database server restarted
+	FaultClockSkew       FaultKind = "clock-skew"       // an application wall clock set hours off
+	FaultPoolExhaustion  FaultKind = "pool-exhaustion"  // the connection pool held by leaked transactions
+	FaultFailoverSync    FaultKind = "failover-sync"    // a synchronous standby promoted, the primary stopped
+	FaultFailoverAsync   FaultKind = "failover-async"   // an asynchronous standby promoted, the primary's last writes lost
+	FaultGaleraNodeKill  FaultKind = "galera-node-kill" // a Galera node SIGKILLed, then started again to rejoin
+	FaultGaleraPartition FaultKind = "galera-partition" // a Galera node cut off the others, then let back
 )
 
 // Phase says whether a Fault event starts or heals its fault.
