@@ -80,3 +80,35 @@ func TestPlanShares(t *testing.T) {
 		}
 	}
 }
+
+// TestGaleraKinds checks that the Galera node faults run on Galera only,
+// in place of the database restart, that their bound is the rejoin after
+// a heal, and that the short round leaves Galera out.
+func TestGaleraKinds(t *testing.T) {
+	for _, d := range Dialects {
+		ks := Kinds(d, true, true)
+		galera := slices.Contains(ks, history.FaultGaleraNodeKill) && slices.Contains(ks, history.FaultGaleraPartition)
+		if galera != (d == Galera) {
+			t.Errorf("%s: kinds %v; want the Galera node faults on %s only", d, ks, Galera)
+		}
+		if d == Galera && slices.Contains(ks, history.FaultDBRestart) {
+			t.Errorf("%s: kinds %v; want no db-restart (no one server to restart)", d, ks)
+		}
+	}
+	rejoin := Bounds()[history.FaultCut]
+	for _, k := range []history.FaultKind{history.FaultGaleraNodeKill, history.FaultGaleraPartition} {
+		if b := Bounds()[k]; b != rejoin {
+			t.Errorf("%s bound %v, want the rejoin bound %v", k, b, rejoin)
+		}
+	}
+	if GaleraDownFor < GaleraEvictAfter+TTL {
+		t.Errorf("GaleraDownFor %v is shorter than the eviction %v and a TTL %v", GaleraDownFor, GaleraEvictAfter, TTL)
+	}
+	if slices.Contains(ShortDialects, Galera) {
+		t.Errorf("ShortDialects %v include %s", ShortDialects, Galera)
+	}
+	kinds, err := ParseKinds("galera-node-kill,galera-partition")
+	if err != nil || len(kinds) != 2 {
+		t.Errorf("ParseKinds(galera-node-kill,galera-partition) = %v, %v", kinds, err)
+	}
+}

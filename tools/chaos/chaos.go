@@ -141,6 +141,7 @@ const FailoverWindow = RenewInterval * 2
 //     heal still wait.
 //   - db-restart: the same, plus RestartAllowance for the server to start.
 //   - failover-sync, failover-async: FailoverBound, from the promotion.
+//   - galera-node-kill, galera-partition: GaleraBound, from the heal.
 //
 // Each has slack added.
 func Bounds() map[history.FaultKind]time.Duration {
@@ -148,15 +149,17 @@ func Bounds() map[history.FaultKind]time.Duration {
 		coordination.RebalanceBound(PollInterval) + slack
 	rejoin := TTL - Margin + slack
 	return map[history.FaultKind]time.Duration{
-		history.FaultKill:           takeover,
-		history.FaultPause:          rejoin,
-		history.FaultCut:            rejoin,
-		history.FaultPoolExhaustion: rejoin,
-		history.FaultClockSkew:      rejoin,
-		history.FaultLatency:        Latency + rejoin,
-		history.FaultDBRestart:      RestartAllowance + rejoin,
-		history.FaultFailoverSync:   FailoverBound,
-		history.FaultFailoverAsync:  FailoverBound,
+		history.FaultKill:            takeover,
+		history.FaultPause:           rejoin,
+		history.FaultCut:             rejoin,
+		history.FaultPoolExhaustion:  rejoin,
+		history.FaultClockSkew:       rejoin,
+		history.FaultLatency:         Latency + rejoin,
+		history.FaultDBRestart:       RestartAllowance + rejoin,
+		history.FaultFailoverSync:    FailoverBound,
+		history.FaultFailoverAsync:   FailoverBound,
+		history.FaultGaleraNodeKill:  GaleraBound,
+		history.FaultGaleraPartition: GaleraBound,
 	}
 }
 
@@ -167,7 +170,9 @@ func Bounds() map[history.FaultKind]time.Duration {
 // a network, a cut and latency. SQLite has neither a server to restart
 // nor a network. The replicated pairs (PostgresPair, MariaDBPair) get the
 // failovers only: the other kinds act on the workers or on one server, and
-// the postgres and mysql dialects have them.
+// the postgres and mysql dialects have them. Galera gets the kinds of
+// the processes, and instead of a database restart the faults of one of
+// its nodes: galera-node-kill and galera-partition.
 func Kinds(dialect string, extended, clock bool) []history.FaultKind {
 	if isPair(dialect) {
 		return []history.FaultKind{history.FaultFailoverSync, history.FaultFailoverAsync}
@@ -182,7 +187,11 @@ func Kinds(dialect string, extended, clock bool) []history.FaultKind {
 	if dialect == "sqlite" {
 		return ks
 	}
-	ks = append(ks, history.FaultDBRestart)
+	if dialect == Galera {
+		ks = append(ks, history.FaultGaleraNodeKill, history.FaultGaleraPartition)
+	} else {
+		ks = append(ks, history.FaultDBRestart)
+	}
 	if extended {
 		ks = append(ks, history.FaultCut, history.FaultLatency)
 	}
@@ -205,11 +214,21 @@ const MariaDBPair = "mariadb-pair"
 // pooler.
 const PgBouncer = "pgbouncer"
 
+// Galera is the dialect name of the private three-node MariaDB Galera
+// cluster (testdb.StartGaleraCluster): the workers connect to its nodes
+// in turn, each worker to one node.
+const Galera = "galera"
+
 // isPair reports whether dialect is a replicated pair.
 func isPair(dialect string) bool { return dialect == PostgresPair || dialect == MariaDBPair }
 
 // Dialects are the dialects the suite runs on, in order.
-var Dialects = []string{"sqlite", "postgres", "mysql", PgBouncer, PostgresPair, MariaDBPair}
+var Dialects = []string{"sqlite", "postgres", "mysql", PgBouncer, PostgresPair, MariaDBPair, Galera}
+
+// ShortDialects are the dialects of the short round (TestChaosShort):
+// Dialects without Galera, whose cluster and node faults alone would take
+// several minutes on two cores.
+var ShortDialects = []string{"sqlite", "postgres", "mysql", PgBouncer, PostgresPair, MariaDBPair}
 
 // AllKinds returns every fault kind the suite can inject, in a fixed
 // order.
@@ -255,7 +274,7 @@ func requiredAs(d string) string {
 	switch d {
 	case PostgresPair, PgBouncer:
 		return "postgres"
-	case MariaDBPair:
+	case MariaDBPair, Galera:
 		return "mysql"
 	}
 	return d

@@ -44,9 +44,10 @@ const shortRoundSlack = 10 * time.Second
 // kind once per dialect (see Kinds: kill, pause and clock-skew on SQLite;
 // those, a database restart, a network cut, latency and pool exhaustion on
 // PostgreSQL and MariaDB; failover-sync and failover-async on the
-// PostgreSQL and MariaDB pairs). A dialect whose server is not installed is skipped
-// loudly, or fails when REQUIRE_DIALECTS names it. CHAOS_KINDS chooses
-// the kinds, as for make chaos.
+// PostgreSQL and MariaDB pairs), on ShortDialects: the Galera cluster is
+// left to make chaos. A dialect whose server is not installed is skipped
+// loudly, or fails when REQUIRE_DIALECTS names it. CHAOS_DIALECTS and
+// CHAOS_KINDS choose the dialects and the kinds, as for make chaos.
 //
 // failover-async loses commits the old primary acknowledged, so items
 // processed there are processed again: the runner reconciles those
@@ -69,7 +70,7 @@ func TestChaosShort(t *testing.T) {
 	// make test runs this beside every other package's tests on two
 	// cores: the safety rules hold strictly, recovery only within its
 	// bound plus shortRoundSlack (make chaos holds the tight bounds).
-	o := Options{Faults: 0, Seed: seed, Items: 600, Out: &testWriter{t: t}, Extended: true, Slack: shortRoundSlack}
+	o := Options{Faults: 0, Seed: seed, Items: 600, Out: &testWriter{t: t}, Extended: true, Slack: shortRoundSlack, Dialects: ShortDialects}
 	if d := os.Getenv("CHAOS_DIALECTS"); d != "" {
 		o.Dialects = strings.Split(d, ",")
 	}

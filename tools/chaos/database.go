@@ -27,6 +27,9 @@ type database struct {
 	srv      *testdb.Server
 	upstream *testdb.Server // PgBouncer only: the PostgreSQL server behind it
 	pair     *testdb.Pair   // PostgresPair and MariaDBPair only; srv is then nil
+	// galera is the Galera cluster and the runner's way to its nodes
+	// (Galera only; srv is then nil).
+	galera *galeraNodes
 	// db is the runner's own handle: on PgBouncer to the server behind
 	// it, so that seeding, feeding and checking do not depend on the
 	// pooler the faults act on.
@@ -107,6 +110,26 @@ func (d *database) open(ctx context.Context) error {
 			return err
 		}
 		d.driver, d.dsn = d.pair.Driver(), d.pair.DSN("chaos")
+	case Galera:
+		if d.galera, err = startGalera(ctx); err != nil {
+			return err
+		}
+		d.driver, d.dsn = dbopen.MySQL, d.galera.runnerDSN()
+		d.dsnVia = func(addr string) string {
+			return "root@tcp(" + addr + ")/chaos" + galeraWorkerParams
+		}
+		d.db, err = dbopen.Open(d.driver, d.dsn, &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			return err
+		}
+		// The runner's connections follow its dialer away from a faulted
+		// node: none lasts long.
+		sqlDB, err := d.db.DB()
+		if err != nil {
+			return err
+		}
+		sqlDB.SetConnMaxLifetime(time.Second)
+		return nil
 	default:
 		return fmt.Errorf("unknown dialect %q", d.name)
 	}
@@ -136,6 +159,32 @@ func (d *database) close() {
 			d.problem("closing the %s: %v", d.name, err)
 		}
 	}
+	if d.galera != nil {
+		if err := d.galera.cluster.Close(); err != nil {
+			d.problem("closing the %s cluster: %v", d.name, err)
+		}
+	}
+}
+
+// proxyTarget is the address the fault proxy of a worker on Galera node node
+// (-1 elsewhere) forwards to: the server's, or the node's; "" where a
+// worker has no proxy.
+func (d *database) proxyTarget(node int) string {
+	switch {
+	case d.galera != nil:
+		return d.galera.addr(node)
+	case d.srv != nil:
+		return fmt.Sprintf("127.0.0.1:%d", d.srv.Port())
+	}
+	return ""
+}
+
+// workerDSN is the DSN of a worker on Galera node node (-1 elsewhere).
+func (d *database) workerDSN(node int) string {
+	if d.galera != nil {
+		return d.dsnVia(d.galera.addr(node))
+	}
+	return d.dsn
 }
 
 // feedResult is what feed did: n items in all, and failed inserts.

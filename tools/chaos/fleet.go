@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/tools/chaos/faultproxy"
 )
 
@@ -29,7 +31,8 @@ type fleet struct {
 	nodes    int
 }
 
-// start starts one more worker process.
+// start starts one more worker process. On Galera the workers talk to
+// the nodes in turn.
 func (f *fleet) start() (*proc, error) {
 	f.nodes++
 	node := fmt.Sprintf("w%d", f.nodes)
@@ -37,45 +40,52 @@ func (f *fleet) start() (*proc, error) {
 	if f.rng.IntN(2) == 0 {
 		skew = -skew
 	}
-	if f.extended {
-		return f.startExtended(node, skew)
+	dbNode := -1
+	var args []string
+	if f.database.galera != nil {
+		dbNode = (f.nodes - 1) % testdb.GaleraNodes
+		args = []string{"-check-dsns", strings.Join(f.database.galera.checkDSNs(dbNode), ",")}
 	}
-	p, err := startProc(f.bin, node, filepath.Join(f.dir, node+".log"), append([]string{
-		"-driver", f.database.driver, "-dsn", f.database.dsn, "-dir", f.histDir, "-clock-skew", skew.String()},
-		f.database.workerArgs...)...)
+	if f.extended {
+		return f.startExtended(node, dbNode, skew, args)
+	}
+	p, err := startProc(f.bin, node, filepath.Join(f.dir, node+".log"), append(append([]string{
+		"-driver", f.database.driver, "-dsn", f.database.workerDSN(dbNode), "-dir", f.histDir, "-clock-skew", skew.String()},
+		args...), f.database.workerArgs...)...)
 	if err != nil {
 		return nil, err
 	}
-	p.skew = skew
+	p.skew, p.galeraNode = skew, dbNode
 	f.procs = append(f.procs, p)
 	return p, nil
 }
 
-// startExtended starts a worker of the extended run: with its own fault
-// proxy (not on SQLite) and its pool bounded to ExhaustConns connections,
-// held on SIGUSR1.
-func (f *fleet) startExtended(node string, skew time.Duration) (*proc, error) {
-	dsn := f.database.dsn
+// startExtended starts a worker of the extended run, on Galera node
+// dbNode (-1 elsewhere), with the arguments args: with its own fault
+// proxy (not on SQLite and the pairs) and its pool bounded to
+// ExhaustConns connections, held on SIGUSR1.
+func (f *fleet) startExtended(node string, dbNode int, skew time.Duration, args []string) (*proc, error) {
+	dsn := f.database.workerDSN(dbNode)
 	var px *faultproxy.Proxy
-	if f.database.srv != nil {
+	if up := f.database.proxyTarget(dbNode); up != "" {
 		var err error
-		px, err = faultproxy.New(fmt.Sprintf("127.0.0.1:%d", f.database.srv.Port()))
+		px, err = faultproxy.New(up)
 		if err != nil {
 			return nil, err
 		}
 		dsn = f.database.dsnVia(px.Addr())
 	}
-	p, err := startProc(f.bin, node, filepath.Join(f.dir, node+".log"), append([]string{
+	p, err := startProc(f.bin, node, filepath.Join(f.dir, node+".log"), append(append([]string{
 		"-driver", f.database.driver, "-dsn", dsn, "-dir", f.histDir,
 		"-max-open-conns", fmt.Sprint(ExhaustConns), "-exhaust-for", ExhaustFor.String(), "-clock-skew", skew.String()},
-		f.database.workerArgs...)...)
+		args...), f.database.workerArgs...)...)
 	if err != nil {
 		if px != nil {
 			_ = px.Close()
 		}
 		return nil, err
 	}
-	p.proxy, p.skew = px, skew
+	p.proxy, p.skew, p.galeraNode = px, skew, dbNode
 	f.procs = append(f.procs, p)
 	return p, nil
 }

@@ -120,6 +120,9 @@ func (i *injector) inject(k history.FaultKind) (time.Time, error) {
 	if isFailover(k) {
 		return i.injectFailover(k)
 	}
+	if isGaleraFault(k) {
+		return i.injectGalera(k, ps, byPID(leader))
+	}
 	return i.injectExtended(k, ps, byPID(leader))
 }
 

@@ -33,6 +33,8 @@ type proc struct {
 	// skews how many clock-skew faults it received.
 	skew  time.Duration
 	skews int
+	// galeraNode is the Galera node the worker talks to, or -1.
+	galeraNode int
 }
 
 // buildWorker compiles ./chaos/worker of the tools module into dir, with

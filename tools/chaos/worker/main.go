@@ -11,7 +11,12 @@
 // term, grant, write, processed item and completed slot is recorded to
 // DIR/<pid>.jsonl with history.Recorder.
 //
-//	worker -driver postgres -dsn DSN -dir DIR -node w1 [-max-open-conns N -exhaust-for D] [-clock-skew D] [-peer-wakeups]
+//	worker -driver postgres -dsn DSN -dir DIR -node w1 [-max-open-conns N -exhaust-for D] [-clock-skew D] [-peer-wakeups] [-check-dsns DSN,...]
+//
+// A commit that fails may still have happened (a connection lost during
+// it); the worker then reads back whether it did, through -dsn, or in turn
+// through the -check-dsns: on a Galera cluster, other nodes than its own,
+// which a fault of its own node leaves answering.
 //
 // It stops gracefully on SIGTERM or SIGINT. With -max-open-conns N its
 // pool has at most N connections, and a fenced transaction stops waiting
@@ -33,6 +38,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -75,6 +81,7 @@ func run(ctx context.Context) error {
 	clockSkew := flag.Duration("clock-skew", 0, "on SIGUSR2, set the wall clock this far off, or back (0: ignore SIGUSR2)")
 	clockCheck := flag.Duration("clock-check", 0, "set the wall clock this far off, print \"observed=D\" with how far off it then reads, and exit")
 	peerWakeups := flag.Bool("peer-wakeups", false, "wake-ups by datagrams between the processes (coordination.PeerWakeups), as behind a transaction pooler")
+	checkDSNs := flag.String("check-dsns", "", "comma-separated DSNs (same driver) through which to find out whether a failed commit happened, in turn (default: -dsn)")
 	flag.Parse()
 	if *clockCheck != 0 {
 		if !clockInjectable {
@@ -114,7 +121,21 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w := &worker{db: db, rec: rec, holder: id.Holder(), log: log, bounded: *maxOpen > 0, sqlite: db.Name() == "sqlite"}
+	w := &worker{db: db, rec: rec, holder: id.Holder(), log: log, bounded: *maxOpen > 0, sqlite: db.Name() == "sqlite",
+		check: []*gorm.DB{db}, checkFor: 10 * time.Second}
+	if *checkDSNs != "" {
+		w.check, w.checkFor = nil, checkOthersFor
+		for _, dsn := range strings.Split(*checkDSNs, ",") {
+			cdb, err := dbopen.Open(*driver, dsn, &gorm.Config{Logger: logger.Discard})
+			if err != nil {
+				return err
+			}
+			if sqlDB, err := cdb.DB(); err == nil {
+				defer func() { _ = sqlDB.Close() }()
+			}
+			w.check = append(w.check, cdb)
+		}
+	}
 	if *maxOpen > 0 && *exhaustFor > 0 {
 		usr1 := make(chan os.Signal, 1)
 		signal.Notify(usr1, syscall.SIGUSR1)
@@ -182,7 +203,16 @@ type worker struct {
 	bounded bool
 	// sqlite: the database is an SQLite file.
 	sqlite bool
+	// check are the handles through which the worker finds out whether a
+	// commit that failed happened, tried in turn for at most checkFor.
+	check    []*gorm.DB
+	checkFor time.Duration
 }
+
+// checkOthersFor bounds the check of a failed commit through other nodes
+// of a cluster (-check-dsns): their reads wait while the cluster holds
+// its commits, until it has given up on a node that stopped answering.
+const checkOthersFor = 30 * time.Second
 
 // exhaustOnSignal, on each signal, takes n connections of its own pool
 // and holds them for d: the process's own code exhausting its pool. On a
@@ -409,16 +439,16 @@ func (w *worker) process(ctx context.Context, a coordination.Assignment, id int6
 }
 
 // committed reports whether item id is recorded as processed by this
-// process in generation gen, trying for a few seconds while the database
+// process in generation gen, trying for checkFor while the database
 // fails.
 func (w *worker) committed(ctx context.Context, id, gen int64) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.checkFor)
 	defer cancel()
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
-	for {
+	for n := 0; ; n++ {
 		var it chaos.Item
-		err := w.db.WithContext(ctx).Where("id = ?", id).Take(&it).Error
+		err := w.check[n%len(w.check)].WithContext(ctx).Where("id = ?", id).Take(&it).Error
 		if err == nil {
 			return it.ProcessedBy == w.holder && it.Generation == gen
 		}
@@ -533,14 +563,14 @@ func (w *worker) tick(ctx context.Context, slot *workers.Slot) error {
 	return nil
 }
 
-// slotCommitted reports whether row is in chaos_slots, trying for a few
-// seconds while the database fails.
+// slotCommitted reports whether row is in chaos_slots, trying for
+// checkFor while the database fails.
 func (w *worker) slotCommitted(ctx context.Context, row chaos.SlotRow) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.checkFor)
 	defer cancel()
-	for {
+	for try := 0; ; try++ {
 		var n int64
-		err := w.db.WithContext(ctx).Model(&chaos.SlotRow{}).
+		err := w.check[try%len(w.check)].WithContext(ctx).Model(&chaos.SlotRow{}).
 			Where("slot = ? AND epoch = ? AND holder = ?", row.Slot, row.Epoch, row.Holder).Count(&n).Error
 		if err == nil {
 			return n > 0
