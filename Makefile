@@ -108,7 +108,7 @@ ddl: ## print the schema DDL, safe to apply twice: make ddl DIALECT=postgres|mys
 demo: ## run the failover demo: three copies of ./sample on SQLite, the leader killed (under 2 min; KEEP=1 keeps its database)
 	cd sample && GO="$(GO)" $(GO) run ./demo $(if $(KEEP),-keep)
 
-chaos: ## fault injection: worker processes on SQLite, PostgreSQL, MariaDB and a replicated PostgreSQL pair; 9 fault kinds; histories checked (CHAOS_FAULTS=300, CHAOS_SEED, CHAOS_KINDS=failover-sync,...)
+chaos: ## fault injection: worker processes on SQLite, PostgreSQL, MariaDB, PgBouncer, replicated PostgreSQL and MariaDB pairs and a Galera cluster; 11 fault kinds; histories checked (CHAOS_FAULTS=300, CHAOS_SEED, CHAOS_DIALECTS=galera,..., CHAOS_KINDS=failover-sync,...)
 	cd tools && GO="$(GO)" CHAOS_FAULTS="$(or $(CHAOS_FAULTS),300)" $(GO) run ./chaos/cmd/chaos
 
 bench: ## scale benchmark: leases per process, 100 processes, shutdown, pool joins, handoff and failover, pool rebalance, scheduled slot lateness, sticky partitions, per dialect vs targets (BENCH_SECTIONS, BENCH_DIALECTS; under 10 min)

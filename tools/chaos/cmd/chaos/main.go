@@ -1,5 +1,5 @@
-// Command chaos runs the fault-injection suite (make chaos): on SQLite,
-// PostgreSQL and MariaDB it runs four worker processes, injects faults one
+// Command chaos runs the fault-injection suite (make chaos): on each
+// dialect (chaos.Dialects) it runs four worker processes, injects faults one
 // at a time, and checks the recorded histories. It exits 1 on any
 // violation. The fault kinds of each dialect are those of chaos.Kinds with
 // every option on; the short test (TestChaosShort) injects each once.
@@ -8,7 +8,7 @@
 // the seed (default: from the clock; printed), CHAOS_ITEMS the items
 // seeded per dialect before the first fault (default 3000; chaos.FeedRate
 // more a second are added while faults are injected), CHAOS_DIALECTS a
-// comma-separated subset of sqlite,postgres,mysql,postgres-pair,mariadb-pair, and
+// comma-separated subset of sqlite,postgres,mysql,pgbouncer,postgres-pair,mariadb-pair,galera, and
 // CHAOS_KINDS a comma-separated subset of the fault kinds (chaos.AllKinds;
 // default every kind): a dialect that injects none of them is not run.
 package main
