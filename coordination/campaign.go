@@ -16,10 +16,11 @@ import (
 
 // campaigner owns this process's campaigns: the Campaign calls waiting
 // for a lease, the elections observed and their observers, the wake-ups
-// received for campaigned leases, and the hold-offs after a resign. It
-// runs the campaign loop and is the one acquire path (acquireNames), for
-// the loop, TryAcquire and pool joins alike. Its lock is taken before the
-// term set's, never after.
+// received for campaigned leases. It consults the hold-offs after a
+// resign (holdOffs) before each attempt. It runs the campaign loop and is
+// the one acquire path (acquireNames), for the loop, TryAcquire, pool
+// joins and the first attempt of a keyed lock alike. Its lock is taken
+// before the term set's, never after; the hold-offs' after it.
 type campaigner struct {
 	*shared
 	store    leaseOps
@@ -27,6 +28,7 @@ type campaigner struct {
 	terms    *termSet
 	releaser *releaser
 	health   *healthGate
+	holdOffs *holdOffs
 
 	wake      chan struct{} // buffered 1: run a round now
 	wokenWake chan struct{} // buffered 1: woken holds names to attempt at once
@@ -35,21 +37,19 @@ type campaigner struct {
 	campaigns map[string]*campaign
 	observed  map[string]*Election // elections with observers
 	elections map[string]*Election
-	woken     map[string]struct{}  // campaigned leases a notification named, not attempted yet (acquireWoken)
-	wokenAt   time.Time            // when the latest of them arrived
-	holdOff   map[string]time.Time // leases this process resigned, until when it does not take them again
+	woken     map[string]struct{} // campaigned leases a notification named, not attempted yet (acquireWoken)
+	wokenAt   time.Time           // when the latest of them arrived
 }
 
-func newCampaigner(sh *shared, st leaseOps, k *keeper, t *termSet, r *releaser, h *healthGate) *campaigner {
+func newCampaigner(sh *shared, st leaseOps, k *keeper, t *termSet, r *releaser, h *healthGate, ho *holdOffs) *campaigner {
 	return &campaigner{
-		shared: sh, store: st, keeper: k, terms: t, releaser: r, health: h,
+		shared: sh, store: st, keeper: k, terms: t, releaser: r, health: h, holdOffs: ho,
 		wake:      make(chan struct{}, 1),
 		wokenWake: make(chan struct{}, 1),
 		campaigns: make(map[string]*campaign),
 		observed:  make(map[string]*Election),
 		elections: make(map[string]*Election),
 		woken:     make(map[string]struct{}),
-		holdOff:   make(map[string]time.Time),
 	}
 }
 
@@ -125,7 +125,7 @@ func (cp *campaigner) pollOnce(ctx context.Context, names []string) {
 	var want, missing []string
 	for _, name := range names {
 		r, exists := byName[name]
-		if campaigned := cp.saw(name, r, exists); !campaigned || !takeable(r, exists, mine, cp.holder) || cp.holdingOff(name, r, exists) {
+		if campaigned := cp.saw(name, r, exists); !campaigned || !takeable(r, exists, mine, cp.holder) || cp.holdOffs.holding(name, r, exists) {
 			continue
 		}
 		want = append(want, name)
@@ -185,7 +185,7 @@ func (cp *campaigner) acquireWoken(ctx context.Context) {
 	clear(cp.woken)
 	at, after := cp.wokenAt, cp.signals.afterWoken.Load()
 	cp.mu.Unlock()
-	want = slices.DeleteFunc(want, func(name string) bool { return cp.holdingOff(name, store.Row{}, false) })
+	want = slices.DeleteFunc(want, func(name string) bool { return cp.holdOffs.holding(name, store.Row{}, false) })
 	if after != nil {
 		defer func() { (*after)(len(want)) }()
 	}
@@ -387,7 +387,7 @@ func (cp *campaigner) tryAcquire(ctx context.Context, e *Election) (*Lease, erro
 	case exists && r.ReservedAgainst(cp.holder):
 		return nil, fmt.Errorf("%w: lease %q: a resign prefers %q as the next holder until %s by the database clock",
 			ErrNotAcquired, name, r.PreferredHolder, r.PreferredUntil.Format(time.RFC3339Nano))
-	case cp.holdingOff(name, r, exists):
+	case cp.holdOffs.holding(name, r, exists):
 		return nil, fmt.Errorf("%w: lease %q: this process resigned it and holds off for up to TTL (%v) so another can take over",
 			ErrNotAcquired, name, cp.cfg.TTL)
 	}

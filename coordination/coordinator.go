@@ -28,10 +28,11 @@ import (
 //     a failover, renewal inside fenced transactions);
 //   - terms.go, lease.go: the set of terms held, and the Lease type;
 //   - campaign.go: the campaigner (campaigns, observers, wake-ups
-//     received, hold-offs) and the one acquire path;
+//     received) and the one acquire path;
 //   - release.go: the releaser, which batches releases;
-//   - resign.go: resign requests, and the reader of those for this
-//     process's terms; stepdown.go: the health gate;
+//   - resign.go: resign requests, the reader of those for this process's
+//     terms, and the hold-offs after a resign; stepdown.go: the health
+//     gate;
 //   - pools.go, pool.go: the pools running here, and Pool.Run; member.go:
 //     what the member protocol (internal/membership) is handed;
 //   - queries.go, inspect.go: what the process holds and what the
@@ -62,7 +63,7 @@ type Coordinator struct {
 
 	keeper     *keeper       // the session and its renewal
 	terms      *termSet      // the terms held
-	campaigner *campaigner   // campaigns, observers, hold-offs
+	campaigner *campaigner   // campaigns, observers, wake-ups received
 	releaser   *releaser     // batched releases
 	resigns    *resignReader // resign requests for this process's terms
 	health     *healthGate   // health checks and step-down
@@ -198,9 +199,10 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	c.admin = &Admin{store: st, log: c.log, ttl: cfg.TTL}
 	c.fencer = &fencer{shared: sh, store: st, data: st, admin: c.admin, keeper: c.keeper, terms: c.terms}
 	c.health = newHealthGate(sh, c.terms)
-	c.campaigner = newCampaigner(sh, ops, c.keeper, c.terms, c.releaser, c.health)
+	holdOffs := newHoldOffs(holder, cfg.resignHoldOff())
+	c.campaigner = newCampaigner(sh, ops, c.keeper, c.terms, c.releaser, c.health, holdOffs)
 	c.locks = newLockSet()
-	c.resigns = newResignReader(sh, st, c.keeper, c.terms, c.campaigner)
+	c.resigns = newResignReader(sh, st, c.keeper, c.terms, holdOffs)
 	c.terms.wire(c.keeper, c.releaser, c.fencer, c.campaigner)
 	c.keeper.resignWake = c.resigns.wake
 	c.health.passed = c.campaigner.wakeRound

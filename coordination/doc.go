@@ -259,8 +259,9 @@
 // owner, which holds it behind its own lock; [Coordinator] only builds
 // the owners, wires them and runs their loops. Owners call each other
 // through narrow methods, never by reaching into another's fields, and
-// take locks in one order (campaigner, then term set, then keeper), so
-// none calls another while holding its own lock otherwise.
+// take locks in one order (campaigner, then term set, then keeper; the
+// hold-offs' last), so none calls another while holding its own lock
+// otherwise.
 //
 //	owner         file(s)                 owns                                        called by
 //	keeper        session.go, failover.go, the session, its renewal loop, the trust    campaigner (ensureSession),
@@ -269,11 +270,13 @@
 //	termSet       terms.go, lease.go      the terms held, each Lease's state, the      campaigner (hold), keeper,
 //	                                      releases in flight                           resign reader, health gate,
 //	                                                                                   Lease, Run (drain)
-//	campaigner    campaign.go,            campaigns, elections and their observers,    Election, pool members
-//	              elections.go            wake-ups received, resign hold-offs; the     (acquireDirect), resign
-//	                                      one acquire path                             reader, wake-ups, Run
+//	campaigner    campaign.go,            campaigns, elections and their observers,    Election, Locks, pool
+//	              elections.go            wake-ups received; the one acquire path      members (acquireDirect),
+//	                                                                                   wake-ups, Run
 //	releaser      release.go              the queue of releases, batching              Lease.Release, campaigner
 //	resignReader  resign.go               nothing but its wake-up                      keeper (wakes it), Run
+//	holdOffs      resign.go               the leases this process resigned and does    resign reader (add),
+//	                                      not take again for a while                   campaigner
 //	healthGate    stepdown.go             health state: campaigning allowed,           campaigner, pool members,
 //	                                      step-down                                    Renewal, Run
 //	poolSet       pools.go                the pools running here, member ids, each     Pool, pool members,

@@ -7,14 +7,11 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
-
-	"github.com/leasehold/leasehold/internal/store"
 )
 
 // The campaigner's side of the Election type: the elections of this
-// process, the state of each (busy, last seen holder, observers), the
-// campaigns waiting, and the hold-offs after a resign. Every field named
-// here is guarded by campaigner.mu.
+// process, the state of each (busy, last seen holder, observers), and the
+// campaigns waiting. Every field named here is guarded by campaigner.mu.
 
 // election returns the election of key, made by mk the first time.
 func (cp *campaigner) election(key string, mk func() *Election) *Election {
@@ -142,31 +139,6 @@ func (cp *campaigner) woke(names []string) {
 	if round {
 		poke(cp.wake)
 	}
-}
-
-// holdOffFor makes this process hold off taking the lease name, which it
-// resigned, for resignHoldOff (holdingOff).
-func (cp *campaigner) holdOffFor(name string) {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	cp.holdOff[name] = time.Now().Add(cp.cfg.resignHoldOff())
-}
-
-// holdingOff reports whether this process holds off taking the lease
-// name after resigning it: for one TTL after the term ended, unless r, the
-// lease as just read, shows another live holder, which ends the hold-off.
-func (cp *campaigner) holdingOff(name string, r store.Row, exists bool) bool {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	until, ok := cp.holdOff[name]
-	if !ok {
-		return false
-	}
-	if (exists && r.Live() && r.Holder != cp.holder) || !time.Now().Before(until) {
-		delete(cp.holdOff, name)
-		return false
-	}
-	return true
 }
 
 // observeElections observes the gauges of the elections this process

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -35,19 +37,18 @@ import (
 // resignReader reads the resign requests for this process's terms, each
 // time a renewal returned a notice counter not yet handled, and ends the
 // terms they name. It owns nothing but its wake-up: the notice counters
-// are the keeper's, the terms the term set's, the hold-offs the
-// campaigner's.
+// are the keeper's, the terms the term set's, the hold-offs their own.
 type resignReader struct {
 	*shared
-	store      resignStore
-	keeper     *keeper
-	terms      *termSet
-	campaigner *campaigner
-	wake       chan struct{} // buffered 1: a notice counter changed
+	store    resignStore
+	keeper   *keeper
+	terms    *termSet
+	holdOffs *holdOffs
+	wake     chan struct{} // buffered 1: a notice counter changed
 }
 
-func newResignReader(sh *shared, st resignStore, k *keeper, t *termSet, cp *campaigner) *resignReader {
-	return &resignReader{shared: sh, store: st, keeper: k, terms: t, campaigner: cp, wake: make(chan struct{}, 1)}
+func newResignReader(sh *shared, st resignStore, k *keeper, t *termSet, h *holdOffs) *resignReader {
+	return &resignReader{shared: sh, store: st, keeper: k, terms: t, holdOffs: h, wake: make(chan struct{}, 1)}
 }
 
 // loop reads the resign requests of the current session each time a
@@ -88,5 +89,47 @@ func (r *resignReader) read(ctx context.Context) {
 		}
 	}
 	r.keeper.handledNotice(s, notice)
-	r.terms.resign(s, terms, r.campaigner.holdOffFor)
+	r.terms.resign(s, terms, r.holdOffs.add)
+}
+
+// holdOffs are the leases this process resigned and does not take again
+// for a while, so that another process takes over. The resign reader adds
+// them; the campaigner consults them before each attempt. Its lock is
+// taken last: it calls no other owner.
+type holdOffs struct {
+	holder string        // this process's holder string
+	hold   time.Duration // how long a hold-off lasts (Config.resignHoldOff)
+
+	mu    sync.Mutex
+	until map[string]time.Time // by lease name
+}
+
+func newHoldOffs(holder string, hold time.Duration) *holdOffs {
+	return &holdOffs{holder: holder, hold: hold, until: make(map[string]time.Time)}
+}
+
+// add makes this process hold off taking the lease name, which it
+// resigned, for the hold-off's length (holding).
+func (h *holdOffs) add(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.until[name] = time.Now().Add(h.hold)
+}
+
+// holding reports whether this process holds off taking the lease name
+// after resigning it: for one hold-off after the term ended, unless r,
+// the lease as just read, shows another live holder, which ends the
+// hold-off.
+func (h *holdOffs) holding(name string, r store.Row, exists bool) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	until, ok := h.until[name]
+	if !ok {
+		return false
+	}
+	if (exists && r.Live() && r.Holder != h.holder) || !time.Now().Before(until) {
+		delete(h.until, name)
+		return false
+	}
+	return true
 }
