@@ -168,12 +168,9 @@ func (cp *campaigner) acquireFailed(failed []string, err error) {
 }
 
 // acquireWoken attempts at once the leases a release notification named
-// (wakeFor) that this process campaigns for, without the round's read:
-// the acquire statement itself takes only a lease that is free, expired
-// or held by a dead session, and not reserved for another process, so a
-// stale or spurious notification takes nothing. Leases this process
-// resigned and holds off are left out. The handoff gap is counted from
-// the notification's arrival, which follows the release's commit.
+// (wakeFor) that this process campaigns for, without the round's read
+// (acquireUnread). The handoff gap is counted from the notification's
+// arrival, which follows the release's commit.
 func (cp *campaigner) acquireWoken(ctx context.Context) {
 	cp.mu.Lock()
 	want := make([]string, 0, len(cp.woken))
@@ -185,27 +182,43 @@ func (cp *campaigner) acquireWoken(ctx context.Context) {
 	clear(cp.woken)
 	at, after := cp.wokenAt, cp.signals.afterWoken.Load()
 	cp.mu.Unlock()
-	want = slices.DeleteFunc(want, func(name string) bool { return cp.holdOffs.holding(name, store.Row{}, false) })
+	attempted, failed, err := cp.acquireUnread(ctx, want, func(name string, epoch int64, s *session) {
+		cp.grant(name, epoch, s, time.Since(at))
+	})
+	cp.acquireFailed(failed, err)
 	if after != nil {
-		defer func() { (*after)(len(want)) }()
+		(*after)(attempted)
 	}
-	if len(want) == 0 || cp.health.unhealthyNow() {
-		return
+}
+
+// acquireUnread attempts names at once, without a read of their rows: a
+// wake-up's attempt (acquireWoken) and a keyed lock's first (Locks.Lock).
+// The acquire statement itself takes only a lease that is free, expired
+// or held by a dead session, not reserved for another process, and not
+// held off after a failover of the database (store.Row.Takeable), so a
+// stale or spurious wake-up, or a key another process holds, takes
+// nothing. Leases this process resigned and holds off are left out, and
+// nothing is attempted while the health gate is closed: the same gate as
+// a round's. A released lock row was deleted: it is created again first.
+// Each lease taken goes to start (acquireNames). attempted is how many
+// names were left once the hold-offs were left out; failed and err are
+// acquireNames's.
+func (cp *campaigner) acquireUnread(ctx context.Context, names []string, start func(name string, epoch int64, s *session)) (attempted int, failed []string, err error) {
+	names = slices.DeleteFunc(names, func(name string) bool { return cp.holdOffs.holding(name, store.Row{}, false) })
+	if len(names) == 0 || cp.health.unhealthyNow() {
+		return len(names), nil, nil
 	}
-	sort.Strings(want)
-	opCtx, cancel := context.WithTimeout(ctx, cp.cfg.roundTimeout(len(want)))
+	sort.Strings(names)
+	opCtx, cancel := context.WithTimeout(ctx, cp.cfg.roundTimeout(len(names)))
 	defer cancel()
-	// A released lock row was deleted: it is created again first.
 	var missing []string
-	for _, name := range want {
+	for _, name := range names {
 		if _, lock := lockFloor(name); lock {
 			missing = append(missing, name)
 		}
 	}
-	failed, err := cp.acquireNames(opCtx, want, missing, func(name string, epoch int64, s *session) {
-		cp.grant(name, epoch, s, time.Since(at))
-	})
-	cp.acquireFailed(failed, err)
+	failed, err = cp.acquireNames(opCtx, names, missing, start)
+	return len(names), failed, err
 }
 
 // takeable reports whether an acquire under the session mine ("" for

@@ -201,7 +201,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	c.health = newHealthGate(sh, c.terms)
 	holdOffs := newHoldOffs(holder, cfg.resignHoldOff())
 	c.campaigner = newCampaigner(sh, ops, c.keeper, c.terms, c.releaser, c.health, holdOffs)
-	c.locks = newLockSet()
+	c.locks = newLockSet(cfg.MaxConnections)
 	c.resigns = newResignReader(sh, st, c.keeper, c.terms, holdOffs)
 	c.terms.wire(c.keeper, c.releaser, c.fencer, c.campaigner)
 	c.keeper.resignWake = c.resigns.wake

@@ -58,13 +58,14 @@
 //
 // [Coordinator.Locks] returns a namespace of keyed locks: mutual
 // exclusion per key for keys known only at run time (an account id, a
-// file name; [ValidateKey]). [Locks.Lock] waits for a key, [Locks.TryLock]
-// makes one attempt, and [Locks.Do] holds the key while a function runs,
-// under a context cancelled when ctx is and at the trust deadline, Margin
-// before anyone else could take the key. Each grant is a [*Lease] of the
-// key's row: Key, Epoch, Fence, TrustDeadline, Release, as for an
-// election. Held keys ride the session like every lease, so any number of
-// them is renewed by the one statement per tick.
+// file name; [ValidateKey]). [Locks.Lock] waits for a key (a free one is
+// taken by the caller's own attempt, with no read and no campaign round),
+// [Locks.TryLock] makes one attempt, and [Locks.Do] holds the key while a
+// function runs, under a context cancelled when ctx is and at the trust
+// deadline, Margin before anyone else could take the key. Each grant is a
+// [*Lease] of the key's row: Key, Epoch, Fence, TrustDeadline, Release,
+// as for an election. Held keys ride the session like every lease, so any
+// number of them is renewed by the one statement per tick.
 //
 // A release deletes the key's row, and wakes the processes waiting for
 // it where wake-ups exist; a waiter creates the row again. Rows of

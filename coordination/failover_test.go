@@ -37,6 +37,7 @@ func failoverRollback(t *testing.T, tg testdb.Target) {
 		{"KeptTermSurvives", caseRollbackKeptTerm},
 		{"LostReleaseIsReleased", caseRollbackLostRelease},
 		{"PoolRepublishesAboveTheFloor", caseRollbackPool},
+		{"LockWaitsOutTheHoldOff", caseRollbackLock},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case has a database of its own
@@ -216,6 +217,29 @@ func caseRollbackKeptTerm(t *testing.T, b *bundle) {
 	if lb.Epoch() <= floor {
 		t.Fatalf("B's epoch %d is not above the floor %d", lb.Epoch(), floor)
 	}
+}
+
+// caseRollbackLock: during the hold-off after a failover (recorded by
+// the renewal of A, which holds another key), the Lock of a free key,
+// which the caller attempts itself before it campaigns, takes the key
+// only once the hold-off has passed by the database clock, and above the
+// floor.
+func caseRollbackLock(t *testing.T, b *bundle) {
+	a, _ := twoCoordinators(t, b)
+	ns := locks(t, a.Coordinator, GlobalScope, "acct")
+	keep := mustLock(t, ns, "keep")
+	defer func() { _ = keep.Release(context.Background()) }()
+	rollBack(t, b.db)
+	hold, floor := waitAdopted(t, b.db, oldIncarnation)
+	if now := databaseNowUS(t, b.db); now >= hold {
+		t.Logf("the hold-off ended (%d µs) before the Lock (%d µs): the machine is slow", hold, now)
+	}
+	l := mustLock(t, ns, "k")
+	acquiredAfterHold(t, b.db, l.Key(), hold)
+	if l.Epoch() <= floor {
+		t.Fatalf("the lock's epoch %d is not above the floor %d", l.Epoch(), floor)
+	}
+	release(t, l)
 }
 
 // databaseNowUS reads the database clock, in µs since the Unix epoch.

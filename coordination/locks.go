@@ -2,6 +2,7 @@ package coordination
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -52,15 +53,23 @@ type keyGate struct {
 }
 
 // lockSet owns the keyed lock namespaces and the semaphores of this
-// process, by scoped key.
+// process, by scoped key, and the turns of Lock's first attempts.
 type lockSet struct {
+	// direct holds a token per first attempt of a Lock under way
+	// (Locks.attempt); its capacity is the store's general connections.
+	direct chan struct{}
+
 	mu   sync.Mutex
 	ns   map[string]*Locks
 	sems map[string]*Semaphore
 }
 
-func newLockSet() *lockSet {
-	return &lockSet{ns: make(map[string]*Locks), sems: make(map[string]*Semaphore)}
+// newLockSet returns the lock set of a coordinator whose statements use
+// at most maxConns connections, one of them kept for the session's
+// renewals when there are two or more.
+func newLockSet(maxConns int) *lockSet {
+	return &lockSet{direct: make(chan struct{}, max(1, maxConns-1)),
+		ns: make(map[string]*Locks), sems: make(map[string]*Semaphore)}
 }
 
 // Locks returns the namespace of keyed locks with the given scope and
@@ -105,11 +114,19 @@ func (l *Locks) row(key string) (string, error) {
 }
 
 // Lock blocks until this process holds key, ctx is done, or the
-// coordinator stops (ErrClosed). It waits as Election.Campaign does: the
-// key is tried at once, then every RetryInterval, and at once when a
-// release of it is notified. The caller must Release the returned lease
-// after the work done under it has returned, also after the lease was
-// lost; until then no other goroutine of this process gets the key.
+// coordinator stops (ErrClosed). The caller tries the key at once itself,
+// with the acquire statement alone (after the statement that creates the
+// key's row, which a release deletes), so a free key is taken without
+// waiting for the campaign loop. Only when that attempt takes nothing
+// (another process holds the key) does Lock wait as Election.Campaign
+// does: the key is read and tried at once, then every RetryInterval, and
+// at once when a release of it is notified. While another first attempt
+// of this process is under way (at most one per connection of
+// Config.MaxConnections but the renewal's), Lock waits as Campaign does
+// from the start, so that a burst of Locks is batched by the loop's
+// rounds. The caller must Release the returned lease after the work done
+// under it has returned, also after the lease was lost; until then no
+// other goroutine of this process gets the key.
 func (l *Locks) Lock(ctx context.Context, key string) (*Lease, error) {
 	row, err := l.row(key)
 	if err != nil {
@@ -119,12 +136,53 @@ func (l *Locks) Lock(ctx context.Context, key string) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	lease, err := l.election(row).Campaign(ctx)
+	e := l.election(row)
+	lease, err := l.attempt(ctx, e)
+	if lease == nil && err == nil {
+		lease, err = e.Campaign(ctx)
+	}
 	if err != nil {
 		l.leave(row, g)
 		return nil, err
 	}
 	l.handOff(lease, row, g)
+	return lease, nil
+}
+
+// attempt is Lock's first attempt at e's row, made by the caller rather
+// than by the campaign loop: the acquire without a read, behind the same
+// gate as a wake-up's (campaigner.acquireUnread). No campaign for the row
+// is registered meanwhile, and the key's gate keeps the process's other
+// calls off it, so nothing else of this process attempts it at the same
+// time. It returns nil and no error when it took nothing: the key is held
+// or its row reserved for another process, a failover's or a resign's
+// hold-off or the health gate keeps this process from taking it, another
+// first attempt of this process is under way, this process stopped
+// trusting its session meanwhile (the term is given back), or the attempt
+// failed, which is reported as a round's failure is. Lock then campaigns.
+func (l *Locks) attempt(ctx context.Context, e *Election) (*Lease, error) {
+	if err := l.c.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	select {
+	case l.c.locks.direct <- struct{}{}:
+		defer func() { <-l.c.locks.direct }()
+	default:
+		return nil, nil
+	}
+	cp := l.c.campaigner
+	var lease *Lease
+	var startErr error
+	// The caller's ctx does not cut the statements short, so that an
+	// acquire that commits is always seen and its term started or given
+	// back; the round timeout bounds them.
+	_, failed, err := cp.acquireUnread(context.WithoutCancel(ctx), []string{e.key}, func(name string, epoch int64, s *session) {
+		lease, startErr = cp.startTerm(name, epoch, s, e)
+	})
+	cp.acquireFailed(failed, err)
+	if errors.Is(startErr, ErrClosed) {
+		return nil, ErrClosed
+	}
 	return lease, nil
 }
 

@@ -24,6 +24,7 @@ func TestLocksConformance(t *testing.T) {
 var lockCases = []conformanceCase{
 	{"LocksMutualExclusion", caseLocksMutualExclusion},
 	{"LocksTryLock", caseLocksTryLock},
+	{"LocksFreeKeyTakenByTheCaller", caseLocksFreeKeyTakenByTheCaller},
 	{"LocksReleaseDeletesRow", caseLocksReleaseDeletesRow},
 	{"LocksEpochRisesAcrossDeleteAndPrune", caseLocksEpochRisesAcrossDelete},
 	{"LocksDoCancelledAtTrustDeadline", caseLocksDoCancelledAtTrustDeadline},
@@ -155,6 +156,49 @@ func caseLocksTryLock(t *testing.T, b *bundle) {
 	if _, err := a.Lock(ctx, ""); !errors.Is(err, ErrInvalidName) {
 		t.Fatalf("Lock(\"\") = %v; want ErrInvalidName", err)
 	}
+}
+
+// Lock of a free key is one attempt by the caller: one acquire
+// statement, no read of the key's row and no campaign round. The loop's
+// poll is a minute apart here, and rounds that read nothing are not
+// counted.
+func caseLocksFreeKeyTakenByTheCaller(t *testing.T, b *bundle) {
+	cl := &countingLogger{}
+	cfg := fastConfig()
+	cfg.TTL, cfg.Margin, cfg.RenewInterval, cfg.RetryInterval = time.Minute, 10*time.Second, 20*time.Second, time.Minute
+	r := start(t, b.db.Session(&gorm.Session{Logger: cl}), "node-a", cfg)
+	ns := locks(t, r.Coordinator, GlobalScope, "accounts")
+	release(t, mustLock(t, ns, "warm-up")) // starts the session
+	var rounds atomic.Int32
+	r.signals.onRound(func(names int) {
+		if names > 0 {
+			rounds.Add(1)
+		}
+	})
+	before, _ := cl.snapshot()
+	l := mustLock(t, ns, "acct-7")
+	after, last := cl.snapshot()
+	if n := after - before; n > 50 {
+		t.Fatalf("%d statements for one Lock of a free key", n)
+	}
+	lines := strings.Split(last, "\n")
+	var acquires, reads int
+	for _, q := range lines[len(lines)-(after-before):] {
+		switch {
+		case strings.Contains(q, "SET holder = ") && strings.Contains(q, "acquired_at_us = "):
+			acquires++
+		case strings.HasPrefix(q, "SELECT l.name, l.holder"):
+			reads++
+		}
+	}
+	if acquires != 1 || reads != 0 || rounds.Load() != 0 {
+		t.Fatalf("Lock of a free key: %d acquire statements, %d reads of lease rows, %d campaign rounds; want 1, 0, 0. Statements:\n%s",
+			acquires, reads, rounds.Load(), strings.Join(lines[len(lines)-(after-before):], "\n"))
+	}
+	if got := row(t, b.db, l.Key()); got.Holder != r.Holder() || got.Epoch != l.Epoch() || !got.Live() {
+		t.Fatalf("row of the key taken: %+v; want it live, held by %s at epoch %d", got, r.Holder(), l.Epoch())
+	}
+	release(t, l)
 }
 
 // A release deletes the key's row; the key's lease, held, has the row

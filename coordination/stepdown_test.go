@@ -110,11 +110,29 @@ func TestUnhealthyNeverAcquires(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			ns, err := c.Locks(ClusterScope, "never")
+			if err != nil {
+				t.Fatal(err)
+			}
 			// Many campaign rounds (RetryInterval is 100ms) and health checks.
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
+			locked := make(chan error, 1)
+			go func() {
+				l, err := ns.Lock(ctx, "k") // its first attempt is the caller's own
+				if l != nil {
+					err = fmt.Errorf("a lease of epoch %d", l.Epoch())
+				}
+				locked <- err
+			}()
 			if l, err := e.Campaign(ctx); !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Campaign = %v, %v; want no lease within 2s", l, err)
+			}
+			if err := <-locked; !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Lock = %v; want no lease within 2s", err)
+			}
+			if r, ok := ms.Row(lockRow(ns.Key(), "k")); ok && r.Holder != "" {
+				t.Fatalf("lock row held by %q", r.Holder)
 			}
 			if _, err := e.TryAcquire(context.Background()); !errors.Is(err, ErrUnhealthy) {
 				t.Fatalf("TryAcquire = %v, want ErrUnhealthy", err)
