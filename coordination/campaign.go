@@ -33,23 +33,25 @@ type campaigner struct {
 	wake      chan struct{} // buffered 1: run a round now
 	wokenWake chan struct{} // buffered 1: woken holds names to attempt at once
 
-	mu        sync.Mutex
-	campaigns map[string]*campaign
-	observed  map[string]*Election // elections with observers
-	elections map[string]*Election
-	woken     map[string]struct{} // campaigned leases a notification named, not attempted yet (acquireWoken)
-	wokenAt   time.Time           // when the latest of them arrived
+	mu         sync.Mutex
+	campaigns  map[string]*campaign
+	observed   map[string]*Election // elections with observers
+	elections  map[string]*Election
+	woken      map[string]struct{} // campaigned leases a notification named, not attempted yet (acquireWoken)
+	wokenAt    time.Time           // when the latest of them arrived
+	attempting map[string]struct{} // leases an acquire of this process is attempting (acquiring)
 }
 
 func newCampaigner(sh *shared, st leaseOps, k *keeper, t *termSet, r *releaser, h *healthGate, ho *holdOffs) *campaigner {
 	return &campaigner{
 		shared: sh, store: st, keeper: k, terms: t, releaser: r, health: h, holdOffs: ho,
-		wake:      make(chan struct{}, 1),
-		wokenWake: make(chan struct{}, 1),
-		campaigns: make(map[string]*campaign),
-		observed:  make(map[string]*Election),
-		elections: make(map[string]*Election),
-		woken:     make(map[string]struct{}),
+		wake:       make(chan struct{}, 1),
+		wokenWake:  make(chan struct{}, 1),
+		campaigns:  make(map[string]*campaign),
+		observed:   make(map[string]*Election),
+		elections:  make(map[string]*Election),
+		woken:      make(map[string]struct{}),
+		attempting: make(map[string]struct{}),
 	}
 }
 
@@ -122,19 +124,24 @@ func (cp *campaigner) pollOnce(ctx context.Context, names []string) {
 		byName[r.Name] = r
 	}
 	mine := cp.keeper.sessionID()
-	var want, missing []string
+	var want []string
 	for _, name := range names {
 		r, exists := byName[name]
 		if campaigned := cp.saw(name, r, exists); !campaigned || !takeable(r, exists, mine, cp.holder) || cp.holdOffs.holding(name, r, exists) {
 			continue
 		}
 		want = append(want, name)
-		if !exists {
-			missing = append(missing, name)
-		}
 	}
 	if len(want) == 0 || cp.health.unhealthyNow() {
 		return
+	}
+	want, done := cp.acquiring(want, true)
+	defer done()
+	var missing []string
+	for _, name := range want {
+		if _, exists := byName[name]; !exists {
+			missing = append(missing, name)
+		}
 	}
 	// The handoff gap of a grant runs from the end of the previous term,
 	// by the database clock at the read, plus the time since the read
@@ -182,7 +189,7 @@ func (cp *campaigner) acquireWoken(ctx context.Context) {
 	clear(cp.woken)
 	at, after := cp.wokenAt, cp.signals.afterWoken.Load()
 	cp.mu.Unlock()
-	attempted, failed, err := cp.acquireUnread(ctx, want, func(name string, epoch int64, s *session) {
+	attempted, failed, err := cp.acquireUnread(ctx, want, true, func(name string, epoch int64, s *session) {
 		cp.grant(name, epoch, s, time.Since(at))
 	})
 	cp.acquireFailed(failed, err)
@@ -199,14 +206,20 @@ func (cp *campaigner) acquireWoken(ctx context.Context) {
 // stale or spurious wake-up, or a key another process holds, takes
 // nothing. Leases this process resigned and holds off are left out, and
 // nothing is attempted while the health gate is closed: the same gate as
-// a round's. A released lock row was deleted: it is created again first.
-// Each lease taken goes to start (acquireNames). attempted is how many
-// names were left once the hold-offs were left out; failed and err are
-// acquireNames's.
-func (cp *campaigner) acquireUnread(ctx context.Context, names []string, start func(name string, epoch int64, s *session)) (attempted int, failed []string, err error) {
+// a round's; campaigned and acquiring are as for acquiring. A released
+// lock row was deleted: it is created again first. Each lease taken goes
+// to start (acquireNames). attempted is how many names were left once the
+// hold-offs were left out; failed and err are acquireNames's.
+func (cp *campaigner) acquireUnread(ctx context.Context, names []string, campaigned bool, start func(name string, epoch int64, s *session)) (attempted int, failed []string, err error) {
 	names = slices.DeleteFunc(names, func(name string) bool { return cp.holdOffs.holding(name, store.Row{}, false) })
 	if len(names) == 0 || cp.health.unhealthyNow() {
 		return len(names), nil, nil
+	}
+	attempted = len(names)
+	names, done := cp.acquiring(names, campaigned)
+	defer done()
+	if len(names) == 0 {
+		return attempted, nil, nil
 	}
 	sort.Strings(names)
 	opCtx, cancel := context.WithTimeout(ctx, cp.cfg.roundTimeout(len(names)))
@@ -218,7 +231,35 @@ func (cp *campaigner) acquireUnread(ctx context.Context, names []string, start f
 		}
 	}
 	failed, err = cp.acquireNames(opCtx, names, missing, start)
-	return len(names), failed, err
+	return attempted, failed, err
+}
+
+// acquiring keeps, of names, those that no other acquire of this process
+// is attempting and, when campaigned, those still campaigned for, and
+// marks them attempted until done is called. Two acquires of this process
+// thus never take one lease at once, and a round never takes a lease
+// whose campaign was withdrawn since its read: its acquire would take
+// the row again from a term this process holds under the same session
+// (a keyed lock that a later Lock took with its own first attempt), and
+// the term it started, with nobody to hand it to, would be given back.
+func (cp *campaigner) acquiring(names []string, campaigned bool) (kept []string, done func()) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	kept = make([]string, 0, len(names))
+	for _, name := range names {
+		if _, busy := cp.attempting[name]; busy || (campaigned && cp.campaigns[name] == nil) {
+			continue
+		}
+		cp.attempting[name] = struct{}{}
+		kept = append(kept, name)
+	}
+	return kept, func() {
+		cp.mu.Lock()
+		defer cp.mu.Unlock()
+		for _, name := range kept {
+			delete(cp.attempting, name)
+		}
+	}
 }
 
 // takeable reports whether an acquire under the session mine ("" for
@@ -350,124 +391,4 @@ func (cp *campaigner) seenLocked(e *Election, epoch int64) {
 	if e != nil {
 		e.seen, e.seenHolder, e.seenEpoch = true, cp.holder, epoch
 	}
-}
-
-// acquireDirect takes a lease that only this process ever competes for
-// (a pool member row) without going through the campaign loop. Its error
-// wraps ErrNotAcquired when another live session has the row, and
-// ErrSessionLost when this process stopped trusting its session while the
-// row was taken.
-func (cp *campaigner) acquireDirect(ctx context.Context, name string) (*Lease, error) {
-	if err := cp.waitReady(ctx); err != nil {
-		return nil, err
-	}
-	var l *Lease
-	var startErr error
-	taken := false
-	_, err := cp.acquireNames(ctx, []string{name}, []string{name}, func(name string, epoch int64, s *session) {
-		taken = true
-		l, startErr = cp.startTerm(name, epoch, s, nil)
-	})
-	switch {
-	case err != nil:
-		return nil, err
-	case !taken:
-		return nil, fmt.Errorf("%w: %q is held by another live session of this process", ErrNotAcquired, name)
-	}
-	return l, startErr
-}
-
-// tryAcquire is Election.TryAcquire's one attempt, on the campaign loop's
-// acquire path: a read of the row decides, as pollOnce's does, whether the
-// lease can be taken, and acquireNames takes it.
-func (cp *campaigner) tryAcquire(ctx context.Context, e *Election) (*Lease, error) {
-	if err := cp.waitReady(ctx); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, cp.cfg.roundTimeout(1))
-	defer cancel()
-	name := e.key
-	if cp.health.unhealthyNow() {
-		return nil, fmt.Errorf("coordination: try to acquire lease %q: %w", name, errUnhealthyNow)
-	}
-	r, exists, err := readOne(ctx, cp.store, name)
-	if err != nil {
-		return nil, fmt.Errorf("coordination: try to acquire lease %q: read: %w", name, err)
-	}
-	switch {
-	case exists && r.Live() && r.Session != cp.keeper.sessionID():
-		return nil, notAcquired(r)
-	case exists && r.ReservedAgainst(cp.holder):
-		return nil, fmt.Errorf("%w: lease %q: a resign prefers %q as the next holder until %s by the database clock",
-			ErrNotAcquired, name, r.PreferredHolder, r.PreferredUntil.Format(time.RFC3339Nano))
-	case cp.holdOffs.holding(name, r, exists):
-		return nil, fmt.Errorf("%w: lease %q: this process resigned it and holds off for up to TTL (%v) so another can take over",
-			ErrNotAcquired, name, cp.cfg.TTL)
-	}
-	if !takeable(r, exists, cp.keeper.sessionID(), cp.holder) {
-		return nil, notAcquired(r)
-	}
-	var missing []string
-	if !exists {
-		missing = []string{name}
-	}
-	var l *Lease
-	var startErr error
-	taken := false
-	_, err = cp.acquireNames(ctx, []string{name}, missing, func(name string, epoch int64, s *session) {
-		taken = true
-		l, startErr = cp.startTerm(name, epoch, s, e)
-	})
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("coordination: try to acquire lease %q: %w", name, err)
-	case startErr != nil:
-		return nil, startErr
-	case taken:
-		return l, nil
-	}
-	// Another process took the lease between the read and the acquire.
-	if r, exists, err := readOne(ctx, cp.store, name); err == nil && exists && r.Live() {
-		return nil, notAcquired(r)
-	}
-	return nil, fmt.Errorf("%w: lease %q was taken by another holder during the attempt", ErrNotAcquired, name)
-}
-
-// notAcquired is the error of an attempt that found r held by another
-// live holder.
-func notAcquired(r store.Row) error {
-	return fmt.Errorf("%w: lease %q: holder %q, epoch %d, live until %s by the database clock",
-		ErrNotAcquired, r.Name, r.Holder, r.Epoch, r.ExpiresAt.Format(time.RFC3339Nano))
-}
-
-// startTerm turns a term acquired outside the campaign loop into a Lease
-// of e (nil for a pool membership), unless the coordinator is shutting
-// down (ErrClosed) or the session lost this process's trust while the term
-// was taken (ErrSessionLost): then the term is given back and the error
-// returned.
-func (cp *campaigner) startTerm(name string, epoch int64, s *session, e *Election) (*Lease, error) {
-	cp.mu.Lock()
-	l, err := cp.terms.hold(name, epoch, s, e)
-	if err == nil {
-		cp.seenLocked(e, epoch)
-	}
-	cp.mu.Unlock()
-	switch {
-	case errors.Is(err, ErrClosed):
-		cp.releaser.giveBack(cp.log, cp.cfg.ShutdownTimeout, s, name, epoch)
-		return nil, ErrClosed
-	case err != nil:
-		cp.releaser.giveBack(cp.log, cp.cfg.ShutdownTimeout, s, name, epoch)
-		return nil, fmt.Errorf("%w: lease %q: this process stopped trusting its session while the lease was taken; the term is given back", err, name)
-	}
-	return l, nil
-}
-
-// readOne reads the row of one lease; it reports false when there is none.
-func readOne(ctx context.Context, st leaseOps, name string) (store.Row, bool, error) {
-	rows, err := st.Get(ctx, []string{name})
-	if err != nil || len(rows) == 0 {
-		return store.Row{}, false, err
-	}
-	return rows[0], true, nil
 }

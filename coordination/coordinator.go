@@ -27,8 +27,8 @@ import (
 //     session row, its renewal loop, the trust deadline, the rebind after
 //     a failover, renewal inside fenced transactions);
 //   - terms.go, lease.go: the set of terms held, and the Lease type;
-//   - campaign.go: the campaigner (campaigns, observers, wake-ups
-//     received) and the one acquire path;
+//   - campaign.go, direct.go: the campaigner (campaigns, observers,
+//     wake-ups received) and the one acquire path;
 //   - release.go: the releaser, which batches releases;
 //   - resign.go: resign requests, the reader of those for this process's
 //     terms, and the hold-offs after a resign; stepdown.go: the health

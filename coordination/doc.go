@@ -272,8 +272,8 @@
 //	                                      releases in flight                           resign reader, health gate,
 //	                                                                                   Lease, Run (drain)
 //	campaigner    campaign.go,            campaigns, elections and their observers,    Election, Locks, pool
-//	              elections.go            wake-ups received; the one acquire path      members (acquireDirect),
-//	                                                                                   wake-ups, Run
+//	              elections.go,           wake-ups received, the leases being          members (acquireDirect),
+//	              direct.go               attempted; the one acquire path              wake-ups, Run
 //	releaser      release.go              the queue of releases, batching              Lease.Release, campaigner
 //	resignReader  resign.go               nothing but its wake-up                      keeper (wakes it), Run
 //	holdOffs      resign.go               the leases this process resigned and does    resign reader (add),

@@ -153,11 +153,13 @@ func (l *Locks) Lock(ctx context.Context, key string) (*Lease, error) {
 // than by the campaign loop: the acquire without a read, behind the same
 // gate as a wake-up's (campaigner.acquireUnread). No campaign for the row
 // is registered meanwhile, and the key's gate keeps the process's other
-// calls off it, so nothing else of this process attempts it at the same
-// time. It returns nil and no error when it took nothing: the key is held
-// or its row reserved for another process, a failover's or a resign's
-// hold-off or the health gate keeps this process from taking it, another
-// first attempt of this process is under way, this process stopped
+// calls off it; a round still under way for a campaign of the key that
+// was withdrawn (an earlier Lock's, whose ctx ended) is kept off it by
+// campaigner.acquiring. It returns nil and no error when it took nothing:
+// the key is held or its row reserved for another process, a failover's
+// or a resign's hold-off or the health gate keeps this process from
+// taking it, such a round is attempting it, another first attempt of
+// this process is under way, this process stopped
 // trusting its session meanwhile (the term is given back), or the attempt
 // failed, which is reported as a round's failure is. Lock then campaigns.
 func (l *Locks) attempt(ctx context.Context, e *Election) (*Lease, error) {
@@ -176,7 +178,7 @@ func (l *Locks) attempt(ctx context.Context, e *Election) (*Lease, error) {
 	// The caller's ctx does not cut the statements short, so that an
 	// acquire that commits is always seen and its term started or given
 	// back; the round timeout bounds them.
-	_, failed, err := cp.acquireUnread(context.WithoutCancel(ctx), []string{e.key}, func(name string, epoch int64, s *session) {
+	_, failed, err := cp.acquireUnread(context.WithoutCancel(ctx), []string{e.key}, false, func(name string, epoch int64, s *session) {
 		lease, startErr = cp.startTerm(name, epoch, s, e)
 	})
 	cp.acquireFailed(failed, err)

@@ -474,3 +474,28 @@ func TestLocksRowsBoundedTenThousand(t *testing.T) {
 		t.Fatalf("%d key gates left in the process; want none", n)
 	}
 }
+
+// TestAcquiringOneAttemptPerLease: two acquires of this process never
+// attempt one lease at once, and a round's acquire leaves out the leases
+// whose campaign was withdrawn since its read, such as a keyed lock that
+// a later Lock's own first attempt may take meanwhile.
+func TestAcquiringOneAttemptPerLease(t *testing.T) {
+	cp := newCoordinator(memstore.New(), testIdentity(t, "node-a"), fastConfig().withDefaults()).campaigner
+	first, done := cp.acquiring([]string{"a", "b"}, false)
+	second, done2 := cp.acquiring([]string{"a", "c"}, false)
+	cp.mu.Lock()
+	cp.campaigns["d"] = &campaign{}
+	cp.mu.Unlock()
+	round, done3 := cp.acquiring([]string{"c", "d", "e"}, true)
+	if fmt.Sprint(first, second, round) != "[a b] [c] [d]" {
+		t.Fatalf("kept %v, then %v, then in a round %v; want [a b], [c], [d]", first, second, round)
+	}
+	done()
+	done2()
+	done3()
+	if again, done := cp.acquiring([]string{"a", "b", "c", "d"}, false); len(again) != 4 {
+		t.Fatalf("kept %v once the others were done; want all four", again)
+	} else {
+		done()
+	}
+}
