@@ -24,17 +24,22 @@ import (
 // and is removed.
 type Socket struct {
 	db Database
-	// dir is the directory of the sockets, once Listen has read the
-	// database file's path; nothing is sent before.
+	// dir is the directory of the sockets once the database file's path
+	// has been read, by the first Listen or the first send, whichever
+	// comes first; "" for a database in memory, which has none.
 	dir atomic.Pointer[string]
 }
 
 // NewSocket returns the socket transport of db's file. It does no I/O:
-// the file's path is read by the first Listen. The releases of db are
-// sent through it from then on.
+// the file's path is read by the first Listen or send. The releases of db
+// are sent through it from then on.
 func NewSocket(db Database) *Socket {
 	s := &Socket{db: db}
-	db.OnRelease(s.send)
+	db.OnRelease(func(names []string) {
+		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+		defer cancel()
+		s.send(ctx, names)
+	})
 	return s
 }
 
@@ -49,19 +54,23 @@ const localSendTimeout = 100 * time.Millisecond
 // file's path the first time. A database in memory has no file to share:
 // then it returns ErrNoWakeups. Failing to read the path is Final.
 func (s *Socket) directory(ctx context.Context) (string, error) {
-	if dir := s.dir.Load(); dir != nil {
-		return *dir, nil
+	dir := s.dir.Load()
+	if dir == nil {
+		file, err := s.db.File(ctx)
+		if err != nil {
+			return "", Final(fmt.Errorf("read the database file's path: %w", err))
+		}
+		var d string
+		if file != "" {
+			d = socketDir(file, s.db.Channel())
+		}
+		s.dir.CompareAndSwap(nil, &d)
+		dir = s.dir.Load()
 	}
-	file, err := s.db.File(ctx)
-	if err != nil {
-		return "", Final(fmt.Errorf("read the database file's path: %w", err))
-	}
-	if file == "" {
+	if *dir == "" {
 		return "", ErrNoWakeups
 	}
-	dir := socketDir(file, s.db.Channel())
-	s.dir.CompareAndSwap(nil, &dir)
-	return *s.dir.Load(), nil
+	return *dir, nil
 }
 
 // socketDir is the directory of the sockets for the database file and
@@ -124,20 +133,24 @@ func (s *Socket) Listen(ctx context.Context, deliver func(names []string), up fu
 }
 
 // Notify wakes every process listening in the directory for names, this
-// one included, as PostgreSQL's notifications do. Before the first Listen
-// has found the directory it does nothing.
-func (s *Socket) Notify(_ context.Context, names []string) error {
-	s.send(names)
+// one included, as PostgreSQL's notifications do. It does not wait for
+// this process's Listen: a member that joins a pool as soon as its
+// coordinator is ready announces its generation before the listening has
+// started, and the others must hear of it then, not at their next poll.
+func (s *Socket) Notify(ctx context.Context, names []string) error {
+	s.send(ctx, names)
 	return nil
 }
 
-// send is Notify.
-func (s *Socket) send(names []string) {
-	dir := s.dir.Load()
-	if dir == nil {
+// send is Notify. The first send before any Listen reads the database
+// file's path; where that fails, or the database is in memory, it sends
+// nothing.
+func (s *Socket) send(ctx context.Context, names []string) {
+	dir, err := s.directory(ctx)
+	if err != nil {
 		return
 	}
-	entries, err := os.ReadDir(*dir)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
@@ -146,7 +159,7 @@ func (s *Socket) send(names []string) {
 		if !strings.HasSuffix(e.Name(), ".sock") {
 			continue
 		}
-		peer := filepath.Join(*dir, e.Name())
+		peer := filepath.Join(dir, e.Name())
 		if err := sendDatagram(peer, msg); errors.Is(err, syscall.ECONNREFUSED) {
 			// Nobody is bound to it: its process is gone.
 			_ = os.Remove(peer)

@@ -68,7 +68,7 @@ func TestSocketDeliversReleasesAndNotifications(t *testing.T) {
 	if db.released == nil {
 		t.Fatal("NewSocket did not ask for the releases")
 	}
-	db.released([]string{"global/early"}) // before Listen: no directory yet, nothing sent
+	db.released([]string{"global/early"}) // before Listen: no socket is bound to receive it
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan []string, 4)
 	up := make(chan struct{})
@@ -102,6 +102,67 @@ func TestSocketDeliversReleasesAndNotifications(t *testing.T) {
 		t.Fatalf("sockets left after Listen returned: %v, %v", entries, err)
 	}
 }
+
+// TestSocketNotifiesBeforeListen: a process whose Listen has not started
+// yet (a coordinator that has just become ready, whose pool member joins
+// and publishes at once) still wakes the processes that listen, with its
+// notifications and its releases alike.
+func TestSocketNotifiesBeforeListen(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "db.sqlite")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan []string, 4)
+	up := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- NewSocket(&fileDB{file: file}).Listen(ctx, func(names []string) { got <- names }, func() { close(up) })
+	}()
+	select {
+	case <-up:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listening socket was not bound within 10s")
+	}
+	senderDB := &fileDB{file: file}
+	sender := NewSocket(senderDB) // never listens
+	if err := sender.Notify(ctx, []string{"pool|global/p|member|j"}); err != nil {
+		t.Fatal(err)
+	}
+	senderDB.released([]string{"global/a"})
+	for _, want := range [][]string{{"pool|global/p|member|j"}, {"global/a"}} {
+		select {
+		case names := <-got:
+			if !slices.Equal(names, want) {
+				t.Fatalf("delivered %q, want %q", names, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q, sent before the sender's Listen, not delivered within 10s", want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Listen after cancel: %v", err)
+	}
+	// A database in memory has no directory: sending does nothing, and
+	// asks for the file's path once.
+	mem := &countingDB{}
+	s := NewSocket(mem)
+	for range 3 {
+		if err := s.Notify(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mem.files != 1 {
+		t.Fatalf("the path of a database in memory was read %d times by 3 sends, want once", mem.files)
+	}
+}
+
+// countingDB is a database in memory that counts the reads of its path.
+type countingDB struct {
+	fileDB
+	files int
+}
+
+func (d *countingDB) File(context.Context) (string, error) { d.files++; return "", nil }
 
 func TestSocketWithoutFile(t *testing.T) {
 	ctx := context.Background()
