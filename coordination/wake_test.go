@@ -345,7 +345,10 @@ func caseFallbackBehindTransactionPooler(t *testing.T, b *bundle) {
 
 // casePoolRebalancesOnWakeup: with a pool poll of ten minutes, a join and a
 // graceful leave rebalance the pool within the test's bound, and no index
-// is held twice at once.
+// is held twice at once. A third member's join and leave go through the
+// collector: the acknowledgement of the member that neither published nor
+// collects wakes only the first member of the list, which wakes the
+// others once it has every acknowledgement.
 func casePoolRebalancesOnWakeup(t *testing.T, b *bundle) {
 	if !hasWakeups(b) {
 		t.Skipf("%s has no release notifications; members poll", b.target.Name)
@@ -384,14 +387,25 @@ func casePoolRebalancesOnWakeup(t *testing.T, b *bundle) {
 	join := time.Since(start)
 
 	start = time.Now()
+	_, leaveC, doneC := run("node-c")
+	rec.waitSettled(t, 3, wait)
+	join3 := time.Since(start)
+	start = time.Now()
+	leaveC()
+	<-doneC
+	rec.waitSettled(t, 2, wait)
+	leave3 := time.Since(start)
+
+	start = time.Now()
 	leaveB()
 	<-doneB
 	rec.waitSettled(t, 1, wait)
 	leave := time.Since(start)
 
 	rec.check(t)
-	t.Logf("LOUD: %s: pool rebalance with a 10m poll: join %v, graceful leave %v",
-		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond))
+	t.Logf("LOUD: %s: pool rebalance with a 10m poll: join %v, graceful leave %v; of a third member: join %v, leave %v",
+		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond),
+		join3.Round(time.Millisecond), leave3.Round(time.Millisecond))
 }
 
 // caseNoListeningOnAOneConnectionPool: a pool capped at one open

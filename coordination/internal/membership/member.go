@@ -106,8 +106,10 @@ func (m *Member) Step(ctx context.Context) bool {
 			return false
 		}
 		m.me, m.mem, m.ack = me, l, -1
+		// No wake-up: the rounds below publish the generation that lists
+		// this member, and that publish wakes the others. Woken by the
+		// join itself, they would all race to publish it.
 		m.cfg.Log.Info("joined pool", zap.Int64("epoch", l.Epoch()))
-		m.cfg.Notifier.Notify(opCtx, l.Key())
 	}
 	for range maxReadsPerStep - 1 {
 		if settled, again := m.round(ctx, opCtx); !again {
@@ -140,6 +142,7 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 	m.cfg.Reporter.Read(st.Generation, len(st.List))
 
 	// Revoke: stop work of older generations, then acknowledge.
+	wasAcked := m.ack >= st.Generation
 	if !m.acknowledge(opCtx, st.Generation) {
 		return false, false
 	}
@@ -171,9 +174,17 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 		m.cfg.Log.Info("published generation", zap.Int64("generation", published), zap.Strings("members", next))
 		// The publisher acknowledges its generation at once rather than on
 		// its next read: the others need not wait a read longer for it.
+		// Then it wakes every member, to the new generation.
 		m.acknowledge(opCtx, published)
+		m.cfg.Notifier.Notify(opCtx, m.mem.Key())
 		m.pruneDead(opCtx)
 		return false, false // read again soon, as everyone else will
+	}
+
+	// The generation stays: a new acknowledgement of it wakes the member
+	// that gathers them.
+	if !wasAcked {
+		m.wakeCollector(opCtx, st.List)
 	}
 
 	// Assign: start work once every live member acknowledged this generation.
@@ -186,6 +197,11 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 			return false, false
 		}
 	}
+	if collector(st.List) == m.me && len(live) > 1 {
+		// Every acknowledgement is in, and the others' woke only this
+		// member: wake them all to start.
+		m.cfg.Notifier.Notify(opCtx, m.mem.Key())
+	}
 	m.startWork(ctx, Assignment{
 		Index: index, Count: len(st.List), Generation: st.Generation,
 		Members: slices.Clone(st.List), Lease: m.mem,
@@ -195,20 +211,45 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 
 // acknowledge stops work of generations older than gen and records in the
 // member row that this member has, unless it already did. It reports
-// whether the member row now acknowledges gen. A new acknowledgement
-// wakes the other members: to the new generation, when this member just
-// published it; to starting their work, when this was the last
-// acknowledgement missing.
+// whether the member row now acknowledges gen. Whom that wakes is the
+// caller's (round).
 func (m *Member) acknowledge(ctx context.Context, gen int64) bool {
 	if m.work != nil && m.work.gen < gen {
 		m.stopWork(errSuperseded)
 	}
-	return m.recordAck(ctx, gen, func() { m.cfg.Notifier.Notify(ctx, m.mem.Key()) })
+	return m.recordAck(ctx, gen, nil)
+}
+
+// collector returns the member that gathers the acknowledgements of the
+// generation whose member list is list: the first of the list, "" for an
+// empty list. Every member of a generation waits for every live member's
+// acknowledgement before it starts, so an acknowledgement does not wake
+// them all: it wakes the collector alone (Rows.Wake), which reads the pool
+// on each, and wakes every member once it sees them all (round). Twenty
+// members acknowledging a generation then make one member read the pool
+// up to twenty times, rather than twenty members up to twenty times each.
+// A lost wake-up, or a collector that is gone, leaves the others to find
+// the acknowledgements at their next read, a quarter poll later.
+func collector(list []string) string {
+	if len(list) == 0 {
+		return ""
+	}
+	return list[0]
+}
+
+// wakeCollector wakes, after this member acknowledged the generation of
+// the member list list, the member gathering its acknowledgements. It
+// wakes nobody when that is this member, which the others' wake, nor for
+// a list without members, in whose generation nobody works.
+func (m *Member) wakeCollector(ctx context.Context, list []string) {
+	if c := collector(list); c != "" && c != m.me {
+		m.cfg.Notifier.Notify(ctx, m.cfg.Rows.Wake(c))
+	}
 }
 
 // recordAck records in the member row that this member acknowledges gen,
-// unless it already did, and then calls wake. It reports whether the
-// member row now acknowledges gen.
+// unless it already did, and then calls wake unless it is nil. It reports
+// whether the member row now acknowledges gen.
 func (m *Member) recordAck(ctx context.Context, gen int64, wake func()) bool {
 	if m.ack >= gen {
 		return true
@@ -222,7 +263,9 @@ func (m *Member) recordAck(ctx context.Context, gen int64, wake func()) bool {
 		return false // membership is over; the next step rejoins
 	}
 	m.ack = gen
-	wake()
+	if wake != nil {
+		wake()
+	}
 	return true
 }
 

@@ -151,12 +151,13 @@ type host struct {
 	rows Rows
 	name string
 
-	mu      sync.Mutex
-	joins   int
-	started []Assignment
-	ended   []error // context.Cause of each work, in the order they returned
-	stopped int
-	running bool
+	mu       sync.Mutex
+	joins    int
+	notified []string // the names of the wake-ups sent, in order
+	started  []Assignment
+	ended    []error // context.Cause of each work, in the order they returned
+	stopped  int
+	running  bool
 }
 
 func (h *host) MayJoin() bool { return true }
@@ -178,7 +179,21 @@ func (h *host) Join(_ context.Context, row string) (Lease, error) {
 	return &fakeLease{s: h.s, key: row, session: session, epoch: epoch, ctx: ctx, cancel: cancel}, nil
 }
 
-func (h *host) Notify(context.Context, string) {}
+func (h *host) Notify(_ context.Context, name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.notified = append(h.notified, name)
+}
+
+// takeNotified returns the names of the wake-ups h sent since the last
+// call.
+func (h *host) takeNotified() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.notified
+	h.notified = nil
+	return n
+}
 
 func (h *host) Start(a Assignment) func(ctx context.Context) {
 	h.mu.Lock()
@@ -327,4 +342,79 @@ func TestRejoinAfterLoss(t *testing.T) {
 	if got.Generation != 2 || !slices.Equal(got.Members, []string{"a.2"}) {
 		t.Fatalf("after the rejoin: %+v, want generation 2 of [a.2]", got)
 	}
+}
+
+// TestAcknowledgementWakesTheCollector pins who each step of a rebalance
+// wakes in a pool of index and count: a joiner wakes nobody until it
+// publishes, a publisher wakes every member (a wake-up named after a row
+// of the pool), an acknowledgement wakes only the collector, the first
+// member of the list (Rows.Wake), the collector's own acknowledgement
+// wakes nobody, and the collector wakes every member once it sees every
+// acknowledgement, as it starts its work.
+func TestAcknowledgementWakesTheCollector(t *testing.T) {
+	ctx := context.Background()
+	s := newFakeStore()
+	rows := Rows{Prefix: "pool|global/p|", Generation: "pool|global/p|generation", Members: "pool|global/p|member|",
+		Wakes: "pool|global/p|wake|"}
+	ha := &host{t: t, s: s, rows: rows, name: "a"}
+	hb := &host{t: t, s: s, rows: rows, name: "b"}
+	hc := &host{t: t, s: s, rows: rows, name: "c"}
+	a, b, c := ha.member(), hb.member(), hc.member()
+	woke := func(h *host, what string, want ...string) {
+		t.Helper()
+		if got := h.takeNotified(); !slices.Equal(got, want) {
+			t.Fatalf("%s: %s woke %q, want %q", what, h.name, got, want)
+		}
+	}
+
+	a.Step(ctx) // joins and publishes generation 1: [a]
+	woke(ha, "joining and publishing generation 1", rows.Member("a"))
+	if !a.Step(ctx) {
+		t.Fatal("a is not settled in generation 1")
+	}
+	woke(ha, "starting alone in generation 1") // nobody else waits
+
+	b.Step(ctx) // joins and publishes generation 2: [a b]
+	woke(hb, "joining and publishing generation 2", rows.Member("b"))
+	c.Step(ctx) // joins and publishes generation 3: [a b c]
+	woke(hc, "joining and publishing generation 3", rows.Member("c"))
+
+	if b.Step(ctx) {
+		t.Fatal("b settled in generation 3 before a acknowledged it")
+	}
+	woke(hb, "acknowledging generation 3", rows.Wake("a"))
+	if !a.Step(ctx) {
+		t.Fatal("a, the last to acknowledge generation 3, did not start in it")
+	}
+	woke(ha, "acknowledging generation 3 last and starting in it", rows.Member("a"))
+	if !b.Step(ctx) || !c.Step(ctx) {
+		t.Fatal("b and c did not start in generation 3 once every acknowledgement was in")
+	}
+	woke(hb, "starting in generation 3")
+	woke(hc, "starting in generation 3")
+	for _, h := range []*host{ha, hb, hc} {
+		if got := h.last().Generation; got != 3 {
+			t.Fatalf("%s works in generation %d, want 3", h.name, got)
+		}
+	}
+
+	// The collector acknowledging first wakes nobody; the last
+	// acknowledgement of another member wakes the collector, which then
+	// wakes everyone.
+	c.Leave(ctx, errors.New("closed")) // publishes generation 4: [a b]
+	hc.takeNotified()
+	if a.Step(ctx) {
+		t.Fatal("a settled in generation 4 before b acknowledged it")
+	}
+	woke(ha, "acknowledging generation 4 first")
+	if !b.Step(ctx) {
+		t.Fatal("b, the last to acknowledge generation 4, did not start in it")
+	}
+	woke(hb, "acknowledging generation 4 last", rows.Wake("a"))
+	if !a.Step(ctx) {
+		t.Fatal("a did not start in generation 4 once every acknowledgement was in")
+	}
+	woke(ha, "seeing every acknowledgement of generation 4", rows.Member("a"))
+	a.Leave(ctx, errors.New("closed"))
+	b.Leave(ctx, errors.New("closed"))
 }
