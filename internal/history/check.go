@@ -163,6 +163,9 @@ type Stats struct {
 	// ItemsLost counts the processings taken back by ItemLost events:
 	// committed on a database that a failover lost.
 	ItemsLost int
+	// ItemsGone counts the items that ItemGone events excuse from rule D:
+	// their insert was lost in a failover.
+	ItemsGone int
 	// Truncated is copied from the History: files whose cut-off last line
 	// was dropped. Not a violation: a killed process may die mid-write.
 	Truncated []string
@@ -248,7 +251,8 @@ type checker struct {
 	lostSlots   []*Event            // SlotLost events, in the order read
 	writes      []*Event
 	items       map[int64][]*Event
-	lostItems   []*Event // ItemLost events, in the order read
+	lostItems   []*Event         // ItemLost events, in the order read
+	goneItems   map[int64]*Event // ItemGone events by item
 	segCache    map[string][]seg
 }
 
@@ -366,6 +370,11 @@ func (c *checker) scan() {
 			st.ItemsProcessed++
 		case ItemLost:
 			c.lostItems = append(c.lostItems, e)
+		case ItemGone:
+			if c.goneItems == nil {
+				c.goneItems = map[int64]*Event{}
+			}
+			c.goneItems[e.Item] = e
 		case SlotCompleted, SlotLost:
 			if e.Lease == "" || e.Slot == 0 {
 				c.violate(Malformed, []*Event{e}, "%s event by holder %q at %s needs a lease and a slot time (got lease %q, slot %d)",
@@ -934,6 +943,14 @@ func (c *checker) checkItems() {
 	c.takeBackLostItems()
 	var lost []int64
 	for i := int64(1); i <= n; i++ {
+		if g := c.goneItems[i]; g != nil {
+			if len(c.items[i]) > 0 {
+				c.violate(Malformed, append([]*Event{g}, c.items[i]...), "item %d is gone with a failed-over database at %s but was processed %d times elsewhere",
+					i, c.at(g.Time), len(c.items[i]))
+			}
+			c.res.Stats.ItemsGone++
+			continue
+		}
 		if len(c.items[i]) == 0 {
 			lost = append(lost, i)
 		}

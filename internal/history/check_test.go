@@ -234,6 +234,27 @@ func TestCheckCatches(t *testing.T) {
 			want: []ViolationKind{Malformed, Malformed},
 		},
 		{
+			name: "an item gone with the old primary that was processed elsewhere",
+			events: []Event{
+				item(1, "a", 1, 1),
+				item(2, "a", 2, 1),
+				goneItem(3, 2),
+			},
+			cfg:  Config{Items: 2},
+			want: []ViolationKind{Malformed},
+			msg:  []string{"item 2 is gone with a failed-over database"},
+		},
+		{
+			name: "an item gone with the old primary does not excuse another",
+			events: []Event{
+				item(1, "a", 1, 1),
+				goneItem(3, 2),
+			},
+			cfg:  Config{Items: 3},
+			want: []ViolationKind{LostItems},
+			msg:  []string{"1 of 3 items never processed: 3"},
+		},
+		{
 			name: "item outside 1..N",
 			events: []Event{
 				item(1, "a", 1, 1),
@@ -447,6 +468,17 @@ func TestCheckAccepts(t *testing.T) {
 				item(4, "b", 2, 2),
 			},
 			cfg: Config{Items: 2},
+		},
+		{
+			name: "item inserted on the old primary, processed there and lost with it",
+			events: []Event{
+				item(1, "a", 1, 1),
+				item(2, "a", 2, 1),
+				lostItem(3, "a", 2, 1),
+				goneItem(3, 2),
+				item(4, "b", 3, 2),
+			},
+			cfg: Config{Items: 3},
 		},
 		{
 			name:      "clean history with failovers",

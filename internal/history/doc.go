@@ -75,6 +75,10 @@
 //     ItemProcessed whose commit the database lost: one made on the old
 //     primary of a failover to an asynchronous standby, after the standby
 //     last caught up (see rule D).
+//   - ItemGone: Item. Recorded by the harness for an item that the final
+//     table does not have after a failover to an asynchronous standby: its
+//     insert was acknowledged by the old primary after the standby last
+//     caught up, and lost with it, so there was nothing to process.
 //   - Fault: FaultKind, Target and/or TargetPID, Phase (start or heal), and
 //     optionally Members (pool -> member count expected once recovered).
 //     Recorded by the harness, just before it injects (start) or removes
@@ -177,7 +181,9 @@
 // of the same item, holder and generation recorded before it: the
 // database that acknowledged that processing is gone, so the item is
 // processed again, and that is the one that counts. An ItemLost that
-// matches no such event is [Malformed].
+// matches no such event is [Malformed]. An item with an ItemGone event
+// is not expected to be processed; one that still has an ItemProcessed
+// event once the lost ones are taken back is [Malformed].
 //
 // # Rule G: grants
 //

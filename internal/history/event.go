@@ -21,6 +21,7 @@ const (
 	Write          Kind = "write"
 	ItemProcessed  Kind = "item"
 	ItemLost       Kind = "item-lost"
+	ItemGone       Kind = "item-gone"
 	GrantStart     Kind = "grant-start"
 	GrantStop      Kind = "grant-stop"
 	StickyStart    Kind = "sticky-start"
@@ -34,7 +35,7 @@ const (
 // Known reports whether k is one of the kinds above.
 func (k Kind) Known() bool {
 	switch k {
-	case LeaderStart, LeaderStop, PartitionStart, PartitionStop, Write, ItemProcessed, ItemLost, Fault, Note,
+	case LeaderStart, LeaderStop, PartitionStart, PartitionStop, Write, ItemProcessed, ItemLost, ItemGone, Fault, Note,
 		GrantStart, GrantStop, StickyStart, StickyStop, SlotCompleted, SlotLost:
 		return true
 	}
@@ -199,7 +200,7 @@ func Format(e Event, start int64) string {
 		if e.Err != "" {
 			add("err", q(e.Err))
 		}
-	case ItemProcessed, ItemLost:
+	case ItemProcessed, ItemLost, ItemGone:
 		add("item", strconv.FormatInt(e.Item, 10))
 		if e.Generation != 0 {
 			add("gen", strconv.FormatInt(e.Generation, 10))

@@ -61,6 +61,12 @@ func lostItem(s float64, h string, n, gen int64) Event {
 	return e
 }
 
+// goneItem is recorded by the harness for an item whose insert a
+// failover lost.
+func goneItem(s float64, n int64) Event {
+	return on("chaos", s, Event{Kind: ItemGone, Item: n})
+}
+
 func fault(s float64, kind FaultKind, target string, phase Phase) Event {
 	return on("chaos", s, Event{Kind: Fault, FaultKind: kind, Target: target, Phase: phase})
 }

@@ -162,7 +162,7 @@ func (r *dialectRun) run(ctx context.Context, faults []history.FaultKind, requir
 		r.problem("%v", err)
 	}
 	r.verdict.verifyClock()
-	if err := r.verdict.reconcileItems(ctx); err != nil {
+	if err := r.verdict.reconcileItems(ctx, r.items); err != nil {
 		r.problem("%v", err)
 	}
 	res, err = r.verdict.check(history.Config{

@@ -72,7 +72,7 @@ func TestRecordKilledItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.verdict.reconcileItems(ctx); err != nil {
+	if err := r.verdict.reconcileItems(ctx, r.items); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.verdict.rec.Close(); err != nil {
@@ -140,7 +140,7 @@ func TestRecordLostSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.verdict.reconcileItems(ctx); err != nil {
+	if err := r.verdict.reconcileItems(ctx, r.items); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.verdict.rec.Close(); err != nil {
@@ -156,5 +156,73 @@ func TestRecordLostSlots(t *testing.T) {
 	}
 	if res.Stats.SlotsLost != 1 {
 		t.Errorf("SlotsLost = %d, want 1", res.Stats.SlotsLost)
+	}
+}
+
+// TestRecordGoneItems: after a failover to an asynchronous standby, an
+// item the feeder inserted that the final table does not have was lost
+// with the old primary and is not expected to be processed; without such
+// a failover a missing item is still reported lost.
+func TestRecordGoneItems(t *testing.T) {
+	for _, failover := range []bool{true, false} {
+		t.Run(fmt.Sprintf("failover=%v", failover), func(t *testing.T) {
+			dir := t.TempDir()
+			r := newDialectRun("sqlite", dir, "", &bytes.Buffer{}, nil, Options{Items: 3})
+			histDir := r.verdict.histDir
+			if err := os.MkdirAll(histDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := r.database.open(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer r.database.close()
+			if err := r.database.seed(ctx, r.items); err != nil {
+				t.Fatal(err)
+			}
+			// Item 2's insert is gone; items 1 and 3 were processed.
+			if err := r.database.db.Delete(&Item{}, 2).Error; err != nil {
+				t.Fatal(err)
+			}
+			rec, err := history.Create(filepath.Join(histDir, "workers.jsonl"), "workers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []int64{1, 3} {
+				if err := rec.Record(history.Event{Kind: history.ItemProcessed, Item: id, Holder: "a", Generation: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := rec.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if failover {
+				r.verdict.lost(50, 200)
+			}
+			r.verdict.rec, err = history.Create(filepath.Join(histDir, "runner.jsonl"), "runner/chaos/sqlite")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.verdict.reconcileItems(ctx, r.items); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.verdict.rec.Close(); err != nil {
+				t.Fatal(err)
+			}
+			h, err := history.ReadDir(histDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := history.Check(h, history.Config{Items: 3})
+			if failover {
+				if len(res.Violations) != 0 || res.Stats.ItemsGone != 1 {
+					t.Fatalf("violations = %+v, ItemsGone = %d; want none and 1", res.Violations, res.Stats.ItemsGone)
+				}
+				return
+			}
+			if len(res.Violations) != 1 || res.Violations[0].Kind != history.LostItems || !strings.Contains(res.Violations[0].Message, ": 2") {
+				t.Fatalf("violations = %+v, want only item 2 lost", res.Violations)
+			}
+		})
 	}
 }

@@ -130,9 +130,10 @@ func (v *verdict) verifyTable(ctx context.Context, items int) error {
 
 // reconcileItems reads the histories and the final items table once, and
 // records in the runner's history what the table shows that the workers
-// could not record (recordKilledItems) and the processings a failover
-// lost (recordLostItems).
-func (v *verdict) reconcileItems(ctx context.Context) error {
+// could not record (recordKilledItems), the processings a failover lost
+// (recordLostItems) and the items of 1..fed whose insert it lost
+// (recordGoneItems).
+func (v *verdict) reconcileItems(ctx context.Context, fed int) error {
 	h, err := history.ReadDir(v.histDir)
 	if err != nil {
 		return err
@@ -145,7 +146,38 @@ func (v *verdict) reconcileItems(ctx context.Context) error {
 	if err := v.database.db.WithContext(ctx).Order("id").Find(&slots).Error; err != nil {
 		return fmt.Errorf("read the completed slots: %w", err)
 	}
-	return errors.Join(v.recordKilledItems(h, items), v.recordLostItems(h, items), v.recordLostSlots(h, slots))
+	return errors.Join(v.recordKilledItems(h, items), v.recordLostItems(h, items), v.recordGoneItems(items, fed), v.recordLostSlots(h, slots))
+}
+
+// recordGoneItems records, in the runner's history, an ItemGone for each
+// item of 1..fed that the final table does not have, after a failover to
+// an asynchronous standby: the feeder's insert was acknowledged by the old
+// primary after the standby last caught up and lost with it, so no process
+// could ever see the item. Nothing deletes items, so without such a
+// failover a missing item stays missing, for rule D to report.
+func (v *verdict) recordGoneItems(items []Item, fed int) error {
+	if len(v.lossWindows) == 0 {
+		return nil
+	}
+	have := make(map[int64]bool, len(items))
+	for _, it := range items {
+		have[it.ID] = true
+	}
+	var gone []int64
+	for id := int64(1); id <= int64(fed); id++ {
+		if have[id] {
+			continue
+		}
+		gone = append(gone, id)
+		if err := v.rec.Record(history.Event{Kind: history.ItemGone, Item: id,
+			Text: "inserted on the old primary after the standby last caught up; lost in the failover"}); err != nil {
+			return fmt.Errorf("record item %d: %w", id, err)
+		}
+	}
+	if len(gone) > 0 {
+		v.logf("%d items were inserted on an old primary after its standby last caught up, and lost in the failover (%d-%d)", len(gone), gone[0], gone[len(gone)-1])
+	}
+	return nil
 }
 
 // recordKilledItems records, in the runner's history, the items that the
