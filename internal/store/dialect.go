@@ -230,6 +230,25 @@ type generationFenceWriter interface {
 	sqlFenceGenerationWrite(t Tables, name string) stmt
 }
 
+// floorBinder is a database whose statements that create or delete a
+// floored row (floored.go) carry the row's floor row themselves, so that
+// each is right on its own: on a Galera node a transaction can be rolled
+// back under its statements (a brute-force abort by the node's applier)
+// without the statement running being told, and the statements sent
+// after it then commit one by one (mysql.go).
+type floorBinder interface {
+	// sqlInsertAtFloors inserts unheld rows with the given names, each
+	// with the epoch its floor row has when the statement runs, read
+	// under a lock.
+	sqlInsertAtFloors(t Tables, rows []Floored) stmt
+	// sqlDeleteAtFloors deletes the rows of the lease table, aliased l,
+	// that where matches and whose floor row is at or above their epoch.
+	sqlDeleteAtFloors(t Tables, rows []Floored, where string, args []any) stmt
+	// sqlInTransaction returns one row: 1 while the caller's transaction
+	// is open, 0 once it was rolled back under it.
+	sqlInTransaction() string
+}
+
 // raceLoser is a database that tells a transaction rolled back because it
 // lost to a conflicting one (a deadlock, a failed certification) from
 // other errors (MySQL and MariaDB, mysql.go).

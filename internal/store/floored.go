@@ -77,17 +77,25 @@ func (s *LockRows) EnsureFloored(ctx context.Context, rows []Floored) error {
 					exists[h.Name] = true
 				}
 				var add []Term
+				var addRows []Floored
 				for _, r := range part {
 					if !exists[r.Name] {
 						exists[r.Name] = true
 						add = append(add, Term{Name: r.Name, Epoch: floors[r.Floor]})
+						addRows = append(addRows, r)
 					}
 				}
 				if len(add) == 0 {
 					return nil
 				}
-				_, err = exec(tx, s.sql.dl().floored().sqlInsert(s.tables, add))
-				return err
+				ins := s.sql.dl().floored().sqlInsert(s.tables, add)
+				if b, ok := s.binder(); ok {
+					ins = b.sqlInsertAtFloors(s.tables, addRows)
+				}
+				if _, err := exec(tx, ins); err != nil {
+					return err
+				}
+				return s.checkOpen(tx)
 			})
 		})
 	})
@@ -178,11 +186,16 @@ func (s *LockRows) ReleaseFloored(ctx context.Context, session string, terms []F
 					return err
 				}
 				del := s.sql.dl().floored().sqlDeleteTerms(s.tables, session, plain)
+				if b, ok := s.binder(); ok {
+					del = s.sql.dl().floored().sqlDeleteTermsAtFloors(b, s.tables, session, part)
+				}
 				notify, ok := s.sql.dl().database.(notifier)
 				if !ok {
 					var err error
-					n, err = exec(tx, del)
-					return err
+					if n, err = exec(tx, del); err != nil {
+						return err
+					}
+					return s.checkOpen(tx)
 				}
 				got, err := queryAll(tx, notify.sqlReleaseNotify(s.tables, del), func(rs *sql.Rows, n *int64) error {
 					var empty string
@@ -250,9 +263,39 @@ func (s *LockRows) PruneFloored(ctx context.Context, prefix string, floor func(n
 					return err
 				}
 			}
-			n, err = exec(tx, fl.sqlDeleteDead(s.tables, dead, grace))
-			return err
+			del := fl.sqlDeleteDead(s.tables, dead, grace)
+			if b, ok := s.binder(); ok {
+				del = fl.sqlDeleteDeadAtFloors(b, s.tables, terms, grace)
+			}
+			if n, err = exec(tx, del); err != nil {
+				return err
+			}
+			return s.checkOpen(tx)
 		})
 	})
 	return n, err
+}
+
+// binder returns the database as a floorBinder, where it is one.
+func (s *LockRows) binder() (floorBinder, bool) {
+	b, ok := s.sql.dl().database.(floorBinder)
+	return b, ok
+}
+
+// checkOpen returns errRolledBackUnderneath when the database rolled tx
+// back under its statements (floorBinder): the transaction runs again.
+// Elsewhere it sends nothing.
+func (s *LockRows) checkOpen(tx *gorm.DB) error {
+	b, ok := s.binder()
+	if !ok {
+		return nil
+	}
+	var open int64
+	if err := scanRow(tx, stmt{q: b.sqlInTransaction()}, &open); err != nil {
+		return err
+	}
+	if open != 1 {
+		return errRolledBackUnderneath
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
@@ -372,5 +373,193 @@ func TestGaleraGenerationFencedCommitConflictsWithPublish(t *testing.T) {
 	rows, err := a.Get(ctx, []string{gen})
 	if err != nil || len(rows) != 1 || rows[0].Epoch != 2 || rows[0].Data != "mb,ma" {
 		t.Fatalf("generation row after the race = %+v, %v; want generation 2 of [mb ma]", rows, err)
+	}
+}
+
+// onStatement calls fn, once, in place of nothing, just before node runs
+// the first statement of its own that match accepts (by its SQL and
+// arguments), with the connection that statement runs on: the statement
+// itself runs after fn returns.
+func onStatement(t *testing.T, node galeraNode, match func(sql string, vars []any) bool, fn func(conn gorm.ConnPool)) {
+	t.Helper()
+	fired := false
+	hook := func(db *gorm.DB) {
+		if fired || db.Statement == nil || !match(db.Statement.SQL.String(), db.Statement.Vars) {
+			return
+		}
+		fired = true
+		fn(db.Statement.ConnPool)
+	}
+	if err := node.db.Callback().Row().Before("gorm:row").Register("galera_test:row", hook); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.db.Callback().Raw().Before("gorm:raw").Register("galera_test:raw", hook); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = node.db.Callback().Row().Remove("galera_test:row")
+		_ = node.db.Callback().Raw().Remove("galera_test:raw")
+		if !fired {
+			t.Error("the statement the test waited for never ran")
+		}
+	})
+}
+
+// hasArg reports whether vars hold the argument s.
+func hasArg(vars []any, s string) bool {
+	for _, v := range vars {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// abortSilently waits until the node of dsn has applied the cluster's
+// changes, which makes its applier abort (brute force) the transaction
+// open on conn that holds a lock one of them needs, and then consumes
+// the report of that abort with a statement of its own, as the server
+// sometimes does with the statement running when the abort lands: the
+// transaction is rolled back, and the statements sent on conn after it
+// run and commit one by one (autocommit). It fails the test unless conn
+// is then outside any transaction.
+func abortSilently(t *testing.T, dsn, table string, conn gorm.ConnPool) {
+	t.Helper()
+	syncNode(t, dsn, table)
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	_, err := conn.ExecContext(ctx, "DO 0")
+	t.Logf("the statement after the abort: %v", err)
+	var inTx int
+	if err := conn.QueryRowContext(ctx, "SELECT @@in_transaction").Scan(&inTx); err != nil || inTx != 0 {
+		t.Fatalf("in_transaction = %d, %v; the test needs the transaction aborted", inTx, err)
+	}
+}
+
+// cycleLock creates the lock row of fl, takes it under session and
+// releases it, on node, and returns the epoch of the term.
+func cycleLock(t *testing.T, node galeraNode, session, holder string, fl store.Floored) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	if err := node.LockRows().EnsureFloored(ctx, []store.Floored{fl}); err != nil {
+		t.Fatalf("create %s: %v", fl.Name, err)
+	}
+	terms, err := node.Acquire(ctx, session, holder, []string{fl.Name})
+	if err != nil || len(terms) != 1 {
+		t.Fatalf("acquire of %s = %v, %v; want one term", fl.Name, terms, err)
+	}
+	n, err := node.LockRows().ReleaseFloored(ctx, session, []store.FlooredTerm{{Term: terms[0], Floor: fl.Floor}})
+	if err != nil || n != 1 {
+		t.Fatalf("release of %v = %d, %v; want it released", terms[0], n, err)
+	}
+	return terms[0].Epoch
+}
+
+// TestGaleraAbortedLockCreateKeepsItsFloor: node B creates a keyed lock's
+// row, and has read the row's floor, when a term of the key taken and
+// released on node A reaches it. That release raised the floor, which
+// B's transaction has locked, so B's applier aborts B's transaction; the
+// abort is not reported to the statement running (abortSilently), and
+// B's remaining statements commit on their own, after the release. The
+// row must not be created at the floor read before: its next term would
+// have A's epoch again.
+func TestGaleraAbortedLockCreateKeepsItsFloor(t *testing.T) {
+	_, dsns := testdb.GaleraCluster(t)
+	a := openGaleraNode(t, dsns[0], true)
+	syncNode(t, dsns[1], a.Tables().Leases)
+	b := openGaleraNode(t, dsns[1], false)
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	fl := store.Floored{Name: "lock|global/accounts|42", Floor: "lockfloor|global/accounts|3"}
+	if err := a.Sessions().CreateSession(ctx, "sa", "A", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sessions().CreateSession(ctx, "sb", "B", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	first := cycleLock(t, a, "sa", "A", fl)
+	syncNode(t, dsns[1], a.Tables().Leases)
+
+	// B's create has locked and read the floor (at first) and is about
+	// to read the lock row: A takes and releases the key meanwhile.
+	var second int64
+	onStatement(t, b, func(sql string, vars []any) bool {
+		return strings.HasPrefix(sql, "SELECT name, epoch FROM") && hasArg(vars, fl.Name)
+	}, func(conn gorm.ConnPool) {
+		second = cycleLock(t, a, "sa", "A", fl)
+		abortSilently(t, dsns[1], a.Tables().Leases, conn)
+	})
+	if err := b.LockRows().EnsureFloored(ctx, []store.Floored{fl}); err != nil {
+		t.Fatalf("B's create: %v", err)
+	}
+	terms, err := b.Acquire(ctx, "sb", "B", []string{fl.Name})
+	if err != nil || len(terms) != 1 {
+		t.Fatalf("B's acquire = %v, %v; want one term", terms, err)
+	}
+	if terms[0].Epoch <= second {
+		t.Fatalf("B took epoch %d after A's terms %d and %d on node A: an epoch issued again", terms[0].Epoch, first, second)
+	}
+}
+
+// TestGaleraAbortedLockReleaseKeepsItsFloor: node B releases a keyed
+// lock, and has raised the row's floor, when a release on node A of
+// another lock with the same floor reaches it, raising the floor less.
+// B's applier aborts B's transaction, silently (abortSilently), and B's
+// remaining statements commit on their own. The row must not be deleted
+// with its floor below its epoch: the row's next term would repeat one.
+func TestGaleraAbortedLockReleaseKeepsItsFloor(t *testing.T) {
+	_, dsns := testdb.GaleraCluster(t)
+	a := openGaleraNode(t, dsns[0], true)
+	syncNode(t, dsns[1], a.Tables().Leases)
+	b := openGaleraNode(t, dsns[1], false)
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	const floor = "lockfloor|global/accounts|3"
+	kb := store.Floored{Name: "lock|global/accounts|42", Floor: floor}
+	ka := store.Floored{Name: "lock|global/accounts|7", Floor: floor}
+	if err := a.Sessions().CreateSession(ctx, "sa", "A", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sessions().CreateSession(ctx, "sb", "B", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// A holds ka at epoch 2, B holds kb at epoch 4 (a holder that takes
+	// its key again starts a new term), the floor is at 0.
+	take := func(node galeraNode, session, holder string, fl store.Floored, times int) store.Term {
+		t.Helper()
+		if err := node.LockRows().EnsureFloored(ctx, []store.Floored{fl}); err != nil {
+			t.Fatal(err)
+		}
+		var term store.Term
+		for range times {
+			terms, err := node.Acquire(ctx, session, holder, []string{fl.Name})
+			if err != nil || len(terms) != 1 {
+				t.Fatalf("acquire of %s = %v, %v; want one term", fl.Name, terms, err)
+			}
+			term = terms[0]
+		}
+		return term
+	}
+	held := take(b, "sb", "B", kb, 4)
+	syncNode(t, dsns[0], a.Tables().Leases)
+	other := take(a, "sa", "A", ka, 2)
+	syncNode(t, dsns[1], a.Tables().Leases)
+
+	onStatement(t, b, func(sql string, vars []any) bool {
+		return strings.HasPrefix(sql, "DELETE") && hasArg(vars, kb.Name)
+	}, func(conn gorm.ConnPool) {
+		if n, err := a.LockRows().ReleaseFloored(ctx, "sa", []store.FlooredTerm{{Term: other, Floor: floor}}); err != nil || n != 1 {
+			t.Fatalf("A's release of %v = %d, %v; want it released", other, n, err)
+		}
+		abortSilently(t, dsns[1], a.Tables().Leases, conn)
+	})
+	n, err := b.LockRows().ReleaseFloored(ctx, "sb", []store.FlooredTerm{{Term: held, Floor: floor}})
+	if err != nil || n != 1 {
+		t.Fatalf("B's release of %v = %d, %v; want it released", held, n, err)
+	}
+	next := cycleLock(t, b, "sb", "B", kb)
+	if next <= held.Epoch {
+		t.Fatalf("B took %s at epoch %d after releasing epoch %d: an epoch issued again", kb.Name, next, held.Epoch)
 	}
 }

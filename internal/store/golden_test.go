@@ -202,6 +202,19 @@ func TestGoldenSQL(t *testing.T) {
 						st("cluster: fencing check of a pool's generation, first: change the generation row",
 							w.sqlFenceGenerationWrite(tables, "pool|global/orders|generation"))
 					}
+					if b, ok := c.database.(floorBinder); ok {
+						lockFloored := []FlooredTerm{
+							{Term: lockTerms[0], Floor: "lockfloor|global/accounts|3"},
+							{Term: lockTerms[1], Floor: "lockfloor|global/accounts|9"},
+						}
+						st("cluster: keyed locks: create lock rows at their floors' epochs, read by the insert",
+							b.sqlInsertAtFloors(tables, flooredRows(lockFloored)))
+						st("cluster: keyed locks, release: delete the rows of the terms whose floors are at their epochs",
+							c.floored().sqlDeleteTermsAtFloors(b, tables, session, lockFloored))
+						st("cluster: keyed locks, prune: delete those still dead at the epoch read whose floors are at it",
+							c.floored().sqlDeleteDeadAtFloors(b, tables, lockFloored, 10*ttl))
+						st("cluster: keyed locks, last: is the transaction still open", stmt{q: b.sqlInTransaction()})
+					}
 				}
 			}
 

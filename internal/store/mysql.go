@@ -263,6 +263,17 @@ func mysqlLockName(database, key string) string {
 //     also changes: a fenced transaction of a member and a rebalance on
 //     another node cannot both commit.
 //
+// A node's applier that needs a row lock held by a local transaction
+// aborts that transaction (a brute-force abort). The abort is not always
+// reported to the statement running when it lands: the transaction is
+// then rolled back, and the statements the client sends after it run and
+// commit one by one. So the statements that create and delete the rows
+// of keyed locks carry their floor rows themselves (floorBinder): a
+// create takes its epoch from the floor row as it inserts, a delete
+// deletes only a row whose floor row is at or above its epoch. Each is
+// right alone; the transaction then checks that it is still open at its
+// end, and runs again if it is not (errRolledBackUnderneath).
+//
 // Detected once, by the store's start-up probe (ProbeFailover), from
 // @@wsrep_on.
 
@@ -287,14 +298,16 @@ func galeraDialect() *dialect {
 	return newDialect(mysqlFacts, galeraDB{}, s, s, s)
 }
 
-// galeraDB is the runtime fragments of a Galera cluster: MySQL's, and the
-// writes of deadSessionMarker and fenceWriter.
+// galeraDB is the runtime fragments of a Galera cluster: MySQL's, the
+// writes of deadSessionMarker and fenceWriter, and the floored rows'
+// statements of floorBinder.
 type galeraDB struct{ mysqlDB }
 
 var (
 	_ deadSessionMarker     = galeraDB{}
 	_ fenceWriter           = galeraDB{}
 	_ generationFenceWriter = galeraDB{}
+	_ floorBinder           = galeraDB{}
 )
 
 // sqlMarkDeadSessions changes the row of every dead session that holds one
@@ -334,11 +347,60 @@ func (galeraDB) sqlFenceGenerationWrite(t Tables, name string) stmt {
 		" WHERE name = ? AND holder = ''", []any{name}}
 }
 
+// sqlInsertAtFloors inserts the rows with the epochs of their floor
+// rows, read in the statement itself under a lock: a floor row that a
+// release committed on this node before has been raised already, and
+// one that a release is raising waits for it. So a create rolled back
+// under its transaction, whose insert then runs alone, still inserts no
+// row below its floor. A row whose floor row is missing is not inserted.
+func (galeraDB) sqlInsertAtFloors(t Tables, rows []Floored) stmt {
+	q := quoteBacktick(t.Leases)
+	vals := make([]string, len(rows))
+	args := make([]any, 0, 2*len(rows))
+	for i, r := range rows {
+		vals[i] = "SELECT ?, ?"
+		if i == 0 {
+			vals[i] = "SELECT ? AS name, ? AS floor_name"
+		}
+		args = append(args, r.Name, r.Floor)
+	}
+	return stmt{"INSERT INTO " + q + " (name, epoch, expires_at_us) SELECT v.name, f.epoch, " + mysqlNow +
+		" FROM (" + strings.Join(vals, " UNION ALL ") + ") v JOIN " + q + " f ON f.name = v.floor_name FOR UPDATE", args}
+}
+
+// sqlDeleteAtFloors deletes the rows where matches (on l) whose floor
+// rows (f) are at or above their epochs, as the transaction raised them
+// before: a release or a prune rolled back under its transaction, whose
+// delete then runs alone without the raise, deletes nothing.
+func (galeraDB) sqlDeleteAtFloors(t Tables, rows []Floored, where string, args []any) stmt {
+	q := quoteBacktick(t.Leases)
+	var b strings.Builder
+	b.WriteString("DELETE l FROM " + q + " l JOIN " + q + " f ON f.name = CASE l.name")
+	joinArgs := make([]any, 0, 2*len(rows)+len(args))
+	for _, r := range rows {
+		b.WriteString(" WHEN ? THEN ?")
+		joinArgs = append(joinArgs, r.Name, r.Floor)
+	}
+	b.WriteString(" END WHERE " + where + " AND f.epoch >= l.epoch")
+	return stmt{b.String(), append(joinArgs, args...)}
+}
+
+// sqlInTransaction: @@in_transaction is 0 once the transaction was rolled
+// back under the client, whose statements then commit one by one.
+func (galeraDB) sqlInTransaction() string { return "SELECT @@in_transaction" }
+
+// errRolledBackUnderneath is a transaction found rolled back under its
+// statements at its end (floorBinder): nothing it meant to do is known to
+// have happened, and it runs again, as one that lost a race.
+var errRolledBackUnderneath = errors.New("leasehold: the transaction was rolled back under its statements (a brute-force abort on a Galera node that no statement reported)")
+
 // lostRace reports whether err is a transaction that lost to a
 // conflicting one: a deadlock, or on a Galera cluster a failed
-// certification (both ER_LOCK_DEADLOCK, 1213). The transaction was rolled
-// back whole: it changed nothing.
+// certification (both ER_LOCK_DEADLOCK, 1213), or a brute-force abort
+// found at its end (errRolledBackUnderneath). The transaction was rolled
+// back whole: it changed nothing, or, in the last case, only what
+// statements correct on their own did.
 func (mysqlDB) lostRace(err error) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1213
+	return errors.Is(err, errRolledBackUnderneath) || errors.As(err, &me) && me.Number == 1213
 }

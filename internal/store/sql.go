@@ -35,11 +35,19 @@ func us(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10)
 
 // termsFilter matches exactly the given terms: "(name = ? AND epoch = 7)
 // OR ...", an index range per term on every database.
-func termsFilter(terms []Term) (string, []any) {
+func termsFilter(terms []Term) (string, []any) { return termsFilterOf("", terms) }
+
+// termsFilterOf is termsFilter for the rows of the table aliased alias
+// ("" for none).
+func termsFilterOf(alias string, terms []Term) (string, []any) {
+	col := func(c string) string { return c }
+	if alias != "" {
+		col = func(c string) string { return alias + "." + c }
+	}
 	parts := make([]string, len(terms))
 	args := make([]any, len(terms))
 	for i, t := range terms {
-		parts[i] = "(name = ? AND epoch = " + strconv.FormatInt(t.Epoch, 10) + ")"
+		parts[i] = "(" + col("name") + " = ? AND " + col("epoch") + " = " + strconv.FormatInt(t.Epoch, 10) + ")"
 		args[i] = t.Name
 	}
 	return "(" + strings.Join(parts, " OR ") + ")", args

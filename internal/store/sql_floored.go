@@ -80,3 +80,36 @@ func (d flooredSQL) sqlDeleteDead(t Tables, terms []Term, grace time.Duration) s
 	filter, args := termsFilter(terms)
 	return stmt{"DELETE FROM " + q + " WHERE " + filter + " AND " + d.pools().deadExpr(t, q, grace), args}
 }
+
+// sqlDeleteTermsAtFloors is sqlDeleteTerms on a database whose deletes
+// carry their floor rows (floorBinder): a row goes only once its floor
+// row is at or above its epoch.
+func (d flooredSQL) sqlDeleteTermsAtFloors(b floorBinder, t Tables, session string, terms []FlooredTerm) stmt {
+	filter, args := termsFilterOf("l", plainTerms(terms))
+	return b.sqlDeleteAtFloors(t, flooredRows(terms), "l.session_id = ? AND "+filter, append([]any{session}, args...))
+}
+
+// sqlDeleteDeadAtFloors is sqlDeleteDead on a database whose deletes
+// carry their floor rows (floorBinder).
+func (d flooredSQL) sqlDeleteDeadAtFloors(b floorBinder, t Tables, terms []FlooredTerm, grace time.Duration) stmt {
+	filter, args := termsFilterOf("l", plainTerms(terms))
+	return b.sqlDeleteAtFloors(t, flooredRows(terms), filter+" AND "+d.pools().deadExpr(t, "l", grace), args)
+}
+
+// plainTerms returns the terms of terms, without their floor rows.
+func plainTerms(terms []FlooredTerm) []Term {
+	out := make([]Term, len(terms))
+	for i, t := range terms {
+		out[i] = t.Term
+	}
+	return out
+}
+
+// flooredRows returns the rows of terms, with their floor rows.
+func flooredRows(terms []FlooredTerm) []Floored {
+	out := make([]Floored, len(terms))
+	for i, t := range terms {
+		out[i] = Floored{Name: t.Name, Floor: t.Floor}
+	}
+	return out
+}

@@ -262,3 +262,18 @@ UPDATE `leasehold_leases` SET renewed_at_us = GREATEST(TIMESTAMPDIFF(MICROSECOND
 UPDATE `leasehold_leases` SET renewed_at_us = GREATEST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), renewed_at_us + 1) WHERE name = ? AND holder = ''
 -- args: "pool|global/orders|generation";
 
+-- cluster: keyed locks: create lock rows at their floors' epochs, read by the insert
+INSERT INTO `leasehold_leases` (name, epoch, expires_at_us) SELECT v.name, f.epoch, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) FROM (SELECT ? AS name, ? AS floor_name UNION ALL SELECT ?, ?) v JOIN `leasehold_leases` f ON f.name = v.floor_name FOR UPDATE
+-- args: "lock|global/accounts|42", "lockfloor|global/accounts|3", "lock|global/accounts|7", "lockfloor|global/accounts|9";
+
+-- cluster: keyed locks, release: delete the rows of the terms whose floors are at their epochs
+DELETE l FROM `leasehold_leases` l JOIN `leasehold_leases` f ON f.name = CASE l.name WHEN ? THEN ? WHEN ? THEN ? END WHERE l.session_id = ? AND ((l.name = ? AND l.epoch = 12) OR (l.name = ? AND l.epoch = 7)) AND f.epoch >= l.epoch
+-- args: "lock|global/accounts|42", "lockfloor|global/accounts|3", "lock|global/accounts|7", "lockfloor|global/accounts|9", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "lock|global/accounts|42", "lock|global/accounts|7";
+
+-- cluster: keyed locks, prune: delete those still dead at the epoch read whose floors are at it
+DELETE l FROM `leasehold_leases` l JOIN `leasehold_leases` f ON f.name = CASE l.name WHEN ? THEN ? WHEN ? THEN ? END WHERE ((l.name = ? AND l.epoch = 12) OR (l.name = ? AND l.epoch = 7)) AND ((l.session_id = '' AND l.expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000) OR (l.session_id <> '' AND NOT EXISTS (SELECT 1 FROM `leasehold_sessions` s WHERE s.id = l.session_id AND s.expires_at_us >= TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000))) AND f.epoch >= l.epoch
+-- args: "lock|global/accounts|42", "lockfloor|global/accounts|3", "lock|global/accounts|7", "lockfloor|global/accounts|9", "lock|global/accounts|42", "lock|global/accounts|7";
+
+-- cluster: keyed locks, last: is the transaction still open
+SELECT @@in_transaction;
+
