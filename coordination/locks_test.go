@@ -13,12 +13,13 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/internal/memstore"
+	"github.com/leasehold/leasehold/internal/testdb"
 )
 
 // TestLocksConformance runs the keyed lock cases on every database
-// target. Subtest names are <target>/<Case>.
+// target, the Galera cluster included. Subtest names are <target>/<Case>.
 func TestLocksConformance(t *testing.T) {
-	runCases(t, lockCases)
+	runCasesOn(t, append(testdb.Targets(), testdb.GaleraTarget), lockCases)
 }
 
 var lockCases = []conformanceCase{
