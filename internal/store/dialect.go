@@ -249,6 +249,14 @@ type floorBinder interface {
 	sqlInTransaction() string
 }
 
+// acquireRechecker is a database whose acquire update (MySQL's second
+// statement, acquireLockThenUpdate) judges again whether each lease can
+// be taken, so that it is right also when the transaction was rolled
+// back under it after the locking read (Galera, mysql.go).
+type acquireRechecker interface {
+	recheckAcquire()
+}
+
 // raceLoser is a database that tells a transaction rolled back because it
 // lost to a conflicting one (a deadlock, a failed certification) from
 // other errors (MySQL and MariaDB, mysql.go).

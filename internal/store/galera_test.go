@@ -563,3 +563,56 @@ func TestGaleraAbortedLockReleaseKeepsItsFloor(t *testing.T) {
 		t.Fatalf("B took %s at epoch %d after releasing epoch %d: an epoch issued again", kb.Name, next, held.Epoch)
 	}
 }
+
+// TestGaleraAbortedAcquireTakesNoRenewedLease: node B lags and shows A's
+// session expired while A has renewed it on node A. B's acquire locks the
+// lease and changes A's session row (sqlMarkDeadSessions); then node B
+// catches up, and the renewal's applier, which needs that row, aborts
+// the acquire, silently (abortSilently). The acquire's update of the
+// lease, sent after, runs alone: it must not take the lease from a
+// session that is live.
+func TestGaleraAbortedAcquireTakesNoRenewedLease(t *testing.T) {
+	_, dsns := testdb.GaleraCluster(t)
+	a := openGaleraNode(t, dsns[0], true)
+	syncNode(t, dsns[1], a.Tables().Leases)
+	b := openGaleraNode(t, dsns[1], false)
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	defer cancel()
+	names := []string{"y"}
+	if err := a.EnsureRows(ctx, names); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sessions().CreateSession(ctx, "sa", "A", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	terms, err := a.Acquire(ctx, "sa", "A", names)
+	if err != nil || len(terms) != 1 {
+		t.Fatalf("A's acquire = %v, %v; want one term", terms, err)
+	}
+	if err := b.Sessions().CreateSession(ctx, "sb", "B", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	syncNode(t, dsns[1], a.Tables().Leases)
+
+	release := lagNode(t, dsns[1], dsns[0])
+	if ok, _, err := a.Sessions().RenewSession(ctx, "sa", time.Minute); err != nil || !ok {
+		t.Fatalf("A's renewal on node A = %v, %v; want it renewed", ok, err)
+	}
+	waitSessionDead(t, b, "sa")
+	onStatement(t, b, func(sql string, vars []any) bool {
+		return strings.HasPrefix(sql, "UPDATE `"+a.Tables().Leases+"` SET") && hasArg(vars, "y")
+	}, func(conn gorm.ConnPool) {
+		release()
+		abortSilently(t, dsns[1], a.Tables().Leases, conn)
+	})
+	got, err := b.Acquire(ctx, "sb", "B", names)
+	t.Logf("B's acquire: %v, %v", got, err)
+	if len(got) != 0 {
+		t.Fatalf("B's acquire took %v from a session renewed on another node", got)
+	}
+	syncNode(t, dsns[0], a.Tables().Leases)
+	rows, err := a.Get(ctx, names)
+	if err != nil || len(rows) != 1 || rows[0].Session != "sa" || rows[0].Epoch != terms[0].Epoch || !rows[0].Live() {
+		t.Fatalf("lease after the race = %+v, %v; want A's term %v, live", rows, err, terms[0])
+	}
+}

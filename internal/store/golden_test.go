@@ -215,6 +215,10 @@ func TestGoldenSQL(t *testing.T) {
 							c.floored().sqlDeleteDeadAtFloors(b, tables, lockFloored, 10*ttl))
 						st("cluster: keyed locks, last: is the transaction still open", stmt{q: b.sqlInTransaction()})
 					}
+					if _, ok := c.database.(acquireRechecker); ok {
+						st("cluster: acquire, after the lock: start the terms, of the leases still takeable",
+							c.leases().sqlAcquireTermsIfTakeable(tables, session, holder, three[1:]))
+					}
 				}
 			}
 

@@ -102,7 +102,11 @@ func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names
 	if err != nil || len(locked) == 0 {
 		return nil, err
 	}
-	n, err := exec(tx, s.sql.dl().leases().sqlAcquireTerms(s.tables, session, holder, locked))
+	upd := s.sql.dl().leases().sqlAcquireTerms(s.tables, session, holder, locked)
+	if _, ok := s.sql.dl().database.(acquireRechecker); ok {
+		upd = s.sql.dl().leases().sqlAcquireTermsIfTakeable(s.tables, session, holder, locked)
+	}
+	n, err := exec(tx, upd)
 	if err != nil {
 		return nil, err
 	}

@@ -272,7 +272,9 @@ func mysqlLockName(database, key string) string {
 // create takes its epoch from the floor row as it inserts, a delete
 // deletes only a row whose floor row is at or above its epoch. Each is
 // right alone; the transaction then checks that it is still open at its
-// end, and runs again if it is not (errRolledBackUnderneath).
+// end, and runs again if it is not (errRolledBackUnderneath). Likewise
+// the acquire's update repeats the conditions of its locking read
+// (acquireRechecker).
 //
 // Detected once, by the store's start-up probe (ProbeFailover), from
 // @@wsrep_on.
@@ -299,8 +301,8 @@ func galeraDialect() *dialect {
 }
 
 // galeraDB is the runtime fragments of a Galera cluster: MySQL's, the
-// writes of deadSessionMarker and fenceWriter, and the floored rows'
-// statements of floorBinder.
+// writes of deadSessionMarker and fenceWriter, the floored rows'
+// statements of floorBinder and the acquire of acquireRechecker.
 type galeraDB struct{ mysqlDB }
 
 var (
@@ -308,6 +310,7 @@ var (
 	_ fenceWriter           = galeraDB{}
 	_ generationFenceWriter = galeraDB{}
 	_ floorBinder           = galeraDB{}
+	_ acquireRechecker      = galeraDB{}
 )
 
 // sqlMarkDeadSessions changes the row of every dead session that holds one
@@ -346,6 +349,13 @@ func (galeraDB) sqlFenceGenerationWrite(t Tables, name string) stmt {
 	return stmt{"UPDATE " + quoteBacktick(t.Leases) + " SET renewed_at_us = GREATEST(" + mysqlNow + ", renewed_at_us + 1)" +
 		" WHERE name = ? AND holder = ''", []any{name}}
 }
+
+// recheckAcquire: the acquire's update repeats the conditions of its
+// locking read. A renewal of a session the acquire judged dead, applied
+// on this node after the acquire changed that session's row, aborts the
+// acquire; the update, run alone after an abort no statement reported,
+// then takes nothing from the session now live.
+func (galeraDB) recheckAcquire() {}
 
 // sqlInsertAtFloors inserts the rows with the epochs of their floor
 // rows, read in the statement itself under a lock: a floor row that a

@@ -83,6 +83,17 @@ func (d leaseSQL) sqlAcquireTerms(t Tables, session, holder string, terms []Term
 		append([]any{holder, session}, targs...)}
 }
 
+// sqlAcquireTermsIfTakeable is sqlAcquireTerms that takes only those of
+// the terms this session can still take, as sqlAcquireLock judged them
+// (acquireRechecker).
+func (d leaseSQL) sqlAcquireTermsIfTakeable(t Tables, session, holder string, terms []Term) stmt {
+	q := d.quote(t.Leases)
+	filter, targs := termsFilter(terms)
+	args := append([]any{holder, session}, targs...)
+	return stmt{"UPDATE " + q + " SET " + d.acquireSet(t) + " WHERE " + filter + " AND " + d.takeable(t, q),
+		append(args, takeableArgs(session, holder)...)}
+}
+
 // sqlAcquiredEpochs reads back, in a MySQL acquire's transaction, the
 // epochs sqlAcquireTerms gave the terms it started: where failovers are
 // detected, a new epoch goes above the incarnation's floor, so it is not
