@@ -126,6 +126,7 @@ func caseReadReplica(t *testing.T, b *bundle) {
 	if !ea.IsLeader() || ec.IsLeader() {
 		t.Fatalf("IsLeader: holder %v, other %v; want true, false", ea.IsLeader(), ec.IsLeader())
 	}
+	settle(t, b.db) // each process's read on its node sees the grant
 	for _, e := range []*Election{ea, ec} {
 		info, err := e.Leader(ctx)
 		if err != nil {
