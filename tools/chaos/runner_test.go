@@ -17,20 +17,8 @@ import (
 // record is taken from the table; one a live worker did not record is not,
 // so the checker still reports it lost.
 func TestRecordKilledItems(t *testing.T) {
-	dir := t.TempDir()
-	r := newDialectRun("sqlite", dir, "", &bytes.Buffer{}, nil, Options{Items: 3})
+	r, ctx := seededRun(t, 3)
 	histDir := r.verdict.histDir
-	if err := os.MkdirAll(histDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := r.database.open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer r.database.close()
-	if err := r.database.seed(ctx, r.items); err != nil {
-		t.Fatal(err)
-	}
 	// Item 1 recorded by the live worker, item 2 committed by the killed
 	// one unrecorded, item 3 committed by the live one unrecorded.
 	for id, holder := range map[int64]string{1: "live/chaos/a", 2: "killed/chaos/b", 3: "live/chaos/a"} {
@@ -67,21 +55,7 @@ func TestRecordKilledItems(t *testing.T) {
 		{Process: &procs.Process{Pid: 1001}, node: "live"},
 		{Process: &procs.Process{Pid: 1002}, node: "killed", killed: true},
 	}
-	var err error
-	r.verdict.rec, err = history.Create(filepath.Join(histDir, "runner.jsonl"), "runner/chaos/sqlite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.verdict.reconcileItems(ctx, r.items); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.verdict.rec.Close(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := history.ReadDir(histDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := reconcile(t, r, ctx)
 	res := history.Check(h, history.Config{Items: 3})
 	if len(res.Violations) != 1 || res.Violations[0].Kind != history.LostItems || !strings.Contains(res.Violations[0].Message, ": 3") {
 		t.Fatalf("violations = %+v, want only item 3 lost", res.Violations)
@@ -93,20 +67,8 @@ func TestRecordKilledItems(t *testing.T) {
 // completed again on the new primary is not a duplicate; one outside the
 // windows is left for rule S1 to report.
 func TestRecordLostSlots(t *testing.T) {
-	dir := t.TempDir()
-	r := newDialectRun("sqlite", dir, "", &bytes.Buffer{}, nil, Options{Items: 1})
+	r, ctx := seededRun(t, 1)
 	histDir := r.verdict.histDir
-	if err := os.MkdirAll(histDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := r.database.open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer r.database.close()
-	if err := r.database.seed(ctx, r.items); err != nil {
-		t.Fatal(err)
-	}
 	// The table survived the failover: slot 1 completed by b at epoch 2
 	// (again, after a's completion was lost), slot 2 by a, twice.
 	const s1, s2 = int64(1_700_000_001_000_000_000), int64(1_700_000_002_000_000_000)
@@ -136,20 +98,7 @@ func TestRecordLostSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.verdict.lost(50, 200)
-	r.verdict.rec, err = history.Create(filepath.Join(histDir, "runner.jsonl"), "runner/chaos/sqlite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.verdict.reconcileItems(ctx, r.items); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.verdict.rec.Close(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := history.ReadDir(histDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := reconcile(t, r, ctx)
 	res := history.Check(h, history.Config{})
 	if len(res.Violations) != 1 || res.Violations[0].Kind != history.DuplicateSlots || !strings.Contains(res.Violations[0].Message, "1 slots completed more than once: 2023-11-14T22:13:22Z") {
 		t.Fatalf("violations = %+v, want only slot 2 completed twice", res.Violations)
@@ -166,20 +115,8 @@ func TestRecordLostSlots(t *testing.T) {
 func TestRecordGoneItems(t *testing.T) {
 	for _, failover := range []bool{true, false} {
 		t.Run(fmt.Sprintf("failover=%v", failover), func(t *testing.T) {
-			dir := t.TempDir()
-			r := newDialectRun("sqlite", dir, "", &bytes.Buffer{}, nil, Options{Items: 3})
+			r, ctx := seededRun(t, 3)
 			histDir := r.verdict.histDir
-			if err := os.MkdirAll(histDir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			if err := r.database.open(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer r.database.close()
-			if err := r.database.seed(ctx, r.items); err != nil {
-				t.Fatal(err)
-			}
 			// Item 2's insert is gone; items 1 and 3 were processed.
 			if err := r.database.db.Delete(&Item{}, 2).Error; err != nil {
 				t.Fatal(err)
@@ -199,20 +136,7 @@ func TestRecordGoneItems(t *testing.T) {
 			if failover {
 				r.verdict.lost(50, 200)
 			}
-			r.verdict.rec, err = history.Create(filepath.Join(histDir, "runner.jsonl"), "runner/chaos/sqlite")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.verdict.reconcileItems(ctx, r.items); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.verdict.rec.Close(); err != nil {
-				t.Fatal(err)
-			}
-			h, err := history.ReadDir(histDir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := reconcile(t, r, ctx)
 			res := history.Check(h, history.Config{Items: 3})
 			if failover {
 				if len(res.Violations) != 0 || res.Stats.ItemsGone != 1 {
@@ -225,4 +149,45 @@ func TestRecordGoneItems(t *testing.T) {
 			}
 		})
 	}
+}
+
+// seededRun is a SQLite dialect run whose items table holds items 1..items,
+// with its history directory made, closed when the test ends.
+func seededRun(t *testing.T, items int) (*dialectRun, context.Context) {
+	t.Helper()
+	r := newDialectRun("sqlite", t.TempDir(), "", &bytes.Buffer{}, nil, Options{Items: items})
+	if err := os.MkdirAll(r.verdict.histDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := r.database.open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.database.close)
+	if err := r.database.seed(ctx, r.items); err != nil {
+		t.Fatal(err)
+	}
+	return r, ctx
+}
+
+// reconcile runs the verdict's reconciliation of r's histories with its
+// table, as the runner does, and returns the histories it leaves.
+func reconcile(t *testing.T, r *dialectRun, ctx context.Context) history.History {
+	t.Helper()
+	var err error
+	r.verdict.rec, err = history.Create(filepath.Join(r.verdict.histDir, "runner.jsonl"), "runner/chaos/sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.verdict.reconcileItems(ctx, r.items); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.verdict.rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.ReadDir(r.verdict.histDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
