@@ -171,34 +171,9 @@ func waitSessionDead(t *testing.T, st galeraNode, id string) {
 // as the renewal did, so certification fails it: a lost race, which takes
 // nothing and is no error.
 func TestGaleraStaleAcquireConflictsWithRenewal(t *testing.T) {
-	_, dsns := testdb.GaleraCluster(t)
-	a := openGaleraNode(t, dsns[0], true)
-	syncNode(t, dsns[1], a.Tables().Leases)
-	b := openGaleraNode(t, dsns[1], false)
-	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
-	defer cancel()
+	a, b, dsns, ctx := twoGaleraNodes(t)
 	names := []string{"x"}
-	if err := a.EnsureRows(ctx, names); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Sessions().CreateSession(ctx, "sa", "A", time.Second); err != nil {
-		t.Fatal(err)
-	}
-	terms, err := a.Acquire(ctx, "sa", "A", names)
-	if err != nil || len(terms) != 1 {
-		t.Fatalf("A's acquire = %v, %v; want one term", terms, err)
-	}
-	if err := b.Sessions().CreateSession(ctx, "sb", "B", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	syncNode(t, dsns[1], a.Tables().Leases)
-
-	release := lagNode(t, dsns[1], dsns[0])
-	if ok, _, err := a.Sessions().RenewSession(ctx, "sa", time.Minute); err != nil || !ok {
-		t.Fatalf("A's renewal on node A = %v, %v; want it renewed", ok, err)
-	}
-	// Node B still shows the session's old expiry, a second after it began.
-	waitSessionDead(t, b, "sa")
+	terms, release := renewedWhileBLags(t, a, b, dsns, ctx, names)
 
 	type result struct {
 		terms []store.Term
@@ -241,12 +216,7 @@ func TestGaleraStaleAcquireConflictsWithRenewal(t *testing.T) {
 // the lease over on node B. The fencing check changes the lease row, which
 // the takeover changed too, so the fenced commit fails certification.
 func TestGaleraFencedCommitConflictsWithTakeover(t *testing.T) {
-	_, dsns := testdb.GaleraCluster(t)
-	a := openGaleraNode(t, dsns[0], true)
-	syncNode(t, dsns[1], a.Tables().Leases)
-	b := openGaleraNode(t, dsns[1], false)
-	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
-	defer cancel()
+	a, b, dsns, ctx := twoGaleraNodes(t)
 	if err := a.db.Exec("CREATE TABLE fenced_writes (id INT PRIMARY KEY)").Error; err != nil {
 		t.Fatal(err)
 	}
@@ -314,12 +284,7 @@ func TestGaleraFencedCommitConflictsWithTakeover(t *testing.T) {
 // check of the generation changes the generation row, which the publish
 // changed too, so the fenced commit fails certification.
 func TestGaleraGenerationFencedCommitConflictsWithPublish(t *testing.T) {
-	_, dsns := testdb.GaleraCluster(t)
-	a := openGaleraNode(t, dsns[0], true)
-	syncNode(t, dsns[1], a.Tables().Leases)
-	b := openGaleraNode(t, dsns[1], false)
-	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
-	defer cancel()
+	a, b, dsns, ctx := twoGaleraNodes(t)
 	if err := a.db.Exec("CREATE TABLE generation_writes (id INT PRIMARY KEY)").Error; err != nil {
 		t.Fatal(err)
 	}
@@ -465,12 +430,7 @@ func cycleLock(t *testing.T, node galeraNode, session, holder string, fl store.F
 // row must not be created at the floor read before: its next term would
 // have A's epoch again.
 func TestGaleraAbortedLockCreateKeepsItsFloor(t *testing.T) {
-	_, dsns := testdb.GaleraCluster(t)
-	a := openGaleraNode(t, dsns[0], true)
-	syncNode(t, dsns[1], a.Tables().Leases)
-	b := openGaleraNode(t, dsns[1], false)
-	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
-	defer cancel()
+	a, b, dsns, ctx := twoGaleraNodes(t)
 	fl := store.Floored{Name: "lock|global/accounts|42", Floor: "lockfloor|global/accounts|3"}
 	if err := a.Sessions().CreateSession(ctx, "sa", "A", time.Minute); err != nil {
 		t.Fatal(err)
@@ -509,12 +469,7 @@ func TestGaleraAbortedLockCreateKeepsItsFloor(t *testing.T) {
 // remaining statements commit on their own. The row must not be deleted
 // with its floor below its epoch: the row's next term would repeat one.
 func TestGaleraAbortedLockReleaseKeepsItsFloor(t *testing.T) {
-	_, dsns := testdb.GaleraCluster(t)
-	a := openGaleraNode(t, dsns[0], true)
-	syncNode(t, dsns[1], a.Tables().Leases)
-	b := openGaleraNode(t, dsns[1], false)
-	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
-	defer cancel()
+	a, b, dsns, ctx := twoGaleraNodes(t)
 	const floor = "lockfloor|global/accounts|3"
 	kb := store.Floored{Name: "lock|global/accounts|42", Floor: floor}
 	ka := store.Floored{Name: "lock|global/accounts|7", Floor: floor}
@@ -572,33 +527,9 @@ func TestGaleraAbortedLockReleaseKeepsItsFloor(t *testing.T) {
 // lease, sent after, runs alone: it must not take the lease from a
 // session that is live.
 func TestGaleraAbortedAcquireTakesNoRenewedLease(t *testing.T) {
-	_, dsns := testdb.GaleraCluster(t)
-	a := openGaleraNode(t, dsns[0], true)
-	syncNode(t, dsns[1], a.Tables().Leases)
-	b := openGaleraNode(t, dsns[1], false)
-	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
-	defer cancel()
+	a, b, dsns, ctx := twoGaleraNodes(t)
 	names := []string{"y"}
-	if err := a.EnsureRows(ctx, names); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Sessions().CreateSession(ctx, "sa", "A", time.Second); err != nil {
-		t.Fatal(err)
-	}
-	terms, err := a.Acquire(ctx, "sa", "A", names)
-	if err != nil || len(terms) != 1 {
-		t.Fatalf("A's acquire = %v, %v; want one term", terms, err)
-	}
-	if err := b.Sessions().CreateSession(ctx, "sb", "B", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	syncNode(t, dsns[1], a.Tables().Leases)
-
-	release := lagNode(t, dsns[1], dsns[0])
-	if ok, _, err := a.Sessions().RenewSession(ctx, "sa", time.Minute); err != nil || !ok {
-		t.Fatalf("A's renewal on node A = %v, %v; want it renewed", ok, err)
-	}
-	waitSessionDead(t, b, "sa")
+	terms, release := renewedWhileBLags(t, a, b, dsns, ctx, names)
 	onStatement(t, b, func(sql string, vars []any) bool {
 		return strings.HasPrefix(sql, "UPDATE `"+a.Tables().Leases+"` SET") && hasArg(vars, "y")
 	}, func(conn gorm.ConnPool) {
@@ -615,4 +546,47 @@ func TestGaleraAbortedAcquireTakesNoRenewedLease(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].Session != "sa" || rows[0].Epoch != terms[0].Epoch || !rows[0].Live() {
 		t.Fatalf("lease after the race = %+v, %v; want A's term %v, live", rows, err, terms[0])
 	}
+}
+
+// twoGaleraNodes opens node A of the test cluster, with the schema
+// migrated, and node B once it has the tables, and a context bounded by
+// galeraWait for the test.
+func twoGaleraNodes(t *testing.T) (a, b galeraNode, dsns []string, ctx context.Context) {
+	t.Helper()
+	_, dsns = testdb.GaleraCluster(t)
+	a = openGaleraNode(t, dsns[0], true)
+	syncNode(t, dsns[1], a.Tables().Leases)
+	b = openGaleraNode(t, dsns[1], false)
+	ctx, cancel := context.WithTimeout(context.Background(), galeraWait)
+	t.Cleanup(cancel)
+	return a, b, dsns, ctx
+}
+
+// renewedWhileBLags has session sa (holder A, TTL 1 s) take names on node
+// A and session sb (holder B) start on node B; then it makes node B lag
+// and renews sa on node A, and returns A's terms once node B still shows
+// sa expired, a second after it began. release lets node B catch up.
+func renewedWhileBLags(t *testing.T, a, b galeraNode, dsns []string, ctx context.Context, names []string) (terms []store.Term, release func()) {
+	t.Helper()
+	if err := a.EnsureRows(ctx, names); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sessions().CreateSession(ctx, "sa", "A", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	terms, err := a.Acquire(ctx, "sa", "A", names)
+	if err != nil || len(terms) != len(names) {
+		t.Fatalf("A's acquire = %v, %v; want %d terms", terms, err, len(names))
+	}
+	if err := b.Sessions().CreateSession(ctx, "sb", "B", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	syncNode(t, dsns[1], a.Tables().Leases)
+
+	release = lagNode(t, dsns[1], dsns[0])
+	if ok, _, err := a.Sessions().RenewSession(ctx, "sa", time.Minute); err != nil || !ok {
+		t.Fatalf("A's renewal on node A = %v, %v; want it renewed", ok, err)
+	}
+	waitSessionDead(t, b, "sa")
+	return terms, release
 }
