@@ -3,11 +3,13 @@ package coordination
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
+	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/internal/store"
 )
@@ -104,6 +106,7 @@ func caseFailedAcquireGrantsNothing(t *testing.T, b *bundle) {
 type ambiguousAcquireStore struct {
 	leaseStore
 	on   chan struct{} // closed to turn the fault off
+	pass atomic.Bool   // set to let acquires through for a while
 	seen chan []store.Term
 	top  atomic.Int64 // the highest epoch committed but reported failed
 }
@@ -113,6 +116,9 @@ func (a *ambiguousAcquireStore) AcquireEach(ctx context.Context, session, holder
 	case <-a.on:
 		return a.leaseStore.AcquireEach(ctx, session, holder, names, took)
 	default:
+	}
+	if a.pass.Load() {
+		return a.leaseStore.AcquireEach(ctx, session, holder, names, took)
 	}
 	var terms []store.Term
 	_, err := a.leaseStore.AcquireEach(ctx, session, holder, names, func(got []store.Term) { terms = append(terms, got...) })
@@ -188,5 +194,95 @@ func caseAmbiguousAcquire(t *testing.T, b *bundle) {
 	}
 	if got := row(t, b.db, e.Key()); got.Epoch != l.Epoch() || got.Holder != r.Holder() {
 		t.Fatalf("row %+v, want the term's epoch %d", got, l.Epoch())
+	}
+}
+
+// caseAmbiguousAcquireGivenBack: a TryAcquire that committed but was
+// reported failed does not leave the lease held, renewed with the other
+// leases of the process's session, by no term: the process gives the row
+// back under the epoch it took, and another process takes the lease.
+func caseAmbiguousAcquireGivenBack(t *testing.T, b *bundle) {
+	cfg := notifying(fastConfig()).withDefaults()
+	cfg.Logger = zaptest.NewLogger(t)
+	as := &ambiguousAcquireStore{leaseStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
+	a := startCoordinator(t, newCoordinator(as, testIdentity(t, "node-a"), cfg))
+	c := start(t, b.db, "node-c", fastConfig())
+	// A lease of its own keeps the process's session renewed, and with
+	// it every row the session holds.
+	as.pass.Store(true)
+	defer release(t, mustCampaign(t, election(t, a.Coordinator, GlobalScope, "keeps-the-session")))
+	as.pass.Store(false)
+	const name = "given-back"
+	if l, err := tryAcquire(election(t, a.Coordinator, GlobalScope, name)); err == nil {
+		release(t, l)
+		t.Fatalf("TryAcquire succeeded while the store reports every acquire failed")
+	}
+	var taken []store.Term
+	select {
+	case taken = <-as.seen:
+	default:
+		t.Fatal("the failed TryAcquire committed nothing")
+	}
+	key := taken[0].Name
+	waitRow(t, b.db, key, "given back", func(r store.Row) bool { return !r.Live() })
+	settle(t, b.db)
+	l, err := tryAcquire(election(t, c.Coordinator, GlobalScope, name))
+	if err != nil {
+		t.Fatalf("TryAcquire of the lease given back: %v", err)
+	}
+	defer release(t, l)
+	if l.Epoch() <= taken[0].Epoch {
+		t.Fatalf("the next holder took epoch %d, want one above %d", l.Epoch(), taken[0].Epoch)
+	}
+}
+
+// caseAmbiguousJoinGivenBack: a pool join that committed but was
+// reported failed leaves no member row in the pool that no member of the
+// process runs: the process gives it back and joins again, under a new
+// member id, and the pool settles with one member per process.
+func caseAmbiguousJoinGivenBack(t *testing.T, b *bundle) {
+	cfg := notifying(fastConfig()).withDefaults()
+	cfg.Logger = zaptest.NewLogger(t)
+	as := &ambiguousAcquireStore{leaseStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
+	a := startCoordinator(t, newCoordinator(as, testIdentity(t, "node-a"), cfg))
+	c := start(t, b.db, "node-c", fastConfig())
+	rec := newRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	var runs sync.WaitGroup
+	defer func() {
+		cancel()
+		runs.Wait()
+	}()
+	for _, r := range []*running{a, c} {
+		p, err := r.Pool(GlobalScope, "ambiguous-join", PoolConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs.Go(func() { _ = p.Run(ctx, rec.fn(r.id.Instance)) })
+	}
+	select {
+	case taken := <-as.seen:
+		t.Logf("the join of %s committed epoch %d but was reported failed", taken[0].Name, taken[0].Epoch)
+	case <-time.After(wait):
+		t.Fatalf("no join committed within %v", wait)
+	}
+	close(as.on)
+	rec.waitSettled(t, 2, 2*wait)
+	rec.check(t)
+}
+
+// waitRow waits until the row of name satisfies ok, read on db.
+func waitRow(t testing.TB, db *gorm.DB, name, what string, ok func(store.Row) bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		r := row(t, db, name)
+		if ok(r) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("row %s not %s within %v: %+v", name, what, wait, r)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -37,9 +37,10 @@ type campaigner struct {
 	campaigns  map[string]*campaign
 	observed   map[string]*Election // elections with observers
 	elections  map[string]*Election
-	woken      map[string]struct{} // campaigned leases a notification named, not attempted yet (acquireWoken)
-	wokenAt    time.Time           // when the latest of them arrived
-	attempting map[string]struct{} // leases an acquire of this process is attempting (acquiring)
+	woken      map[string]struct{}      // campaigned leases a notification named, not attempted yet (acquireWoken)
+	wokenAt    time.Time                // when the latest of them arrived
+	attempting map[string]struct{}      // leases an acquire of this process is attempting (acquiring)
+	unsure     map[string]unsureAcquire // leases an acquire reported failed but may have taken (giveback.go)
 }
 
 func newCampaigner(sh *shared, st leaseOps, k *keeper, t *termSet, r *releaser, h *healthGate, ho *holdOffs) *campaigner {
@@ -52,6 +53,7 @@ func newCampaigner(sh *shared, st leaseOps, k *keeper, t *termSet, r *releaser, 
 		elections:  make(map[string]*Election),
 		woken:      make(map[string]struct{}),
 		attempting: make(map[string]struct{}),
+		unsure:     make(map[string]unsureAcquire),
 	}
 }
 
@@ -85,6 +87,7 @@ func (cp *campaigner) loop(ctx context.Context) {
 		if after != nil {
 			(*after)(len(names))
 		}
+		cp.giveBack(ctx)
 		timer.Reset(pollJitter(cp.cfg.RetryInterval))
 	}
 }
@@ -307,6 +310,7 @@ func (cp *campaigner) acquireNames(ctx context.Context, names, missing []string,
 	})
 	if err != nil {
 		cp.metrics.acquireRoundTrip(time.Since(sent))
+		cp.noteUnsure(s.id, failed)
 		return failed, fmt.Errorf("acquire: %w", err)
 	}
 	return nil, nil

@@ -52,6 +52,8 @@ var conformanceCases = []conformanceCase{
 	{"AbandonedAcquireTakesNoTerm", caseAbandonedAcquire},
 	{"FailedAcquireGrantsNothing", caseFailedAcquireGrantsNothing},
 	{"AmbiguousAcquireStartsNoTerm", caseAmbiguousAcquire},
+	{"AmbiguousAcquireGivenBack", caseAmbiguousAcquireGivenBack},
+	{"AmbiguousJoinGivenBack", caseAmbiguousJoinGivenBack},
 	{"AcquireWaitingOnOneRowCannotTakeANewerTerm", caseAcquireWaitingTakesNewerTerm},
 	{"PruneWaitingOnOneRowCannotDeleteANewTerm", casePruneWaitingDeletesNewTerm},
 	{"SamePoolTwiceInOneProcess", caseSamePoolTwice},

@@ -24,6 +24,11 @@ func (cp *campaigner) acquireDirect(ctx context.Context, name string) (*Lease, e
 	if err := cp.waitReady(ctx); err != nil {
 		return nil, err
 	}
+	kept, done := cp.acquiring([]string{name}, false)
+	defer done()
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("%w: %q: another acquire of this process is attempting it", ErrNotAcquired, name)
+	}
 	var l *Lease
 	var startErr error
 	taken := false

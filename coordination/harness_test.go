@@ -298,6 +298,7 @@ func expireNow(t testing.TB, db *gorm.DB, name string) {
 	if err := db.Exec("UPDATE "+tables.Leases+" SET expires_at_us = 1 WHERE name = ? AND session_id = ''", name).Error; err != nil {
 		t.Fatalf("expire %q: %v", name, err)
 	}
+	settle(t, db) // every process's next read, on any node, sees it expired
 }
 
 // newSession starts a session of holder directly in the store, live for a

@@ -153,6 +153,7 @@ func caseResignIsFencedByEpoch(t *testing.T, b *bundle) {
 	if err := b.db.Exec("UPDATE "+tables.Sessions+" SET notice = notice + 1 WHERE id = ?", l2.sess.id).Error; err != nil {
 		t.Fatal(err)
 	}
+	settle(t, b.db)
 	for range 4 {
 		recvInt(t, renewed)
 	}

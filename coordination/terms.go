@@ -270,6 +270,15 @@ func (t *termSet) leads(name string) bool {
 	return l != nil && l.validLocked()
 }
 
+// holds reports whether this process has a term of the lease name at
+// epoch, trusted or not.
+func (t *termSet) holds(name string, epoch int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := t.held[name]
+	return l != nil && l.epoch == epoch
+}
+
 // sessionOf returns the session of the term tk when this process holds
 // and trusts it, and nil otherwise.
 func (t *termSet) sessionOf(tk Token) *session {
