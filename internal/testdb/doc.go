@@ -42,6 +42,11 @@
 // a missing server are; it is not among Targets, so other tests do not
 // run on it.
 //
+// The conformance suite of the coordination package runs on PairTargets
+// too: a private PostgreSQL pair (streaming replication) and a private
+// MariaDB pair (GTID replication), each semi-synchronous, reached through
+// a DSN that follows the primary.
+//
 // The conformance suites run on GaleraTarget too (ClusterTargets): a
 // private three-node MariaDB Galera cluster (StartGaleraCluster), node 0
 // bootstrapping it and the others joining by an rsync state transfer.

@@ -27,8 +27,8 @@ const RequireEnv = "REQUIRE_DIALECTS"
 // Target is one database the tests run against.
 type Target struct {
 	// Name is "postgres", "mysql", "sqlite-cgo", "sqlite-pure",
-	// "sqlserver", "pgbouncer" (PgBouncerTarget) or "galera"
-	// (GaleraTarget).
+	// "sqlserver", "pgbouncer" (PgBouncerTarget), "galera"
+	// (GaleraTarget), "postgres-pair" or "mariadb-pair" (PairTargets).
 	Name string
 	// Dialect is "postgres", "mysql", "sqlite" or "sqlserver". It is what
 	// REQUIRE_DIALECTS lists.
@@ -175,6 +175,11 @@ var (
 		"sqlserver":   sqlserverTarget{},
 		"pgbouncer":   &pgbouncerTarget{},
 		"galera":      &galeraTarget{},
+
+		"postgres-pair": &pairTarget{start: func(ctx context.Context, mode ReplicationMode) (*Pair, error) {
+			return StartPostgresPair(ctx, mode)
+		}},
+		"mariadb-pair": &pairTarget{start: StartMariaDBPair},
 	}
 )
 
@@ -371,7 +376,7 @@ var ignoreGormLRU = goleak.IgnoreTopFunction("gorm.io/gorm/internal/lru.NewLRU[.
 func Run(m *testing.M) int {
 	before := goleak.IgnoreCurrent()
 	code := m.Run()
-	if err := errors.Join(closeAll(), closeExternal()); err != nil {
+	if err := errors.Join(closePairs(), closeAll(), closeExternal()); err != nil {
 		fmt.Fprintf(os.Stderr, "testdb: stopping the test database servers failed: %v\n", err)
 		if code == 0 {
 			code = 1

@@ -13,8 +13,8 @@
 //     first appearance; lines that differ only in the "file_test.go:NN: "
 //     a test's log puts in front of them count as one;
 //   - one line per conformance dialect seen in any test name (a path element
-//     equal to postgres, pgbouncer, mysql, galera, sqlite-cgo, sqlite-pure
-//     or sqlserver-golden),
+//     equal to postgres, postgres-pair, pgbouncer, mysql, mariadb-pair,
+//     galera, sqlite-cgo, sqlite-pure or sqlserver-golden),
 //     sorted by name, counting leaf tests: "dialect postgres: 41 passed, 0
 //     failed, 0 skipped";
 //   - "no tests ran", if no test ran at all;
@@ -58,7 +58,7 @@ import (
 )
 
 // dialects are the conformance dialect names looked for in test names.
-var dialects = []string{"galera", "mysql", "pgbouncer", "postgres", "sqlite-cgo", "sqlite-pure", "sqlserver-golden"}
+var dialects = []string{"galera", "mariadb-pair", "mysql", "pgbouncer", "postgres", "postgres-pair", "sqlite-cgo", "sqlite-pure", "sqlserver-golden"}
 
 // loudMarker marks output lines that are repeated in the summary.
 const loudMarker = "LOUD:"
