@@ -154,14 +154,20 @@ func (a *ambiguousAcquireStore) AcquireEach(ctx context.Context, session, holder
 	return names, errors.Join(err, errors.New("injected: connection lost after COMMIT"))
 }
 
+// startAmbiguous starts a process, node-a, whose every acquire commits
+// but is reported failed, until as.on is closed.
+func startAmbiguous(t *testing.T, b *bundle) (*running, *ambiguousAcquireStore) {
+	cfg := notifying(fastConfig()).withDefaults()
+	cfg.Logger = zaptest.NewLogger(t)
+	as := &ambiguousAcquireStore{leaseStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
+	return startCoordinator(t, newCoordinator(as, testIdentity(t, "node-a"), cfg)), as
+}
+
 // caseAmbiguousAcquire: an acquire that committed but was reported failed
 // starts no term; the campaign takes the lease again, under a new epoch,
 // once acquires succeed, and the epoch taken without a term is never run.
 func caseAmbiguousAcquire(t *testing.T, b *bundle) {
-	cfg := notifying(fastConfig()).withDefaults()
-	as := &ambiguousAcquireStore{leaseStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
-	cfg.Logger = zaptest.NewLogger(t)
-	r := startCoordinator(t, newCoordinator(as, testIdentity(t, "node-a"), cfg))
+	r, as := startAmbiguous(t, b)
 	e := election(t, r.Coordinator, GlobalScope, "ambiguous")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*wait)
 	defer cancel()
@@ -220,10 +226,7 @@ func caseAmbiguousAcquire(t *testing.T, b *bundle) {
 // leases of the process's session, by no term: the process gives the row
 // back under the epoch it took, and another process takes the lease.
 func caseAmbiguousAcquireGivenBack(t *testing.T, b *bundle) {
-	cfg := notifying(fastConfig()).withDefaults()
-	cfg.Logger = zaptest.NewLogger(t)
-	as := &ambiguousAcquireStore{leaseStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
-	a := startCoordinator(t, newCoordinator(as, testIdentity(t, "node-a"), cfg))
+	a, as := startAmbiguous(t, b)
 	c := start(t, b.db, "node-c", fastConfig())
 	// A lease of its own keeps the process's session renewed, and with
 	// it every row the session holds.
@@ -259,10 +262,7 @@ func caseAmbiguousAcquireGivenBack(t *testing.T, b *bundle) {
 // process runs: the process gives it back and joins again, under a new
 // member id, and the pool settles with one member per process.
 func caseAmbiguousJoinGivenBack(t *testing.T, b *bundle) {
-	cfg := notifying(fastConfig()).withDefaults()
-	cfg.Logger = zaptest.NewLogger(t)
-	as := &ambiguousAcquireStore{leaseStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
-	a := startCoordinator(t, newCoordinator(as, testIdentity(t, "node-a"), cfg))
+	a, as := startAmbiguous(t, b)
 	c := start(t, b.db, "node-c", fastConfig())
 	rec := newRecorder()
 	ctx, cancel := context.WithCancel(context.Background())
