@@ -29,6 +29,7 @@ type campaigner struct {
 	releaser *releaser
 	health   *healthGate
 	holdOffs *holdOffs
+	unsure   *unsureAcquires // acquires reported failed that may have taken leases (giveback.go)
 
 	wake      chan struct{} // buffered 1: run a round now
 	wokenWake chan struct{} // buffered 1: woken holds names to attempt at once
@@ -37,15 +38,15 @@ type campaigner struct {
 	campaigns  map[string]*campaign
 	observed   map[string]*Election // elections with observers
 	elections  map[string]*Election
-	woken      map[string]struct{}      // campaigned leases a notification named, not attempted yet (acquireWoken)
-	wokenAt    time.Time                // when the latest of them arrived
-	attempting map[string]struct{}      // leases an acquire of this process is attempting (acquiring)
-	unsure     map[string]unsureAcquire // leases an acquire reported failed but may have taken (giveback.go)
+	woken      map[string]struct{} // campaigned leases a notification named, not attempted yet (acquireWoken)
+	wokenAt    time.Time           // when the latest of them arrived
+	attempting map[string]struct{} // leases an acquire of this process is attempting (acquiring)
 }
 
 func newCampaigner(sh *shared, st leaseOps, k *keeper, t *termSet, r *releaser, h *healthGate, ho *holdOffs) *campaigner {
 	return &campaigner{
 		shared: sh, store: st, keeper: k, terms: t, releaser: r, health: h, holdOffs: ho,
+		unsure:     newUnsureAcquires(sh, st, t),
 		wake:       make(chan struct{}, 1),
 		wokenWake:  make(chan struct{}, 1),
 		campaigns:  make(map[string]*campaign),
@@ -53,7 +54,6 @@ func newCampaigner(sh *shared, st leaseOps, k *keeper, t *termSet, r *releaser, 
 		elections:  make(map[string]*Election),
 		woken:      make(map[string]struct{}),
 		attempting: make(map[string]struct{}),
-		unsure:     make(map[string]unsureAcquire),
 	}
 }
 
@@ -87,7 +87,7 @@ func (cp *campaigner) loop(ctx context.Context) {
 		if after != nil {
 			(*after)(len(names))
 		}
-		cp.giveBack(ctx)
+		cp.unsure.giveBack(ctx, func(names []string) ([]string, func()) { return cp.acquiring(names, uncampaignedLease) })
 		timer.Reset(pollJitter(cp.cfg.RetryInterval))
 	}
 }
@@ -138,7 +138,7 @@ func (cp *campaigner) pollOnce(ctx context.Context, names []string) {
 	if len(want) == 0 || cp.health.unhealthyNow() {
 		return
 	}
-	want, done := cp.acquiring(want, true)
+	want, done := cp.acquiring(want, campaignedLease)
 	defer done()
 	var missing []string
 	for _, name := range want {
@@ -192,7 +192,7 @@ func (cp *campaigner) acquireWoken(ctx context.Context) {
 	clear(cp.woken)
 	at, after := cp.wokenAt, cp.signals.afterWoken.Load()
 	cp.mu.Unlock()
-	attempted, failed, err := cp.acquireUnread(ctx, want, true, func(name string, epoch int64, s *session) {
+	attempted, failed, err := cp.acquireUnread(ctx, want, campaignedLease, func(name string, epoch int64, s *session) {
 		cp.grant(name, epoch, s, time.Since(at))
 	})
 	cp.acquireFailed(failed, err)
@@ -209,17 +209,17 @@ func (cp *campaigner) acquireWoken(ctx context.Context) {
 // stale or spurious wake-up, or a key another process holds, takes
 // nothing. Leases this process resigned and holds off are left out, and
 // nothing is attempted while the health gate is closed: the same gate as
-// a round's; campaigned and acquiring are as for acquiring. A released
+// a round's; of is as for acquiring. A released
 // lock row was deleted: it is created again first. Each lease taken goes
 // to start (acquireNames). attempted is how many names were left once the
 // hold-offs were left out; failed and err are acquireNames's.
-func (cp *campaigner) acquireUnread(ctx context.Context, names []string, campaigned bool, start func(name string, epoch int64, s *session)) (attempted int, failed []string, err error) {
+func (cp *campaigner) acquireUnread(ctx context.Context, names []string, of attemptOf, start func(name string, epoch int64, s *session)) (attempted int, failed []string, err error) {
 	names = slices.DeleteFunc(names, func(name string) bool { return cp.holdOffs.holding(name, store.Row{}, false) })
 	if len(names) == 0 || cp.health.unhealthyNow() {
 		return len(names), nil, nil
 	}
 	attempted = len(names)
-	names, done := cp.acquiring(names, campaigned)
+	names, done := cp.acquiring(names, of)
 	defer done()
 	if len(names) == 0 {
 		return attempted, nil, nil
@@ -237,20 +237,32 @@ func (cp *campaigner) acquireUnread(ctx context.Context, names []string, campaig
 	return attempted, failed, err
 }
 
+// attemptOf says which leases acquiring keeps of those no other acquire
+// of this process is attempting.
+type attemptOf int
+
+const (
+	anyLease          attemptOf = iota // a direct attempt: TryAcquire, a pool join, a keyed lock's first
+	campaignedLease                    // a round's or a wake-up's: those still campaigned for
+	uncampaignedLease                  // a give-back's (giveback.go): those nothing campaigns for
+)
+
 // acquiring keeps, of names, those that no other acquire of this process
-// is attempting and, when campaigned, those still campaigned for, and
-// marks them attempted until done is called. Two acquires of this process
+// is attempting and that of says, and marks them attempted until done is
+// called. Two acquires of this process
 // thus never take one lease at once, and a round never takes a lease
 // whose campaign was withdrawn since its read: its acquire would take
 // the row again from a term this process holds under the same session
 // (a keyed lock that a later Lock took with its own first attempt), and
 // the term it started, with nobody to hand it to, would be given back.
-func (cp *campaigner) acquiring(names []string, campaigned bool) (kept []string, done func()) {
+func (cp *campaigner) acquiring(names []string, of attemptOf) (kept []string, done func()) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	kept = make([]string, 0, len(names))
 	for _, name := range names {
-		if _, busy := cp.attempting[name]; busy || (campaigned && cp.campaigns[name] == nil) {
+		_, busy := cp.attempting[name]
+		campaigned := cp.campaigns[name] != nil
+		if busy || (of == campaignedLease && !campaigned) || (of == uncampaignedLease && campaigned) {
 			continue
 		}
 		cp.attempting[name] = struct{}{}
@@ -310,7 +322,7 @@ func (cp *campaigner) acquireNames(ctx context.Context, names, missing []string,
 	})
 	if err != nil {
 		cp.metrics.acquireRoundTrip(time.Since(sent))
-		cp.noteUnsure(s.id, failed)
+		cp.unsure.note(s.id, failed)
 		return failed, fmt.Errorf("acquire: %w", err)
 	}
 	return nil, nil

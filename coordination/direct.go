@@ -24,7 +24,7 @@ func (cp *campaigner) acquireDirect(ctx context.Context, name string) (*Lease, e
 	if err := cp.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	kept, done := cp.acquiring([]string{name}, false)
+	kept, done := cp.acquiring([]string{name}, anyLease)
 	defer done()
 	if len(kept) == 0 {
 		return nil, fmt.Errorf("%w: %q: another acquire of this process is attempting it", ErrNotAcquired, name)
@@ -84,7 +84,7 @@ func (cp *campaigner) tryAcquire(ctx context.Context, e *Election) (*Lease, erro
 	taken := false
 	// A round still under way for a withdrawn campaign of a keyed lock
 	// or a semaphore slot keeps the attempt off the row (acquiring).
-	if kept, done := cp.acquiring([]string{name}, false); len(kept) > 0 {
+	if kept, done := cp.acquiring([]string{name}, anyLease); len(kept) > 0 {
 		_, err = cp.acquireNames(ctx, kept, missing, func(name string, epoch int64, s *session) {
 			taken = true
 			l, startErr = cp.startTerm(name, epoch, s, e)

@@ -275,6 +275,8 @@
 //	              elections.go,           wake-ups received, the leases being          members (acquireDirect),
 //	              direct.go               attempted; the one acquire path              wake-ups, Run
 //	releaser      release.go              the queue of releases, batching              Lease.Release, campaigner
+//	unsure-       giveback.go             the leases of acquires reported failed that  campaigner (note, and
+//	Acquires                              may have committed; gives them back          giveBack from its loop)
 //	resignReader  resign.go               nothing but its wake-up                      keeper (wakes it), Run
 //	holdOffs      resign.go               the leases this process resigned and does    resign reader (add),
 //	                                      not take again for a while                   campaigner

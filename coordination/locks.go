@@ -178,7 +178,7 @@ func (l *Locks) attempt(ctx context.Context, e *Election) (*Lease, error) {
 	// The caller's ctx does not cut the statements short, so that an
 	// acquire that commits is always seen and its term started or given
 	// back; the round timeout bounds them.
-	_, failed, err := cp.acquireUnread(context.WithoutCancel(ctx), []string{e.key}, false, func(name string, epoch int64, s *session) {
+	_, failed, err := cp.acquireUnread(context.WithoutCancel(ctx), []string{e.key}, anyLease, func(name string, epoch int64, s *session) {
 		lease, startErr = cp.startTerm(name, epoch, s, e)
 	})
 	cp.acquireFailed(failed, err)

@@ -482,19 +482,19 @@ func TestLocksRowsBoundedTenThousand(t *testing.T) {
 // a later Lock's own first attempt may take meanwhile.
 func TestAcquiringOneAttemptPerLease(t *testing.T) {
 	cp := newCoordinator(memstore.New(), testIdentity(t, "node-a"), fastConfig().withDefaults()).campaigner
-	first, done := cp.acquiring([]string{"a", "b"}, false)
-	second, done2 := cp.acquiring([]string{"a", "c"}, false)
+	first, done := cp.acquiring([]string{"a", "b"}, anyLease)
+	second, done2 := cp.acquiring([]string{"a", "c"}, anyLease)
 	cp.mu.Lock()
 	cp.campaigns["d"] = &campaign{}
 	cp.mu.Unlock()
-	round, done3 := cp.acquiring([]string{"c", "d", "e"}, true)
+	round, done3 := cp.acquiring([]string{"c", "d", "e"}, campaignedLease)
 	if fmt.Sprint(first, second, round) != "[a b] [c] [d]" {
 		t.Fatalf("kept %v, then %v, then in a round %v; want [a b], [c], [d]", first, second, round)
 	}
 	done()
 	done2()
 	done3()
-	if again, done := cp.acquiring([]string{"a", "b", "c", "d"}, false); len(again) != 4 {
+	if again, done := cp.acquiring([]string{"a", "b", "c", "d"}, anyLease); len(again) != 4 {
 		t.Fatalf("kept %v once the others were done; want all four", again)
 	} else {
 		done()
