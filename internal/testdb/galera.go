@@ -159,6 +159,15 @@ func galeraEngine(ports [GaleraNodes]galeraPorts, i int) *engine {
 	var mu sync.Mutex
 	eng.args = func(s *Server) []string {
 		p := ports[i]
+		// The state transfer's receive ports are the node's own, announced
+		// with its request for a transfer: each start takes fresh ones, so
+		// that a port another process took since the last choice fails
+		// one start (errPortInUse, tried again), not every one.
+		for _, port := range []*int{&p.ist, &p.sst} {
+			if free, err := freePort(); err == nil {
+				*port = free
+			}
+		}
 		args := append(mariadbArgs(s),
 			// Galera needs row events and interleaved auto-increment locks.
 			"--binlog-format=ROW",
