@@ -227,7 +227,7 @@ func TestShape(t *testing.T) {
 
 	t.Run("RootRequirements", func(t *testing.T) {
 		direct := directRequirements(t, filepath.Join(root, "go.mod"))
-		t.Logf("root go.mod: %d direct requirements (target at most %d, not enforced; docs/design.md, \"A lean root module\"): %s",
+		t.Logf("root go.mod: %d direct requirements (target at most %d, not enforced; docs/design.md, \"Modules\"): %s",
 			len(direct), goModTarget, strings.Join(direct, ", "))
 	})
 }
