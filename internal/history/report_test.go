@@ -7,13 +7,16 @@ import (
 
 func TestReportOK(t *testing.T) {
 	res := Check(History{Events: cleanHistory()}, cleanConfig)
+	// The jobs' counts of one dialect, to show each line's and the sum.
+	jobs := res
+	jobs.Stats.SlotsCompleted, jobs.Stats.GrantTerms = 3, 7
 	var b strings.Builder
-	if !Report(&b, DialectResult{"postgres", res}, DialectResult{"sqlite", res}) {
+	if !Report(&b, DialectResult{"postgres", jobs}, DialectResult{"sqlite", res}) {
 		t.Fatalf("Report = false for clean results:\n%s", b.String())
 	}
-	want := `chaos: postgres: OK faults=2 kinds=2 violations=0 failovers=4 max_failover_ms=14500 p50_failover_ms=1500 p99_failover_ms=14500 bound_ms=16000 by_kind=cut:1,kill:1
-chaos: sqlite: OK faults=2 kinds=2 violations=0 failovers=4 max_failover_ms=14500 p50_failover_ms=1500 p99_failover_ms=14500 bound_ms=16000 by_kind=cut:1,kill:1
-chaos: OK faults=4 kinds=2 violations=0 max_failover_ms=14500 bound_ms=16000
+	want := `chaos: postgres: OK faults=2 kinds=2 violations=0 slots=3 locks=7 failovers=4 max_failover_ms=14500 p50_failover_ms=1500 p99_failover_ms=14500 bound_ms=16000 by_kind=cut:1,kill:1
+chaos: sqlite: OK faults=2 kinds=2 violations=0 slots=0 locks=0 failovers=4 max_failover_ms=14500 p50_failover_ms=1500 p99_failover_ms=14500 bound_ms=16000 by_kind=cut:1,kill:1
+chaos: OK faults=4 kinds=2 violations=0 slots=3 locks=7 max_failover_ms=14500 bound_ms=16000
 `
 	if b.String() != want {
 		t.Errorf("Report wrote\n%s\nwant\n%s", b.String(), want)
@@ -35,7 +38,7 @@ func TestReportFail(t *testing.T) {
 	out := b.String()
 	lines := strings.Split(out, "\n")
 	if len(lines) < 4 || !strings.HasPrefix(lines[1], "chaos: mysql: FAIL ") ||
-		lines[2] != "chaos: FAIL faults=2 kinds=2 violations=1 max_failover_ms=14500 bound_ms=16000" {
+		lines[2] != "chaos: FAIL faults=2 kinds=2 violations=1 slots=0 locks=0 max_failover_ms=14500 bound_ms=16000" {
 		t.Fatalf("Report wrote:\n%s", out)
 	}
 	for _, want := range []string{
@@ -54,7 +57,7 @@ func TestReportNoDialects(t *testing.T) {
 	if Report(&b) {
 		t.Fatalf("Report() = true with no dialects")
 	}
-	if !strings.HasPrefix(b.String(), "chaos: FAIL faults=0 kinds=0 violations=0 max_failover_ms=0 bound_ms=0\n") {
+	if !strings.HasPrefix(b.String(), "chaos: FAIL faults=0 kinds=0 violations=0 slots=0 locks=0 max_failover_ms=0 bound_ms=0\n") {
 		t.Errorf("Report() wrote %q", b.String())
 	}
 }
