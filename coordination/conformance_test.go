@@ -862,6 +862,7 @@ func caseLeaderChanged(t *testing.T, b *bundle) {
 	a := start(t, b.db, "node-a", fastConfig())
 	c := start(t, b.db, "node-c", fastConfig())
 	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "watch"))
+	settle(t, b.db) // C's first read on its node sees A's lease
 	events, unsub := c.Subscribe(16)
 	defer unsub()
 	ctx, cancel := context.WithCancel(context.Background())

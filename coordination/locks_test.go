@@ -140,10 +140,12 @@ func caseLocksTryLock(t *testing.T, b *bundle) {
 	if _, err := a.TryLock(ctx, "report.csv"); !errors.Is(err, ErrNotAcquired) || !strings.Contains(err.Error(), "this process") {
 		t.Fatalf("TryLock of a key this process holds = %v; want ErrNotAcquired naming this process", err)
 	}
+	settle(t, b.db) // C's read on its node sees A's key
 	if _, err := c.TryLock(ctx, "report.csv"); !errors.Is(err, ErrNotAcquired) || !strings.Contains(err.Error(), "node-a") {
 		t.Fatalf("TryLock of a key another process holds = %v; want ErrNotAcquired naming node-a", err)
 	}
 	release(t, l)
+	settle(t, b.db) // C's read on its node sees the release
 	l2, err := c.TryLock(ctx, "report.csv")
 	if err != nil || l2.Epoch() <= l.Epoch() {
 		t.Fatalf("TryLock after the release = %v; want the key at an epoch above %d", err, l.Epoch())

@@ -271,6 +271,7 @@ func caseMetricsTryAcquire(t *testing.T, b *bundle) {
 	}
 
 	release(t, la)
+	settle(t, b.db) // C's read on its node sees the release
 	lc, err := tryAcquire(ec)
 	if err != nil {
 		t.Fatalf("C: TryAcquire after A's release: %v", err)

@@ -78,6 +78,7 @@ func caseTryAcquireHeld(t *testing.T, b *bundle) {
 	c := start(t, b.db, "node-c", fastConfig())
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "try-held"))
 	defer release(t, l)
+	settle(t, b.db) // C's read on its node sees A's lease
 	before := row(t, b.db, l.Key())
 	ec := election(t, c.Coordinator, GlobalScope, "try-held")
 	got, err := tryAcquire(ec)
