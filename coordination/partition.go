@@ -95,6 +95,16 @@ func (s share) bucketRanges() [][2]int {
 	return out
 }
 
+// ownsBucket reports whether the share holds the bucket.
+func (s share) ownsBucket(bucket int) bool {
+	for _, r := range s.bucketRanges() {
+		if bucket >= r[0] && bucket < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
 // Owns reports whether key is this assignment's under Scope's rule: its
 // floor modulo Count is Index (-7 belongs to index 2 of 3). It is false
 // for an assignment with no valid Index and Count.
@@ -108,15 +118,7 @@ func (a Assignment) Owns(key int64) bool {
 // [Index*Buckets/Count, (Index+1)*Buckets/Count).
 func (a Assignment) OwnsBucket(bucket int) bool {
 	s, err := a.share()
-	if err != nil {
-		return false
-	}
-	for _, r := range s.bucketRanges() {
-		if bucket >= r[0] && bucket < r[1] {
-			return true
-		}
-	}
-	return false
+	return err == nil && s.ownsBucket(bucket)
 }
 
 // Scope is a gorm scope that selects the rows this assignment owns by the
@@ -134,11 +136,7 @@ func (a Assignment) OwnsBucket(bucket int) bool {
 // does not support, or an assignment with no valid Index and Count makes
 // the query fail with an error naming it, before anything is sent.
 func (a Assignment) Scope(column string) func(*gorm.DB) *gorm.DB {
-	return func(db *gorm.DB) *gorm.DB {
-		return a.where(db, "Scope", column, func(p store.PartitionSQL, col string, s share) string {
-			return p.ModIn(col, s.mod, s.parts)
-		})
-	}
+	return modScope(column, a.share)
 }
 
 // BucketScope is a gorm scope that selects the rows this assignment owns
@@ -155,17 +153,33 @@ func (a Assignment) Scope(column string) func(*gorm.DB) *gorm.DB {
 // The scopes of the members of one generation select every row whose
 // bucket lies in [0, Buckets) exactly once. Errors are Scope's.
 func (a Assignment) BucketScope(column string) func(*gorm.DB) *gorm.DB {
+	return bucketScope(column, a.share)
+}
+
+// modScope is the scope of Scope: the keys of column whose floor modulo
+// the share's mod is one of its parts.
+func modScope(column string, of func() (share, error)) func(*gorm.DB) *gorm.DB {
 	return func(db *gorm.DB) *gorm.DB {
-		return a.where(db, "BucketScope", column, func(p store.PartitionSQL, col string, s share) string {
+		return where(db, "Scope", column, of, func(p store.PartitionSQL, col string, s share) string {
+			return p.ModIn(col, s.mod, s.parts)
+		})
+	}
+}
+
+// bucketScope is the scope of BucketScope: the buckets of column in the
+// share's ranges.
+func bucketScope(column string, of func() (share, error)) func(*gorm.DB) *gorm.DB {
+	return func(db *gorm.DB) *gorm.DB {
+		return where(db, "BucketScope", column, of, func(p store.PartitionSQL, col string, s share) string {
 			return p.Ranges(col, s.bucketRanges())
 		})
 	}
 }
 
-// where adds the predicate pred builds for the assignment's share on
-// column to db, or the error that prevents it.
-func (a Assignment) where(db *gorm.DB, what, column string, pred func(store.PartitionSQL, string, share) string) *gorm.DB {
-	s, err := a.share()
+// where adds the predicate pred builds for the share of on column to db,
+// or the error that prevents it.
+func where(db *gorm.DB, what, column string, of func() (share, error), pred func(store.PartitionSQL, string, share) string) *gorm.DB {
+	s, err := of()
 	if err != nil {
 		return addError(db, fmt.Errorf("coordination: %s: %w", what, err))
 	}

@@ -49,3 +49,30 @@ func ExampleAssignment_Scope() {
 	// SELECT * FROM `orders` WHERE state = ? AND (("bucket" >= 1365 AND "bucket" < 2730)) LIMIT 100
 	// true false
 }
+
+// A partition of a sticky pool has the same scopes: Scope selects the
+// keys whose floor modulo the pool's Partitions is the partition,
+// BucketScope its range of the buckets. Here the queries of partition 5
+// of 256 are only rendered, on SQLite; in a pool, pt is the argument of
+// the RunPartitions function.
+func ExamplePartition_Scope() {
+	db, err := gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: "file::memory:"}), &gorm.Config{DryRun: true, Logger: logger.Discard})
+	if err != nil {
+		panic(err)
+	}
+	if sqlDB, err := db.DB(); err == nil {
+		defer sqlDB.Close()
+	}
+	pt := coordination.Partition{Pool: "global/orders", Partition: 5, Count: 256}
+
+	var batch []Order
+	q := db.Scopes(pt.Scope("id")).Where("state = ?", "pending").Find(&batch)
+	fmt.Println(q.Statement.SQL.String())
+	q = db.Scopes(pt.BucketScope("bucket")).Where("state = ?", "pending").Limit(100).Find(&batch)
+	fmt.Println(q.Statement.SQL.String())
+	fmt.Println(pt.Owns(-251), pt.Owns(6), pt.OwnsBucket(80), pt.OwnsBucket(96))
+	// Output:
+	// SELECT * FROM `orders` WHERE state = ? AND (("id" % 256) + 256) % 256 = 5
+	// SELECT * FROM `orders` WHERE state = ? AND (("bucket" >= 80 AND "bucket" < 96)) LIMIT 100
+	// true false true false
+}

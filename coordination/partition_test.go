@@ -11,10 +11,10 @@ import (
 )
 
 // TestPartitionConformance checks on every database that the scopes of
-// the members of a generation partition a table exactly, by an integer
-// key (negative keys and both ends of int64 included) and by a bucket
-// column of string keys, and that each member selects what Owns and
-// OwnsBucket say in Go.
+// the members of a generation, and those of the partitions of a sticky
+// pool, partition a table exactly, by an integer key (negative keys and
+// both ends of int64 included) and by a bucket column of string keys, and
+// that each selects what Owns and OwnsBucket say in Go.
 func TestPartitionConformance(t *testing.T) {
 	runCases(t, []conformanceCase{
 		{"ScopesPartitionRows", casePartitionRows},
@@ -47,6 +47,15 @@ func partitionItems() []partitionItem {
 	return items
 }
 
+// scoped is what selects a share of a pool's rows: an Assignment of a
+// pool of index and count, or a Partition of a sticky pool.
+type scoped interface {
+	Scope(column string) func(*gorm.DB) *gorm.DB
+	BucketScope(column string) func(*gorm.DB) *gorm.DB
+	Owns(key int64) bool
+	OwnsBucket(bucket int) bool
+}
+
 func casePartitionRows(t *testing.T, b *bundle) {
 	if err := b.db.AutoMigrate(&partitionItem{}); err != nil {
 		t.Fatal(err)
@@ -55,12 +64,32 @@ func casePartitionRows(t *testing.T, b *bundle) {
 	if err := b.db.CreateInBatches(items, 100).Error; err != nil {
 		t.Fatal(err)
 	}
+	// The members of a generation of index and count, and the
+	// partitions of a sticky pool (up to MaxPartitions, where each
+	// partition owns one bucket).
+	type shares struct {
+		what  string
+		count int
+		of    func(i int) scoped
+	}
+	var all []shares
 	for _, count := range []int{1, 2, 3, 5, 7, 64} {
+		all = append(all, shares{"member", count, func(i int) scoped {
+			return Assignment{Pool: "global/orders", Index: i, Count: count, Generation: 9}
+		}})
+	}
+	for _, count := range []int{1, 3, 16, 256, MaxPartitions} {
+		all = append(all, shares{"partition", count, func(i int) scoped {
+			return Partition{Pool: "global/orders", Partition: i, Count: count, Since: 9}
+		}})
+	}
+	for _, sh := range all {
+		count := sh.count
 		byID := map[int64]int{}
 		byBucket := map[int64]int{}
 		for index := range count {
-			a := Assignment{Pool: "global/orders", Index: index, Count: count, Generation: 9}
-			for _, q := range []struct {
+			a := sh.of(index)
+			queries := []struct {
 				name  string
 				scope func(*gorm.DB) *gorm.DB
 				seen  map[int64]int
@@ -68,10 +97,23 @@ func casePartitionRows(t *testing.T, b *bundle) {
 			}{
 				{"Scope(id)", a.Scope("partition_items.id"), byID, func(it partitionItem) bool { return a.Owns(it.ID) }},
 				{"BucketScope(bucket)", a.BucketScope("bucket"), byBucket, func(it partitionItem) bool { return a.OwnsBucket(it.Bucket) }},
-			} {
+			}
+			if count == MaxPartitions && index%64 != 0 {
+				// Of the 4096 partitions, one in 64 is queried; Owns and
+				// OwnsBucket still account for every row below.
+				for _, q := range queries {
+					for _, it := range items {
+						if q.owns(it) {
+							q.seen[it.ID]++
+						}
+					}
+				}
+				continue
+			}
+			for _, q := range queries {
 				var ids []int64
 				if err := b.db.Model(&partitionItem{}).Scopes(q.scope).Order("id").Pluck("id", &ids).Error; err != nil {
-					t.Fatalf("%s of %d/%d: %v", q.name, index, count, err)
+					t.Fatalf("%s of %s %d/%d: %v", q.name, sh.what, index, count, err)
 				}
 				var want []int64
 				for _, it := range items {
@@ -81,7 +123,7 @@ func casePartitionRows(t *testing.T, b *bundle) {
 				}
 				slices.Sort(want)
 				if !slices.Equal(ids, want) {
-					t.Errorf("%s of member %d of %d selected %v, Go says %v", q.name, index, count, ids, want)
+					t.Errorf("%s of %s %d of %d selected %v, Go says %v", q.name, sh.what, index, count, ids, want)
 				}
 				for _, id := range ids {
 					q.seen[id]++
@@ -91,7 +133,7 @@ func casePartitionRows(t *testing.T, b *bundle) {
 		for name, seen := range map[string]map[int64]int{"Scope": byID, "BucketScope": byBucket} {
 			for _, it := range items {
 				if seen[it.ID] != 1 {
-					t.Errorf("%s with %d members: row %d (bucket %d) selected %d times, want 1", name, count, it.ID, it.Bucket, seen[it.ID])
+					t.Errorf("%s with %d %ss: row %d (bucket %d) selected %d times, want 1", name, count, sh.what, it.ID, it.Bucket, seen[it.ID])
 				}
 			}
 		}
@@ -134,6 +176,29 @@ func casePartitionErrors(t *testing.T, b *bundle) {
 		if tc.a.Count < 1 || tc.a.Index < 0 || tc.a.Index >= tc.a.Count {
 			if tc.a.Owns(0) || tc.a.OwnsBucket(0) {
 				t.Errorf("%+v owns key 0 or bucket 0", tc.a)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		pt     Partition
+		column string
+		want   string
+	}{
+		{Partition{Pool: "global/orders"}, "id", `partition of pool "global/orders": Count (0) must be at least 1`},
+		{Partition{Pool: "global/orders", Partition: 16, Count: 16}, "id", "Partition (16) must lie in [0, Count (16))"},
+		{Partition{Pool: "global/orders", Partition: -1, Count: 16}, "id", "Partition (-1) must lie in [0, Count (16))"},
+		{Partition{Partition: 0, Count: 16}, "id; DROP TABLE partition_items", `column "id; DROP TABLE partition_items"`},
+	} {
+		for _, scope := range []func(string) func(*gorm.DB) *gorm.DB{tc.pt.Scope, tc.pt.BucketScope} {
+			var ids []int64
+			err := b.db.Model(&partitionItem{}).Scopes(scope(tc.column)).Pluck("id", &ids).Error
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("partition %+v on column %q: error %v, want one containing %q", tc.pt, tc.column, err, tc.want)
+			}
+		}
+		if tc.pt.Count < 1 || tc.pt.Partition < 0 || tc.pt.Partition >= tc.pt.Count {
+			if tc.pt.Owns(0) || tc.pt.OwnsBucket(0) {
+				t.Errorf("partition %+v owns key 0 or bucket 0", tc.pt)
 			}
 		}
 	}

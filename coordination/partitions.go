@@ -104,6 +104,62 @@ func (pt Partition) Fence(tx *gorm.DB) error {
 	return c.CheckFence(tx, pt.member.Token())
 }
 
+// share is the partition's share of the pool's keys: the keys whose
+// floor modulo Count is Partition, and the buckets [Partition*Buckets/Count,
+// (Partition+1)*Buckets/Count). The partitions of a pool cover every key
+// and every bucket once; with Count at most MaxPartitions (= Buckets)
+// each owns at least one bucket.
+func (pt Partition) share() (share, error) {
+	switch {
+	case pt.Count < 1:
+		return share{}, fmt.Errorf("partition of pool %q: Count (%d) must be at least 1", pt.Pool, pt.Count)
+	case pt.Partition < 0 || pt.Partition >= pt.Count:
+		return share{}, fmt.Errorf("partition of pool %q: Partition (%d) must lie in [0, Count (%d))", pt.Pool, pt.Partition, pt.Count)
+	}
+	return share{mod: pt.Count, parts: []int{pt.Partition}}, nil
+}
+
+// Owns reports whether key belongs to this partition under Scope's rule:
+// its floor modulo Count is Partition (-7 belongs to partition 2 of 3).
+// It is false for a Partition with no valid Partition and Count.
+func (pt Partition) Owns(key int64) bool {
+	s, err := pt.share()
+	return err == nil && s.owns(key)
+}
+
+// OwnsBucket reports whether the bucket (from Bucket or IntBucket)
+// belongs to this partition under BucketScope's rule: it lies in
+// [Partition*Buckets/Count, (Partition+1)*Buckets/Count).
+func (pt Partition) OwnsBucket(bucket int) bool {
+	s, err := pt.share()
+	return err == nil && s.ownsBucket(bucket)
+}
+
+// Scope is a gorm scope that selects the rows of this partition by the
+// integer column named column: those whose key's floor modulo Count is
+// Partition, as Owns decides, negative keys included. The scopes of a
+// pool's partitions select every row with a non-NULL key exactly once,
+// whoever owns them, so a partition's rows stay its own across
+// rebalances:
+//
+//	db.Scopes(pt.Scope("id")).Where("state = ?", "pending").Find(&orders)
+//
+// Like Assignment.Scope, the predicate cannot use an index on the column;
+// for a large table use BucketScope. Errors are Assignment.Scope's.
+func (pt Partition) Scope(column string) func(*gorm.DB) *gorm.DB {
+	return modScope(column, pt.share)
+}
+
+// BucketScope is a gorm scope that selects the rows of this partition by a
+// bucket column, which holds Bucket(key) or IntBucket(key): those whose
+// bucket lies in [Partition*Buckets/Count, (Partition+1)*Buckets/Count),
+// as OwnsBucket decides. The predicate is a range, which an index ending
+// in the bucket column serves, as for Assignment.BucketScope. Errors are
+// Assignment.Scope's.
+func (pt Partition) BucketScope(column string) func(*gorm.DB) *gorm.DB {
+	return bucketScope(column, pt.share)
+}
+
 // PartitionFunc is the work of one member on one partition of a sticky
 // pool. ctx ends when the partition moves to another member, membership
 // is lost, or the pool stops; not when other partitions move.
