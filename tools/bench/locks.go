@@ -3,13 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
@@ -28,49 +28,44 @@ import (
 //     round trip and, on PostgreSQL, their server time;
 //   - LockKeys distinct keys locked and released: rows left in the table.
 
-// renewCounter counts the renewal statements a coordinator's handle sends,
-// with their round trips.
+// renewCounter counts the renewal statements a coordinator's handle sends
+// (Trace), with their round trips.
 type renewCounter struct {
-	logger.Interface
 	// poke, when set, is called after each renewal (pgss.poke, which
 	// reads its server time on PostgreSQL).
-	poke  func(Stmt)
-	mu    sync.Mutex
-	times []time.Time
-	took  []time.Duration
-	sqls  []string
+	poke     func(Stmt)
+	mu       sync.Mutex
+	renewals []Stmt
 }
 
-func (l *renewCounter) LogMode(logger.LogLevel) logger.Interface { return l }
-
-func (l *renewCounter) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
-	sql, _ := fc()
-	if err != nil || !strings.Contains(sql, "SET renewed_at_us") {
+// add is Trace's callback.
+func (l *renewCounter) add(s Stmt) {
+	if !s.Renew || s.Err != nil {
 		return
 	}
-	took := time.Since(begin)
 	l.mu.Lock()
-	l.times = append(l.times, begin)
-	l.took = append(l.took, took)
-	l.sqls = append(l.sqls, sql)
+	l.renewals = append(l.renewals, s)
 	l.mu.Unlock()
 	if l.poke != nil {
-		l.poke(Stmt{Start: begin, Dur: took, Renew: true})
+		l.poke(s)
 	}
 }
 
 // between returns the round trips of the renewals of session that began
-// in [from, to), and how many statements of the same form renewed another
-// row meanwhile: the advertisement of the process's peer wake-ups
+// in [from, to), and how many renewals of another row began meanwhile:
+// the advertisement of the process's peer wake-ups
 // (coordination.PeerWakeups), kept live every 3/4 TTL whatever it holds.
+// A renewal is told by its arguments, not by the SQL text gorm's logger
+// would print, which on PostgreSQL shows them shifted by the driver's
+// statement option.
 func (l *renewCounter) between(from, to time.Time, session string) (out []time.Duration, others int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i, t := range l.times {
+	for _, r := range l.renewals {
 		switch {
-		case t.Before(from) || !t.Before(to):
-		case strings.Contains(l.sqls[i], session):
-			out = append(out, l.took[i])
+		case r.Start.Before(from) || !r.Start.Before(to):
+		case slices.Contains(r.Args, session):
+			out = append(out, r.Dur)
 		default:
 			others++
 		}
@@ -90,7 +85,19 @@ func runLocks(ctx context.Context, r *runner, tg *target) *Table {
 		return t
 	}
 	defer closeDB(db)
+	// Coordinator A runs on a handle of its own, whose statements the
+	// counter traces.
+	dbA, err := tg.open()
+	if err != nil {
+		t.fail("open", err.Error(), "ok")
+		return t
+	}
+	defer closeDB(dbA)
 	counter := &renewCounter{}
+	if err := Trace(dbA, counter.add); err != nil {
+		t.fail("trace", err.Error(), "")
+		return t
+	}
 	var pg *pgss
 	if tg.dialect == "postgres" {
 		if pg, err = newPGSS(tg.dsn); err != nil {
@@ -101,7 +108,7 @@ func runLocks(ctx context.Context, r *runner, tg *target) *Table {
 		counter.poke = pg.poke
 	}
 	cfg := coordination.Config{TTL: TTL, RenewInterval: RenewInterval, ShutdownTimeout: ShutdownTimeout, Notifications: pgnotify.New()}
-	a, stopA, err := startCoord(ctx, db.Session(&gorm.Session{Logger: counter}), "bench-locks-a", cfg)
+	a, stopA, err := startCoord(ctx, dbA, "bench-locks-a", cfg)
 	if err != nil {
 		t.fail("coordinator", err.Error(), "ready")
 		return t

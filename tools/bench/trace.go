@@ -17,7 +17,10 @@ type Stmt struct {
 	Dur   time.Duration
 	// Renew reports whether the statement is the lease renewal (IsRenew).
 	Renew bool
-	Err   error
+	// Args are the statement's string arguments, such as the id of the
+	// session a renewal renews.
+	Args []string
+	Err  error
 }
 
 // startKey is where Trace keeps a statement's start time.
@@ -36,7 +39,16 @@ func Trace(db *gorm.DB, fn func(Stmt)) error {
 		if !ok {
 			return
 		}
-		fn(Stmt{Start: start, Dur: time.Since(start), Renew: IsRenew(tx.Statement.SQL.String()), Err: tx.Error})
+		renew := IsRenew(tx.Statement.SQL.String())
+		var args []string
+		if renew {
+			for _, v := range tx.Statement.Vars {
+				if a, ok := v.(string); ok {
+					args = append(args, a)
+				}
+			}
+		}
+		fn(Stmt{Start: start, Dur: time.Since(start), Renew: renew, Args: args, Err: tx.Error})
 	}
 	cb := db.Callback()
 	type processor interface {
