@@ -265,7 +265,7 @@ func lockHandoff(ctx context.Context, t *Table, la, lb *coordination.Locks, targ
 		t.add("handoff after release p50 / p99", s, "p99 <= 10ms", p99 <= 10*time.Millisecond)
 		return
 	}
-	t.info("handoff after release p50 / p99 (polling: RetryInterval)", s)
+	t.info("handoff after release p50 / p99", s)
 }
 
 // lockHeld holds n keys at once and counts the renewal statements; on
