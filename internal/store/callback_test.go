@@ -32,17 +32,11 @@ func TestRowCallbackErrorIsReturned(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sqlDB.Close() })
-	s, err := New(db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	// With the schema in place SchemaVersion reads the version row rather
 	// than stopping at "no table".
-	if _, err := s.Schema().Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	s := migrated(t, db)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 
 	refuse := func(tx *gorm.DB) { _ = tx.AddError(errRefused) }
 	if err := db.Callback().Row().Before("gorm:row").Register("test:refuse", refuse); err != nil {
@@ -79,4 +73,19 @@ func TestRowCallbackErrorIsReturned(t *testing.T) {
 			}
 		})
 	}
+}
+
+// migrated returns the store of db with its schema migrated.
+func migrated(t *testing.T, db *gorm.DB) *Store {
+	t.Helper()
+	s, err := New(db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.Schema().Migrate(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -27,15 +27,9 @@ import (
 func TestLostRaceIsSentAgain(t *testing.T) {
 	tg := testdb.Target{Name: "mysql", Dialect: "mysql"}
 	db := tg.Open(t)
-	s, err := New(db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := migrated(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := s.Schema().Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	const session = "lost-race-session"
 	if err := s.Sessions().CreateSession(ctx, session, "node-a/test/1", time.Minute); err != nil {
 		t.Fatal(err)
