@@ -144,8 +144,11 @@ func (pt Partition) OwnsBucket(bucket int) bool {
 //
 //	db.Scopes(pt.Scope("id")).Where("state = ?", "pending").Find(&orders)
 //
-// Like Assignment.Scope, the predicate cannot use an index on the column;
-// for a large table use BucketScope. Errors are Assignment.Scope's.
+// The predicate, ((id % Count) + Count) % Count = Partition, cannot use an
+// index on the column itself. Count is fixed for the pool, so an index on
+// that expression (or a stored generated column of it) could serve it;
+// BucketScope over an indexed bucket column serves every pool size.
+// Errors are Assignment.Scope's.
 func (pt Partition) Scope(column string) func(*gorm.DB) *gorm.DB {
 	return modScope(column, pt.share)
 }
