@@ -95,10 +95,11 @@ func (s share) bucketRanges() [][2]int {
 	return out
 }
 
-// ownsBucket reports whether the share holds the bucket.
+// ownsBucket reports whether the share holds the bucket: it lies in the
+// range of one of its parts (bucketRanges, without building them).
 func (s share) ownsBucket(bucket int) bool {
-	for _, r := range s.bucketRanges() {
-		if bucket >= r[0] && bucket < r[1] {
+	for _, p := range s.parts {
+		if bucket >= p*Buckets/s.mod && bucket < (p+1)*Buckets/s.mod {
 			return true
 		}
 	}
