@@ -224,7 +224,9 @@ func TestGaleraFencedCommitConflictsWithTakeover(t *testing.T) {
 	if err := a.EnsureRows(ctx, names); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Sessions().CreateSession(ctx, "sa", "A", time.Second); err != nil {
+	// A's session lives until B ends it (below), however long the set-up
+	// takes on a busy machine.
+	if err := a.Sessions().CreateSession(ctx, "sa", "A", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	terms, err := a.Acquire(ctx, "sa", "A", names)
@@ -250,7 +252,14 @@ func TestGaleraFencedCommitConflictsWithTakeover(t *testing.T) {
 	if err := tx.Exec("INSERT INTO fenced_writes VALUES (1)").Error; err != nil {
 		t.Fatal(err)
 	}
-	// A's session expires; B takes the lease over on its node.
+	// A's session expires, as B's node sees it: a renewal on node B with
+	// a TTL of a microsecond stands for the time passing. It changes the
+	// session row, which the fenced transaction does not touch, so only
+	// the takeover's change of the lease row can conflict with that
+	// transaction. B then takes the lease over on its node.
+	if ok, _, err := b.Sessions().RenewSession(ctx, "sa", time.Microsecond); err != nil || !ok {
+		t.Fatalf("ending A's session on node B = %v, %v; want it renewed to expire", ok, err)
+	}
 	waitSessionDead(t, b, "sa")
 	took, err := b.Acquire(ctx, "sb", "B", names)
 	if err != nil || len(took) != 1 || took[0].Epoch != terms[0].Epoch+1 {
