@@ -271,6 +271,13 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	unregister(s)
+	if p := s.proc; p != nil && p.exited() {
+		// Neither Stop nor Kill ended it: it died on its own while the
+		// tests used it, and the tests that failed then saw only refused
+		// connections. Say so, with its log, before the log is removed.
+		fmt.Fprintf(os.Stderr, "testdb: LOUD: the %s server (pid %d) had exited on its own (%v) before it was closed\n%s\n",
+			s.eng.kind, p.pid, p.err, s.dir.logTail(0))
+	}
 	err := s.stopLocked()
 	if rmErr := os.RemoveAll(s.dir.root); rmErr != nil {
 		err = errors.Join(err, fmt.Errorf("testdb: remove %s server directory: %w", s.eng.kind, rmErr))
