@@ -83,9 +83,12 @@ func (t *listener) Listen(ctx context.Context, deliver func(names []string), up 
 		}
 		raw := c.Raw()
 		c.Share(func() bool { return connAlive(raw) == nil })
-		return serve(ctx, c, func() error { return c.Notify(ctx, probePayload) }, deliver, func() {
-			c.Listening(ctx)
+		return serve(ctx, c, func() error { return c.Notify(ctx, probePayload) }, deliver, func() error {
+			if err := c.Listening(ctx); err != nil {
+				return err
+			}
 			up()
+			return nil
 		})
 	})
 }
@@ -110,7 +113,7 @@ func (t *listener) Notify(ctx context.Context, names []string) error {
 // server session, which a transaction pooler does not keep for an idle
 // client. Such notifications are delivered all the same; the probe, when
 // it came so, is sent again.
-func serve(ctx context.Context, c wake.Conn, probe func() error, deliver func(names []string), up func()) error {
+func serve(ctx context.Context, c wake.Conn, probe func() error, deliver func(names []string), up func() error) error {
 	raw := c.Raw()
 	probeBy := time.Now().Add(listenProbeTimeout)
 	probed := false
@@ -158,7 +161,9 @@ func serve(ctx context.Context, c wake.Conn, probe func() error, deliver func(na
 			// they arrive.
 			if !probed {
 				probed = true
-				up()
+				if err := up(); err != nil {
+					return err
+				}
 			}
 			if payload != probePayload {
 				deliver(wake.Names(payload))

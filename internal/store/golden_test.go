@@ -17,6 +17,10 @@ import (
 	"gorm.io/gorm/logger"
 )
 
+// goldenProbeChannel stands for a listening connection's probe channel
+// (probeChannel), which is new for every connection.
+const goldenProbeChannel = "leasehold_probe_0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // dryRun opens a gorm handle that renders statements without a server.
@@ -111,8 +115,11 @@ func TestGoldenSQL(t *testing.T) {
 			switch w := d.database.(type) {
 			case notifier:
 				st("release three leases, notifying the listeners at commit", w.sqlReleaseNotify(tables, d.leases().sqlRelease(tables, session, three)))
-				st("notify the listeners (a pool's change)", w.sqlNotify(tables, "pool|global/orders|generation"))
-				section("listen for notifications", w.sqlListen(tables))
+				st("notify the listeners (a pool's change)", w.sqlNotify(wakeChannel(tables), "pool|global/orders|generation"))
+				section("listen for notifications", w.sqlListen(wakeChannel(tables)))
+				section("listen for a listening connection's probe, first", w.sqlListen(goldenProbeChannel))
+				st("send a listening connection its probe", w.sqlNotify(goldenProbeChannel, "|leasehold-probe|"))
+				section("stop listening for the probe, once it arrived", w.sqlUnlisten(goldenProbeChannel))
 				section("begin a decision on the listening connection", w.sqlBeginDecide())
 			case fileDatabase:
 				section("the database file, for the wake-up sockets next to it", w.sqlDatabaseFile())

@@ -168,15 +168,19 @@ func (postgresDB) sqlReleaseNotify(t Tables, release stmt) stmt {
 		" THEN names ELSE '' END) AS text) END FROM a", append(release.args, wakeChannel(t))}
 }
 
-// sqlNotify notifies the listeners of the tables (PostgreSQL).
-func (postgresDB) sqlNotify(t Tables, payload string) stmt {
-	return stmt{"SELECT CAST(pg_notify(?, ?) AS text)", []any{wakeChannel(t), payload}}
+// sqlNotify notifies the listeners of channel (PostgreSQL).
+func (postgresDB) sqlNotify(channel, payload string) stmt {
+	return stmt{"SELECT CAST(pg_notify(?, ?) AS text)", []any{channel, payload}}
 }
 
-// sqlListen subscribes the connection to the tables' notifications
-// (PostgreSQL). The channel is the lease table's name: an identifier of
-// ASCII letters, digits and '_' (TablesFor), quoted.
-func (postgresDB) sqlListen(t Tables) string { return "LISTEN " + quoteDouble(wakeChannel(t)) }
+// sqlListen subscribes the connection to channel's notifications
+// (PostgreSQL). The channels are the lease table's name (wakeChannel) and
+// a listening connection's probe channel (probeChannel): identifiers of
+// ASCII letters, digits and '_', quoted.
+func (postgresDB) sqlListen(channel string) string { return "LISTEN " + quoteDouble(channel) }
+
+// sqlUnlisten ends the connection's subscription to channel (PostgreSQL).
+func (postgresDB) sqlUnlisten(channel string) string { return "UNLISTEN " + quoteDouble(channel) }
 
 // sqlBeginDecide begins the transaction of a decision (gate.decideTx)
 // by a statement, on the listening connection (PostgreSQL).

@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/plugin/dbresolver"
 
@@ -41,10 +44,12 @@ type notifier interface {
 	// names of the leases it freed, at commit. It returns one row: the
 	// count and an empty string.
 	sqlReleaseNotify(t Tables, release stmt) stmt
-	// sqlNotify notifies the listeners of the tables.
-	sqlNotify(t Tables, payload string) stmt
-	// sqlListen subscribes the connection to the tables' notifications.
-	sqlListen(t Tables) string
+	// sqlNotify notifies the listeners of channel.
+	sqlNotify(channel, payload string) stmt
+	// sqlListen subscribes the connection to channel's notifications.
+	sqlListen(channel string) string
+	// sqlUnlisten ends the connection's subscription to channel.
+	sqlUnlisten(channel string) string
 	// sqlBeginDecide begins the transaction of a decision (gate.decideTx)
 	// by a statement, on the listening connection.
 	sqlBeginDecide() string
@@ -62,6 +67,13 @@ type fileDatabase interface {
 // the name the SQLite wake-up directory is derived from: the lease
 // table's name, so that two table prefixes never wake each other.
 func wakeChannel(t Tables) string { return t.Leases }
+
+// probeChannel returns a new channel for the probe of one listening
+// connection (storeWake.Listen): a name nobody else listens to, so that
+// only that connection's probes are ever sent to it.
+func probeChannel() string {
+	return "leasehold_probe_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+}
 
 // Wakeups returns the store's side of the wake-ups, for the transports.
 func (s *Store) Wakeups() wake.Database { return storeWake{s} }
@@ -115,7 +127,7 @@ func (w storeWake) Notify(ctx context.Context, names []string) error {
 		return nil
 	}
 	return w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) error {
-		_, err := exec(db, n.sqlNotify(w.s.tables, wake.Payload(names)))
+		_, err := exec(db, n.sqlNotify(wakeChannel(w.s.tables), wake.Payload(names)))
 		return err
 	})
 }
@@ -189,10 +201,19 @@ func (w storeWake) Listen(ctx context.Context, fn func(c wake.Conn) error) error
 		// The connection never goes back to the pool with LISTEN on it:
 		// the pool's next user would collect notifications it never reads.
 		defer func() { _ = raw.Raw(func(any) error { return driver.ErrBadConn }) }()
-		if err := conn.Exec(l.sql.sqlListen(l.tables)).Error; err != nil {
+		// It listens to its own probe channel first, and to the tables'
+		// channel only once a probe has arrived (Listening). Behind a
+		// transaction pooler the LISTEN stays on whichever server
+		// connection ran it, which the pooler hands to other clients:
+		// were it the tables' channel, every release would send that
+		// server connection a notification while no client is linked to
+		// it, and PgBouncer 1.18 then ends with "server_proto: server in
+		// bad state" when such a notification meets a cancel request.
+		probe := probeChannel()
+		if err := conn.Exec(l.sql.sqlListen(probe)).Error; err != nil {
 			return fmt.Errorf("LISTEN: %w", err)
 		}
-		c := &lentConn{l: l, conn: conn, raw: raw}
+		c := &lentConn{l: l, conn: conn, raw: raw, probe: probe}
 		defer c.unshare()
 		return fn(c)
 	})
@@ -351,7 +372,8 @@ type lentConn struct {
 	l      *lending
 	conn   *gorm.DB
 	raw    *sql.Conn
-	shared bool // set by Share, read by unshare: the transport's goroutine
+	probe  string // the channel of its probes (probeChannel)
+	shared bool   // set by Share, read by unshare: the transport's goroutine
 }
 
 var _ wake.Conn = (*lentConn)(nil)
@@ -359,11 +381,12 @@ var _ wake.Conn = (*lentConn)(nil)
 // Raw is the connection.
 func (c *lentConn) Raw() *sql.Conn { return c.raw }
 
-// Notify sends payload to the tables' channel from the renewal's
-// connection slot, on the pool: the transport holds every general slot.
+// Notify sends payload to the connection's probe channel from the
+// renewal's connection slot, on the pool: the transport holds every
+// general slot.
 func (c *lentConn) Notify(ctx context.Context, payload string) error {
 	g := c.l.g
-	st := c.l.sql.sqlNotify(c.l.tables, payload)
+	st := c.l.sql.sqlNotify(c.probe, payload)
 	if err := g.runOn(ctx, g.renewal, func(db *gorm.DB) error {
 		_, err := exec(db, st)
 		return err
@@ -421,16 +444,49 @@ func (c *lentConn) Idle(ctx context.Context, deadline time.Time) (context.Contex
 	}
 }
 
-// Listening makes sure the pool holds a connection for the renewal's
-// slot, once listening works. The listening connection is the one the
-// pool had; without this, a follower woken by a release would open a
-// connection (on PostgreSQL a new server process: milliseconds) to start
-// its session, on the critical path of the handoff. A failure only
-// leaves that for later.
-func (c *lentConn) Listening(ctx context.Context) {
-	g := c.l.g
+// Listening subscribes the connection to the tables' channel, and ends
+// its subscription to its probe channel, now that a probe has shown that
+// its LISTEN holds (storeWake.Listen). It runs on the connection, which
+// the store's general statements share by now, in their turn.
+//
+// It then makes sure the pool holds a connection for the renewal's
+// slot. The listening connection is the one the pool had; without this, a
+// follower woken by a release would open a connection (on PostgreSQL a
+// new server process: milliseconds) to start its session, on the critical
+// path of the handoff. A failure there only leaves that for later.
+func (c *lentConn) Listening(ctx context.Context) error {
+	l := c.l
+	l.mu.Lock()
+	if l.conn != c.conn {
+		l.mu.Unlock()
+		return errListeningClosed
+	}
+	alive := l.alive
+	l.users++
+	l.mu.Unlock()
+	err, dead := l.runOn(ctx, c.conn, alive, func(db *gorm.DB) error {
+		if err := db.Exec(l.sql.sqlListen(wakeChannel(l.tables))).Error; err != nil {
+			return fmt.Errorf("LISTEN: %w", err)
+		}
+		if err := db.Exec(l.sql.sqlUnlisten(c.probe)).Error; err != nil {
+			return fmt.Errorf("UNLISTEN: %w", err)
+		}
+		return nil
+	})
+	switch {
+	case dead:
+		return errListeningClosed
+	case err != nil:
+		return err
+	}
+	g := l.g
 	_ = g.runOn(ctx, g.renewal, func(db *gorm.DB) error {
-		_, err := queryAll(db, c.l.clock, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
+		_, err := queryAll(db, l.clock, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
 		return err
 	})
+	return nil
 }
+
+// errListeningClosed is Listening's error when the listening connection
+// broke before it could subscribe it to the tables' channel.
+var errListeningClosed = errors.New("leasehold: the listening connection closed")

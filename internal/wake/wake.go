@@ -102,7 +102,8 @@ type Database interface {
 	// as one of the store's general statements.
 	Notify(ctx context.Context, names []string) error
 	// Listen runs fn with a connection of the caller's pool that listens
-	// to the tables' notifications (LISTEN), and returns fn's error. The
+	// (LISTEN) to its own probe channel, and to the tables' notifications
+	// once Conn.Listening has been called, and returns fn's error. The
 	// connection is the transport's until fn returns; it never goes back
 	// to the pool. It returns an error wrapping ErrNoWakeups where the
 	// store cannot spare a connection for listening.
@@ -122,8 +123,9 @@ type Conn interface {
 	// Raw is the connection, for the driver's own wait for
 	// notifications.
 	Raw() *sql.Conn
-	// Notify sends a notification with payload to the tables' channel
-	// from another connection of the pool, never the connection itself:
+	// Notify sends a notification with payload to the connection's own
+	// probe channel (see Listening) from another connection of the pool,
+	// never the connection itself:
 	// through a pooler that gives each transaction whichever server
 	// connection is free (PgBouncer in transaction mode), a notification
 	// a connection sends itself comes back with its own statement's
@@ -145,7 +147,14 @@ type Conn interface {
 	Idle(ctx context.Context, deadline time.Time) (wctx context.Context, stop func())
 	// Listening tells the store that notifications arrive on the
 	// connection, before the transport reports that it listens.
-	Listening(ctx context.Context)
+	//
+	// It subscribes the connection to the tables' notifications, which
+	// until then listened to a channel of its own that only Notify sends
+	// to, and returns an error when that fails: behind a transaction
+	// pooler the first LISTEN stays on a server connection that other
+	// clients are given, and it must not be one that every release
+	// notifies.
+	Listening(ctx context.Context) error
 }
 
 // MaxPayload bounds the names one wake-up carries, in bytes: a

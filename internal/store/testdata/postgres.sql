@@ -71,6 +71,16 @@ SELECT CAST(pg_notify($1, $2) AS text)
 -- listen for notifications
 LISTEN "leasehold_leases";
 
+-- listen for a listening connection's probe, first
+LISTEN "leasehold_probe_0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+-- send a listening connection its probe
+SELECT CAST(pg_notify($1, $2) AS text)
+-- args: "leasehold_probe_0f1e2d3c4b5a69788796a5b4c3d2e1f0", "|leasehold-probe|";
+
+-- stop listening for the probe, once it arrived
+UNLISTEN "leasehold_probe_0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
 -- begin a decision on the listening connection
 BEGIN ISOLATION LEVEL READ COMMITTED;
 
