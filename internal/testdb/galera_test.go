@@ -95,3 +95,21 @@ func TestGaleraWithoutTheLibrary(t *testing.T) {
 		t.Fatalf("decide = %v, %q; want a loud skip", fail, msg)
 	}
 }
+
+// TestPortTakenByStateTransfer: a joiner whose rsync state transfer found
+// its receive port taken, or lost its rsync daemon for it, is a start to
+// try again on fresh ports, as a server's own "Address already in use"
+// is; any other failed start is not.
+func TestPortTakenByStateTransfer(t *testing.T) {
+	for log, want := range map[string]bool{
+		"2026-11-28 5:12:20 0 [ERROR] Can't start server: Bind on TCP/IP port. Got error: 98: Address already in use": true,
+		"WSREP_SST: [ERROR] rsync or stunnel daemon port '4444' has been taken by another program (20261128 05:12:20.100)\n" +
+			"WSREP_SST: [ERROR] Cleanup after exit with status: 16 (20261128 05:12:20.123)": true,
+		"WSREP_SST: [ERROR] Cleanup after exit with status: 32 (20261128 05:12:20.123)":   false,
+		"2026-11-28 5:12:20 0 [ERROR] InnoDB: Cannot allocate memory for the buffer pool": false,
+	} {
+		if got := portTaken(log); got != want {
+			t.Errorf("portTaken(%q) = %v, want %v", log, got, want)
+		}
+	}
+}

@@ -448,6 +448,16 @@ func running(match func(pid, ppid, pgrp int) bool) []int {
 // port; the first start then tries another port.
 var errPortInUse = errors.New("port already in use")
 
+// portTaken reports whether the log of a failed start says that a port
+// chosen for it was taken meanwhile: the server's own ("Address already
+// in use"), or the receive port of a Galera joiner's rsync state transfer,
+// whose script then ends with status 16 (EBUSY) whether it found the port
+// taken or its rsync daemon ended for want of it.
+func portTaken(log string) bool {
+	return strings.Contains(log, "Address already in use") ||
+		strings.Contains(log, "WSREP_SST: [ERROR] Cleanup after exit with status: 16")
+}
+
 // startLocked runs the server binary and waits until it accepts
 // connections. On failure the process is gone when it returns.
 func (s *Server) startLocked(ctx context.Context) error {
@@ -501,7 +511,7 @@ func (s *Server) startLocked(ctx context.Context) error {
 			timer.Stop()
 		}
 		tail := s.dir.logTail(logStart)
-		if strings.Contains(tail, "Address already in use") {
+		if portTaken(tail) {
 			err = fmt.Errorf("%w (%w)", err, errPortInUse)
 		}
 		return fmt.Errorf("%w\n%s", err, tail)
