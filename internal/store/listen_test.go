@@ -1,4 +1,4 @@
-package store_test
+package store
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/internal/wake"
 )
@@ -21,16 +20,9 @@ import (
 // the tables' channel, every release would notify a server connection no
 // client is linked to, which PgBouncer 1.18 can die of.
 func TestListeningConnectionWaitsForItsProbe(t *testing.T) {
-	tg := testdb.Target{Name: "postgres", Dialect: "postgres"}
-	st, err := store.New(tg.Open(t), store.Options{MaxConnections: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := migrated(t, testdb.Target{Name: "postgres", Dialect: "postgres"}.Open(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := st.Schema().Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
 	channels := func(raw *sql.Conn) []string {
 		t.Helper()
 		rows, err := raw.QueryContext(ctx, "SELECT pg_listening_channels()")
@@ -53,9 +45,9 @@ func TestListeningConnectionWaitsForItsProbe(t *testing.T) {
 		return out
 	}
 	tables := st.Tables().Leases
-	err = st.Wakeups().Listen(ctx, func(c wake.Conn) error {
+	err := st.Wakeups().Listen(ctx, func(c wake.Conn) error {
 		before := channels(c.Raw())
-		if len(before) != 1 || !strings.HasPrefix(before[0], "leasehold_probe_") {
+		if len(before) != 1 || !strings.HasPrefix(before[0], "leasehold_probe_") || before[0] == wakeChannel(st.Tables()) {
 			t.Errorf("before a probe arrived the connection listens to %q; want its probe channel alone", before)
 		}
 		if err := c.Notify(ctx, "|probe|"); err != nil {
