@@ -118,24 +118,15 @@ func StartGaleraCluster(ctx context.Context) (*Cluster, error) {
 		_ = c.Close()
 		return nil, fmt.Errorf("testdb: Galera node 0 (bootstrap): %w", err)
 	}
-	// The joiners start together: a donor serves one state transfer at a
-	// time, and the second joiner retries until it may, while its server
-	// has started meanwhile.
-	errs := make([]error, GaleraNodes)
-	var wg sync.WaitGroup
+	// The joiners start one after the other. A donor serves one state
+	// transfer at a time: started together, the second joiner waits for
+	// the first one's transfer inside its own start budget, which a busy
+	// machine can use up.
 	for i := 1; i < GaleraNodes; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := c.nodes[i].startFirst(ctx); err != nil {
-				errs[i] = fmt.Errorf("testdb: Galera node %d (joiner): %w", i, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		_ = c.Close()
-		return nil, err
+		if err := c.nodes[i].startFirst(ctx); err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("testdb: Galera node %d (joiner): %w", i, err)
+		}
 	}
 	for i := range c.nodes {
 		if err := c.waitSynced(ctx, i); err != nil {
