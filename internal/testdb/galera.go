@@ -303,7 +303,7 @@ func (c *Cluster) Close() error {
 // cluster (StartGaleraCluster) of its own. Open gives a handle on node 0;
 // GaleraCluster gives a test every node. It is not among Targets: the
 // suites that run on it say so (ClusterTargets).
-var GaleraTarget = Target{Name: "galera", Dialect: "mysql"}
+var GaleraTarget = Target{Name: "galera", Dialect: "mysql", Replicated: true}
 
 // ClusterTargets returns PoolerTargets and GaleraTarget: the targets of
 // the conformance suites, which must hold on a multi-primary cluster too.

@@ -16,8 +16,8 @@ import (
 // the primary, as an application configured for failover connects. They
 // are not among Targets: the suites that run on them say so (PairTargets).
 var (
-	PostgresPairTarget = Target{Name: "postgres-pair", Dialect: "postgres"}
-	MariaDBPairTarget  = Target{Name: "mariadb-pair", Dialect: "mysql"}
+	PostgresPairTarget = Target{Name: "postgres-pair", Dialect: "postgres", Replicated: true}
+	MariaDBPairTarget  = Target{Name: "mariadb-pair", Dialect: "mysql", Replicated: true}
 )
 
 // PairTargets returns PostgresPairTarget and MariaDBPairTarget.

@@ -38,6 +38,11 @@ type Target struct {
 	// nothing of a server session outlasts a transaction, LISTEN
 	// included, so release notifications never arrive.
 	Pooled bool
+	// Replicated is true when a commit waits for other servers: a
+	// replicated pair (PairTargets) or a Galera cluster (GaleraTarget).
+	// Its statements take longer than a single server's, and on a busy
+	// machine much longer, so tests give such a target wider time bounds.
+	Replicated bool
 }
 
 // Targets returns every target: PostgreSQL, MariaDB, SQLite through the cgo
