@@ -157,7 +157,7 @@ func (a *ambiguousAcquireStore) AcquireEach(ctx context.Context, session, holder
 // startAmbiguous starts a process, node-a, whose every acquire commits
 // but is reported failed, until as.on is closed.
 func startAmbiguous(t *testing.T, b *bundle) (*running, *ambiguousAcquireStore) {
-	cfg := notifying(fastConfig()).withDefaults()
+	cfg := notifying(b.fastConfig()).withDefaults()
 	cfg.Logger = zaptest.NewLogger(t)
 	as := &ambiguousAcquireStore{leaseStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
 	return startCoordinator(t, newCoordinator(as, testIdentity(t, "node-a"), cfg)), as
@@ -227,7 +227,7 @@ func caseAmbiguousAcquire(t *testing.T, b *bundle) {
 // back under the epoch it took, and another process takes the lease.
 func caseAmbiguousAcquireGivenBack(t *testing.T, b *bundle) {
 	a, as := startAmbiguous(t, b)
-	c := start(t, b.db, "node-c", fastConfig())
+	c := start(t, b.db, "node-c", b.fastConfig())
 	// A lease of its own keeps the process's session renewed, and with
 	// it every row the session holds.
 	as.pass.Store(true)
@@ -279,7 +279,7 @@ func caseAmbiguousAcquireGivenBack(t *testing.T, b *bundle) {
 // member id, and the pool settles with one member per process.
 func caseAmbiguousJoinGivenBack(t *testing.T, b *bundle) {
 	a, as := startAmbiguous(t, b)
-	c := start(t, b.db, "node-c", fastConfig())
+	c := start(t, b.db, "node-c", b.fastConfig())
 	rec := newRecorder()
 	ctx, cancel := context.WithCancel(context.Background())
 	var runs sync.WaitGroup

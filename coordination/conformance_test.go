@@ -103,7 +103,7 @@ func recvInt(t testing.TB, ch <-chan int) int {
 }
 
 func caseAcquireRenewRelease(t *testing.T, b *bundle) {
-	r := start(t, b.db, "node-a", fastConfig())
+	r := start(t, b.db, "node-a", b.fastConfig())
 	renewed := renewSignal(r)
 	e := election(t, r.Coordinator, ClusterScope, "jobs")
 	l := mustCampaign(t, e)
@@ -142,8 +142,8 @@ func caseAcquireRenewRelease(t *testing.T, b *bundle) {
 }
 
 func caseEpochNeverReused(t *testing.T, b *bundle) {
-	a := start(t, b.db, "node-a", fastConfig())
-	c := start(t, b.db, "node-c", fastConfig())
+	a := start(t, b.db, "node-a", b.fastConfig())
+	c := start(t, b.db, "node-c", b.fastConfig())
 	ea := election(t, a.Coordinator, GlobalScope, "epochs")
 	ec := election(t, c.Coordinator, GlobalScope, "epochs")
 	var epochs []int64
@@ -187,7 +187,7 @@ func caseExactlyOneWinner(t *testing.T, b *bundle) {
 	defer cancel()
 	var runs []*running
 	for i := range n {
-		r := start(t, b.db, "node-"+string(rune('a'+i)), fastConfig())
+		r := start(t, b.db, "node-"+string(rune('a'+i)), b.fastConfig())
 		runs = append(runs, r)
 		e := election(t, r.Coordinator, ClusterScope, "singleton")
 		go func() {
@@ -221,8 +221,14 @@ func caseExactlyOneWinner(t *testing.T, b *bundle) {
 }
 
 func caseFailoverAfterRelease(t *testing.T, b *bundle) {
-	a := start(t, b.db, "node-a", fastConfig())
-	c := start(t, b.db, "node-c", fastConfig())
+	// Quick retries, but a trust window and a round bound no busy machine
+	// exhausts: an acquire that runs out of its round's time may have
+	// committed, so its term is given back and taken again at the next
+	// epoch, and the follower's epoch is what this case checks.
+	cfg := b.fastConfig()
+	cfg.TTL, cfg.Margin, cfg.RenewInterval = time.Minute, 10*time.Second, 2*time.Second
+	a := start(t, b.db, "node-a", cfg)
+	c := start(t, b.db, "node-c", cfg)
 	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "handoff"))
 	got := make(chan *Lease, 1)
 	go func() {
@@ -357,7 +363,7 @@ func caseOneStatementPerRenewTick(t *testing.T, b *bundle) {
 	db := b.db.Session(&gorm.Session{Logger: cl})
 	// Short ticks, but a trust window no busy machine exhausts: the case
 	// counts statements, and a lease lost to a slow tick would only stall it.
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
 	// Behind a transaction pooler listening fails and is retried, with
 	// statements of its own: a program there sets DisableNotifications.
@@ -434,8 +440,8 @@ func caseFence(t *testing.T, b *bundle) {
 	if err := b.db.AutoMigrate(&fencedWrite{}); err != nil {
 		t.Fatal(err)
 	}
-	a := start(t, b.db, "node-a", fastConfig())
-	c := start(t, b.db, "node-c", fastConfig())
+	a := start(t, b.db, "node-a", b.fastConfig())
+	c := start(t, b.db, "node-c", b.fastConfig())
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "fence"))
 	write := func(id int, check func(tx *gorm.DB) error) error {
 		return b.db.Transaction(func(tx *gorm.DB) error {
@@ -499,7 +505,7 @@ func caseFence(t *testing.T, b *bundle) {
 // handle outside a transaction, where its row lock would end with its own
 // statement, and accepts the same handle's transactions.
 func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
-	r := start(t, b.db, "node-a", fastConfig())
+	r := start(t, b.db, "node-a", b.fastConfig())
 	l := mustCampaign(t, election(t, r.Coordinator, GlobalScope, "fence-tx"))
 	defer release(t, l)
 
@@ -597,7 +603,7 @@ func caseScopes(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := notifying(fastConfig())
+	cfg := notifying(b.fastConfig())
 	ca, err := New(b.db, idA, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -615,7 +621,7 @@ func caseScopes(t *testing.T, b *bundle) {
 	}
 	// One global leader: only the first wins.
 	g := mustCampaign(t, election(t, ra.Coordinator, GlobalScope, "report"))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*fastConfig().TTL)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*b.fastConfig().TTL)
 	defer cancel()
 	if l, err := election(t, rb.Coordinator, GlobalScope, "report").Campaign(ctx); err == nil {
 		t.Fatalf("second global leader: %s", l.Token())
@@ -626,7 +632,7 @@ func caseScopes(t *testing.T, b *bundle) {
 }
 
 func caseLeaderAndList(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	a := start(t, b.db, "node-a", cfg)
 	e := election(t, a.Coordinator, ClusterScope, "who")
 	info, err := e.Leader(context.Background())
@@ -660,7 +666,7 @@ func caseLeaderAndList(t *testing.T, b *bundle) {
 }
 
 func caseCutOff(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	a, fa := startFaulty(t, b.db, "node-a", cfg)
 	c := start(t, b.db, "node-c", cfg)
 	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "cut"))
@@ -704,7 +710,7 @@ func caseCutOff(t *testing.T, b *bundle) {
 }
 
 func caseTransientErrors(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	a, fa := startFaulty(t, b.db, "node-a", cfg)
 	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "flaky"))
 	events, unsub := a.Subscribe(64)
@@ -756,8 +762,8 @@ func caseTransientErrors(t *testing.T, b *bundle) {
 }
 
 func caseShutdownOrder(t *testing.T, b *bundle) {
-	a := start(t, b.db, "node-a", fastConfig())
-	c := start(t, b.db, "node-c", fastConfig())
+	a := start(t, b.db, "node-a", b.fastConfig())
+	c := start(t, b.db, "node-c", b.fastConfig())
 	e := election(t, a.Coordinator, ClusterScope, "drain")
 	started := make(chan *Lease, 1)
 	cancelled := make(chan struct{})
@@ -817,7 +823,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 }
 
 func caseShutdownOverrun(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	cfg.ShutdownTimeout = 300 * time.Millisecond
 	a := start(t, b.db, "node-a", cfg)
 	events, unsub := a.Subscribe(16)
@@ -859,8 +865,8 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 }
 
 func caseLeaderChanged(t *testing.T, b *bundle) {
-	a := start(t, b.db, "node-a", fastConfig())
-	c := start(t, b.db, "node-c", fastConfig())
+	a := start(t, b.db, "node-a", b.fastConfig())
+	c := start(t, b.db, "node-c", b.fastConfig())
 	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "watch"))
 	settle(t, b.db) // C's first read on its node sees A's lease
 	events, unsub := c.Subscribe(16)
@@ -887,7 +893,7 @@ func caseLeaderChanged(t *testing.T, b *bundle) {
 }
 
 func caseAutoMigrateDisabled(t *testing.T, b *bundle) {
-	cfg := notifying(fastConfig())
+	cfg := notifying(b.fastConfig())
 	cfg.DisableAutoMigrate = true
 	c, err := New(b.db, testIdentity(t, "node-a"), cfg)
 	if err != nil {
@@ -911,7 +917,7 @@ func caseAutoMigrateDisabled(t *testing.T, b *bundle) {
 }
 
 func caseTablePrefix(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	cfg.TablePrefix = "custom_"
 	a := start(t, b.db, "node-a", cfg)
 	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "p"))

@@ -38,7 +38,7 @@ func checkTerms(t testing.TB, terms []seenTerm) {
 // the database, so the next term starts only after expiry.
 func caseContention(t *testing.T, b *bundle) {
 	const contenders, wantTerms = 20, 25
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	var (
 		mu    sync.Mutex
 		terms []seenTerm

@@ -130,7 +130,7 @@ func twoCoordinators(t *testing.T, b *bundle) (a, bb *running) {
 	if !rawStore(t, b.db).DetectsFailover() {
 		t.Skipf("%s does not tell database incarnations apart", b.target.Name)
 	}
-	return start(t, b.db, "node-a", fastConfig()), start(t, b.db, "node-b", fastConfig())
+	return start(t, b.db, "node-a", b.fastConfig()), start(t, b.db, "node-b", b.fastConfig())
 }
 
 // acquiredAfterHold fails the test if the lease's current term began,

@@ -15,7 +15,7 @@ import (
 // rolled-back transaction leaves the data as it was.
 func caseLeaseData(t *testing.T, b *bundle) {
 	ctx := context.Background()
-	a := start(t, b.db, "node-a", fastConfig())
+	a := start(t, b.db, "node-a", b.fastConfig())
 	l1 := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "job"))
 	if err := l1.SetData(ctx, "one"); err != nil {
 		t.Fatalf("SetData: %v", err)
@@ -48,7 +48,7 @@ func caseLeaseData(t *testing.T, b *bundle) {
 	// Another process takes over after the session expired; the old term
 	// writes nothing, whichever way it tries.
 	expireNow(t, b.db, l1.Key())
-	c := start(t, b.db, "node-c", fastConfig())
+	c := start(t, b.db, "node-c", b.fastConfig())
 	l2 := mustCampaign(t, election(t, c.Coordinator, GlobalScope, "job"))
 	if data, _, err := l2.Data(ctx); err != nil || data != "two" {
 		t.Fatalf("new term reads %q, %v; want the data of the last term, two", data, err)

@@ -72,7 +72,7 @@ func lockRows(t testing.TB, db *gorm.DB, l *Locks) []string {
 // Three processes with four goroutines each contend for one key: never
 // two holders at once, and each grant's epoch is above the one before.
 func caseLocksMutualExclusion(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	var nss []*Locks
 	for _, node := range []string{"node-a", "node-b", "node-c"} {
 		nss = append(nss, locks(t, start(t, b.db, node, cfg).Coordinator, GlobalScope, "accounts"))
@@ -129,7 +129,7 @@ func caseLocksMutualExclusion(t *testing.T, b *bundle) {
 // goroutine of this process holds, naming why; bad keys are refused with
 // the key named.
 func caseLocksTryLock(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	a := locks(t, start(t, b.db, "node-a", cfg).Coordinator, ClusterScope, "files")
 	c := locks(t, start(t, b.db, "node-c", cfg).Coordinator, ClusterScope, "files")
 	ctx := context.Background()
@@ -167,7 +167,7 @@ func caseLocksTryLock(t *testing.T, b *bundle) {
 // counted.
 func caseLocksFreeKeyTakenByTheCaller(t *testing.T, b *bundle) {
 	cl := &countingLogger{}
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	cfg.TTL, cfg.Margin, cfg.RenewInterval, cfg.RetryInterval = time.Minute, 10*time.Second, 20*time.Second, time.Minute
 	r := start(t, b.db.Session(&gorm.Session{Logger: cl}), "node-a", cfg)
 	ns := locks(t, r.Coordinator, GlobalScope, "accounts")
@@ -207,7 +207,7 @@ func caseLocksFreeKeyTakenByTheCaller(t *testing.T, b *bundle) {
 // A release deletes the key's row; the key's lease, held, has the row
 // and the process's session.
 func caseLocksReleaseDeletesRow(t *testing.T, b *bundle) {
-	r := start(t, b.db, "node-a", fastConfig())
+	r := start(t, b.db, "node-a", b.fastConfig())
 	ns := locks(t, r.Coordinator, GlobalScope, "jobs")
 	l := mustLock(t, ns, "a|b c") // '|' and spaces are allowed in keys
 	if got := row(t, b.db, l.Key()); got.Holder != r.Holder() || got.Epoch != l.Epoch() || !got.Live() {
@@ -225,7 +225,7 @@ func caseLocksReleaseDeletesRow(t *testing.T, b *bundle) {
 // The epochs of a key never go back, although its row is deleted and
 // created again: by a release, and by the prune of a dead holder's row.
 func caseLocksEpochRisesAcrossDelete(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	a, fa := startFaulty(t, b.db, "node-a", cfg)
 	c := start(t, b.db, "node-c", cfg)
 	na, nc := locks(t, a.Coordinator, GlobalScope, "acct"), locks(t, c.Coordinator, GlobalScope, "acct")
@@ -272,7 +272,7 @@ func caseLocksEpochRisesAcrossDelete(t *testing.T, b *bundle) {
 // Do's context is cancelled at the trust deadline once renewals stop,
 // before another process takes the key.
 func caseLocksDoCancelledAtTrustDeadline(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	a, fa := startFaulty(t, b.db, "node-a", cfg)
 	c := start(t, b.db, "node-c", cfg)
 	na, nc := locks(t, a.Coordinator, GlobalScope, "acct"), locks(t, c.Coordinator, GlobalScope, "acct")
@@ -327,7 +327,7 @@ func caseLocksDoCancelledAtTrustDeadline(t *testing.T, b *bundle) {
 // Where wake-ups exist, a release hands the key to a waiting process at
 // once, long before its next poll (RetryInterval is a minute here).
 func caseLocksReleaseWakesWaiter(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	cfg.TTL, cfg.Margin, cfg.RetryInterval = time.Minute, 10*time.Second, time.Minute
 	a, c := start(t, b.db, "node-a", cfg), start(t, b.db, "node-c", cfg)
 	waitListening(t, a, c)
@@ -372,7 +372,7 @@ func ptr[T any](v T) *T { return &v }
 func caseLocksOneRenewalPerTick(t *testing.T, b *bundle) {
 	cl := &countingLogger{}
 	db := b.db.Session(&gorm.Session{Logger: cl})
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
 	r := start(t, db, "node-a", cfg)
 	ticks := tickSignal(r, cl)
@@ -411,7 +411,7 @@ func caseLocksOneRenewalPerTick(t *testing.T, b *bundle) {
 // Many distinct keys used one after another leave no rows behind but the
 // namespace's floor rows.
 func caseLocksRowsBounded(t *testing.T, b *bundle) {
-	r := start(t, b.db, "node-a", fastConfig())
+	r := start(t, b.db, "node-a", b.fastConfig())
 	ns := locks(t, r.Coordinator, GlobalScope, "files")
 	const keys = 300
 	for i := range keys {

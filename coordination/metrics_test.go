@@ -161,7 +161,7 @@ func lossCauseOf(t testing.TB, err error) string {
 
 func caseMetricsAcquireRenewRelease(t *testing.T, b *bundle) {
 	mp, probe := newMeterProbe(t)
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	cfg.MeterProvider = mp
 	r := start(t, b.db, "node-a", cfg)
 	renewed := renewSignal(r)
@@ -227,7 +227,7 @@ func caseMetricsAcquireRenewRelease(t *testing.T, b *bundle) {
 // acquisition and an acquire round trip, as a campaign's grant does; an
 // attempt refused by the read sends no acquire and counts nothing.
 func caseMetricsTryAcquire(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	mpA, probeA := newMeterProbe(t)
 	mpC, probeC := newMeterProbe(t)
 	cfgA, cfgC := cfg, cfg
@@ -300,7 +300,7 @@ func caseMetricsTryAcquire(t *testing.T, b *bundle) {
 // the handoff gap, and then loses it when the database shows its session
 // expired.
 func caseMetricsLossAndHandoff(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	mpA, probeA := newMeterProbe(t)
 	mpC, probeC := newMeterProbe(t)
 	cfgA, cfgC := cfg, cfg
@@ -381,7 +381,7 @@ func caseMetricsLossAndHandoff(t *testing.T, b *bundle) {
 // caseMetricsPool: two members of a pool report its generation, its
 // members and their assignment, and a rebalance each.
 func caseMetricsPool(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	type member struct {
 		probe *meterProbe
 		p     *Pool

@@ -36,8 +36,8 @@ func recvInfo(t testing.TB, ch <-chan LeaseInfo, observer string, what string, m
 // and gets EventLeaderChanged for it; it never takes the lease, though the
 // lease is free for long stretches.
 func caseObserve(t *testing.T, b *bundle) {
-	a := start(t, b.db, "node-a", fastConfig())
-	o := start(t, b.db, "node-o", fastConfig())
+	a := start(t, b.db, "node-a", b.fastConfig())
+	o := start(t, b.db, "node-o", b.fastConfig())
 	events, unsub := o.Subscribe(64)
 	defer unsub()
 	ea := election(t, a.Coordinator, GlobalScope, "watched")
@@ -116,7 +116,7 @@ func caseObserve(t *testing.T, b *bundle) {
 func caseObserveCostsNoStatementPerName(t *testing.T, b *bundle) {
 	// A trust window no busy machine exhausts: the held lease must stay
 	// held, or the campaigning process would acquire it.
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
 	a := start(t, b.db, "node-a", cfg)
 	held := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "held"))

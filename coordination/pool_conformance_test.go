@@ -19,7 +19,7 @@ func TestPoolConformance(t *testing.T) {
 }
 
 func casePoolFive(t *testing.T, b *bundle) {
-	cfg := fastConfig() // TTL 1.2s, retry (poll) 100ms
+	cfg := b.fastConfig() // TTL 1.2s, retry (poll) 100ms; twice that on a replicated target
 	rec := newRecorder()
 	var nodes []*poolNode
 	add := func(node string) *poolNode {

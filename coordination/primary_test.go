@@ -118,8 +118,8 @@ func caseReadReplica(t *testing.T, b *bundle) {
 		t.Fatalf("setup: a plain SELECT did not reach the replica; the resolver is not routing")
 	}
 
-	a := start(t, b.db, "node-a", fastConfig()) // migrates
-	c := start(t, b.db, "node-c", fastConfig())
+	a := start(t, b.db, "node-a", b.fastConfig()) // migrates
+	c := start(t, b.db, "node-c", b.fastConfig())
 	ea := election(t, a.Coordinator, GlobalScope, "replicated")
 	ec := election(t, c.Coordinator, GlobalScope, "replicated")
 	l := mustCampaign(t, ea)
@@ -200,7 +200,7 @@ func caseUserCallbacksSeeAcquire(t *testing.T, b *bundle) {
 			t.Fatal(err)
 		}
 	}
-	a := start(t, b.db, "node-a", fastConfig())
+	a := start(t, b.db, "node-a", b.fastConfig())
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "watched"))
 	release(t, l)
 	mu.Lock()

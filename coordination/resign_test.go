@@ -127,7 +127,7 @@ func caseResignHandsOver(t *testing.T, b *bundle) {
 	if r := row(t, b.db, ea.Key()); r.Holder != bb.Holder() || r.Epoch != epoch+1 || r.ResignEpoch != 0 {
 		t.Fatalf("row = %+v, want B at epoch %d with no request left", r, epoch+1)
 	}
-	noTerm(t, la.terms, "A", 3*fastConfig().RetryInterval)
+	noTerm(t, la.terms, "A", 3*b.fastConfig().RetryInterval)
 }
 
 // caseResignIsFencedByEpoch: a request recorded for epoch E never ends a

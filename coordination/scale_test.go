@@ -141,7 +141,7 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 	// Ticks of a second, and a trust window and statement timeouts (a
 	// campaign round's scale with RenewInterval) that no busy machine
 	// exhausts: the case asserts that nothing fails.
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	cfg.TTL, cfg.Margin, cfg.RenewInterval, cfg.RetryInterval = time.Minute, 10*time.Second, time.Second, time.Second
 	// The drain ends as soon as every lease is released: 20 statements,
 	// which the pure-Go SQLite driver under the race detector on a loaded
@@ -251,7 +251,7 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 // prune meanwhile, and all of them are assigned.
 func casePoolMembersJoiningAtOnce(t *testing.T, b *bundle) {
 	const members = 20
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	cfg.TTL, cfg.Margin, cfg.RenewInterval = time.Minute, 10*time.Second, time.Second
 	rec := newRecorder()
 	// A statement that times out on a loaded machine is retried at the

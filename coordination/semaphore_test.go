@@ -35,7 +35,7 @@ func semaphore(t testing.TB, c *Coordinator, name string, limit int) *Semaphore 
 // never more than 2 holders at once, both slots used, and each slot's
 // epochs rise.
 func caseSemaphoreNeverAboveLimit(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	var sems []*Semaphore
 	for _, node := range []string{"node-a", "node-b", "node-c"} {
 		sems = append(sems, semaphore(t, start(t, b.db, node, cfg).Coordinator, "exports", 2))
@@ -87,7 +87,7 @@ func caseSemaphoreNeverAboveLimit(t *testing.T, b *bundle) {
 // TryAcquire takes free slots and is refused once every slot is held;
 // a bad limit is refused naming it.
 func caseSemaphoreTryAcquire(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	a, c := start(t, b.db, "node-a", cfg), start(t, b.db, "node-c", cfg)
 	sa, sc := semaphore(t, a.Coordinator, "jobs", 2), semaphore(t, c.Coordinator, "jobs", 2)
 	ctx := context.Background()
@@ -123,7 +123,7 @@ func caseSemaphoreTryAcquire(t *testing.T, b *bundle) {
 // Run runs the function in at most limit processes at once, and in
 // limit of them once they all want to.
 func caseSemaphoreRun(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	var running, most atomic.Int32
 	full := make(chan struct{})
 	var once sync.Once

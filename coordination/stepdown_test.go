@@ -82,7 +82,7 @@ func caseStepDownHandsOver(t *testing.T, b *bundle) {
 		if !errors.Is(err, ErrUnhealthy) || time.Now().After(deadline) {
 			t.Fatalf("TryAcquire after the checks pass again = %v, want a lease within %v", err, wait)
 		}
-		time.Sleep(fastConfig().RetryInterval)
+		time.Sleep(b.fastConfig().RetryInterval)
 	}
 }
 

@@ -273,7 +273,7 @@ func caseIndexMemberOfStickyPool(t *testing.T, b *bundle) {
 // never publishes over the live member's list, and each Run refuses a
 // pool of the other mode.
 func caseStickyModeMismatch(t *testing.T, b *bundle) {
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	rec := newRecorder()
 	a := start(t, b.db, "node-a", cfg)
 	plain, err := a.Pool(GlobalScope, "orders", PoolConfig{})
@@ -455,7 +455,7 @@ func caseStickyMoves(t *testing.T, b *bundle) {
 
 func caseStickyStaticRestart(t *testing.T, b *bundle) {
 	const parts = 30
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	// A TTL long enough that a new coordinator starts well within it on a
 	// loaded machine: the restart must come back before the partitions move.
 	cfg.TTL = 6 * time.Second

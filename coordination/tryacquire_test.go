@@ -22,7 +22,7 @@ func tryAcquire(e *Election) (*Lease, error) {
 // of the same election are refused, and after its release the next
 // attempt gets the next epoch. A stopped coordinator refuses attempts.
 func caseTryAcquireFree(t *testing.T, b *bundle) {
-	a := start(t, b.db, "node-a", fastConfig())
+	a := start(t, b.db, "node-a", b.fastConfig())
 	e := election(t, a.Coordinator, GlobalScope, "try-free")
 	l, err := tryAcquire(e)
 	if err != nil {
@@ -74,8 +74,8 @@ func caseTryAcquireFree(t *testing.T, b *bundle) {
 // ErrSessionLost (this process's session is fine), and leaves the row as
 // it was.
 func caseTryAcquireHeld(t *testing.T, b *bundle) {
-	a := start(t, b.db, "node-a", fastConfig())
-	c := start(t, b.db, "node-c", fastConfig())
+	a := start(t, b.db, "node-a", b.fastConfig())
+	c := start(t, b.db, "node-c", b.fastConfig())
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "try-held"))
 	defer release(t, l)
 	settle(t, b.db) // C's read on its node sees A's lease
@@ -121,8 +121,8 @@ func caseTryAcquireHeld(t *testing.T, b *bundle) {
 // database clock, an attempt takes the lease under the next epoch, and
 // the old holder's term ends.
 func caseTryAcquireAfterExpiry(t *testing.T, b *bundle) {
-	a := start(t, b.db, "node-a", fastConfig())
-	c := start(t, b.db, "node-c", fastConfig())
+	a := start(t, b.db, "node-a", b.fastConfig())
+	c := start(t, b.db, "node-c", b.fastConfig())
 	old := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "try-expired"))
 	defer release(t, old)
 	expireNow(t, b.db, old.Key())

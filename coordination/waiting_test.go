@@ -89,7 +89,7 @@ func casePruneWaitingDeletesNewTerm(t *testing.T, b *bundle) {
 // get the token (member row and epoch) the first one had: a token of the
 // first membership must not pass CheckFence.
 func caseMemberEpochAfterPrune(t *testing.T, b *bundle) {
-	cfg := fastConfig() // the prune grace is ten TTLs: 12s
+	cfg := b.fastConfig() // the prune grace is ten TTLs: 12s
 	ra := start(t, b.db, "node-a", cfg)
 	rb := start(t, b.db, "node-b", cfg)
 	runUntilAssigned := func(r *running) (Assignment, context.CancelFunc, chan struct{}) {
@@ -141,7 +141,7 @@ func caseMemberEpochAfterPrune(t *testing.T, b *bundle) {
 // new one per call, e.g. a workers.Host partitioned worker and code of the
 // service) must never both run work for the same index at once.
 func caseSamePoolTwice(t *testing.T, b *bundle) {
-	r := start(t, b.db, "node-a", fastConfig())
+	r := start(t, b.db, "node-a", b.fastConfig())
 	p1, err := r.Pool(GlobalScope, "twice", PoolConfig{})
 	if err != nil {
 		t.Fatal(err)

@@ -420,7 +420,7 @@ func caseNoListeningOnAOneConnectionPool(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	sqlDB.SetMaxOpenConns(1)
-	cfg := fastConfig()
+	cfg := b.fastConfig()
 	cfg.TTL, cfg.Margin = 10*time.Second, 2*time.Second
 	r := start(t, b.db, "node-a", cfg)
 	renews := renewSignal(r)
