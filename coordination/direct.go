@@ -83,14 +83,18 @@ func (cp *campaigner) tryAcquire(ctx context.Context, e *Election) (*Lease, erro
 	var startErr error
 	taken := false
 	// A round still under way for a withdrawn campaign of a keyed lock
-	// or a semaphore slot keeps the attempt off the row (acquiring).
-	if kept, done := cp.acquiring([]string{name}, anyLease); len(kept) > 0 {
-		_, err = cp.acquireNames(ctx, kept, missing, func(name string, epoch int64, s *session) {
-			taken = true
-			l, startErr = cp.startTerm(name, epoch, s, e)
-		})
-		done()
+	// or a semaphore slot, or the give-back of an earlier attempt that
+	// reported failure (giveback.go), keeps the attempt off the row
+	// (acquiring). Neither is another holder: the caller may try again.
+	kept, done := cp.acquiring([]string{name}, anyLease)
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("coordination: try to acquire lease %q: another acquire or give-back of this process is under way on it; try again", name)
 	}
+	_, err = cp.acquireNames(ctx, kept, missing, func(name string, epoch int64, s *session) {
+		taken = true
+		l, startErr = cp.startTerm(name, epoch, s, e)
+	})
+	done()
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("coordination: try to acquire lease %q: %w", name, err)

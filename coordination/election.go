@@ -98,8 +98,10 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 //
 // An attempt whose acquire statement failed returns that error, never a
 // lease; if the statement committed nonetheless, the epoch it took is
-// never used: the next acquire by this process takes the lease again
-// under a new epoch, and otherwise it expires with the session.
+// never used: this process gives the grant back, unless its next acquire
+// takes the lease again first, under a new epoch. An attempt made while
+// this process is giving that grant back returns an error to try again,
+// not ErrNotAcquired: no other holder has the lease.
 //
 // Like Campaign, TryAcquire waits, within ctx, for the coordinator to be
 // ready, and returns ErrClosed once it is stopping or has stopped. It

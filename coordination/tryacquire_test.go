@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/memstore"
 )
 
 // tryAcquire makes one attempt, bounded by wait.
@@ -148,4 +150,30 @@ func caseTryAcquireAfterExpiry(t *testing.T, b *bundle) {
 	if err := b.db.Transaction(func(tx *gorm.DB) error { return l.Fence(tx) }); err != nil {
 		t.Fatalf("Fence of the new term: %v", err)
 	}
+}
+
+// TestTryAcquireBesideItsOwnGiveBack: while this process's give-back of
+// an earlier attempt that reported failure is under way on the lease, a
+// TryAcquire of it fails with an error to try again, not ErrNotAcquired:
+// no other holder has the lease. Once the give-back is done, the next
+// attempt takes it.
+func TestTryAcquireBesideItsOwnGiveBack(t *testing.T) {
+	cfg := fastConfig()
+	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
+	r := startCoordinator(t, newCoordinator(memstore.New(), testIdentity(t, "node-a"), cfg.withDefaults()))
+	e := election(t, r.Coordinator, GlobalScope, "given-back")
+	kept, done := r.campaigner.acquiring([]string{e.Key()}, uncampaignedLease)
+	if len(kept) != 1 {
+		t.Fatalf("the give-back kept %v; want %s", kept, e.Key())
+	}
+	_, err := tryAcquire(e)
+	if err == nil || errors.Is(err, ErrNotAcquired) || !strings.Contains(err.Error(), "try again") {
+		t.Fatalf("TryAcquire beside the give-back: %v; want an error to try again, not ErrNotAcquired", err)
+	}
+	done()
+	l, err := tryAcquire(e)
+	if err != nil {
+		t.Fatalf("TryAcquire once the give-back is done: %v", err)
+	}
+	release(t, l)
 }
