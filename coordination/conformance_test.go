@@ -603,7 +603,11 @@ func caseScopes(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Quick retries, but a trust window no busy machine exhausts: the
+	// second global campaign must find the first leader's lease live
+	// throughout, so that its win could only be a second leader.
 	cfg := notifying(b.fastConfig())
+	cfg.TTL, cfg.Margin, cfg.RenewInterval = time.Minute, 10*time.Second, 2*time.Second
 	ca, err := New(b.db, idA, cfg)
 	if err != nil {
 		t.Fatal(err)
