@@ -225,8 +225,8 @@ func caseFailoverAfterRelease(t *testing.T, b *bundle) {
 	// exhausts: an acquire that runs out of its round's time may have
 	// committed, so its term is given back and taken again at the next
 	// epoch, and the follower's epoch is what this case checks.
-	cfg := b.fastConfig()
-	cfg.TTL, cfg.Margin, cfg.RenewInterval = time.Minute, 10*time.Second, 2*time.Second
+	cfg := steady(b.fastConfig())
+	cfg.RenewInterval = 2 * time.Second
 	a := start(t, b.db, "node-a", cfg)
 	c := start(t, b.db, "node-c", cfg)
 	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "handoff"))
@@ -363,8 +363,7 @@ func caseOneStatementPerRenewTick(t *testing.T, b *bundle) {
 	db := b.db.Session(&gorm.Session{Logger: cl})
 	// Short ticks, but a trust window no busy machine exhausts: the case
 	// counts statements, and a lease lost to a slow tick would only stall it.
-	cfg := b.fastConfig()
-	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
+	cfg := steady(b.fastConfig())
 	// Behind a transaction pooler listening fails and is retried, with
 	// statements of its own: a program there sets DisableNotifications.
 	cfg.DisableNotifications = b.target.Pooled
@@ -606,8 +605,8 @@ func caseScopes(t *testing.T, b *bundle) {
 	// Quick retries, but a trust window no busy machine exhausts: the
 	// second global campaign must find the first leader's lease live
 	// throughout, so that its win could only be a second leader.
-	cfg := notifying(b.fastConfig())
-	cfg.TTL, cfg.Margin, cfg.RenewInterval = time.Minute, 10*time.Second, 2*time.Second
+	cfg := steady(notifying(b.fastConfig()))
+	cfg.RenewInterval = 2 * time.Second
 	ca, err := New(b.db, idA, cfg)
 	if err != nil {
 		t.Fatal(err)

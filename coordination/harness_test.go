@@ -58,6 +58,17 @@ func (b *bundle) fastConfig() Config {
 	return cfg
 }
 
+// steady is cfg with a trust window no busy machine exhausts: a TTL of a
+// minute and a margin of 10 s, its intervals unchanged. A case that
+// asserts no second holder ever appears takes it, so that a lease lapsing
+// under load, after which another process takes it legitimately, cannot
+// pass for a second holder; so does a case that only needs its leases to
+// stay held while it looks at them.
+func steady(cfg Config) Config {
+	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
+	return cfg
+}
+
 // notifying is cfg with PostgreSQL's release notifications (package
 // pgnotify), as a service on PostgreSQL sets them, unless the test chose
 // its own; other databases ignore the setting.

@@ -21,8 +21,7 @@ func init() {
 // to an election named like one of them, and reads them all with Pools
 // from a coordinator that never runs.
 func casePoolsListsEveryPool(t *testing.T, b *bundle) {
-	cfg := b.fastConfig()
-	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second // no lease may expire on a busy machine
+	cfg := steady(b.fastConfig()) // no lease may expire on a busy machine
 	ra := start(t, b.db, "node-a", cfg)
 	rb := start(t, b.db, "node-b", cfg)
 	reader, err := New(b.db, testIdentity(t, "node-r"), Config{Logger: zaptest.NewLogger(t)})

@@ -116,8 +116,7 @@ func caseObserve(t *testing.T, b *bundle) {
 func caseObserveCostsNoStatementPerName(t *testing.T, b *bundle) {
 	// A trust window no busy machine exhausts: the held lease must stay
 	// held, or the campaigning process would acquire it.
-	cfg := b.fastConfig()
-	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
+	cfg := steady(b.fastConfig())
 	a := start(t, b.db, "node-a", cfg)
 	held := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "held"))
 	defer release(t, held)

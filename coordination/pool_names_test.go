@@ -26,8 +26,7 @@ func casePoolNestedNames(t *testing.T, b *bundle) {
 	// Short polls, but a trust window no busy machine exhausts: the case
 	// checks which rows each pool sees, and asserts that the elections
 	// beside the pools are never lost.
-	cfg := b.fastConfig()
-	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
+	cfg := steady(b.fastConfig())
 	ctx := context.Background()
 
 	type member struct {

@@ -21,8 +21,7 @@ func TestRunPolicy(t *testing.T) {
 // policyConfig renews often but trusts long, so no term ends by itself
 // while the case runs, however busy the machine.
 func policyConfig() Config {
-	cfg := fastConfig()
-	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
+	cfg := steady(fastConfig())
 	return cfg
 }
 

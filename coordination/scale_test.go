@@ -251,8 +251,8 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 // prune meanwhile, and all of them are assigned.
 func casePoolMembersJoiningAtOnce(t *testing.T, b *bundle) {
 	const members = 20
-	cfg := b.fastConfig()
-	cfg.TTL, cfg.Margin, cfg.RenewInterval = time.Minute, 10*time.Second, time.Second
+	cfg := steady(b.fastConfig())
+	cfg.RenewInterval = time.Second
 	rec := newRecorder()
 	// A statement that times out on a loaded machine is retried at the
 	// next step; a join refused because pruning deleted the row it was

@@ -158,8 +158,7 @@ func caseTryAcquireAfterExpiry(t *testing.T, b *bundle) {
 // no other holder has the lease. Once the give-back is done, the next
 // attempt takes it.
 func TestTryAcquireBesideItsOwnGiveBack(t *testing.T) {
-	cfg := fastConfig()
-	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
+	cfg := steady(fastConfig())
 	r := startCoordinator(t, newCoordinator(memstore.New(), testIdentity(t, "node-a"), cfg.withDefaults()))
 	e := election(t, r.Coordinator, GlobalScope, "given-back")
 	kept, done := r.campaigner.acquiring([]string{e.Key()}, uncampaignedLease)
