@@ -18,13 +18,10 @@ import (
 
 // TestConformance runs the same lease cases on every database target,
 // the Galera cluster and the replicated pairs (through the DSN that
-// follows the primary) included. Subtest names are <target>/<Case>. Behind
-// PgBouncer (testdb.PgBouncerTarget) the cases pass too, run alone, but
-// are left out here: beside the package's other PgBouncer tests on a busy
-// machine, its pool of four server connections kept those from starting
-// a coordinator within their bound.
+// follows the primary) and PgBouncer in transaction mode
+// (testdb.PgBouncerTarget) included. Subtest names are <target>/<Case>.
 func TestConformance(t *testing.T) {
-	targets := append(testdb.Targets(), testdb.GaleraTarget)
+	targets := append(testdb.PoolerTargets(), testdb.GaleraTarget)
 	runCasesOn(t, append(targets, testdb.PairTargets()...), conformanceCases)
 }
 
