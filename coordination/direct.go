@@ -88,7 +88,7 @@ func (cp *campaigner) tryAcquire(ctx context.Context, e *Election) (*Lease, erro
 	// (acquiring). Neither is another holder: the caller may try again.
 	kept, done := cp.acquiring([]string{name}, anyLease)
 	if len(kept) == 0 {
-		return nil, fmt.Errorf("coordination: try to acquire lease %q: another acquire or give-back of this process is under way on it; try again", name)
+		return nil, fmt.Errorf("coordination: try to acquire lease %q: %w: an acquire or give-back of this process is under way on it; try again", name, ErrBusy)
 	}
 	_, err = cp.acquireNames(ctx, kept, missing, func(name string, epoch int64, s *session) {
 		taken = true

@@ -100,8 +100,8 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 // lease; if the statement committed nonetheless, the epoch it took is
 // never used: this process gives the grant back, unless its next acquire
 // takes the lease again first, under a new epoch. An attempt made while
-// this process is giving that grant back returns an error to try again,
-// not ErrNotAcquired: no other holder has the lease.
+// this process is giving that grant back returns an error wrapping ErrBusy
+// (try again), not ErrNotAcquired: no other holder has the lease.
 //
 // Like Campaign, TryAcquire waits, within ctx, for the coordinator to be
 // ready, and returns ErrClosed once it is stopping or has stopped. It

@@ -166,8 +166,8 @@ func TestTryAcquireBesideItsOwnGiveBack(t *testing.T) {
 		t.Fatalf("the give-back kept %v; want %s", kept, e.Key())
 	}
 	_, err := tryAcquire(e)
-	if err == nil || errors.Is(err, ErrNotAcquired) || !strings.Contains(err.Error(), "try again") {
-		t.Fatalf("TryAcquire beside the give-back: %v; want an error to try again, not ErrNotAcquired", err)
+	if !errors.Is(err, ErrBusy) || errors.Is(err, ErrNotAcquired) || !strings.Contains(err.Error(), "try again") {
+		t.Fatalf("TryAcquire beside the give-back: %v; want ErrBusy, to try again, not ErrNotAcquired", err)
 	}
 	done()
 	l, err := tryAcquire(e)
