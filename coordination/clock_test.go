@@ -3,7 +3,6 @@ package coordination
 import (
 	"context"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap/zaptest"
@@ -11,6 +10,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/testdb"
 )
 
@@ -25,7 +25,7 @@ func TestApplicationClockHoursOff(t *testing.T) {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()
 			driver, dsn := tg.OpenDSN(t)
-			synctest.Test(t, func(t *testing.T) {
+			faketime.Test(t, func(t *testing.T) {
 				appClockOffCase(t, driver, dsn)
 			})
 		})

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/memstore"
 )
 
@@ -16,7 +17,7 @@ import (
 // gauge show whether the health checks let the process campaign, since
 // when, and the last check's error.
 func TestHealthState(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		h := &health{}
 		mp, probe := newMeterProbe(t)
 		cfg := Config{HealthCheck: h.check, HealthInterval: 10 * time.Second, HealthFailures: 3, MeterProvider: mp}
@@ -82,7 +83,7 @@ func TestHealthStateFromReady(t *testing.T) {
 // TestHealthStateWithoutCheck: without a HealthCheck the process is never
 // unhealthy and the gauge is not observed.
 func TestHealthStateWithoutCheck(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		mp, probe := newMeterProbe(t)
 		c, stop := bubbleCoordinator(t, memstore.New(), Config{MeterProvider: mp})
 		defer stop()

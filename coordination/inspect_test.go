@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/memstore"
 )
 
@@ -158,7 +159,7 @@ func casePoolsListsEveryPool(t *testing.T, b *bundle) {
 }
 
 func TestRenewalState(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		c0 := newCoordinator(ms, testIdentity(t, "node-a"), Config{}.withDefaults())
 		if st := c0.Renewal(); st.Running || st.Held != 0 || !st.TrustDeadline.IsZero() || st.Failures != 0 {

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/leasehold/leasehold/coordination/internal/membership"
+	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/memstore"
 )
 
@@ -181,7 +181,7 @@ type poolNode struct {
 }
 
 func TestPoolRebalanceOnFakeTime(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		cfg := Config{Logger: zaptest.NewLogger(t)}.withDefaults() // TTL 15s, poll = retry 2s
 		rec := newRecorder()
@@ -288,7 +288,7 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 func TestPoolChurnOnFakeTime(t *testing.T) {
 	for seed := range int64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { poolChurn(t, seed) })
+			faketime.Test(t, func(t *testing.T) { poolChurn(t, seed) })
 		})
 	}
 }

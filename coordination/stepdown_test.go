@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/memstore"
 )
 
@@ -148,7 +149,7 @@ func TestUnhealthyNeverAcquires(t *testing.T) {
 // HealthFailures-1 failed checks, steps down at the next, campaigns no
 // more while the checks fail, and takes the lease again once one passes.
 func TestStepDownAfterFailures(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		h := &health{}
 		h.healthy.Store(true)
 		ms := memstore.New()
@@ -218,7 +219,7 @@ func TestStepDownAfterFailures(t *testing.T) {
 // whose work moves to the healthy member, and joins again once a check
 // passes.
 func TestStepDownLeavesPools(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		h := &health{}
 		h.healthy.Store(true)

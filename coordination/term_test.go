@@ -7,8 +7,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/faketime"
 )
 
 type workReport struct {
@@ -36,7 +37,7 @@ func (r *workRecorder) policy(base, max time.Duration) workPolicy {
 func alwaysValid() bool { return true }
 
 func TestPanicIsRecoveredReportedAndCalledAgain(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		r := &workRecorder{began: time.Now()}
 		var calls []time.Duration
 		finished := runWork(context.Background(), alwaysValid, func(context.Context) error {
@@ -69,7 +70,7 @@ func TestPanicIsRecoveredReportedAndCalledAgain(t *testing.T) {
 }
 
 func TestErrorsBackOffDoublingWhileValid(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		r := &workRecorder{began: time.Now()}
 		ctx, cancel := context.WithCancel(context.Background())
 		calls := 0
@@ -100,7 +101,7 @@ func TestErrorsBackOffDoublingWhileValid(t *testing.T) {
 }
 
 func TestEndOfTermIsNotReported(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		r := &workRecorder{began: time.Now()}
 		ctx, cancel := context.WithCancel(context.Background())
 		finished := runWork(ctx, alwaysValid, func(ctx context.Context) error {
@@ -143,7 +144,7 @@ func TestNothingRunsUnderAnInvalidTerm(t *testing.T) {
 }
 
 func TestCancelDuringBackoffStopsAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		r := &workRecorder{began: time.Now()}
 		ctx, cancel := context.WithCancel(context.Background())
 		calls := 0

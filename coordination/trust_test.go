@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/memstore"
 )
 
@@ -52,7 +53,7 @@ func bubbleCampaign(t *testing.T, c *Coordinator, name string) *Lease {
 }
 
 func TestTrustDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
 		defer stop()
@@ -104,7 +105,7 @@ func TestTrustDeadline(t *testing.T) {
 }
 
 func TestSlowRenewalDoesNotExtendTrustPastAttemptStart(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{})
 		defer stop()
@@ -125,7 +126,7 @@ func TestSlowRenewalDoesNotExtendTrustPastAttemptStart(t *testing.T) {
 }
 
 func TestRenewalPastDeadlineEndsTerm(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{})
 		defer stop()
@@ -146,7 +147,7 @@ func TestRenewalPastDeadlineEndsTerm(t *testing.T) {
 }
 
 func TestTransientErrorsRetriedWithBackoff(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{})
 		defer stop()
@@ -170,7 +171,7 @@ func TestTransientErrorsRetriedWithBackoff(t *testing.T) {
 }
 
 func TestConfirmedLossCancelsAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{})
 		defer stop()
@@ -202,7 +203,7 @@ func TestConfirmedLossCancelsAtOnce(t *testing.T) {
 // still writing to the database, or a process that exits right after Run
 // would leave its lease to expire instead of handing it over.
 func TestRunWaitsForReleaseInFlight(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		cfg := Config{Logger: zaptest.NewLogger(t)}.withDefaults()
 		c := newCoordinator(ms, testIdentity(t, "node-a"), cfg)
@@ -249,7 +250,7 @@ func waitDone(t *testing.T, l *Lease) {
 // exactly that renewal's database time + TTL - Margin, and no further: with
 // nothing committed after it, the term ends there.
 func TestWaitingRenewalTrustsCommittedFencedRenewal(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		ms.SetSerialWriters(true)
 		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
@@ -288,7 +289,7 @@ func TestWaitingRenewalTrustsCommittedFencedRenewal(t *testing.T) {
 // renewal loop renews the session while an acquire uses it, before it
 // holds any lease; and once it holds them, one renewal per tick keeps them.
 func TestSessionOutlivesALongAcquire(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
 		defer stop()
@@ -323,7 +324,7 @@ func TestSessionOutlivesALongAcquire(t *testing.T) {
 // and fails with ErrSessionLost, not ErrNotAcquired: nobody else holds the
 // lease. The next attempt starts a new session and takes it.
 func TestTryAcquireSessionLostWhileAcquiring(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
 		defer stop()

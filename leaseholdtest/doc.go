@@ -26,6 +26,16 @@
 // default configuration (TTL 15s) costs no wall time. time.Sleep in the
 // test moves the clock; synctest.Wait lets every process settle.
 //
+// # The race detector
+//
+// Under go test -race, Go (seen on 1.26.8) can crash a test binary with
+// SIGSEGV in ThreadSanitizer when two threads run timers of the same
+// synctest bubble at once; any bubble with two busy goroutines, such as
+// two processes of this kit, can meet it. Until Go fixes it, run such
+// tests with one P under -race: GOMAXPROCS=1 go test -race, or
+// runtime.GOMAXPROCS(1) in the package's TestMain, as this package's own
+// tests do. The race detector still checks every goroutine.
+//
 // # Faults
 //
 //   - DB.Expire ends a lease now as far as its holder can keep it.

@@ -4,6 +4,14 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/leasehold/leasehold/internal/faketime"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain holds the whole binary to one P under the race detector (see
+// internal/faketime): the runnable examples call synctest.Test as a user
+// would, not faketime.Test.
+func TestMain(m *testing.M) {
+	faketime.Hold()
+	goleak.VerifyTestMain(m)
+}

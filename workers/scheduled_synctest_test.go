@@ -5,13 +5,13 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/internal/faketime"
 )
 
 // fakeTerm is a term whose lease row lives in memory, with a database
@@ -122,7 +122,7 @@ func TestScheduleDatabaseClock(t *testing.T) {
 	for _, skew := range []time.Duration{0, 3 * time.Hour, -5 * time.Hour, 90 * time.Second, -1500 * time.Millisecond} {
 		t.Run(skew.String(), func(t *testing.T) {
 			t.Parallel()
-			synctest.Test(t, func(t *testing.T) {
+			faketime.Test(t, func(t *testing.T) {
 				ft := &fakeTerm{skew: skew}
 				calls := runFake(t, ft, ScheduleConfig{Cron: "* * * * *"}, 10*time.Minute+time.Second, nil)
 				if len(calls) != 10 {
@@ -162,7 +162,7 @@ func TestScheduleLongRunMissesSlots(t *testing.T) {
 	} {
 		t.Run(tc.policy.String(), func(t *testing.T) {
 			t.Parallel()
-			synctest.Test(t, func(t *testing.T) {
+			faketime.Test(t, func(t *testing.T) {
 				ft := &fakeTerm{}
 				cfg := ScheduleConfig{Every: time.Minute, Misfire: tc.policy, CatchUpLimit: 3}
 				calls := runFake(t, ft, cfg, 12*time.Minute+30*time.Second, func(n int) {

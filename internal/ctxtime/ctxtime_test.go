@@ -3,12 +3,13 @@ package ctxtime
 import (
 	"context"
 	"testing"
-	"testing/synctest"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/faketime"
 )
 
 func TestSleep(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		start := time.Now()
 		if !Sleep(context.Background(), time.Second) || time.Since(start) != time.Second {
 			t.Fatalf("Sleep did not wait exactly 1s")

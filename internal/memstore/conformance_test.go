@@ -2,8 +2,8 @@ package memstore_test
 
 import (
 	"testing"
-	"testing/synctest"
 
+	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/memstore"
 	"github.com/leasehold/leasehold/internal/storetest"
 )
@@ -14,6 +14,6 @@ import (
 func TestStoreConformance(t *testing.T) {
 	storetest.Run(t, storetest.Target{
 		Open:   func(*testing.T) storetest.Store { return memstore.New() },
-		Bubble: synctest.Test,
+		Bubble: faketime.Test,
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/memstore"
 	"github.com/leasehold/leasehold/internal/storetest"
 )
@@ -16,14 +17,14 @@ import (
 func TestConnConformance(t *testing.T) {
 	storetest.Run(t, storetest.Target{
 		Open:   func(*testing.T) storetest.Store { return memstore.New().Conn() },
-		Bubble: synctest.Test,
+		Bubble: faketime.Test,
 	})
 }
 
 // TestConnFaults: a cut connection's statements fail and a stalled one's
 // wait, while another connection to the same store goes on.
 func TestConnFaults(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		st := memstore.New()
 		a, b := st.Conn(), st.Conn()

@@ -1,0 +1,5 @@
+//go:build !race
+
+package faketime
+
+const raceEnabled = false
