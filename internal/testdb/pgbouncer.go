@@ -2,6 +2,7 @@ package testdb
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -96,6 +97,9 @@ func writePgBouncerConfig(s *Server, upstreamPort int) error {
 		fmt.Sprintf("listen_port = %d", s.port),
 		"unix_socket_dir =",
 		"auth_type = any",
+		// The admin console, where handBack closes PgBouncer's connections
+		// to a test's database before it is dropped.
+		"admin_users = postgres",
 		"pool_mode = transaction",
 		fmt.Sprintf("default_pool_size = %d", PgBouncerPoolSize),
 		"min_pool_size = 0",
@@ -226,10 +230,80 @@ func (p *pgbouncerTarget) openDSN(t testing.TB, tg Target) (driver, dsn string) 
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		// WITH (FORCE) ends PgBouncer's server connections to it too.
-		if err := p.upstream.DropDatabase(ctx, name); err != nil {
+		if err := p.handBack(ctx, name); err != nil {
 			t.Logf("testdb: %v", err)
 		}
 	})
 	return dbopen.Postgres, p.bouncer.DSN(name) + PgBouncerDSNSetting
+}
+
+// handBackWait bounds handBack's wait for PostgreSQL to see PgBouncer's
+// connections to a database go.
+const handBackWait = 10 * time.Second
+
+// handBack drops the database name of a test that ended. PgBouncer closes
+// its own connections to it first (KILL on its admin console) and the
+// drop waits until PostgreSQL has seen them go: a drop WITH (FORCE) that
+// ends server connections under PgBouncer, while a client's cancel
+// request for one of them is on its way (pgx sends one when it closes a
+// connection whose statement's context ended), made PgBouncer 1.18 exit
+// with "server_proto: server in bad state" (pgbouncer#822, fixed in
+// 1.20.1), taking every client of the binary with it. If they do not go
+// within the wait, the drop ends them all the same.
+func (p *pgbouncerTarget) handBack(ctx context.Context, name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("hand back PgBouncer database %q: the name must match %s", name, validName)
+	}
+	killErr := p.kill(ctx, name)
+	if killErr == nil {
+		wctx, cancel := context.WithTimeout(ctx, handBackWait)
+		killErr = p.awaitNoBackends(wctx, name)
+		cancel()
+	}
+	if err := p.upstream.DropDatabase(ctx, name); err != nil {
+		return errors.Join(killErr, err)
+	}
+	if killErr != nil {
+		return fmt.Errorf("hand back PgBouncer database %q: dropped, with PgBouncer's connections to it still open: %w", name, killErr)
+	}
+	return nil
+}
+
+// kill closes PgBouncer's client and server connections to the database
+// name, through its admin console, which speaks only the simple query
+// protocol; the configuration makes postgres an admin.
+func (p *pgbouncerTarget) kill(ctx context.Context, name string) error {
+	console, err := sql.Open("pgx", p.bouncer.DSN("pgbouncer")+" default_query_exec_mode=simple_protocol")
+	if err != nil {
+		return fmt.Errorf("open PgBouncer's admin console: %w", err)
+	}
+	defer console.Close()
+	if _, err := console.ExecContext(ctx, "KILL "+name); err != nil {
+		return fmt.Errorf("KILL %s on PgBouncer's admin console: %w", name, err)
+	}
+	return nil
+}
+
+// awaitNoBackends waits until no PostgreSQL backend of upstream is
+// connected to the database name, or ctx ends.
+func (p *pgbouncerTarget) awaitNoBackends(ctx context.Context, name string) error {
+	admin, err := p.upstream.adminPool()
+	if err != nil {
+		return err
+	}
+	for {
+		var n int
+		err := admin.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", name).Scan(&n)
+		switch {
+		case err != nil:
+			return fmt.Errorf("count the backends connected to %s: %w", name, err)
+		case n == 0:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d backends still connected to %s: %w", n, name, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

@@ -64,3 +64,77 @@ func TestPgBouncerTargetPoolsTransactions(t *testing.T) {
 		t.Fatalf("OpenDSN gave %s, which does not work: %v", driver, err)
 	}
 }
+
+// TestPgBouncerHandBackClosesItsConnectionsFirst checks the order in
+// which a test's database on the PgBouncer target goes: PgBouncer closes
+// its server connections to it, PostgreSQL sees them go, and only then is
+// it dropped, so that the drop ends no server connection under PgBouncer.
+// PgBouncer keeps idle server connections for server_idle_timeout (30s),
+// so without the KILL the wait runs out.
+func TestPgBouncerHandBackClosesItsConnectionsFirst(t *testing.T) {
+	tg := PgBouncerTarget
+	p, ok := tg.backend().(*pgbouncerTarget)
+	if !ok {
+		t.Fatalf("the backend of %s is %T", tg.Name, tg.backend())
+	}
+	p.start(t, tg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := uniqueName(t)
+	if err := p.upstream.CreateDatabase(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.upstream.DropDatabase(context.Background(), name) }()
+
+	db, err := sql.Open("pgx", p.bouncer.DSN(name)+PgBouncerDSNSetting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]*sql.Conn, PgBouncerPoolSize)
+	for i := range conns {
+		if conns[i], err = db.Conn(ctx); err != nil {
+			t.Fatalf("client connection %d: %v", i, err)
+		}
+		if _, err := conns[i].ExecContext(ctx, "SELECT pg_sleep(0.05)"); err != nil {
+			t.Fatalf("client connection %d: %v", i, err)
+		}
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	_ = db.Close()
+	admin, err := p.upstream.adminPool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backends int
+	if err := admin.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", name).Scan(&backends); err != nil {
+		t.Fatal(err)
+	}
+	if backends == 0 {
+		t.Fatalf("no server connection of PgBouncer to %s after its clients closed; the test proves nothing", name)
+	}
+
+	if err := p.kill(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, handBackWait)
+	defer wcancel()
+	if err := p.awaitNoBackends(wctx, name); err != nil {
+		t.Fatalf("after KILL: %v", err)
+	}
+	if err := p.handBack(ctx, name); err != nil {
+		t.Fatalf("hand back: %v", err)
+	}
+	var exists bool
+	if err := admin.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil || exists {
+		t.Fatalf("database %s exists after hand back: %v, %v", name, exists, err)
+	}
+	if !p.bouncer.Running() {
+		t.Fatal("PgBouncer is not running after a hand back")
+	}
+	driver, dsn := tg.OpenDSN(t)
+	if err := selectOne(t, driver, dsn); err != nil {
+		t.Fatalf("a new database through PgBouncer after a hand back: %v", err)
+	}
+}
