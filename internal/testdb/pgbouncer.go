@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,8 +98,8 @@ func writePgBouncerConfig(s *Server, upstreamPort int) error {
 		fmt.Sprintf("listen_port = %d", s.port),
 		"unix_socket_dir =",
 		"auth_type = any",
-		// The admin console, where handBack closes PgBouncer's connections
-		// to a test's database before it is dropped.
+		// The admin console, where handBack sees whether PgBouncer is done
+		// with a test's database before it is dropped.
 		"admin_users = postgres",
 		"pool_mode = transaction",
 		fmt.Sprintf("default_pool_size = %d", PgBouncerPoolSize),
@@ -237,73 +238,104 @@ func (p *pgbouncerTarget) openDSN(t testing.TB, tg Target) (driver, dsn string) 
 	return dbopen.Postgres, p.bouncer.DSN(name) + PgBouncerDSNSetting
 }
 
-// handBackWait bounds handBack's wait for PostgreSQL to see PgBouncer's
-// connections to a database go.
+// handBackWait bounds handBack's wait for PgBouncer to be done with a
+// test's database.
 const handBackWait = 10 * time.Second
 
-// handBack drops the database name of a test that ended. PgBouncer closes
-// its own connections to it first (KILL on its admin console) and the
-// drop waits until PostgreSQL has seen them go: a drop WITH (FORCE) that
-// ends server connections under PgBouncer, while a client's cancel
-// request for one of them is on its way (pgx sends one when it closes a
-// connection whose statement's context ended), made PgBouncer 1.18 exit
-// with "server_proto: server in bad state" (pgbouncer#822, fixed in
-// 1.20.1), taking every client of the binary with it. If they do not go
-// within the wait, the drop ends them all the same.
+// handBack drops the database name of a test that ended, once PgBouncer
+// has no client connection to it and no cancel request for it under way.
+// PostgreSQL ends PgBouncer's idle server connections to it in the drop,
+// WITH (FORCE). PgBouncer 1.18 exits when one of them ends, or when its
+// client goes (KILL on the admin console), while a cancel request for it
+// is under way: "server_proto: server in bad state: 11" (pgbouncer#822,
+// fixed in 1.20.1) or "disconnect_client(): bad client state: 1", taking
+// every client of the binary with it. pgx sends a cancel request when it
+// closes a connection whose statement's context ended, and finishes that
+// close after database/sql's Close has returned. If PgBouncer is not done
+// within handBackWait, the database is dropped all the same.
 func (p *pgbouncerTarget) handBack(ctx context.Context, name string) error {
 	if !validName.MatchString(name) {
 		return fmt.Errorf("hand back PgBouncer database %q: the name must match %s", name, validName)
 	}
-	killErr := p.kill(ctx, name)
-	if killErr == nil {
-		wctx, cancel := context.WithTimeout(ctx, handBackWait)
-		killErr = p.awaitNoBackends(wctx, name)
-		cancel()
-	}
+	wctx, cancel := context.WithTimeout(ctx, handBackWait)
+	waitErr := p.awaitQuiet(wctx, name)
+	cancel()
 	if err := p.upstream.DropDatabase(ctx, name); err != nil {
-		return errors.Join(killErr, err)
+		return errors.Join(waitErr, err)
 	}
-	if killErr != nil {
-		return fmt.Errorf("hand back PgBouncer database %q: dropped, with PgBouncer's connections to it still open: %w", name, killErr)
+	if waitErr != nil {
+		return fmt.Errorf("hand back PgBouncer database %q: dropped while PgBouncer was not done with it: %w", name, waitErr)
 	}
 	return nil
 }
 
-// kill closes PgBouncer's client and server connections to the database
-// name, through its admin console, which speaks only the simple query
-// protocol; the configuration makes postgres an admin.
-func (p *pgbouncerTarget) kill(ctx context.Context, name string) error {
+// awaitQuiet waits until PgBouncer's pool for the database name has no
+// client connection, no cancel request and no active server connection
+// (SHOW POOLS on its admin console, which speaks only the simple query
+// protocol; the configuration makes postgres an admin), or ctx ends. A
+// database PgBouncer has no pool for is quiet.
+func (p *pgbouncerTarget) awaitQuiet(ctx context.Context, name string) error {
 	console, err := sql.Open("pgx", p.bouncer.DSN("pgbouncer")+" default_query_exec_mode=simple_protocol")
 	if err != nil {
 		return fmt.Errorf("open PgBouncer's admin console: %w", err)
 	}
 	defer console.Close()
-	if _, err := console.ExecContext(ctx, "KILL "+name); err != nil {
-		return fmt.Errorf("KILL %s on PgBouncer's admin console: %w", name, err)
-	}
-	return nil
-}
-
-// awaitNoBackends waits until no PostgreSQL backend of upstream is
-// connected to the database name, or ctx ends.
-func (p *pgbouncerTarget) awaitNoBackends(ctx context.Context, name string) error {
-	admin, err := p.upstream.adminPool()
-	if err != nil {
-		return err
-	}
 	for {
-		var n int
-		err := admin.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", name).Scan(&n)
+		busy, err := poolBusy(ctx, console, name)
 		switch {
 		case err != nil:
-			return fmt.Errorf("count the backends connected to %s: %w", name, err)
-		case n == 0:
+			return err
+		case busy == "":
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d backends still connected to %s: %w", n, name, ctx.Err())
+			return fmt.Errorf("PgBouncer's pool for %s still has %s: %w", name, busy, ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// poolBusy reads SHOW POOLS and returns the counters of the pool for the
+// database name that are not zero among its clients (cl_*), its cancel
+// requests and its active server connections, as "cl_active=1", or "" if
+// none is.
+func poolBusy(ctx context.Context, console *sql.DB, name string) (string, error) {
+	rows, err := console.QueryContext(ctx, "SHOW POOLS")
+	if err != nil {
+		return "", fmt.Errorf("SHOW POOLS on PgBouncer's admin console: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
+	db := slices.Index(cols, "database")
+	if db < 0 {
+		return "", fmt.Errorf("SHOW POOLS has no column database: %v", cols)
+	}
+	var busy []string
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return "", fmt.Errorf("SHOW POOLS: %w", err)
+		}
+		if vals[db].String != name {
+			continue
+		}
+		for i, c := range cols {
+			counts := strings.HasPrefix(c, "cl_") || strings.Contains(c, "cancel") || c == "sv_active"
+			if counts && vals[i].String != "0" {
+				busy = append(busy, c+"="+vals[i].String)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("SHOW POOLS: %w", err)
+	}
+	return strings.Join(busy, ", "), nil
 }

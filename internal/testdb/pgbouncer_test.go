@@ -65,13 +65,11 @@ func TestPgBouncerTargetPoolsTransactions(t *testing.T) {
 	}
 }
 
-// TestPgBouncerHandBackClosesItsConnectionsFirst checks the order in
-// which a test's database on the PgBouncer target goes: PgBouncer closes
-// its server connections to it, PostgreSQL sees them go, and only then is
-// it dropped, so that the drop ends no server connection under PgBouncer.
-// PgBouncer keeps idle server connections for server_idle_timeout (30s),
-// so without the KILL the wait runs out.
-func TestPgBouncerHandBackClosesItsConnectionsFirst(t *testing.T) {
+// TestPgBouncerHandBackWaitsForItsClients checks that a test's database
+// on the PgBouncer target is dropped only once PgBouncer has no client
+// connection to it: while one is open, the wait runs out; once the
+// clients are closed, the database is dropped and PgBouncer goes on.
+func TestPgBouncerHandBackWaitsForItsClients(t *testing.T) {
 	tg := PgBouncerTarget
 	p, ok := tg.backend().(*pgbouncerTarget)
 	if !ok {
@@ -90,41 +88,29 @@ func TestPgBouncerHandBackClosesItsConnectionsFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conns := make([]*sql.Conn, PgBouncerPoolSize)
-	for i := range conns {
-		if conns[i], err = db.Conn(ctx); err != nil {
-			t.Fatalf("client connection %d: %v", i, err)
-		}
-		if _, err := conns[i].ExecContext(ctx, "SELECT pg_sleep(0.05)"); err != nil {
-			t.Fatalf("client connection %d: %v", i, err)
-		}
-	}
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	_ = db.Close()
-	admin, err := p.upstream.adminPool()
+	defer db.Close()
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var backends int
-	if err := admin.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", name).Scan(&backends); err != nil {
+	if _, err := conn.ExecContext(ctx, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	if backends == 0 {
-		t.Fatalf("no server connection of PgBouncer to %s after its clients closed; the test proves nothing", name)
+	short, shortCancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err = p.awaitQuiet(short, name)
+	shortCancel()
+	if err == nil || !strings.Contains(err.Error(), "cl_active=1") {
+		t.Fatalf("awaitQuiet with a client connected = %v, want a wait run out on cl_active=1", err)
 	}
 
-	if err := p.kill(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	wctx, wcancel := context.WithTimeout(ctx, handBackWait)
-	defer wcancel()
-	if err := p.awaitNoBackends(wctx, name); err != nil {
-		t.Fatalf("after KILL: %v", err)
-	}
+	_ = conn.Close()
+	_ = db.Close()
 	if err := p.handBack(ctx, name); err != nil {
 		t.Fatalf("hand back: %v", err)
+	}
+	admin, err := p.upstream.adminPool()
+	if err != nil {
+		t.Fatal(err)
 	}
 	var exists bool
 	if err := admin.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil || exists {
