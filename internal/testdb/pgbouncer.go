@@ -279,7 +279,7 @@ func (p *pgbouncerTarget) awaitQuiet(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("open PgBouncer's admin console: %w", err)
 	}
-	defer console.Close()
+	defer func() { _ = console.Close() }()
 	for {
 		busy, err := poolBusy(ctx, console, name)
 		switch {
