@@ -257,9 +257,7 @@ func (p *pgbouncerTarget) handBack(ctx context.Context, name string) error {
 	if !validName.MatchString(name) {
 		return fmt.Errorf("hand back PgBouncer database %q: the name must match %s", name, validName)
 	}
-	wctx, cancel := context.WithTimeout(ctx, handBackWait)
-	waitErr := p.awaitQuiet(wctx, name)
-	cancel()
+	waitErr := p.awaitQuiet(ctx, name, handBackWait)
 	if err := p.upstream.DropDatabase(ctx, name); err != nil {
 		return errors.Join(waitErr, err)
 	}
@@ -272,14 +270,17 @@ func (p *pgbouncerTarget) handBack(ctx context.Context, name string) error {
 // awaitQuiet waits until PgBouncer's pool for the database name has no
 // client connection, no cancel request and no active server connection
 // (SHOW POOLS on its admin console, which speaks only the simple query
-// protocol; the configuration makes postgres an admin), or ctx ends. A
-// database PgBouncer has no pool for is quiet.
-func (p *pgbouncerTarget) awaitQuiet(ctx context.Context, name string) error {
+// protocol; the configuration makes postgres an admin), for at most wait.
+// The wait counts from the first answer of the console, so a slow
+// connection on a busy machine does not use it up; ctx bounds every
+// query. A database PgBouncer has no pool for is quiet.
+func (p *pgbouncerTarget) awaitQuiet(ctx context.Context, name string, wait time.Duration) error {
 	console, err := sql.Open("pgx", p.bouncer.DSN("pgbouncer")+" default_query_exec_mode=simple_protocol")
 	if err != nil {
 		return fmt.Errorf("open PgBouncer's admin console: %w", err)
 	}
 	defer func() { _ = console.Close() }()
+	var runOut <-chan time.Time
 	for {
 		busy, err := poolBusy(ctx, console, name)
 		switch {
@@ -288,9 +289,14 @@ func (p *pgbouncerTarget) awaitQuiet(ctx context.Context, name string) error {
 		case busy == "":
 			return nil
 		}
+		if runOut == nil {
+			runOut = time.After(wait)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("PgBouncer's pool for %s still has %s: %w", name, busy, ctx.Err())
+		case <-runOut:
+			return fmt.Errorf("PgBouncer's pool for %s still has %s after %v", name, busy, wait)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
