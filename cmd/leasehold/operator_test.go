@@ -139,6 +139,9 @@ type signalWriter struct {
 	b    bytes.Buffer
 	want string
 	seen chan struct{}
+	// on, unless nil, is called once in the Write that first holds want,
+	// before it returns: what it does is done before the writer goes on.
+	on   func()
 	once sync.Once
 }
 
@@ -147,7 +150,12 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	n, err := w.b.Write(p)
 	if strings.Contains(w.b.String(), w.want) {
-		w.once.Do(func() { close(w.seen) })
+		w.once.Do(func() {
+			if w.on != nil {
+				w.on()
+			}
+			close(w.seen)
+		})
 	}
 	return n, err
 }
@@ -569,26 +577,17 @@ func TestWatchRidesOutAnOutage(t *testing.T) {
 					t.Fatalf("the DSN names neither %s nor %s", addr, port)
 				}
 
-				// The fault starts once the first refresh is printed, and
-				// ends after the second failed read.
-				stdout := &signalWriter{want: "--- refresh 1,", seen: make(chan struct{})}
-				stderr := &signalWriter{want: "(2 in a row)", seen: make(chan struct{})}
+				// The fault starts as the first refresh is printed, and
+				// ends as the second failed read is: in the writes
+				// themselves, so that no read of watch comes between,
+				// however late a busy machine runs a goroutine. The
+				// timeout is that of a read that must succeed, through
+				// the proxy, once the fault is over.
+				stdout := &signalWriter{want: "--- refresh 1,", seen: make(chan struct{}), on: func() { proxy.set(fault) }}
+				stderr := &signalWriter{want: "(2 in a row)", seen: make(chan struct{}), on: func() { proxy.set("") }}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 				defer cancel()
-				go func() {
-					select {
-					case <-stdout.seen:
-						proxy.set(fault)
-					case <-ctx.Done():
-						return
-					}
-					select {
-					case <-stderr.seen:
-						proxy.set("")
-					case <-ctx.Done():
-					}
-				}()
-				code := run(ctx, []string{"watch", "-interval", "100ms", "-timeout", "1s", "-count", "2"}, stdout, stderr,
+				code := run(ctx, []string{"watch", "-interval", "100ms", "-timeout", "3s", "-count", "2"}, stdout, stderr,
 					func(k string) string { return dbEnv(driver, viaProxy)[k] })
 				out, errs := stdout.String(), stderr.String()
 				if code != exitOK {
