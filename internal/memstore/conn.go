@@ -244,6 +244,15 @@ func (c *Conn) SetData(ctx context.Context, session string, t store.Term, data s
 	return c.Store.SetData(ctx, session, t, data)
 }
 
+// SetDataAndWake is Store.SetDataAndWake through the connection's
+// faults.
+func (c *Conn) SetDataAndWake(ctx context.Context, session string, t store.Term, data, wake string) (bool, error) {
+	if err := c.enter(ctx); err != nil {
+		return false, err
+	}
+	return c.Store.SetDataAndWake(ctx, session, t, data, wake)
+}
+
 // Publish is Store.Publish through the connection's faults.
 func (c *Conn) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
 	if err := c.enter(ctx); err != nil {

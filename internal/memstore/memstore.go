@@ -405,6 +405,12 @@ func (m Leases) SetData(ctx context.Context, session string, t store.Term, data 
 	return true, nil
 }
 
+// SetDataAndWake is SetData: the in-process store carries no wake-ups
+// (Schema.Wakeups), so there is nobody to wake.
+func (m Leases) SetDataAndWake(ctx context.Context, session string, t store.Term, data, _ string) (bool, error) {
+	return m.SetData(ctx, session, t, data)
+}
+
 // SetDataIn is SetData; tx is not used (the in-process store has no
 // transactions).
 func (m Leases) SetDataIn(tx *gorm.DB, session string, t store.Term, data string) (bool, error) {

@@ -125,6 +125,10 @@ func TestGoldenSQL(t *testing.T) {
 				section("the database file, for the wake-up sockets next to it", w.sqlDatabaseFile())
 			}
 			st("set a term's data (a member's acknowledged generation)", d.pools().sqlSetData(tables, session, one[0], "42"))
+			if w, ok := d.database.(notifier); ok {
+				st("set a term's data, notifying the listeners at commit (an acknowledgement that wakes the pool's collector)",
+					w.sqlWriteNotify(tables, d.pools().sqlSetData(tables, session, one[0], "42"), "pool|global/orders|wake|a1b2"))
+			}
 			st("publish a pool's next generation (compare-and-set)", d.pools().sqlPublish(tables, "pool|global/orders|generation", 41, "a1b2,c3d4"))
 			lo, hi, _ := prefixRange("pool|global/orders|member|")
 			if d.lockFirst() {

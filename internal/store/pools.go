@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // The rows of partitioned pools: generations and memberships.
@@ -27,6 +30,42 @@ func (s *Store) SetData(ctx context.Context, session string, t Term, data string
 	}
 	ok := len(rows) == 1 && rows[0].Session == session && rows[0].Epoch == t.Epoch && rows[0].Live() && rows[0].Data == data
 	return ok, nil
+}
+
+// SetDataAndWake is SetData, and once it wrote, a wake-up for the name
+// wake, which need not name a row (a pool member's, Rows.Wake of package
+// membership): an acknowledgement and the wake-up of the member that
+// gathers them. Where the database carries wake-ups (notifier,
+// PostgreSQL) they are one statement, whose notification the server
+// sends at commit; the transports the database does not carry are told
+// after the write (OnRelease), as after a release.
+func (s *Store) SetDataAndWake(ctx context.Context, session string, t Term, data, wakeName string) (bool, error) {
+	n, ok := s.sql.dl().database.(notifier)
+	if !ok {
+		done, err := s.SetData(ctx, session, t, data)
+		s.released.after(boolCount(done), 1, func(int) string { return wakeName })
+		return done, err
+	}
+	var got []int64
+	err := s.conns.run(ctx, s.conns.general, func(db *gorm.DB) (err error) {
+		set := s.sql.dl().pools().sqlSetData(s.tables, session, t, data)
+		got, err = queryAll(db, n.sqlWriteNotify(s.tables, set, wake.Payload([]string{wakeName})), func(rs *sql.Rows, n *int64) error {
+			var empty string
+			return rs.Scan(n, &empty)
+		})
+		return err
+	})
+	done := err == nil && len(got) == 1 && got[0] == 1
+	s.released.after(boolCount(done), 1, func(int) string { return wakeName })
+	return done, err
+}
+
+// boolCount is 1 for true, 0 for false: a count of rows written.
+func boolCount(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // SetDataIn writes data into a row this session holds at this epoch, while

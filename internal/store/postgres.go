@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -166,6 +167,17 @@ func (postgresDB) sqlReleaseNotify(t Tables, release stmt) stmt {
 	return stmt{"WITH r AS (" + release.q + " RETURNING " + q + ".name), a AS (SELECT count(*) AS n, string_agg(name, E'\\n') AS names FROM r) " +
 		"SELECT n, CASE WHEN n = 0 THEN '' ELSE CAST(pg_notify(?, CASE WHEN octet_length(names) <= " + strconv.Itoa(wake.MaxPayload) +
 		" THEN names ELSE '' END) AS text) END FROM a", append(release.args, wakeChannel(t))}
+}
+
+// sqlWriteNotify is write, an UPDATE, in one statement that also
+// notifies the listeners of the tables (wake.go) with payload when it
+// changed any row. The notification is sent at commit, after the write is
+// visible to whoever it wakes. It returns one row: the count and an empty
+// string.
+func (postgresDB) sqlWriteNotify(t Tables, write stmt, payload string) stmt {
+	return stmt{"WITH w AS (" + write.q + " RETURNING 1), a AS (SELECT count(*) AS n FROM w) " +
+		"SELECT n, CASE WHEN n = 0 THEN '' ELSE CAST(pg_notify(?, ?) AS text) END FROM a",
+		append(slices.Clone(write.args), wakeChannel(t), payload)}
 }
 
 // sqlNotify notifies the listeners of channel (PostgreSQL).

@@ -44,6 +44,11 @@ type notifier interface {
 	// names of the leases it freed, at commit. It returns one row: the
 	// count and an empty string.
 	sqlReleaseNotify(t Tables, release stmt) stmt
+	// sqlWriteNotify is write, an UPDATE, in one statement that also
+	// notifies the listeners of the tables with payload when it changed
+	// any row, at commit. It returns one row: the count and an empty
+	// string.
+	sqlWriteNotify(t Tables, write stmt, payload string) stmt
 	// sqlNotify notifies the listeners of channel.
 	sqlNotify(channel, payload string) stmt
 	// sqlListen subscribes the connection to channel's notifications.
@@ -133,7 +138,8 @@ func (w storeWake) Notify(ctx context.Context, names []string) error {
 }
 
 // OnRelease sets what Release calls with the names of the terms it
-// released, when it freed any.
+// released, when it freed any, and what SetDataAndWake calls with the
+// name of its wake-up.
 func (w storeWake) OnRelease(fn func(names []string)) { w.s.released.fn = fn }
 
 // Advertise creates the advertising row id of holder, live for ttl. It

@@ -141,27 +141,35 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 	m.gen = st.Generation
 	m.cfg.Reporter.Read(st.Generation, len(st.List))
 
-	// Revoke: stop work of older generations, then acknowledge.
-	wasAcked := m.ack >= st.Generation
-	if !m.acknowledge(opCtx, st.Generation) {
-		return false, false
-	}
-
-	// After a failover of the database, the generations the old primary
+	// Publish a new generation when the live members differ from the
+	// list, or when the generation is below the floor of a failover (the
+	// next one goes above it, so no generation is numbered twice). After
+	// a failover of the database, the generations the old primary
 	// published last may be lost while members still work in them: no
 	// publish and no new work until the hold-off has passed, by when every
 	// membership the old primary granted has passed its trust deadline.
+	live := st.live()
+	live[m.me] = Row{ID: m.me, Holder: m.cfg.Holder, Live: true}
+	next := nextList(st.List, live)
+	publish := !slices.Equal(next, st.List) || st.Generation < st.Floor
+	stays := !publish && !st.heldOff()
+
+	// Revoke: stop work of older generations, then acknowledge. A new
+	// acknowledgement of a generation that stays wakes the member that
+	// gathers them, with the same statement where the store can.
+	wasAcked := m.ack >= st.Generation
+	wake := ""
+	if stays && !wasAcked {
+		wake = m.collectorWake(st.List)
+	}
+	if !m.acknowledge(opCtx, st.Generation, wake) {
+		return false, false
+	}
 	if st.heldOff() {
 		return false, false
 	}
-
-	// Publish a new generation when the live members differ from the
-	// list, or when the generation is below the floor of a failover (the
-	// next one goes above it, so no generation is numbered twice).
-	live := st.live()
 	live[m.me] = Row{ID: m.me, Holder: m.cfg.Holder, Ack: m.ack, Live: true}
-	next := nextList(st.List, live)
-	if !slices.Equal(next, st.List) || st.Generation < st.Floor {
+	if publish {
 		published := max(st.Generation, st.Floor) + 1
 		ok, err := m.cfg.Store.Publish(opCtx, m.cfg.Rows.Generation, st.Generation, strings.Join(next, ","))
 		switch {
@@ -175,16 +183,10 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 		// The publisher acknowledges its generation at once rather than on
 		// its next read: the others need not wait a read longer for it.
 		// Then it wakes every member, to the new generation.
-		m.acknowledge(opCtx, published)
+		m.acknowledge(opCtx, published, "")
 		m.cfg.Notifier.Notify(opCtx, m.mem.Key())
 		m.pruneDead(opCtx)
 		return false, false // read again soon, as everyone else will
-	}
-
-	// The generation stays: a new acknowledgement of it wakes the member
-	// that gathers them.
-	if !wasAcked {
-		m.wakeCollector(opCtx, st.List)
 	}
 
 	// Assign: start work once every live member acknowledged this generation.
@@ -210,14 +212,15 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 }
 
 // acknowledge stops work of generations older than gen and records in the
-// member row that this member has, unless it already did. It reports
-// whether the member row now acknowledges gen. Whom that wakes is the
-// caller's (round).
-func (m *Member) acknowledge(ctx context.Context, gen int64) bool {
+// member row that this member has, unless it already did. A new
+// acknowledgement wakes the name wake, unless it is "" (round decides
+// whom: collectorWake). It reports whether the member row now
+// acknowledges gen.
+func (m *Member) acknowledge(ctx context.Context, gen int64, wake string) bool {
 	if m.work != nil && m.work.gen < gen {
 		m.stopWork(errSuperseded)
 	}
-	return m.recordAck(ctx, gen, nil)
+	return m.recordAck(ctx, gen, wake, nil)
 }
 
 // collector returns the member that gathers the acknowledgements of the
@@ -237,24 +240,35 @@ func collector(list []string) string {
 	return list[0]
 }
 
-// wakeCollector wakes, after this member acknowledged the generation of
-// the member list list, the member gathering its acknowledgements. It
-// wakes nobody when that is this member, which the others' wake, nor for
-// a list without members, in whose generation nobody works.
-func (m *Member) wakeCollector(ctx context.Context, list []string) {
+// collectorWake returns the wake-up that an acknowledgement of the
+// generation of the member list list sends: the one of the member
+// gathering its acknowledgements (Rows.Wake). It is "", waking nobody,
+// when that is this member, which the others' wake, and for a list
+// without members, in whose generation nobody works.
+func (m *Member) collectorWake(list []string) string {
 	if c := collector(list); c != "" && c != m.me {
-		m.cfg.Notifier.Notify(ctx, m.cfg.Rows.Wake(c))
+		return m.cfg.Rows.Wake(c)
 	}
+	return ""
 }
 
 // recordAck records in the member row that this member acknowledges gen,
-// unless it already did, and then calls wake unless it is nil. It reports
-// whether the member row now acknowledges gen.
-func (m *Member) recordAck(ctx context.Context, gen int64, wake func()) bool {
+// unless it already did, with the wake-up wakeName unless it is "" (one
+// statement where the store can: SetDataAndWake), and then calls wake
+// unless it is nil. It reports whether the member row now acknowledges
+// gen.
+func (m *Member) recordAck(ctx context.Context, gen int64, wakeName string, wake func()) bool {
 	if m.ack >= gen {
 		return true
 	}
-	ok, err := m.cfg.Store.SetData(ctx, m.mem.Session(), store.Term{Name: m.mem.Key(), Epoch: m.mem.Epoch()}, strconv.FormatInt(gen, 10))
+	term, data := store.Term{Name: m.mem.Key(), Epoch: m.mem.Epoch()}, strconv.FormatInt(gen, 10)
+	var ok bool
+	var err error
+	if wakeName != "" {
+		ok, err = m.cfg.Store.SetDataAndWake(ctx, m.mem.Session(), term, data, wakeName)
+	} else {
+		ok, err = m.cfg.Store.SetData(ctx, m.mem.Session(), term, data)
+	}
 	if err != nil {
 		m.fail("acknowledge", err)
 		return false

@@ -231,9 +231,24 @@ func (h *host) member() *Member {
 	return New(Config{
 		Pool: "global/p", Rows: h.rows, Holder: h.name, Poll: time.Second,
 		StepTimeout: time.Minute, ShutdownTimeout: time.Minute, PruneAfter: time.Minute,
-		Store: h.s, Joiner: h, Notifier: h, Worker: h, Reporter: h,
+		Store: hostStore{h.s, h}, Joiner: h, Notifier: h, Worker: h, Reporter: h,
 		Log: zaptest.NewLogger(h.t),
 	})
+}
+
+// hostStore is the store as one host's member sees it: a wake-up that
+// rides on a write is recorded as h's, with those of its Notifier.
+type hostStore struct {
+	*fakeStore
+	h *host
+}
+
+func (s hostStore) SetDataAndWake(ctx context.Context, session string, t store.Term, data, wake string) (bool, error) {
+	ok, err := s.SetData(ctx, session, t, data)
+	if ok {
+		s.h.Notify(ctx, wake)
+	}
+	return ok, err
 }
 
 // last returns the assignment h started last.

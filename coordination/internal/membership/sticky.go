@@ -257,7 +257,7 @@ func (m *Member) takingPart(st State, cur PartitionMap, live map[string]Row, rea
 // acknowledging a join make the joiner read the pool, not all twenty.
 func (m *Member) acknowledgeMap(ctx context.Context, gen int64, pm PartitionMap, published bool) bool {
 	m.stopParts(func(p int, w *work) bool { return pm.Owner[p] != m.me || pm.Since[p] != w.gen }, errMoved)
-	return m.recordAck(ctx, gen, func() {
+	return m.recordAck(ctx, gen, "", func() {
 		if published {
 			m.cfg.Notifier.Notify(ctx, m.mem.Key())
 			return

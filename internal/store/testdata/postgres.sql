@@ -88,6 +88,10 @@ BEGIN ISOLATION LEVEL READ COMMITTED;
 UPDATE "leasehold_leases" SET data = $1 WHERE name = $2 AND epoch = 7 AND session_id = $3 AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $4 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
 -- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
+-- set a term's data, notifying the listeners at commit (an acknowledgement that wakes the pool's collector)
+WITH w AS (UPDATE "leasehold_leases" SET data = $1 WHERE name = $2 AND epoch = 7 AND session_id = $3 AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = $4 AND s.expires_at_us >= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)) RETURNING 1), a AS (SELECT count(*) AS n FROM w) SELECT n, CASE WHEN n = 0 THEN '' ELSE CAST(pg_notify($5, $6) AS text) END FROM a
+-- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "leasehold_leases", "pool|global/orders|wake|a1b2";
+
 -- publish a pool's next generation (compare-and-set)
 UPDATE "leasehold_leases" SET epoch = CASE WHEN epoch >= COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) THEN epoch ELSE COALESCE((SELECT i.epoch_floor FROM "leasehold_incarnation" i WHERE i.id = 1), 0) END + 1, data = $1, renewed_at_us = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) WHERE name = $2 AND holder = '' AND epoch = 41 AND EXISTS (SELECT 1 FROM "leasehold_incarnation" i WHERE i.id = 1 AND i.incarnation = (SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AND i.hold_until_us <= CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))
 -- args: "a1b2,c3d4", "pool|global/orders|generation";
