@@ -150,7 +150,8 @@ func New(db *gorm.DB, id identity.Identity, cfg Config) (*Coordinator, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: db is nil", ErrInvalidConfig)
 	}
-	st, err := store.New(db, store.Options{TablePrefix: cfg.TablePrefix, MaxConnections: cfg.MaxConnections, FailoverHold: cfg.TTL})
+	st, err := store.New(db, store.Options{TablePrefix: cfg.TablePrefix, MaxConnections: cfg.MaxConnections, FailoverHold: cfg.TTL,
+		Quiet: poolMemberRow})
 	if err != nil {
 		return nil, err
 	}

@@ -487,11 +487,11 @@ func (f *faultStore) List(ctx context.Context, prefix string) ([]store.Row, erro
 	return f.leaseStore.List(ctx, prefix)
 }
 
-func (f *faultStore) SetData(ctx context.Context, session string, t store.Term, data string) (bool, error) {
+func (f *faultStore) SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error) {
 	if f.failAll.Load() {
 		return false, errInjected
 	}
-	return f.leaseStore.SetData(ctx, session, t, data)
+	return f.leaseStore.SetData(ctx, session, t, data, wake)
 }
 
 func (f *faultStore) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {

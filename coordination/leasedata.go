@@ -50,7 +50,7 @@ func (l *Lease) SetData(ctx context.Context, data string) error {
 	if !l.Valid() {
 		return &FenceError{Name: l.name, Epoch: l.epoch, Reason: "this process no longer trusts the term (" + l.Check().Error() + ")"}
 	}
-	ok, err := l.t.fencer.data.SetData(ctx, l.sess.id, store.Term{Name: l.name, Epoch: l.epoch}, data)
+	ok, err := l.t.fencer.data.SetData(ctx, l.sess.id, store.Term{Name: l.name, Epoch: l.epoch}, data, "")
 	if err != nil {
 		return fmt.Errorf("coordination: write the data of lease %q epoch %d: %w", l.name, l.epoch, err)
 	}

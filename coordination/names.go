@@ -149,6 +149,21 @@ func poolRowsFor(key string) membership.Rows {
 		Wakes: prefix + "wake" + keySep}
 }
 
+// poolMemberRow reports whether name is a pool's member row
+// (poolRowsFor). Nobody waits to take one, and its member announces its
+// release itself once it published the generation without it
+// (membership.Member.Leave), so the release wakes nobody
+// (store.Options.Quiet): woken by it, every member would race the leaver
+// to publish that generation.
+func poolMemberRow(name string) bool {
+	rest, ok := strings.CutPrefix(name, "pool"+keySep)
+	if !ok {
+		return false
+	}
+	_, rest, ok = strings.Cut(rest, keySep)
+	return ok && strings.HasPrefix(rest, "member"+keySep)
+}
+
 // Keyed locks: the prefixes of their rows and the number of floor rows of
 // a namespace (store/floored.go): a lock row's epochs continue from one
 // of them, picked by a hash of the lock key.

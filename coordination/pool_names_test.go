@@ -369,3 +369,29 @@ func TestPoolWakeForOneMember(t *testing.T) {
 		t.Error("a wake-up for a member of another pool woke the pool")
 	}
 }
+
+// TestPoolMemberRow: the releases that wake nobody (store.Options.Quiet)
+// are those of pool member rows, and no other row's.
+func TestPoolMemberRow(t *testing.T) {
+	key, err := leaseName(GlobalScope, "", "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := poolRowsFor(key)
+	for name, want := range map[string]bool{
+		rows.Member("a1b2"):             true,
+		rows.Member("static:w-0"):       true,
+		rows.Generation:                 false,
+		rows.Wake("a1b2"):               false,
+		key:                             false,
+		"global/member":                 false,
+		lockRow("global/member", "k"):   false,
+		"pool" + keySep + "member":      false,
+		semRow("pool"+keySep+"x", 0):    false,
+		"pool|global/orders|memberless": false,
+	} {
+		if got := poolMemberRow(name); got != want {
+			t.Errorf("poolMemberRow(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -44,7 +44,7 @@ type fenceStore interface {
 // inside the caller's fenced transaction.
 type dataStore interface {
 	Get(ctx context.Context, names []string) ([]store.Row, error)
-	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
+	SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error)
 	SetDataIn(tx *gorm.DB, session string, t store.Term, data string) (bool, error)
 }
 

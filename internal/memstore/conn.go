@@ -237,20 +237,11 @@ func (c *Conn) FenceGeneration(tx *gorm.DB, name string) (store.Row, bool, error
 }
 
 // SetData is Store.SetData through the connection's faults.
-func (c *Conn) SetData(ctx context.Context, session string, t store.Term, data string) (bool, error) {
+func (c *Conn) SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error) {
 	if err := c.enter(ctx); err != nil {
 		return false, err
 	}
-	return c.Store.SetData(ctx, session, t, data)
-}
-
-// SetDataAndWake is Store.SetDataAndWake through the connection's
-// faults.
-func (c *Conn) SetDataAndWake(ctx context.Context, session string, t store.Term, data, wake string) (bool, error) {
-	if err := c.enter(ctx); err != nil {
-		return false, err
-	}
-	return c.Store.SetDataAndWake(ctx, session, t, data, wake)
+	return c.Store.SetData(ctx, session, t, data, wake)
 }
 
 // Publish is Store.Publish through the connection's faults.

@@ -393,8 +393,10 @@ func (m Leases) SerializesWriters() bool {
 }
 
 // SetData writes data into a row this session holds at this epoch, while
-// the session is live. It reports false when the term is over.
-func (m Leases) SetData(ctx context.Context, session string, t store.Term, data string) (bool, error) {
+// the session is live. It reports false when the term is over. The
+// in-process store carries no wake-ups (Schema.Wakeups): wakeName is not
+// used.
+func (m Leases) SetData(ctx context.Context, session string, t store.Term, data, _ string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.rows[t.Name]
@@ -405,16 +407,10 @@ func (m Leases) SetData(ctx context.Context, session string, t store.Term, data 
 	return true, nil
 }
 
-// SetDataAndWake is SetData: the in-process store carries no wake-ups
-// (Schema.Wakeups), so there is nobody to wake.
-func (m Leases) SetDataAndWake(ctx context.Context, session string, t store.Term, data, _ string) (bool, error) {
-	return m.SetData(ctx, session, t, data)
-}
-
 // SetDataIn is SetData; tx is not used (the in-process store has no
 // transactions).
 func (m Leases) SetDataIn(tx *gorm.DB, session string, t store.Term, data string) (bool, error) {
-	return m.SetData(context.Background(), session, t, data)
+	return m.SetData(context.Background(), session, t, data, "")
 }
 
 // Publish moves an unheld row from epoch from to from+1 with new data,

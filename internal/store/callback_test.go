@@ -78,7 +78,14 @@ func TestRowCallbackErrorIsReturned(t *testing.T) {
 // migrated returns the store of db with its schema migrated.
 func migrated(t *testing.T, db *gorm.DB) *Store {
 	t.Helper()
-	s, err := New(db, Options{})
+	return migratedWith(t, db, Options{})
+}
+
+// migratedWith returns the store of db with the options o and its schema
+// migrated.
+func migratedWith(t *testing.T, db *gorm.DB, o Options) *Store {
+	t.Helper()
+	s, err := New(db, o)
 	if err != nil {
 		t.Fatal(err)
 	}

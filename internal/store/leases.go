@@ -132,31 +132,55 @@ func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names
 // Release gives up the given terms of session, in statements of at most
 // WriteChunk terms, and returns how many were still held. A term that is
 // not the session's at that epoch any more is left untouched, so a stale
-// release can never end a newer term.
+// release can never end a newer term. The release of a lease wakes the
+// processes waiting for it (wake.go), unless Options.Quiet says it is
+// one nobody waits for.
 func (s *Store) Release(ctx context.Context, session string, terms []Term) (int64, error) {
-	var total int64
-	err := chunks(terms, WriteChunk, func(part []Term) error {
-		return s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) error {
-			release := s.sql.dl().leases().sqlRelease(s.tables, session, part)
-			notify, ok := s.sql.dl().database.(notifier)
-			if !ok {
-				n, err := exec(db, release)
-				total += n
+	loud, quiet := terms, []Term(nil)
+	if s.quiet != nil {
+		loud = nil
+		for _, t := range terms {
+			if s.quiet(t.Name) {
+				quiet = append(quiet, t)
+			} else {
+				loud = append(loud, t)
+			}
+		}
+	}
+	release := func(terms []Term, wake bool) (int64, error) {
+		var total int64
+		err := chunks(terms, WriteChunk, func(part []Term) error {
+			return s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) error {
+				release := s.sql.dl().leases().sqlRelease(s.tables, session, part)
+				notify, ok := s.sql.dl().database.(notifier)
+				if !ok || !wake {
+					n, err := exec(db, release)
+					total += n
+					return err
+				}
+				got, err := queryAll(db, notify.sqlReleaseNotify(s.tables, release), func(rs *sql.Rows, n *int64) error {
+					var empty string
+					return rs.Scan(n, &empty)
+				})
+				if err == nil && len(got) == 1 {
+					total += got[0]
+				}
 				return err
-			}
-			got, err := queryAll(db, notify.sqlReleaseNotify(s.tables, release), func(rs *sql.Rows, n *int64) error {
-				var empty string
-				return rs.Scan(n, &empty)
 			})
-			if err == nil && len(got) == 1 {
-				total += got[0]
-			}
-			return err
 		})
-	})
-	// Set only for the transports the release statement does not notify
-	// by itself (OnRelease, wake.go).
-	s.released.after(total, len(terms), func(i int) string { return terms[i].Name })
+		// Set only for the transports the release statement does not
+		// notify by itself (OnRelease, wake.go).
+		if wake {
+			s.released.after(total, len(terms), func(i int) string { return terms[i].Name })
+		}
+		return total, err
+	}
+	total, err := release(loud, true)
+	if len(quiet) > 0 && err == nil {
+		var n int64
+		n, err = release(quiet, false)
+		total += n
+	}
 	return total, err
 }
 

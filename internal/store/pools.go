@@ -13,59 +13,46 @@ import (
 // The rows of partitioned pools: generations and memberships.
 
 // SetData writes data into a row this session holds at this epoch, while
-// the session is live. It reports false when the term is over.
-func (s *Store) SetData(ctx context.Context, session string, t Term, data string) (bool, error) {
+// the session is live. It reports false when the term is over. Unless
+// wakeName is "", a write wakes the processes for that name, which need
+// not name a row (a pool member's, Rows.Wake of package membership): an
+// acknowledgement and the wake-up of the member that gathers them. Where
+// the database carries wake-ups (notifier, PostgreSQL) the two are one
+// statement, whose notification the server sends at commit; the
+// transports the database does not carry are told after the write
+// (OnRelease), as after a release.
+func (s *Store) SetData(ctx context.Context, session string, t Term, data, wakeName string) (bool, error) {
+	set := s.sql.dl().pools().sqlSetData(s.tables, session, t, data)
 	var n int64
 	err := s.conns.run(ctx, s.conns.general, func(db *gorm.DB) (err error) {
-		n, err = exec(db, s.sql.dl().pools().sqlSetData(s.tables, session, t, data))
-		return err
-	})
-	if err != nil || n == 1 {
-		return n == 1, err
-	}
-	// MySQL without clientFoundRows counts an unchanged row as 0: read back.
-	rows, err := s.Get(ctx, []string{t.Name})
-	if err != nil {
-		return false, err
-	}
-	ok := len(rows) == 1 && rows[0].Session == session && rows[0].Epoch == t.Epoch && rows[0].Live() && rows[0].Data == data
-	return ok, nil
-}
-
-// SetDataAndWake is SetData, and once it wrote, a wake-up for the name
-// wake, which need not name a row (a pool member's, Rows.Wake of package
-// membership): an acknowledgement and the wake-up of the member that
-// gathers them. Where the database carries wake-ups (notifier,
-// PostgreSQL) they are one statement, whose notification the server
-// sends at commit; the transports the database does not carry are told
-// after the write (OnRelease), as after a release.
-func (s *Store) SetDataAndWake(ctx context.Context, session string, t Term, data, wakeName string) (bool, error) {
-	n, ok := s.sql.dl().database.(notifier)
-	if !ok {
-		done, err := s.SetData(ctx, session, t, data)
-		s.released.after(boolCount(done), 1, func(int) string { return wakeName })
-		return done, err
-	}
-	var got []int64
-	err := s.conns.run(ctx, s.conns.general, func(db *gorm.DB) (err error) {
-		set := s.sql.dl().pools().sqlSetData(s.tables, session, t, data)
-		got, err = queryAll(db, n.sqlWriteNotify(s.tables, set, wake.Payload([]string{wakeName})), func(rs *sql.Rows, n *int64) error {
+		notify, ok := s.sql.dl().database.(notifier)
+		if !ok || wakeName == "" {
+			n, err = exec(db, set)
+			return err
+		}
+		got, err := queryAll(db, notify.sqlWriteNotify(s.tables, set, wake.Payload([]string{wakeName})), func(rs *sql.Rows, n *int64) error {
 			var empty string
 			return rs.Scan(n, &empty)
 		})
+		if err == nil && len(got) == 1 {
+			n = got[0]
+		}
 		return err
 	})
-	done := err == nil && len(got) == 1 && got[0] == 1
-	s.released.after(boolCount(done), 1, func(int) string { return wakeName })
-	return done, err
-}
-
-// boolCount is 1 for true, 0 for false: a count of rows written.
-func boolCount(b bool) int64 {
-	if b {
-		return 1
+	ok := n == 1
+	if err == nil && !ok {
+		// MySQL without clientFoundRows counts an unchanged row as 0: read
+		// back.
+		var rows []Row
+		if rows, err = s.Get(ctx, []string{t.Name}); err != nil {
+			return false, err
+		}
+		ok = len(rows) == 1 && rows[0].Session == session && rows[0].Epoch == t.Epoch && rows[0].Live() && rows[0].Data == data
 	}
-	return 0
+	if ok && wakeName != "" {
+		s.released.after(1, 1, func(int) string { return wakeName })
+	}
+	return ok, err
 }
 
 // SetDataIn writes data into a row this session holds at this epoch, while

@@ -45,6 +45,11 @@ type Options struct {
 	// caller's transactions (Fence, RenewSessionIn) are not counted: they
 	// use the caller's connection. 0 means DefaultMaxConnections.
 	MaxConnections int
+	// Quiet, unless nil, reports the leases whose release wakes nobody:
+	// rows nobody waits to take, whose holder announces the change itself
+	// (a pool member's row, which its member announces once it published
+	// the generation without it).
+	Quiet func(name string) bool
 }
 
 // Store runs the coordination statements on one database. It runs the
@@ -75,6 +80,8 @@ type Store struct {
 	// released is what a release that freed any lease calls, here and in
 	// lockRows.
 	released *releaseHook
+	// quiet is Options.Quiet.
+	quiet func(name string) bool
 }
 
 // releaseHook is called after a release that freed any lease, with the
@@ -132,7 +139,7 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 	sql.d.Store(d)
 	released := &releaseHook{}
 	return &Store{
-		conns: conns, sql: sql, tables: t, released: released,
+		conns: conns, sql: sql, tables: t, released: released, quiet: o.Quiet,
 		sessions: &Sessions{conns: conns, sql: sql, tables: t},
 		lockRows: &LockRows{conns: conns, sql: sql, tables: t, released: released},
 		schema:   &Schema{conns: conns, sql: d.schema(), tables: t},

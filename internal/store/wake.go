@@ -138,8 +138,8 @@ func (w storeWake) Notify(ctx context.Context, names []string) error {
 }
 
 // OnRelease sets what Release calls with the names of the terms it
-// released, when it freed any, and what SetDataAndWake calls with the
-// name of its wake-up.
+// released, when it freed any, and what SetData calls with the name of
+// the wake-up it is given.
 func (w storeWake) OnRelease(fn func(names []string)) { w.s.released.fn = fn }
 
 // Advertise creates the advertising row id of holder, live for ttl. It

@@ -93,7 +93,7 @@ func caseSessionExpiresByClock(t *testing.T, s Store) {
 	if r := row(t, s, "x"); r.Live() || r.Holder != holderA || r.Session != "short" || !r.ExpiresAt.Equal(sess.ExpiresAt) {
 		t.Fatalf("row of the expired session = %+v; want its holder, not live, expired with the session", r)
 	}
-	if ok, err := s.SetData(bg, "short", term, "late"); err != nil || ok {
+	if ok, err := s.SetData(bg, "short", term, "late", ""); err != nil || ok {
 		t.Fatalf("SetData by the expired session = %v, %v; want false", ok, err)
 	}
 }
@@ -304,7 +304,8 @@ func caseReleaseOwnTermOnly(t *testing.T, s Store) {
 	}
 }
 
-// SetData writes only into the session's own live term.
+// SetData writes only into the session's own live term, with a wake-up
+// (on PostgreSQL one statement with the notification) or without.
 func caseSetDataOwnTermOnly(t *testing.T, s Store) {
 	open(t, s, "s1", holderA, LongTTL)
 	open(t, s, "s2", holderB, LongTTL)
@@ -312,8 +313,10 @@ func caseSetDataOwnTermOnly(t *testing.T, s Store) {
 	term := acquireOne(t, s, "s1", holderA, "x", 1)
 	setData := func(session string, tm store.Term, data string, want bool) {
 		t.Helper()
-		if ok, err := s.SetData(bg, session, tm, data); err != nil || ok != want {
-			t.Fatalf("SetData(%s, %v, %q) = %v, %v; want %v", session, tm, data, ok, err, want)
+		for _, wake := range []string{"", "pool|global/p|wake|m1"} {
+			if ok, err := s.SetData(bg, session, tm, data, wake); err != nil || ok != want {
+				t.Fatalf("SetData(%s, %v, %q, wake %q) = %v, %v; want %v", session, tm, data, wake, ok, err, want)
+			}
 		}
 	}
 	setData("s1", term, "mine", true)
@@ -428,7 +431,7 @@ func caseEnsureRowsKeepsRows(t *testing.T, s Store) {
 	ensure(t, s, "held", "free")
 	ensure(t, s, "held", "free")
 	term := acquireOne(t, s, "s1", holderA, "held", 1)
-	if ok, err := s.SetData(bg, "s1", term, "d"); err != nil || !ok {
+	if ok, err := s.SetData(bg, "s1", term, "d", ""); err != nil || !ok {
 		t.Fatalf("SetData = %v, %v", ok, err)
 	}
 	if ok, err := s.Publish(bg, "free", 0, "gen"); err != nil || !ok {

@@ -41,7 +41,7 @@ type Leases interface {
 
 // Data is the rows' data and pool generations' part of a store.
 type Data interface {
-	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
+	SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error)
 	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
 	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
 }

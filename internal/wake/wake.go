@@ -109,8 +109,10 @@ type Database interface {
 	// store cannot spare a connection for listening.
 	Listen(ctx context.Context, fn func(c Conn) error) error
 	// OnRelease sets fn to be called with the names of the leases a
-	// release freed, for the transports the release statement does not
-	// notify by itself (Socket). It is set before the first release.
+	// release freed (except those that wake nobody), and with the name of
+	// the wake-up an acknowledgement of a pool member carries, for the
+	// transports the statement does not notify by itself (Socket, Peer).
+	// It is set before the first release.
 	OnRelease(fn func(names []string))
 }
 

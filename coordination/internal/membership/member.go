@@ -149,7 +149,7 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 	// publish and no new work until the hold-off has passed, by when every
 	// membership the old primary granted has passed its trust deadline.
 	live := st.live()
-	live[m.me] = Row{ID: m.me, Holder: m.cfg.Holder, Live: true}
+	live[m.me] = Row{ID: m.me, Holder: m.cfg.Holder, Live: true} // acknowledged below
 	next := nextList(st.List, live)
 	publish := !slices.Equal(next, st.List) || st.Generation < st.Floor
 	stays := !publish && !st.heldOff()
@@ -168,7 +168,6 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 	if st.heldOff() {
 		return false, false
 	}
-	live[m.me] = Row{ID: m.me, Holder: m.cfg.Holder, Ack: m.ack, Live: true}
 	if publish {
 		published := max(st.Generation, st.Floor) + 1
 		ok, err := m.cfg.Store.Publish(opCtx, m.cfg.Rows.Generation, st.Generation, strings.Join(next, ","))
@@ -194,8 +193,8 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 	if m.work != nil || index < 0 {
 		return true, false
 	}
-	for _, mb := range live {
-		if mb.Ack < st.Generation {
+	for id, mb := range live {
+		if id != m.me && mb.Ack < st.Generation { // this member's is in: acknowledge returned true
 			return false, false
 		}
 	}
@@ -254,21 +253,14 @@ func (m *Member) collectorWake(list []string) string {
 
 // recordAck records in the member row that this member acknowledges gen,
 // unless it already did, with the wake-up wakeName unless it is "" (one
-// statement where the store can: SetDataAndWake), and then calls wake
+// statement where the store can: Store.SetData), and then calls wake
 // unless it is nil. It reports whether the member row now acknowledges
 // gen.
 func (m *Member) recordAck(ctx context.Context, gen int64, wakeName string, wake func()) bool {
 	if m.ack >= gen {
 		return true
 	}
-	term, data := store.Term{Name: m.mem.Key(), Epoch: m.mem.Epoch()}, strconv.FormatInt(gen, 10)
-	var ok bool
-	var err error
-	if wakeName != "" {
-		ok, err = m.cfg.Store.SetDataAndWake(ctx, m.mem.Session(), term, data, wakeName)
-	} else {
-		ok, err = m.cfg.Store.SetData(ctx, m.mem.Session(), term, data)
-	}
+	ok, err := m.cfg.Store.SetData(ctx, m.mem.Session(), store.Term{Name: m.mem.Key(), Epoch: m.mem.Epoch()}, strconv.FormatInt(gen, 10), wakeName)
 	if err != nil {
 		m.fail("acknowledge", err)
 		return false
@@ -349,10 +341,13 @@ func (m *Member) waitWork(w *work, limit time.Duration) bool {
 
 // Leave ends the membership when its run ends: stop the work with cause
 // (bounded by ShutdownTimeout), release the membership, publish a
-// generation without this member. Releasing first means no member can
-// read this one as live and not listed, and publish it back into the list.
-// Work that does not return in time is reported as a failure wrapping
-// cause, and the membership is not released: it expires.
+// generation without this member, and wake the others to it. Releasing
+// first means no member can read this one as live and not listed, and
+// publish it back into the list. The release itself wakes nobody (the
+// coordinator's store releases member rows quietly): woken by it, every
+// member would race this one to publish the same generation. Work that does not return in time
+// is reported as a failure wrapping cause, and the membership is not
+// released: it expires.
 func (m *Member) Leave(ctx context.Context, cause error) {
 	if !m.leaveParts(cause) {
 		return
@@ -373,6 +368,9 @@ func (m *Member) Leave(ctx context.Context, cause error) {
 	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.ShutdownTimeout)
 	defer cancel()
 	_ = m.mem.Release(opCtx)
+	// Whether this member published the next generation, another did, or
+	// the read or the publish failed, the others read the pool now.
+	defer m.cfg.Notifier.Notify(opCtx, m.mem.Key())
 	if m.cfg.Partitions > 0 {
 		m.leaveMap(opCtx)
 		return

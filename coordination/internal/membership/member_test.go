@@ -56,7 +56,7 @@ func (s *fakeStore) List(_ context.Context, prefix string) ([]store.Row, error) 
 	return out, nil
 }
 
-func (s *fakeStore) SetData(_ context.Context, session string, t store.Term, data string) (bool, error) {
+func (s *fakeStore) SetData(_ context.Context, session string, t store.Term, data, _ string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.rows[t.Name]
@@ -243,9 +243,9 @@ type hostStore struct {
 	h *host
 }
 
-func (s hostStore) SetDataAndWake(ctx context.Context, session string, t store.Term, data, wake string) (bool, error) {
-	ok, err := s.SetData(ctx, session, t, data)
-	if ok {
+func (s hostStore) SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error) {
+	ok, err := s.fakeStore.SetData(ctx, session, t, data, wake)
+	if ok && wake != "" {
 		s.h.Notify(ctx, wake)
 	}
 	return ok, err

@@ -32,12 +32,11 @@ import (
 type Store interface {
 	EnsureRows(ctx context.Context, names []string) error
 	List(ctx context.Context, prefix string) ([]store.Row, error)
-	SetData(ctx context.Context, session string, t store.Term, data string) (bool, error)
-	// SetDataAndWake is SetData, then, once it wrote, a wake-up for the
-	// name wake (Rows.Wake): in the same statement where the database
-	// carries wake-ups, otherwise through the transport that carries
-	// them. A store with no transport only writes.
-	SetDataAndWake(ctx context.Context, session string, t store.Term, data, wake string) (bool, error)
+	// SetData writes an acknowledgement into the member row and, once it
+	// wrote and unless wake is "", wakes the processes for the name wake
+	// (Rows.Wake): in the same statement where the database carries
+	// wake-ups, otherwise through the transport that carries them.
+	SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error)
 	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
 	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
 }
