@@ -443,14 +443,7 @@ func caseDDLFromAboveRealVersion(t *testing.T, tg testdb.Target) {
 			}
 			// As sqlite3 without -bail would: a failed statement does not stop
 			// the script. One connection, as the script needs.
-			sqlDB, err := db.DB()
-			if err != nil {
-				t.Fatal(err)
-			}
-			conn, err := sqlDB.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			conn := testdb.Conn(ctx, t, db)
 			for _, s := range ddl.Statements {
 				if _, err := conn.ExecContext(ctx, s); err != nil {
 					t.Logf("real version %d, DDL from %d: %v (%.60s)", real, from, err, s)

@@ -109,21 +109,14 @@ func listenFor(t *testing.T, db *gorm.DB, st *Store, n int, fn func() []string) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sqlDB, err := db.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := sqlDB.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := testdb.Conn(ctx, t, db)
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, postgresDB{}.sqlListen(wakeChannel(st.Tables()))); err != nil {
 		t.Fatal(err)
 	}
 	fn()
 	var got []string
-	err = conn.Raw(func(dc any) error {
+	err := conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()
 		for len(got) < n {
 			note, err := pc.WaitForNotification(ctx)

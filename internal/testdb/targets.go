@@ -4,6 +4,7 @@ import (
 	"go.uber.org/goleak"
 
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -100,6 +101,21 @@ func (tg Target) Open(t testing.TB) *gorm.DB {
 		}
 	})
 	return db
+}
+
+// Conn returns one connection of db's pool, for statements that must
+// share a session (LISTEN, a script); the caller closes it.
+func Conn(ctx context.Context, t testing.TB, db *gorm.DB) *sql.Conn {
+	t.Helper()
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
 
 // OpenDSN creates a fresh, empty database on tg just as Open does, and
