@@ -394,8 +394,8 @@ func (m Leases) SerializesWriters() bool {
 
 // SetData writes data into a row this session holds at this epoch, while
 // the session is live. It reports false when the term is over. The
-// in-process store carries no wake-ups (Schema.Wakeups): wakeName is not
-// used.
+// in-process store carries no wake-ups (Schema.Wakeups): the name of the
+// wake-up is not used.
 func (m Leases) SetData(ctx context.Context, session string, t store.Term, data, _ string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
