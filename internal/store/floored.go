@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"sort"
 	"time"
@@ -197,13 +196,8 @@ func (s *LockRows) ReleaseFloored(ctx context.Context, session string, terms []F
 					}
 					return s.checkOpen(tx)
 				}
-				got, err := queryAll(tx, notify.sqlReleaseNotify(s.tables, del), func(rs *sql.Rows, n *int64) error {
-					var empty string
-					return rs.Scan(n, &empty)
-				})
-				if err == nil && len(got) == 1 {
-					n = got[0]
-				}
+				var err error
+				n, err = execNotified(tx, notify.sqlReleaseNotify(s.tables, del))
 				return err
 			})
 			if err == nil {

@@ -158,13 +158,8 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 					total += n
 					return err
 				}
-				got, err := queryAll(db, notify.sqlReleaseNotify(s.tables, release), func(rs *sql.Rows, n *int64) error {
-					var empty string
-					return rs.Scan(n, &empty)
-				})
-				if err == nil && len(got) == 1 {
-					total += got[0]
-				}
+				n, err := execNotified(db, notify.sqlReleaseNotify(s.tables, release))
+				total += n
 				return err
 			})
 		})

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"gorm.io/gorm"
@@ -30,13 +29,7 @@ func (s *Store) SetData(ctx context.Context, session string, t Term, data, wakeN
 			n, err = exec(db, set)
 			return err
 		}
-		got, err := queryAll(db, notify.sqlWriteNotify(s.tables, set, wake.Payload([]string{wakeName})), func(rs *sql.Rows, n *int64) error {
-			var empty string
-			return rs.Scan(n, &empty)
-		})
-		if err == nil && len(got) == 1 {
-			n = got[0]
-		}
+		n, err = execNotified(db, notify.sqlWriteNotify(s.tables, set, wake.Payload([]string{wakeName})))
 		return err
 	})
 	ok := n == 1

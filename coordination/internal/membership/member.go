@@ -345,9 +345,9 @@ func (m *Member) waitWork(w *work, limit time.Duration) bool {
 // first means no member can read this one as live and not listed, and
 // publish it back into the list. The release itself wakes nobody (the
 // coordinator's store releases member rows quietly): woken by it, every
-// member would race this one to publish the same generation. Work that does not return in time
-// is reported as a failure wrapping cause, and the membership is not
-// released: it expires.
+// member would race this one to publish the same generation. Work that
+// does not return in time is reported as a failure wrapping cause, and
+// the membership is not released: it expires.
 func (m *Member) Leave(ctx context.Context, cause error) {
 	if !m.leaveParts(cause) {
 		return
