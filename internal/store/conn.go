@@ -235,6 +235,20 @@ func queryAll[T any](db *gorm.DB, st stmt, scan func(rs *sql.Rows, v *T) error) 
 	return out, rs.Close()
 }
 
+// execNotified runs a statement of sqlReleaseNotify or sqlWriteNotify,
+// whose one row is the count of rows it changed and an empty string, and
+// returns that count.
+func execNotified(db *gorm.DB, st stmt) (int64, error) {
+	got, err := queryAll(db, st, func(rs *sql.Rows, n *int64) error {
+		var empty string
+		return rs.Scan(n, &empty)
+	})
+	if err != nil || len(got) != 1 {
+		return 0, err
+	}
+	return got[0], nil
+}
+
 // scanRow reads the first row st returns into dest, as Row().Scan would,
 // and returns sql.ErrNoRows when there is none. Unlike Row, it returns the
 // error of a callback of the caller's that failed the statement before it

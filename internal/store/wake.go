@@ -60,20 +60,6 @@ type notifier interface {
 	sqlBeginDecide() string
 }
 
-// execNotified runs a statement of sqlReleaseNotify or sqlWriteNotify,
-// whose one row is the count of rows it changed and an empty string, and
-// returns that count.
-func execNotified(db *gorm.DB, st stmt) (int64, error) {
-	got, err := queryAll(db, st, func(rs *sql.Rows, n *int64) error {
-		var empty string
-		return rs.Scan(n, &empty)
-	})
-	if err != nil || len(got) != 1 {
-		return 0, err
-	}
-	return got[0], nil
-}
-
 // fileDatabase is a database in a file that the processes sharing it open
 // on one host (SQLite): they wake each other through sockets next to it.
 type fileDatabase interface {
