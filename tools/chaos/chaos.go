@@ -14,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/history"
 	"github.com/leasehold/leasehold/internal/testdb"
+	"golang.org/x/sync/errgroup"
 )
 
 // Fault timing.
@@ -303,11 +304,18 @@ type Options struct {
 	// missing is a failure rather than a skip (default testdb.Required).
 	Required func(dialect string) bool
 	// Slack is added to every recovery bound of Bounds. make chaos runs
-	// alone and leaves it zero; the short round in make test shares two
-	// cores with other packages' tests and uses a loose bound, so that
-	// it holds the safety rules strictly and fails on a recovery that
-	// does not come, not on one slowed by the machine.
+	// alone and leaves it zero; the short round in make test runs two
+	// dialects at once on two cores and uses a loose bound, so that it
+	// holds the safety rules strictly and fails on a recovery that does
+	// not come, not on one slowed by the machine.
 	Slack time.Duration
+	// Concurrent is how many dialects run at once (default 1). Each
+	// dialect has its own servers, workers and random choices, so only
+	// the sharing of the CPU changes: make chaos runs one at a time, so
+	// that its failover figures are each dialect's alone; the short
+	// round in make test, which holds loose recovery bounds (Slack),
+	// runs two.
+	Concurrent int
 	// Extended adds the fault kinds pool-exhaustion, and cut and latency
 	// on PostgreSQL and MariaDB: every worker then bounds its pool to
 	// ExhaustConns connections and holds them all on SIGUSR1 for
@@ -357,24 +365,46 @@ func Run(ctx context.Context, o Options) (ok bool, err error) {
 	if len(plans) == 0 {
 		return false, fmt.Errorf("no dialect of %s injects any of the fault kinds %v", strings.Join(o.Dialects, ","), o.Kinds)
 	}
-	var results []history.DialectResult
-	var problems []string
-	for _, d := range o.Dialects {
+	type outcome struct {
+		res      history.DialectResult
+		problems []string
+		ran      bool
+	}
+	outcomes := make([]outcome, len(o.Dialects))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(o.Concurrent, 1))
+	for i, d := range o.Dialects {
 		if len(plans[d]) == 0 {
 			fmt.Fprintf(o.Out, "chaos: %s: none of the selected fault kinds applies; not run\n", d)
 			continue
 		}
-		r := newDialectRun(d, filepath.Join(root, d), bin, o.Out, rng, o)
-		res, probs, skipped, err := r.run(ctx, plans[d], o.Required(requiredAs(d)))
-		if err != nil {
-			return false, fmt.Errorf("%s: %w", d, err)
-		}
-		if skipped {
+		// Each dialect draws from its own source, so that a seed
+		// replays the same choices however the dialects interleave.
+		drng := rand.New(rand.NewPCG(o.Seed, uint64(i)+1))
+		g.Go(func() error {
+			r := newDialectRun(d, filepath.Join(root, d), bin, o.Out, drng, o)
+			res, probs, skipped, err := r.run(gctx, plans[d], o.Required(requiredAs(d)))
+			if err != nil {
+				return fmt.Errorf("%s: %w", d, err)
+			}
+			if !skipped {
+				outcomes[i] = outcome{res: history.DialectResult{Dialect: d, Result: res}, problems: probs, ran: true}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return false, err
+	}
+	var results []history.DialectResult
+	var problems []string
+	for _, oc := range outcomes {
+		if !oc.ran {
 			continue
 		}
-		results = append(results, history.DialectResult{Dialect: d, Result: res})
-		for _, p := range probs {
-			problems = append(problems, d+": "+p)
+		results = append(results, oc.res)
+		for _, p := range oc.problems {
+			problems = append(problems, oc.res.Dialect+": "+p)
 		}
 	}
 	history.FailoverTable(o.Out, results...)
