@@ -21,6 +21,7 @@ import (
 // database clock: leases live exactly TTL by it, and a holder cut off from
 // the database is replaced only once the database says its lease expired.
 func TestApplicationClockHoursOff(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	for _, tg := range testdb.Targets() {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()

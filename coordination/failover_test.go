@@ -23,6 +23,7 @@ import (
 // runs on the dialects that tell incarnations apart: PostgreSQL and
 // MariaDB.
 func TestFailoverRollback(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	for _, tg := range []testdb.Target{{Name: "postgres", Dialect: "postgres"}, {Name: "mysql", Dialect: "mysql"}} {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()

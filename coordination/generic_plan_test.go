@@ -30,6 +30,7 @@ import (
 // rows by the array. It measures the cached plans' time too, but only
 // logs it (with "= ANY": 10,000 names in several seconds).
 func TestNamesMatchedFastOnGenericPlansOfASmallTable(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	for _, tg := range testdb.Targets() {
 		if tg.Dialect != "postgres" {
 			continue

@@ -95,6 +95,12 @@ func runCases(t *testing.T, cases []conformanceCase) {
 }
 
 // runCasesOn is runCases on the given targets.
+//
+// Of the package's tests on real databases, TestConformance, the longest,
+// runs first, beside the unit tests and no other. Every other one calls
+// t.Parallel itself, so that they run together once it has ended (at
+// most go test -parallel at once), instead of each waiting for the
+// slowest target of the one before.
 func runCasesOn(t *testing.T, targets []testdb.Target, cases []conformanceCase) {
 	t.Helper()
 	for _, tg := range targets {

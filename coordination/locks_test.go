@@ -19,6 +19,7 @@ import (
 // TestLocksConformance runs the keyed lock cases on every database
 // target, the Galera cluster included. Subtest names are <target>/<Case>.
 func TestLocksConformance(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	runCasesOn(t, append(testdb.Targets(), testdb.GaleraTarget), lockCases)
 }
 

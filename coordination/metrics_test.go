@@ -514,6 +514,7 @@ func TestMetricsRenewPathAllocatesNothing(t *testing.T) {
 // TestMetricsTrustRemaining runs caseMetricsTrustRemaining on every
 // database target.
 func TestMetricsTrustRemaining(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	runCases(t, []conformanceCase{{"CutOffHolder", caseMetricsTrustRemaining}})
 }
 

@@ -19,6 +19,7 @@ import (
 // matched rows; without it, changed rows; leasehold must be exact either
 // way. Lease times are integers, so parseTime must not matter.
 func TestMySQLDSNOptions(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	var mysql testdb.Target
 	for _, tg := range testdb.Targets() {
 		if tg.Dialect == "mysql" {

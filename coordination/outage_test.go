@@ -21,6 +21,7 @@ import (
 // run one after another on that server, each on a fresh database. Subtest
 // names are <dialect>/<Case>.
 func TestDatabaseOutage(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	for _, kind := range []string{testdb.KindPostgres, testdb.KindMySQL} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

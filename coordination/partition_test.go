@@ -16,6 +16,7 @@ import (
 // both ends of int64 included) and by a bucket column of string keys, and
 // that each selects what Owns and OwnsBucket say in Go.
 func TestPartitionConformance(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	runCases(t, []conformanceCase{
 		{"ScopesPartitionRows", casePartitionRows},
 		{"ScopeErrorsSendNothing", casePartitionErrors},

@@ -31,6 +31,7 @@ import (
 // transactions also write the lease's data (Lease.SetDataIn), another
 // statement of the library in the caller's transaction.
 func TestFencedTransactionsThroughPgBouncer(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	tg := testdb.PgBouncerTarget
 	driver, dsn := tg.OpenDSN(t)
 	dsn = strings.TrimSuffix(dsn, testdb.PgBouncerDSNSetting) // pgx's default

@@ -11,6 +11,7 @@ import (
 // interval, and checks that no index was held twice at once and every
 // generation's count matched its member list.
 func TestPoolConformance(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	runCases(t, []conformanceCase{
 		{"FiveMembersJoinLeaveCrash", casePoolFive},
 		{"NestedNamesDoNotCollide", casePoolNestedNames},

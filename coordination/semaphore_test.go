@@ -13,6 +13,7 @@ import (
 // TestSemaphoreConformance runs the semaphore cases on every database
 // target. Subtest names are <target>/<Case>.
 func TestSemaphoreConformance(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	runCases(t, semaphoreCases)
 }
 

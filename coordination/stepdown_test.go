@@ -95,6 +95,7 @@ func caseStepDownHandsOver(t *testing.T, b *bundle) {
 // crash the test binary with a SIGSEGV inside the runtime, about once in
 // two hundred runs of this test, in the bubble's goroutine bookkeeping.)
 func TestUnhealthyNeverAcquires(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	for name, check := range map[string]func(context.Context) error{
 		"error":   func(context.Context) error { return errSick },
 		"panic":   func(context.Context) error { panic("boom") },

@@ -219,6 +219,7 @@ func startSticky(t *testing.T, db *gorm.DB, node string, cfg Config, pcfg PoolCo
 // twice at once, and a static member restarted within its TTL gets its
 // partitions back without a new generation.
 func TestStickyPoolConformance(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	runCases(t, []conformanceCase{
 		{"JoinLeaveCrashMoveOnlyWhatBalanceRequires", caseStickyMoves},
 		{"StaticMemberRestartKeepsPartitions", caseStickyStaticRestart},

@@ -24,6 +24,7 @@ import (
 // work: there the cases that need notifications skip, and the others
 // check that polling alone still works.
 func TestWakeups(t *testing.T) {
+	t.Parallel() // see runCasesOn
 	runCasesOn(t, testdb.PoolerTargets(), []conformanceCase{
 		{"FallbackBehindTransactionPooler", caseFallbackBehindTransactionPooler},
 		{"ReleaseWakesFollower", caseReleaseWakesFollower},
