@@ -2,6 +2,7 @@ package coordination
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,6 +60,7 @@ func (r *releaser) release(ctx context.Context, req *releaseReq) error {
 		return err
 	default:
 	}
+	more := false
 	select {
 	case <-r.closing:
 		// At shutdown every term ends at about the same moment: a short
@@ -66,15 +68,36 @@ func (r *releaser) release(ctx context.Context, req *releaseReq) error {
 		// this batch. It ends as soon as no term is left to join it, so
 		// the last lease (or the only one) goes out at once.
 		r.awaitReleases(shutdownBatchWait)
+		more = r.terms.left() > 0
 	default:
 	}
 	r.mu.Lock()
-	batch := r.queue
-	r.queue = nil
+	batch, keep := wholeChunks(r.queue, req, more)
+	r.queue = keep
 	r.mu.Unlock()
 	r.sendReleases(ctx, batch)
 	r.send.Unlock()
 	return <-req.done
+}
+
+// wholeChunks splits a shutdown's batch when more terms are still to
+// queue their releases (more) and the batch is not a whole number of
+// store.WriteChunk terms: send holds the whole chunks, own among them,
+// and keep the rest, which joins the releases still to come in the next
+// batch (one of its callers sends it). On a machine too busy for every
+// term to queue within shutdownBatchWait, a shutdown then still sends
+// about one statement per chunk of its leases, rather than a partial
+// chunk per batch. Outside shutdown, or with less than a chunk queued,
+// everything is sent.
+func wholeChunks(batch []*releaseReq, own *releaseReq, more bool) (send, keep []*releaseReq) {
+	n := len(batch) - len(batch)%store.WriteChunk
+	if !more || n == 0 || n == len(batch) {
+		return batch, nil
+	}
+	if i := slices.Index(batch, own); i >= n {
+		batch[0], batch[i] = batch[i], batch[0]
+	}
+	return batch[:n:n], slices.Clone(batch[n:])
 }
 
 // awaitReleases waits up to d for every lease still held to queue its

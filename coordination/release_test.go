@@ -1,0 +1,58 @@
+package coordination
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/leasehold/leasehold/internal/store"
+)
+
+// TestShutdownBatchSendsWholeChunks: while more terms are still to queue
+// their releases, a shutdown's batch goes out in whole chunks of
+// store.WriteChunk terms, its sender's own release among them, and the
+// rest waits for the next batch; nothing is dropped or sent twice.
+func TestShutdownBatchSendsWholeChunks(t *testing.T) {
+	const chunk = store.WriteChunk
+	reqs := func(n int) []*releaseReq {
+		out := make([]*releaseReq, n)
+		for i := range out {
+			out[i] = &releaseReq{term: store.Term{Epoch: int64(i)}}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		queued   int
+		own      int // index of the sender's own release
+		more     bool
+		wantSend int
+	}{
+		{"MoreToComeSendsWholeChunks", 2*chunk + 17, 3, true, 2 * chunk},
+		{"OwnReleaseInTheRestIsSent", chunk + 1, chunk, true, chunk},
+		{"NothingMoreToComeSendsAll", 2*chunk + 17, 0, false, 2*chunk + 17},
+		{"LessThanAChunkSendsAll", chunk - 1, 0, true, chunk - 1},
+		{"WholeChunksSendAll", 3 * chunk, 0, true, 3 * chunk},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			batch := reqs(tc.queued)
+			own := batch[tc.own]
+			all := slices.Clone(batch)
+			send, keep := wholeChunks(batch, own, tc.more)
+			if len(send) != tc.wantSend {
+				t.Errorf("sent %d of %d queued releases, want %d", len(send), tc.queued, tc.wantSend)
+			}
+			if !slices.Contains(send, own) {
+				t.Errorf("the sender's own release is not in what it sends")
+			}
+			got := append(slices.Clone(send), keep...)
+			if len(got) != len(all) {
+				t.Fatalf("sent %d and kept %d releases of %d", len(send), len(keep), len(all))
+			}
+			for _, q := range all {
+				if !slices.Contains(got, q) {
+					t.Fatalf("release of epoch %d was neither sent nor kept", q.term.Epoch)
+				}
+			}
+		})
+	}
+}
