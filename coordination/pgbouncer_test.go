@@ -54,10 +54,14 @@ func TestFencedTransactionsThroughPgBouncer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Three processes of the singleton, as the user ran.
-	a := start(t, db, "node-a", fastConfig())
-	start(t, db, "node-b", fastConfig())
-	start(t, db, "node-c", fastConfig())
+	// Three processes of the singleton, as the user ran. Their renewals
+	// queue for one of PgBouncer's four server connections behind twelve
+	// clients' transactions: with a trust window of a minute (steady), a
+	// busy machine cannot end the term while they wait, and a failed
+	// transaction can only be the pooler's.
+	a := start(t, db, "node-a", steady(fastConfig()))
+	start(t, db, "node-b", steady(fastConfig()))
+	start(t, db, "node-c", steady(fastConfig()))
 	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "ledger"))
 
 	var mu sync.Mutex
