@@ -30,7 +30,11 @@ TEST_REPORT   := $(CURDIR)/test-report.json
 # PgBouncer and the two replicated pairs) run at once instead of the last
 # ones waiting for the first to end. With five, a run used the two cores
 # about half the time and took 11 min; with eight, 9.5 min, and
-# 10.7 min with another process keeping a core busy.
+# 10.7 min with another process keeping a core busy. Since the
+# coordination package's real-database tests run together after its
+# conformance suite (coordination/harness_test.go, runCasesOn) and the
+# chaos round runs two dialects at once, 6.5 min, and 7 min with a core
+# kept busy.
 TEST_PARALLEL ?= 8
 # TEST_PACKAGES is how many test binaries run at once (go test -p; the
 # default is the number of cores). With two, coordination's tests took one
