@@ -368,7 +368,6 @@ func Run(ctx context.Context, o Options) (ok bool, err error) {
 	type outcome struct {
 		res      history.DialectResult
 		problems []string
-		ran      bool
 	}
 	outcomes := make([]outcome, len(o.Dialects))
 	g, gctx := errgroup.WithContext(ctx)
@@ -388,7 +387,7 @@ func Run(ctx context.Context, o Options) (ok bool, err error) {
 				return fmt.Errorf("%s: %w", d, err)
 			}
 			if !skipped {
-				outcomes[i] = outcome{res: history.DialectResult{Dialect: d, Result: res}, problems: probs, ran: true}
+				outcomes[i] = outcome{res: history.DialectResult{Dialect: d, Result: res}, problems: probs}
 			}
 			return nil
 		})
@@ -399,7 +398,7 @@ func Run(ctx context.Context, o Options) (ok bool, err error) {
 	var results []history.DialectResult
 	var problems []string
 	for _, oc := range outcomes {
-		if !oc.ran {
+		if oc.res.Dialect == "" { // not run, or skipped
 			continue
 		}
 		results = append(results, oc.res)

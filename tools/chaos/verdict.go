@@ -146,23 +146,7 @@ func (v *verdict) reconcileItems(ctx context.Context, fed int) error {
 	if err := v.database.db.WithContext(ctx).Order("id").Find(&slots).Error; err != nil {
 		return fmt.Errorf("read the completed slots: %w", err)
 	}
-	v.noteUnrecordedItems(h, items)
 	return errors.Join(v.recordKilledItems(h, items), v.recordLostItems(h, items), v.recordGoneItems(items, fed), v.recordLostSlots(h, slots))
-}
-
-// noteUnrecordedItems logs each item the final table shows processed by a
-// holder that was not killed, of which no history records any processing,
-// with the holder and generation the table names. Rule D reports such an
-// item as lost (only a killed holder's are taken from the table, by
-// recordKilledItems), and the table is gone once the run ends.
-func (v *verdict) noteUnrecordedItems(h history.History, items []Item) {
-	killedHolder, recorded := v.killedAndRecorded(h)
-	for _, it := range items {
-		if it.ProcessedBy != "" && !recorded[it.ID] && !killedHolder[it.ProcessedBy] {
-			v.logf("item %d: the table shows it processed by %s in generation %d, which was not killed, and no history records a processing of it",
-				it.ID, it.ProcessedBy, it.Generation)
-		}
-	}
 }
 
 // recordGoneItems records, in the runner's history, an ItemGone for each
@@ -196,16 +180,22 @@ func (v *verdict) recordGoneItems(items []Item, fed int) error {
 	return nil
 }
 
-// killedAndRecorded reads the histories for the holders of the processes
-// the runner killed and the items whose processing some history records.
-func (v *verdict) killedAndRecorded(h history.History) (killedHolder map[string]bool, recorded map[int64]bool) {
+// recordKilledItems records, in the runner's history, the items that the
+// table shows processed by a worker killed before it could record them: a
+// SIGKILL can fall between a commit and the line that records it. Only
+// killed workers' items are taken from the table, so an item that a live
+// worker processed without recording is still reported as lost; the
+// holder and generation the table names for it are logged, since the
+// table is gone once the run ends.
+func (v *verdict) recordKilledItems(h history.History, items []Item) error {
 	killed := map[int]bool{}
 	for _, p := range v.fleet.procs {
 		if p.killed {
 			killed[p.Pid] = true
 		}
 	}
-	killedHolder, recorded = map[string]bool{}, map[int64]bool{}
+	killedHolder := map[string]bool{}
+	recorded := map[int64]bool{}
 	for _, e := range h.Events {
 		if killed[e.PID] {
 			killedHolder[e.Process] = true
@@ -214,19 +204,14 @@ func (v *verdict) killedAndRecorded(h history.History) (killedHolder map[string]
 			recorded[e.Item] = true
 		}
 	}
-	return killedHolder, recorded
-}
-
-// recordKilledItems records, in the runner's history, the items that the
-// table shows processed by a worker killed before it could record them: a
-// SIGKILL can fall between a commit and the line that records it. Only
-// killed workers' items are taken from the table, so an item that a live
-// worker processed without recording is still reported as lost.
-func (v *verdict) recordKilledItems(h history.History, items []Item) error {
-	killedHolder, recorded := v.killedAndRecorded(h)
 	n := 0
 	for _, it := range items {
-		if it.ProcessedBy == "" || recorded[it.ID] || !killedHolder[it.ProcessedBy] {
+		if it.ProcessedBy == "" || recorded[it.ID] {
+			continue
+		}
+		if !killedHolder[it.ProcessedBy] {
+			v.logf("item %d: the table shows it processed by %s in generation %d, which was not killed, and no history records a processing of it",
+				it.ID, it.ProcessedBy, it.Generation)
 			continue
 		}
 		n++
