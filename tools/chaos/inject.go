@@ -187,6 +187,7 @@ func (i *injector) injectFailover(k history.FaultKind) (time.Time, error) {
 	i.verdict.fault(history.Event{FaultKind: k, Target: i.name, Phase: history.PhaseStart})
 	how := "stopped"
 	var err error
+	gone := time.Now()
 	if i.rng.IntN(2) == 0 {
 		how, err = "killed", old.Kill()
 	} else {
@@ -196,6 +197,7 @@ func (i *injector) injectFailover(k history.FaultKind) (time.Time, error) {
 		return time.Now(), fmt.Errorf("stop the primary: %w", err)
 	}
 	began := time.Now()
+	how += " in " + began.Sub(gone).Round(time.Millisecond).String()
 	if k == history.FaultFailoverAsync {
 		if err := standby.Start(); err != nil {
 			return time.Now(), fmt.Errorf("start the standby again: %w", err)

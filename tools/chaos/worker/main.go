@@ -122,9 +122,9 @@ func run(ctx context.Context) error {
 		return err
 	}
 	w := &worker{db: db, rec: rec, holder: id.Holder(), log: log, bounded: *maxOpen > 0, sqlite: db.Name() == "sqlite",
-		check: []*gorm.DB{db}, checkFor: 10 * time.Second}
+		check: []*gorm.DB{db}}
 	if *checkDSNs != "" {
-		w.check, w.checkFor = nil, checkOthersFor
+		w.check = nil
 		for _, dsn := range strings.Split(*checkDSNs, ",") {
 			cdb, err := dbopen.Open(*driver, dsn, &gorm.Config{Logger: logger.Discard})
 			if err != nil {
@@ -205,14 +205,17 @@ type worker struct {
 	sqlite bool
 	// check are the handles through which the worker finds out whether a
 	// commit that failed happened, tried in turn for at most checkFor.
-	check    []*gorm.DB
-	checkFor time.Duration
+	check []*gorm.DB
 }
 
-// checkOthersFor bounds the check of a failed commit through other nodes
-// of a cluster (-check-dsns): their reads wait while the cluster holds
-// its commits, until it has given up on a node that stopped answering.
-const checkOthersFor = 30 * time.Second
+// checkFor bounds the check of a failed commit. It must outlast any
+// outage a fault makes, or a commit that happened is recorded as refused
+// and rule D reports its item as lost: a primary's fast shutdown (testdb
+// kills the server after 15s) followed by the standby's promotion (testdb
+// waits up to a minute for it); a Galera cluster holding its commits
+// until it has given up on a node that stopped answering. The worker
+// waits only while the database fails.
+const checkFor = 90 * time.Second
 
 // exhaustOnSignal, on each signal, takes n connections of its own pool
 // and holds them for d: the process's own code exhausting its pool. On a
@@ -442,7 +445,7 @@ func (w *worker) process(ctx context.Context, a coordination.Assignment, id int6
 // process in generation gen, trying for checkFor while the database
 // fails.
 func (w *worker) committed(ctx context.Context, id, gen int64) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.checkFor)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkFor)
 	defer cancel()
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
@@ -566,7 +569,7 @@ func (w *worker) tick(ctx context.Context, slot *workers.Slot) error {
 // slotCommitted reports whether row is in chaos_slots, trying for
 // checkFor while the database fails.
 func (w *worker) slotCommitted(ctx context.Context, row chaos.SlotRow) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.checkFor)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkFor)
 	defer cancel()
 	for try := 0; ; try++ {
 		var n int64
