@@ -453,7 +453,13 @@ func (w *worker) committed(ctx context.Context, id, gen int64) bool {
 		var it chaos.Item
 		err := w.check[n%len(w.check)].WithContext(ctx).Where("id = ?", id).Take(&it).Error
 		if err == nil {
-			return it.ProcessedBy == w.holder && it.Generation == gen
+			ok := it.ProcessedBy == w.holder && it.Generation == gen
+			// Logged so that an item the final table shows processed by
+			// this process, which its history does not record, can be
+			// traced to the check that found it not yet so.
+			w.log.Info("checked a failed commit", zap.Int64("item", id), zap.Int64("generation", gen), zap.Bool("happened", ok),
+				zap.String("processed_by", it.ProcessedBy), zap.Int64("processed_in", it.Generation))
+			return ok
 		}
 		select {
 		case <-ctx.Done():
