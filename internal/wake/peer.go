@@ -27,7 +27,8 @@ import (
 // The peers are read from the session table at most every
 // PeerConfig.Refresh, or sooner once a process that starts listening has
 // said so (a hello): a process that started since the last read is woken
-// at its own poll at worst.
+// at its own poll at worst. A hello whose own read of the peers failed is
+// sent again until one has read them.
 type Peer struct {
 	db  Database
 	dir Directory
@@ -90,6 +91,10 @@ type Directory interface {
 // release, which the store reports without a context (OnRelease).
 const sendTimeout = time.Second
 
+// helloRetry is the first wait before a hello that could not read the
+// peers is sent again.
+const helloRetry = 100 * time.Millisecond
+
 // advertiseTimeout bounds each write of the advertising row: one that
 // times out when listening starts fails Listen, which logs a warning.
 const advertiseTimeout = 5 * time.Second
@@ -106,7 +111,7 @@ func NewPeer(db Database, dir Directory, cfg PeerConfig) *Peer {
 	db.OnRelease(func(names []string) {
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 		defer cancel()
-		_ = p.send(ctx, kindWake, names)
+		_ = p.Notify(ctx, names)
 	})
 	return p
 }
@@ -161,11 +166,13 @@ func (p *Peer) Listen(ctx context.Context, deliver func(names []string), up func
 	presence.Go(func() { p.keepAdvertised(lctx, id, adv) })
 	// The hello is sent before up, so that its read of the peers is over
 	// once listening is reported; what arrives meanwhile waits in the
-	// socket's buffer.
-	hctx, cancel := context.WithTimeout(ctx, sendTimeout)
-	p.peers.markStale()
-	_ = p.send(hctx, kindHello, nil)
-	cancel()
+	// socket's buffer. A hello whose read of the peers failed reached
+	// only the peers this process knew, none at first, and the others
+	// would not wake it until they read the peers again, up to Refresh
+	// later: it is sent again until a read succeeds.
+	if !p.hello(ctx) {
+		presence.Go(func() { p.helloUntilRead(lctx) })
+	}
 	up()
 	channel := p.db.Channel()
 	seen := newNonces()
@@ -187,6 +194,33 @@ func (p *Peer) Listen(ctx context.Context, deliver func(names []string), up func
 			deliver(Names(d.payload))
 		case kindHello:
 			p.peers.markStale()
+		}
+	}
+}
+
+// hello sends a hello to the peers, read again first, and reports
+// whether they were read.
+func (p *Peer) hello(ctx context.Context) bool {
+	hctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	p.peers.markStale()
+	read, _ := p.sendAll(hctx, kindHello, nil)
+	return read == nil
+}
+
+// helloUntilRead sends the hello again, helloRetry after the last and
+// doubling up to Refresh, until one has read the peers or ctx is done.
+func (p *Peer) helloUntilRead(ctx context.Context) {
+	for wait := helloRetry; ; wait = min(2*wait, max(p.cfg.Refresh, helloRetry)) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if p.hello(ctx) {
+			return
 		}
 	}
 }
@@ -229,13 +263,15 @@ func (p *Peer) keepAdvertised(ctx context.Context, id string, adv Advert) {
 // this one included. A peer that cannot be reached is skipped; the error is the first
 // failure, to be logged, after every peer was tried.
 func (p *Peer) Notify(ctx context.Context, names []string) error {
-	return p.send(ctx, kindWake, names)
+	read, sent := p.sendAll(ctx, kindWake, names)
+	return cmp.Or(read, sent)
 }
 
-// send sends one datagram of kind to every peer. When the peers are
+// sendAll sends one datagram of kind to every peer. When the peers are
 // stale it sends to the ones it knows first, so that a release does not
 // wait for the read, then reads them again and sends to the new ones.
-func (p *Peer) send(ctx context.Context, kind byte, names []string) error {
+// read is the read's failure, sent the first datagram's.
+func (p *Peer) sendAll(ctx context.Context, kind byte, names []string) (read, sent error) {
 	known, fresh := p.peers.current(p.cfg.Refresh)
 	var conn *net.UDPConn
 	defer func() {
@@ -245,7 +281,7 @@ func (p *Peer) send(ctx context.Context, kind byte, names []string) error {
 	}()
 	d := datagram{kind: kind, sent: time.Now(), channel: p.db.Channel(), payload: Payload(names)}
 	if _, err := rand.Read(d.nonce[:]); err != nil {
-		return err
+		return nil, err
 	}
 	var err error
 	sendTo := func(targets []target) {
@@ -275,11 +311,11 @@ func (p *Peer) send(ctx context.Context, kind byte, names []string) error {
 	}
 	sendTo(known)
 	if fresh {
-		return err
+		return nil, err
 	}
 	all, rerr := p.peers.get(ctx, p)
 	sendTo(newTargets(all, known))
-	return cmp.Or(rerr, err)
+	return rerr, err
 }
 
 // newTargets returns the targets of all whose key none of known has.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -45,6 +47,8 @@ type netDB struct {
 	tbl      *sessionTable
 	channel  string
 	released func(names []string)
+	// failPeers is how many of the next reads of the peers fail.
+	failPeers atomic.Int32
 }
 
 func (d *netDB) Means() Means                                   { return None }
@@ -74,6 +78,9 @@ func (d *netDB) Withdraw(_ context.Context, id string) error {
 }
 
 func (d *netDB) Peers(context.Context, time.Duration) ([]Advert, error) {
+	if d.failPeers.Add(-1) >= 0 {
+		return nil, errors.New("the database is unavailable")
+	}
 	d.tbl.mu.Lock()
 	defer d.tbl.mu.Unlock()
 	d.tbl.reads++
@@ -360,6 +367,37 @@ func TestPeerReadsThePeersAgainWhenOneStartsListening(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		case <-deadline:
 			t.Fatalf("a newcomer was not woken within %v", wait)
+		}
+	}
+}
+
+// TestPeerSaysHelloAgainWhenItCouldNotReadThePeers: a process whose
+// hello could not read the peers (the database failing as it starts
+// listening) sends it again, so a process that had read the peers before
+// it advertised, with a Refresh of an hour, reads them again and wakes
+// it.
+func TestPeerSaysHelloAgainWhenItCouldNotReadThePeers(t *testing.T) {
+	tbl := newSessionTable()
+	a := startPeer(t, tbl, "leasehold_leases")
+	_ = a.p.Notify(context.Background(), nil) // reads the peers: a only
+	b := newPeerProc(t, tbl, "leasehold_leases")
+	b.db.failPeers.Store(2) // the hello's read, and its first retry's
+	b.start(t)
+	deadline := time.After(wait)
+	for {
+		_ = a.p.Notify(context.Background(), []string{"global/late"})
+		select {
+		case got := <-b.got:
+			if !slices.Equal(got, []string{"global/late"}) {
+				t.Fatalf("b got %q", got)
+			}
+			if n := b.db.failPeers.Load(); n >= 0 {
+				t.Fatalf("b was woken with %d failing reads of the peers left: the test did not fail its hello", n+1)
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("a process whose hello could not read the peers was not woken within %v", wait)
 		}
 	}
 }
