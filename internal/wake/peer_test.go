@@ -355,18 +355,25 @@ func TestPeerReadsThePeersAgainWhenOneStartsListening(t *testing.T) {
 	}
 	// b's hello makes a read the peers again, though Refresh is an hour.
 	b := startPeer(t, tbl, "leasehold_leases")
+	wakeUntilWoken(t, a, b, "a newcomer")
+}
+
+// wakeUntilWoken makes from wake to, again every 50ms, until to gets the
+// wake-up, at most wait; who names to in the failure.
+func wakeUntilWoken(t *testing.T, from, to *peerProc, who string) {
+	t.Helper()
 	deadline := time.After(wait)
 	for {
-		_ = a.p.Notify(context.Background(), []string{"global/late"})
+		_ = from.p.Notify(context.Background(), []string{"global/late"})
 		select {
-		case got := <-b.got:
+		case got := <-to.got:
 			if !slices.Equal(got, []string{"global/late"}) {
-				t.Fatalf("b got %q", got)
+				t.Fatalf("%s got %q", who, got)
 			}
 			return
 		case <-time.After(50 * time.Millisecond):
 		case <-deadline:
-			t.Fatalf("a newcomer was not woken within %v", wait)
+			t.Fatalf("%s was not woken within %v", who, wait)
 		}
 	}
 }
@@ -383,22 +390,9 @@ func TestPeerSaysHelloAgainWhenItCouldNotReadThePeers(t *testing.T) {
 	b := newPeerProc(t, tbl, "leasehold_leases")
 	b.db.failPeers.Store(2) // the hello's read, and its first retry's
 	b.start(t)
-	deadline := time.After(wait)
-	for {
-		_ = a.p.Notify(context.Background(), []string{"global/late"})
-		select {
-		case got := <-b.got:
-			if !slices.Equal(got, []string{"global/late"}) {
-				t.Fatalf("b got %q", got)
-			}
-			if n := b.db.failPeers.Load(); n >= 0 {
-				t.Fatalf("b was woken with %d failing reads of the peers left: the test did not fail its hello", n+1)
-			}
-			return
-		case <-time.After(50 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("a process whose hello could not read the peers was not woken within %v", wait)
-		}
+	wakeUntilWoken(t, a, b, "a process whose hello could not read the peers")
+	if n := b.db.failPeers.Load(); n >= 0 {
+		t.Fatalf("b was woken with %d failing reads of the peers left: the test did not fail its hello", n+1)
 	}
 }
 
