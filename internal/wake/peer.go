@@ -28,7 +28,8 @@ import (
 // PeerConfig.Refresh, or sooner once a process that starts listening has
 // said so (a hello): a process that started since the last read is woken
 // at its own poll at worst. A hello whose own read of the peers failed is
-// sent again until one has read them.
+// sent again until one has read them, and so is a wake-up whose read
+// failed, to every peer (lateWakes).
 type Peer struct {
 	db  Database
 	dir Directory
@@ -37,6 +38,7 @@ type Peer struct {
 	hex string // key in hex, as its row carries it
 
 	peers peerCache
+	late  lateWakes
 }
 
 // PeerConfig tunes a Peer.
@@ -107,6 +109,7 @@ func NewPeer(db Database, dir Directory, cfg PeerConfig) *Peer {
 	key := make([]byte, keyLen)
 	_, _ = rand.Read(key) // never fails (crypto/rand)
 	p := &Peer{db: db, dir: dir, cfg: cfg, key: key, hex: hex.EncodeToString(key)}
+	p.late.poke = make(chan struct{}, 1)
 	p.peers.host = hostToken()
 	db.OnRelease(func(names []string) {
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
@@ -164,6 +167,7 @@ func (p *Peer) Listen(ctx context.Context, deliver func(names []string), up func
 	defer presence.Wait()
 	defer end()
 	presence.Go(func() { p.keepAdvertised(lctx, id, adv) })
+	presence.Go(func() { p.resendLate(lctx) })
 	// The hello is sent before up, so that its read of the peers is over
 	// once listening is reported; what arrives meanwhile waits in the
 	// socket's buffer. A hello whose read of the peers failed reached
@@ -315,6 +319,9 @@ func (p *Peer) sendAll(ctx context.Context, kind byte, names []string) (read, se
 	}
 	all, rerr := p.peers.get(ctx, p)
 	sendTo(newTargets(all, known))
+	if rerr != nil && kind == kindWake {
+		p.late.add(names)
+	}
 	return rerr, err
 }
 

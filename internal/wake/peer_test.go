@@ -396,6 +396,32 @@ func TestPeerSaysHelloAgainWhenItCouldNotReadThePeers(t *testing.T) {
 	}
 }
 
+// TestPeerSendsAgainAWakeUpWhoseReadFailed: a wake-up sent when the
+// peers are stale and cannot be read reaches only the peers known
+// before; once a read succeeds it is sent to the others too.
+func TestPeerSendsAgainAWakeUpWhoseReadFailed(t *testing.T) {
+	tbl := newSessionTable()
+	a := startPeer(t, tbl, "leasehold_leases")
+	_ = a.p.Notify(context.Background(), nil) // reads the peers: a only
+	b := startPeer(t, tbl, "leasehold_leases")
+	a.p.peers.markStale() // as b's hello does, whenever it arrives
+	a.db.failPeers.Store(2)
+	if err := a.p.Notify(context.Background(), []string{"global/late"}); err == nil {
+		t.Fatal("Notify read the peers, want the read to fail")
+	}
+	select {
+	case got := <-b.got:
+		if !slices.Equal(got, []string{"global/late"}) {
+			t.Fatalf("b got %q, want the wake-up whose read failed", got)
+		}
+	case <-time.After(wait):
+		t.Fatalf("a wake-up whose read of the peers failed did not reach a process started since within %v", wait)
+	}
+	if n := a.db.failPeers.Load(); n >= 0 {
+		t.Fatalf("b was woken with %d failing reads of the peers left", n+1)
+	}
+}
+
 func TestPeerListenFailsOnAnAddressItCannotBind(t *testing.T) {
 	db := &netDB{tbl: newSessionTable(), channel: "leasehold_leases"}
 	p := NewPeer(db, db, PeerConfig{Listen: "192.0.2.1:0", Refresh: time.Hour}) // TEST-NET-1: no interface has it
