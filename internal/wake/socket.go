@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -100,21 +101,32 @@ func (s *Socket) Listen(ctx context.Context, deliver func(names []string), up fu
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	id := uuid.New()
 	path := filepath.Join(dir, hex.EncodeToString(id[:])+".sock")
 	if len(path) > maxSocketPath {
 		return fmt.Errorf("socket path %q is longer than %d bytes", path, maxSocketPath)
 	}
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	var conn *net.UnixConn
+	for attempt := 1; ; attempt++ {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		conn, err = net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+		// The last process to stop listening removes the directory,
+		// which may fall between the two: make it again, once.
+		if err == nil || attempt == 2 || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
 	defer func() {
 		_ = conn.Close()
 		_ = os.Remove(path)
+		// The directory goes with the last socket: it is not empty, and
+		// stays, while another process listens in it.
+		_ = os.Remove(dir)
 	}()
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()

@@ -3,6 +3,7 @@ package wake
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,9 +98,76 @@ func TestSocketDeliversReleasesAndNotifications(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Listen after cancel: %v", err)
 	}
-	entries, err := os.ReadDir(socketDir(db.file, db.Channel()))
-	if err != nil || len(entries) != 0 {
-		t.Fatalf("sockets left after Listen returned: %v, %v", entries, err)
+	if entries, err := os.ReadDir(socketDir(db.file, db.Channel())); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the socket directory is left after the only Listen returned: %v, %v", entries, err)
+	}
+}
+
+// TestSocketDirectoryGoesWithTheLastListener: the directory of the
+// sockets, also the one in the temporary directory that a long path
+// falls back to, stays while a process listens in it and goes with the
+// last one.
+func TestSocketDirectoryGoesWithTheLastListener(t *testing.T) {
+	// t.TempDir's paths name the test, too long for a socket's.
+	short, err := os.MkdirTemp("", "lhw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(short) })
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", maxSocketPath), "db.sqlite")
+	for name, file := range map[string]string{"NextToTheFile": filepath.Join(short, "db.sqlite"), "InTheTemporaryDirectory": long} {
+		t.Run(name, func(t *testing.T) {
+			dir := socketDir(file, (&fileDB{}).Channel())
+			want := filepath.Dir(file)
+			if name == "InTheTemporaryDirectory" {
+				want = os.TempDir()
+			}
+			if filepath.Dir(dir) != want {
+				t.Fatalf("the sockets of %s are in %s, want a directory in %s", file, dir, want)
+			}
+			listen := func() (got chan []string, stop func()) {
+				ctx, cancel := context.WithCancel(context.Background())
+				got = make(chan []string, 4)
+				up, done := make(chan struct{}), make(chan error, 1)
+				go func() {
+					done <- NewSocket(&fileDB{file: file}).Listen(ctx, func(names []string) { got <- names }, func() { close(up) })
+				}()
+				select {
+				case <-up:
+				case err := <-done:
+					t.Fatalf("Listen: %v", err)
+				case <-time.After(10 * time.Second):
+					t.Fatal("the socket was not bound within 10s")
+				}
+				return got, func() {
+					cancel()
+					if err := <-done; err != nil {
+						t.Fatalf("Listen after cancel: %v", err)
+					}
+				}
+			}
+			_, stopA := listen()
+			gotB, stopB := listen()
+			stopA()
+			if _, err := os.Stat(dir); err != nil {
+				t.Fatalf("the directory went while another process listens in it: %v", err)
+			}
+			if err := NewSocket(&fileDB{file: file}).Notify(context.Background(), []string{"global/x"}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case names := <-gotB:
+				if !slices.Equal(names, []string{"global/x"}) {
+					t.Fatalf("delivered %q", names)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the remaining listener was not woken within 10s")
+			}
+			stopB()
+			if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("the directory %s is left after the last Listen returned: %v", dir, err)
+			}
+		})
 	}
 }
 
