@@ -3,7 +3,6 @@ package wake
 import (
 	"context"
 	"sync"
-	"time"
 )
 
 // maxLateNames bounds the names lateWakes keeps: past it, the pending
@@ -74,7 +73,7 @@ func (p *Peer) resendLate(ctx context.Context) {
 			return
 		case <-p.late.poke:
 		}
-		for wait := helloRetry; ; wait = min(2*wait, max(p.cfg.Refresh, helloRetry)) {
+		for wait := helloRetry; ; wait = p.nextRetry(wait) {
 			names, ok := p.late.take()
 			if !ok {
 				break
@@ -85,12 +84,8 @@ func (p *Peer) resendLate(ctx context.Context) {
 			if read == nil {
 				continue // sent; others may have become pending meanwhile
 			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !sleepCtx(ctx, wait) {
 				return
-			case <-t.C:
 			}
 		}
 	}

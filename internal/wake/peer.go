@@ -215,17 +215,27 @@ func (p *Peer) hello(ctx context.Context) bool {
 // helloUntilRead sends the hello again, helloRetry after the last and
 // doubling up to Refresh, until one has read the peers or ctx is done.
 func (p *Peer) helloUntilRead(ctx context.Context) {
-	for wait := helloRetry; ; wait = min(2*wait, max(p.cfg.Refresh, helloRetry)) {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		if p.hello(ctx) {
+	for wait := helloRetry; ; wait = p.nextRetry(wait) {
+		if !sleepCtx(ctx, wait) || p.hello(ctx) {
 			return
 		}
+	}
+}
+
+// nextRetry doubles the wait before a retry, up to Refresh.
+func (p *Peer) nextRetry(wait time.Duration) time.Duration {
+	return min(2*wait, max(p.cfg.Refresh, helloRetry))
+}
+
+// sleepCtx waits d, and reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
