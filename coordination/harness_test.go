@@ -569,10 +569,24 @@ func (l *countingLogger) Trace(ctx context.Context, begin time.Time, fc func() (
 	if strings.Contains(sql, "SET renewed_at_us") {
 		l.renews++
 	}
-	l.stmts = append(l.stmts, sql)
+	entry := fmt.Sprintf("#%d %s", l.count, sql)
+	if err != nil {
+		entry += fmt.Sprintf(" -- error: %v", err)
+	}
+	l.stmts = append(l.stmts, entry)
 	if len(l.stmts) > 50 {
 		l.stmts = l.stmts[1:]
 	}
+}
+
+// since returns the statements, of the last 50 kept, sent after the
+// first n, each with its number and its error.
+func (l *countingLogger) since(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := l.count - len(l.stmts) + 1 // the number of l.stmts[0]
+	kept := l.stmts[max(0, min(n+1-first, len(l.stmts))):]
+	return strings.Join(kept, "\n")
 }
 
 // renewals counts the renewal statements sent so far.
