@@ -38,22 +38,26 @@ func fastConfig() Config {
 	}
 }
 
-// replicatedScale is how much wider the time bounds of fastConfig are on a
-// replicated target (testdb.Target.Replicated), whose commits wait for
-// other servers.
-const replicatedScale = 2
+// slowScale is how much wider the time bounds of fastConfig are on a
+// target whose statements wait for more than their own server: a
+// replicated one (testdb.Target.Replicated), whose commits wait for other
+// servers, and a pooled one (testdb.Target.Pooled), whose transactions
+// queue for one of the pooler's few server connections
+// (testdb.PgBouncerPoolSize), which every process of a case shares.
+const slowScale = 2
 
 // fastConfig is the package's fastConfig for the case's target: on a
-// replicated target every interval and the TTL are replicatedScale times
-// as long, so that a commit slowed by a busy machine still fits a round
-// and a renewal still fits the trust window. ShutdownTimeout stays.
+// replicated or pooled target every interval and the TTL are slowScale
+// times as long, so that a statement slowed by a busy machine still fits a
+// round and a renewal still fits the trust window, and the processes of a
+// case poll half as often. ShutdownTimeout stays.
 func (b *bundle) fastConfig() Config {
 	cfg := fastConfig()
-	if b.target.Replicated {
-		cfg.TTL *= replicatedScale
-		cfg.RenewInterval *= replicatedScale
-		cfg.RetryInterval *= replicatedScale
-		cfg.Margin *= replicatedScale
+	if b.target.Replicated || b.target.Pooled {
+		cfg.TTL *= slowScale
+		cfg.RenewInterval *= slowScale
+		cfg.RetryInterval *= slowScale
+		cfg.Margin *= slowScale
 	}
 	return cfg
 }
