@@ -304,17 +304,17 @@ type Options struct {
 	// missing is a failure rather than a skip (default testdb.Required).
 	Required func(dialect string) bool
 	// Slack is added to every recovery bound of Bounds. make chaos runs
-	// alone and leaves it zero; the short round in make test runs two
-	// dialects at once on two cores and uses a loose bound, so that it
+	// alone and leaves it zero; the short round in make test runs beside
+	// the build cache's other users and uses a loose bound, so that it
 	// holds the safety rules strictly and fails on a recovery that does
 	// not come, not on one slowed by the machine.
 	Slack time.Duration
 	// Concurrent is how many dialects run at once (default 1). Each
 	// dialect has its own servers, workers and random choices, so only
 	// the sharing of the CPU changes: make chaos runs one at a time, so
-	// that its failover figures are each dialect's alone; the short
-	// round in make test, which holds loose recovery bounds (Slack),
-	// runs two.
+	// that its failover figures are each dialect's alone, and so does
+	// the short round in make test: two at once starved each other on a
+	// slower two-core machine.
 	Concurrent int
 	// Extended adds the fault kinds pool-exhaustion, and cut and latency
 	// on PostgreSQL and MariaDB: every worker then bounds its pool to

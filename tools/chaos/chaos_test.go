@@ -65,13 +65,16 @@ func TestChaosShort(t *testing.T) {
 		}
 		seed = n
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	// Two dialects run at once, on two cores (81 s instead of 152 s
-	// one at a time): the safety rules hold strictly, recovery only
-	// within its bound plus shortRoundSlack (make chaos holds the tight
-	// bounds, one dialect at a time).
-	o := Options{Faults: 0, Seed: seed, Items: 600, Out: &testWriter{t: t}, Extended: true, Slack: shortRoundSlack, Dialects: ShortDialects, Concurrent: 2}
+	// One dialect at a time, as make chaos runs them: the safety rules
+	// hold strictly, recovery only within its bound plus shortRoundSlack
+	// (make chaos holds the tight bounds). Two at once took 81 s instead
+	// of 152 s on one two-core machine, but on a slower one (2026-11-28)
+	// the two dialects' servers and workers starved each other: a
+	// PgBouncer round stalled for 30 s after a cut, and a pool came back
+	// from a pause 0.8 s past its loose bound.
+	o := Options{Faults: 0, Seed: seed, Items: 600, Out: &testWriter{t: t}, Extended: true, Slack: shortRoundSlack, Dialects: ShortDialects, Concurrent: 1}
 	if d := os.Getenv("CHAOS_DIALECTS"); d != "" {
 		o.Dialects = strings.Split(d, ",")
 	}
