@@ -304,10 +304,10 @@ type Options struct {
 	// missing is a failure rather than a skip (default testdb.Required).
 	Required func(dialect string) bool
 	// Slack is added to every recovery bound of Bounds. make chaos runs
-	// alone and leaves it zero; the short round in make test runs beside
-	// the build cache's other users and uses a loose bound, so that it
-	// holds the safety rules strictly and fails on a recovery that does
-	// not come, not on one slowed by the machine.
+	// alone and leaves it zero; the short round in make test runs right
+	// after the rest of the suite on two cores and uses a loose bound, so
+	// that it holds the safety rules strictly and fails on a recovery
+	// that does not come, not on one slowed by the machine.
 	Slack time.Duration
 	// Concurrent is how many dialects run at once (default 1). Each
 	// dialect has its own servers, workers and random choices, so only
