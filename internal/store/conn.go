@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
-	"golang.org/x/sync/semaphore"
 	"gorm.io/gorm"
 	"gorm.io/plugin/dbresolver"
 )
@@ -23,8 +23,10 @@ type gate struct {
 	// the session's own statements (start, renewal, end) and the
 	// releases, general everything else. They are the same semaphore when
 	// MaxConnections is 1.
-	renewal, general *semaphore.Weighted
-	maxConns         int
+	renewal, general slots
+	// multi makes the callers of takeGeneral take their slots in turn.
+	multi    sync.Mutex
+	maxConns int
 	// lockFirst is the dialect's: whether a decision runs under READ
 	// COMMITTED (decideTx).
 	lockFirst bool
@@ -41,6 +43,53 @@ type gate struct {
 	races raceLoser
 }
 
+// slots is a counting semaphore of connection slots, its capacity the
+// number of slots: a statement takes one by sending on it and gives it
+// back by receiving. Takers that wait are served in the order they came
+// (a channel's blocked senders are), so none starves behind later ones.
+type slots chan struct{}
+
+// take takes a slot, waiting for one until ctx is done. A done ctx fails
+// at once, even with a slot free, so a statement whose caller has given up
+// never starts.
+func (s slots) take(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case s <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// give gives back a slot taken by take.
+func (s slots) give() { <-s }
+
+// giveN gives back n slots.
+func (s slots) giveN(n int) {
+	for range n {
+		s.give()
+	}
+}
+
+// takeGeneral takes n general slots, or none if ctx is done first. It
+// takes them one after another, so two callers taking several at once
+// could each hold some and wait for the other's forever: callers take
+// them in turn (multi), each until it has all it asked for.
+func (g *gate) takeGeneral(ctx context.Context, n int) error {
+	g.multi.Lock()
+	defer g.multi.Unlock()
+	for i := range n {
+		if err := g.general.take(ctx); err != nil {
+			g.general.giveN(i)
+			return err
+		}
+	}
+	return nil
+}
+
 // lostRaceAttempts bounds how often run sends its statements when they
 // keep losing to conflicting transactions.
 const lostRaceAttempts = 3
@@ -53,12 +102,12 @@ func newGate(db *gorm.DB, n int, d *dialect, t Tables) *gate {
 	g.opts.by, _ = d.database.(stmtOptioner)
 	g.races, _ = d.database.(raceLoser)
 	if n == 1 {
-		g.general = semaphore.NewWeighted(1)
+		g.general = make(slots, 1)
 		g.renewal = g.general
 		return g
 	}
-	g.general = semaphore.NewWeighted(int64(n - 1))
-	g.renewal = semaphore.NewWeighted(1)
+	g.general = make(slots, n-1)
+	g.renewal = make(slots, 1)
 	if nt, ok := d.database.(notifier); ok {
 		g.lend = newLending(g, nt, t, d.leases().sqlNow())
 	}
@@ -88,7 +137,7 @@ func (g *gate) session(ctx context.Context) *gorm.DB {
 // the connection a wake-up transport listens on (PostgreSQL) go through
 // that lending instead: on the listening connection while it is shared,
 // on the pool otherwise (wake.go).
-func (g *gate) run(ctx context.Context, sem *semaphore.Weighted, fn func(db *gorm.DB) error) error {
+func (g *gate) run(ctx context.Context, sem slots, fn func(db *gorm.DB) error) error {
 	if sem == g.general && g.lend != nil {
 		return g.lend.run(ctx, fn)
 	}
@@ -102,11 +151,11 @@ func (g *gate) run(ctx context.Context, sem *semaphore.Weighted, fn func(db *gor
 // whole, so nothing of it took effect. On a Galera cluster that is a
 // failed certification, which a fencing check's write (mysql.go) makes
 // the holder's own release of the lease meet, for one.
-func (g *gate) runOn(ctx context.Context, sem *semaphore.Weighted, fn func(db *gorm.DB) error) error {
-	if err := sem.Acquire(ctx, 1); err != nil {
+func (g *gate) runOn(ctx context.Context, sem slots, fn func(db *gorm.DB) error) error {
+	if err := sem.take(ctx); err != nil {
 		return err
 	}
-	defer sem.Release(1)
+	defer sem.give()
 	for attempt := 1; ; attempt++ {
 		err := fn(g.session(ctx))
 		if err == nil || g.races == nil || !g.races.lostRace(err) || attempt == lostRaceAttempts || ctx.Err() != nil {

@@ -194,11 +194,11 @@ func (w storeWake) Listen(ctx context.Context, fn func(c wake.Conn) error) error
 	if err := l.poolAllows(); err != nil {
 		return err
 	}
-	slots := int64(g.maxConns - 1)
-	if err := g.general.Acquire(ctx, slots); err != nil {
+	n := g.maxConns - 1
+	if err := g.takeGeneral(ctx, n); err != nil {
 		return err
 	}
-	defer g.general.Release(slots)
+	defer g.general.giveN(n)
 	db := g.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
 	return pinned(db, func(conn *gorm.DB) error {
 		raw := conn.Statement.ConnPool.(pinnedConn).Conn
@@ -362,13 +362,13 @@ func (l *lending) runOnPoolUnless(ctx, up context.Context, fn func(db *gorm.DB) 
 	defer cancel()
 	stop := context.AfterFunc(up, cancel)
 	defer stop()
-	if err := l.g.general.Acquire(actx, 1); err != nil {
+	if err := l.g.general.take(actx); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err(), false
 		}
 		return nil, true
 	}
-	defer l.g.general.Release(1)
+	defer l.g.general.give()
 	cancel() // no longer needed; fn runs under ctx
 	return fn(l.g.session(ctx)), false
 }
