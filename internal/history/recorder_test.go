@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestRecorderReaderRoundTrip(t *testing.T) {
@@ -268,5 +269,17 @@ func TestNowIsMonotonic(t *testing.T) {
 			t.Fatalf("Now() went back from %d to %d", prev, n)
 		}
 		prev = n
+	}
+}
+
+// Now runs at the rate of the process's own monotonic clock: over a sleep
+// it advances by at least the sleep and by no more than the process saw
+// pass.
+func TestNowRunsInNanoseconds(t *testing.T) {
+	start, from := time.Now(), Now()
+	time.Sleep(20 * time.Millisecond)
+	to, took := Now(), time.Since(start)
+	if d := time.Duration(to - from); d < 20*time.Millisecond || d > took {
+		t.Fatalf("Now() advanced %v over a sleep of 20ms that took %v", d, took)
 	}
 }
