@@ -21,7 +21,7 @@ type gate struct {
 	db *gorm.DB
 	// renewal and general bound the connections in use: renewal carries
 	// the session's own statements (start, renewal, end) and the
-	// releases, general everything else. They are the same semaphore when
+	// releases, general everything else. They are the same slots when
 	// MaxConnections is 1.
 	renewal, general slots
 	// multi makes the callers of takeGeneral take their slots in turn.
