@@ -14,10 +14,6 @@ import (
 // chooses them shows that the check sees pgx where it is.
 func TestPGXOnlyByChoice(t *testing.T) {
 	t.Parallel()
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command, to list the programs' packages: %v", err)
-	}
 	for _, tc := range []struct {
 		program string
 		pgx     bool
@@ -28,20 +24,7 @@ func TestPGXOnlyByChoice(t *testing.T) {
 	} {
 		t.Run(tc.program, func(t *testing.T) {
 			t.Parallel()
-			out, err := exec.Command(goCmd, "list", "-deps", "./testdata/deps/"+tc.program).Output()
-			if err != nil {
-				msg := ""
-				if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-					msg = string(ee.Stderr)
-				}
-				t.Fatalf("go list -deps ./testdata/deps/%s: %v\n%s", tc.program, err, msg)
-			}
-			var pgx []string
-			for _, p := range strings.Fields(string(out)) {
-				if strings.HasPrefix(p, "github.com/jackc/pgx") {
-					pgx = append(pgx, p)
-				}
-			}
+			pgx := linked(t, tc.program, "github.com/jackc/pgx")
 			switch {
 			case tc.pgx && len(pgx) == 0:
 				t.Fatalf("the program on %s links no package of github.com/jackc/pgx: the check cannot see it", tc.program)
@@ -50,4 +33,58 @@ func TestPGXOnlyByChoice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMySQLDriverOnlyOnMySQL: a program on PostgreSQL or SQLite that
+// imports coordination and workers does not link the MySQL driver
+// (github.com/go-sql-driver/mysql), nor registers it with database/sql;
+// the store reads the driver's errors without importing it
+// (internal/store/mysql.go, mysqlErrorNumber). The program on MySQL, whose
+// gorm driver imports it, shows that the check sees it where it is.
+func TestMySQLDriverOnlyOnMySQL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		program string
+		driver  bool
+	}{
+		{"postgres", false},
+		{"sqlite", false},
+		{"mysql", true},
+	} {
+		t.Run(tc.program, func(t *testing.T) {
+			t.Parallel()
+			driver := linked(t, tc.program, "github.com/go-sql-driver/mysql")
+			switch {
+			case tc.driver && len(driver) == 0:
+				t.Fatalf("the program on %s links no package of github.com/go-sql-driver/mysql: the check cannot see it", tc.program)
+			case !tc.driver && len(driver) > 0:
+				t.Fatalf("the program on %s links the MySQL driver: %s", tc.program, strings.Join(driver, ", "))
+			}
+		})
+	}
+}
+
+// linked returns the packages under prefix that the program in
+// ./testdata/deps/<program> links, as go list -deps lists them.
+func linked(t *testing.T, program, prefix string) []string {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command, to list the programs' packages: %v", err)
+	}
+	out, err := exec.Command(goCmd, "list", "-deps", "./testdata/deps/"+program).Output()
+	if err != nil {
+		msg := ""
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("go list -deps ./testdata/deps/%s: %v\n%s", program, err, msg)
+	}
+	var pkgs []string
+	for _, p := range strings.Fields(string(out)) {
+		if p == prefix || strings.HasPrefix(p, prefix+"/") {
+			pkgs = append(pkgs, p)
+		}
+	}
+	return pkgs
 }

@@ -4,10 +4,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 )
 
@@ -411,6 +411,70 @@ var errRolledBackUnderneath = errors.New("leasehold: the transaction was rolled 
 // back whole: it changed nothing, or, in the last case, only what
 // statements correct on their own did.
 func (mysqlDB) lostRace(err error) bool {
-	var me *mysql.MySQLError
-	return errors.Is(err, errRolledBackUnderneath) || errors.As(err, &me) && me.Number == 1213
+	if errors.Is(err, errRolledBackUnderneath) {
+		return true
+	}
+	n, ok := mysqlErrorNumber(err)
+	return ok && n == 1213
+}
+
+// The MySQL driver's error, read without linking the driver.
+//
+// gorm.io/driver/mysql runs on github.com/go-sql-driver/mysql, whose
+// server errors are a *mysql.MySQLError with the server's error number in
+// its exported Number field. The store needs that number (mysql.go,
+// lostRace) and nothing else of the driver. Naming the type would link the
+// driver into every program that imports the library, on any database, and
+// register "mysql" with database/sql there; so the store recognises the
+// type by its package path and name, and reads the field by reflection.
+// TestMySQLErrorNumberReadsTheDriversType holds these names to the
+// driver's.
+
+// mysqlDriverPackage and mysqlErrorType name the driver's error type.
+const (
+	mysqlDriverPackage = "github.com/go-sql-driver/mysql"
+	mysqlErrorType     = "MySQLError"
+)
+
+// mysqlErrorNumber returns the server's error number of the first MySQL
+// driver error in err's chain, searched as errors.As does (Unwrap() error
+// and Unwrap() []error, depth first), and whether there was one.
+func mysqlErrorNumber(err error) (uint16, bool) {
+	for err != nil {
+		if n, ok := mysqlNumberOf(err); ok {
+			return n, true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if n, ok := mysqlErrorNumber(e); ok {
+					return n, true
+				}
+			}
+			return 0, false
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// mysqlNumberOf returns err's Number if err itself is a *MySQLError of the
+// driver.
+func mysqlNumberOf(err error) (uint16, bool) {
+	v := reflect.ValueOf(err)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return 0, false
+	}
+	e := v.Elem()
+	if t := e.Type(); t.Kind() != reflect.Struct || t.Name() != mysqlErrorType || t.PkgPath() != mysqlDriverPackage {
+		return 0, false
+	}
+	f := e.FieldByName("Number")
+	if !f.IsValid() || f.Kind() != reflect.Uint16 {
+		return 0, false
+	}
+	return uint16(f.Uint()), true
 }
