@@ -444,7 +444,8 @@ func mysqlErrorNumber(err error) (uint16, bool) {
 		if n, ok := mysqlNumberOf(err); ok {
 			return n, true
 		}
-		switch u := err.(type) {
+		// This is the walk errors.As makes, for a type it cannot name.
+		switch u := err.(type) { //nolint:errorlint // it follows the wrapping itself
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
