@@ -13,26 +13,9 @@ import (
 // notifications (package pgnotify) import. The program on PostgreSQL that
 // chooses them shows that the check sees pgx where it is.
 func TestPGXOnlyByChoice(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		program string
-		pgx     bool
-	}{
-		{"mysql", false},
-		{"sqlite", false},
-		{"postgres", true},
-	} {
-		t.Run(tc.program, func(t *testing.T) {
-			t.Parallel()
-			pgx := linked(t, tc.program, "github.com/jackc/pgx")
-			switch {
-			case tc.pgx && len(pgx) == 0:
-				t.Fatalf("the program on %s links no package of github.com/jackc/pgx: the check cannot see it", tc.program)
-			case !tc.pgx && len(pgx) > 0:
-				t.Fatalf("the program on %s links pgx, which only package pgnotify may import: %s", tc.program, strings.Join(pgx, ", "))
-			}
-		})
-	}
+	linkedOnlyBy(t, "github.com/jackc/pgx", "only package pgnotify may import it", map[string]bool{
+		"mysql": false, "sqlite": false, "postgres": true,
+	})
 }
 
 // TestMySQLDriverOnlyOnMySQL: a program on PostgreSQL or SQLite that
@@ -42,23 +25,25 @@ func TestPGXOnlyByChoice(t *testing.T) {
 // (internal/store/mysql.go, mysqlErrorNumber). The program on MySQL, whose
 // gorm driver imports it, shows that the check sees it where it is.
 func TestMySQLDriverOnlyOnMySQL(t *testing.T) {
+	linkedOnlyBy(t, "github.com/go-sql-driver/mysql", "only gorm's MySQL driver may import it", map[string]bool{
+		"postgres": false, "sqlite": false, "mysql": true,
+	})
+}
+
+// linkedOnlyBy checks, for each program of ./testdata/deps, that it links
+// a package under prefix if and only if links says so; why says who may
+// import it.
+func linkedOnlyBy(t *testing.T, prefix, why string, links map[string]bool) {
 	t.Parallel()
-	for _, tc := range []struct {
-		program string
-		driver  bool
-	}{
-		{"postgres", false},
-		{"sqlite", false},
-		{"mysql", true},
-	} {
-		t.Run(tc.program, func(t *testing.T) {
+	for program, want := range links {
+		t.Run(program, func(t *testing.T) {
 			t.Parallel()
-			driver := linked(t, tc.program, "github.com/go-sql-driver/mysql")
+			got := linked(t, program, prefix)
 			switch {
-			case tc.driver && len(driver) == 0:
-				t.Fatalf("the program on %s links no package of github.com/go-sql-driver/mysql: the check cannot see it", tc.program)
-			case !tc.driver && len(driver) > 0:
-				t.Fatalf("the program on %s links the MySQL driver: %s", tc.program, strings.Join(driver, ", "))
+			case want && len(got) == 0:
+				t.Fatalf("the program on %s links no package of %s: the check cannot see it", program, prefix)
+			case !want && len(got) > 0:
+				t.Fatalf("the program on %s links %s (%s): %s", program, prefix, why, strings.Join(got, ", "))
 			}
 		})
 	}
