@@ -31,14 +31,20 @@ type partitionItem struct {
 
 func (partitionItem) TableName() string { return "partition_items" }
 
-// events records a history in memory on the shared monotonic clock.
+// eventsStart is the origin of the events' times.
+var eventsStart = time.Now()
+
+// events records a history in memory, each event stamped with the time
+// since eventsStart on this process's monotonic clock: every event comes
+// from this process, so it needs no clock shared with others
+// (history.Now, which Linux alone provides).
 type events struct {
 	mu  sync.Mutex
 	evs []history.Event
 }
 
 func (e *events) add(ev history.Event) {
-	ev.Time = history.Now()
+	ev.Time = int64(time.Since(eventsStart))
 	e.mu.Lock()
 	e.evs = append(e.evs, ev)
 	e.mu.Unlock()
