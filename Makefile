@@ -13,11 +13,13 @@ TEST_TIMEOUT  ?= 12m
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-# The modules of the repository: the library at the root, the sample
-# service (sample/, with the demo) and the test and benchmark tooling
-# (tools/: chaos, bench, the test summary). Each has its own go.mod, so the
-# root's lists only what the library and its own tests import.
-MODULES       := . sample tools
+# The modules of the repository: the library at the root, the tests that
+# need a real database (tests/, as gorm keeps its own: they bring the
+# database drivers, goleak and the OpenTelemetry SDK), the sample service
+# (sample/, with the demo) and the test and benchmark tooling (tools/:
+# chaos, bench, the test summary). Each has its own go.mod, so the root's
+# lists only what the library and its own tests import.
+MODULES       := . tests sample tools
 
 # gotestsum runs make test and prints it; its version is the one tools/go.mod
 # pins (a tool dependency), built into ./bin.

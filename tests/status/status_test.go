@@ -1,4 +1,4 @@
-package status
+package status_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/testdb"
+	"github.com/leasehold/leasehold/status"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -187,7 +188,7 @@ func fetch(t *testing.T, url, accept string) (int, string, string) {
 
 func TestPageListsLeasesAndPools(t *testing.T) {
 	f := newFixture(t)
-	srv := httptest.NewServer(Handler(f.a, Options{Title: "orders service"}))
+	srv := httptest.NewServer(status.Handler(f.a, status.Options{Title: "orders service"}))
 	defer srv.Close()
 
 	code, ct, html := fetch(t, srv.URL+"/status", "")
@@ -213,7 +214,7 @@ func TestPageListsLeasesAndPools(t *testing.T) {
 		t.Errorf("the page has a script")
 	}
 
-	var want Snapshot
+	var want status.Snapshot
 	for _, url := range []string{srv.URL + "/status.json", srv.URL + "/status?format=json"} {
 		code, ct, body := fetch(t, url, "")
 		if code != http.StatusOK || ct != "application/json" {
@@ -277,7 +278,7 @@ func TestPageEscapes(t *testing.T) {
 		`global/<script>alert("name")</script>`, `<img src=x onerror=alert(1)>`, 7).Error; err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(Handler(c, Options{Title: `<b>"title"</b>`, Refresh: -1}))
+	srv := httptest.NewServer(status.Handler(c, status.Options{Title: `<b>"title"</b>`, Refresh: -1}))
 	defer srv.Close()
 	code, _, html := fetch(t, srv.URL+"/", "")
 	if code != http.StatusOK {
@@ -294,7 +295,7 @@ func TestPageEscapes(t *testing.T) {
 		}
 	}
 	_, _, body := fetch(t, srv.URL+"/status.json", "")
-	var s Snapshot
+	var s status.Snapshot
 	if err := json.Unmarshal([]byte(body), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,7 @@ func TestDatabaseErrorIs503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(Handler(c, Options{Logger: zaptest.NewLogger(t)}))
+	srv := httptest.NewServer(status.Handler(c, status.Options{Logger: zaptest.NewLogger(t)}))
 	defer srv.Close()
 	if err := sqlDB.Close(); err != nil {
 		t.Fatal(err)
@@ -332,12 +333,12 @@ func TestDatabaseErrorIs503(t *testing.T) {
 
 func TestMethodsAndNil(t *testing.T) {
 	rec := httptest.NewRecorder()
-	Handler(nil, Options{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
+	status.Handler(nil, status.Options{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("nil coordinator: %d", rec.Code)
 	}
 	rec = httptest.NewRecorder()
-	Handler(nil, Options{}).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/status", nil))
+	status.Handler(nil, status.Options{}).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/status", nil))
 	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
 		t.Errorf("POST: %d, Allow %q", rec.Code, rec.Header().Get("Allow"))
 	}

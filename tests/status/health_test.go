@@ -1,4 +1,4 @@
-package status
+package status_test
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/status"
 )
 
 // getJSON reads the snapshot the handler at url serves as JSON.
-func getJSON(t *testing.T, url string) Snapshot {
+func getJSON(t *testing.T, url string) status.Snapshot {
 	t.Helper()
 	code, _, body := fetch(t, url, "application/json")
-	var s Snapshot
+	var s status.Snapshot
 	if err := json.Unmarshal([]byte(body), &s); err != nil || code != 200 || s.Renewal == nil {
 		t.Fatalf("GET %s: %d, %v, renewal %v\n%s", url, code, err, s.Renewal, body)
 	}
@@ -26,7 +27,7 @@ func getJSON(t *testing.T, url string) Snapshot {
 
 // awaitRenewal polls the JSON at url until ok accepts its renewal state,
 // for at most wait.
-func awaitRenewal(t *testing.T, url, what string, ok func(Renewal) bool) Renewal {
+func awaitRenewal(t *testing.T, url, what string, ok func(status.Renewal) bool) status.Renewal {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
@@ -56,10 +57,10 @@ func TestPageShowsHealth(t *testing.T) {
 			return secret
 		},
 	})
-	srv := httptest.NewServer(Handler(c, Options{Refresh: -1}))
+	srv := httptest.NewServer(status.Handler(c, status.Options{Refresh: -1}))
 	defer srv.Close()
 
-	sick := awaitRenewal(t, srv.URL+"/status.json", "unhealthy after a failed check", func(r Renewal) bool {
+	sick := awaitRenewal(t, srv.URL+"/status.json", "unhealthy after a failed check", func(r status.Renewal) bool {
 		return r.HealthCheck && r.Unhealthy
 	})
 	if now := time.Now(); sick.HealthChanged.IsZero() || sick.HealthChanged.After(now) || sick.HealthFor == nil || *sick.HealthFor < 0 {
@@ -77,7 +78,7 @@ func TestPageShowsHealth(t *testing.T) {
 	}
 
 	healthy.Store(true)
-	r := awaitRenewal(t, srv.URL+"/status.json", "healthy after a passing check", func(r Renewal) bool {
+	r := awaitRenewal(t, srv.URL+"/status.json", "healthy after a passing check", func(r status.Renewal) bool {
 		return r.HealthCheck && !r.Unhealthy
 	})
 	if !r.HealthChanged.After(sick.HealthChanged) || r.HealthFor == nil {
@@ -92,7 +93,7 @@ func TestPageShowsHealth(t *testing.T) {
 // none.
 func TestPageWithoutHealthCheck(t *testing.T) {
 	c := start(t, openSQLite(t), "node-a")
-	srv := httptest.NewServer(Handler(c, Options{Refresh: -1}))
+	srv := httptest.NewServer(status.Handler(c, status.Options{Refresh: -1}))
 	defer srv.Close()
 	if r := *getJSON(t, srv.URL+"/status.json").Renewal; r.HealthCheck || r.Unhealthy || !r.HealthChanged.IsZero() || r.HealthFor != nil {
 		t.Errorf("renewal state without a health check = %+v", r)

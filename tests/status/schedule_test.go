@@ -1,4 +1,4 @@
-package status
+package status_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
+	"github.com/leasehold/leasehold/status"
 	"github.com/leasehold/leasehold/workers"
 )
 
@@ -62,9 +63,9 @@ func TestPageShowsSchedules(t *testing.T) {
 		}
 	}
 
-	srv := httptest.NewServer(Handler(h.Coordinator(), Options{}))
+	srv := httptest.NewServer(status.Handler(h.Coordinator(), status.Options{}))
 	defer srv.Close()
-	var snap Snapshot
+	var snap status.Snapshot
 	deadline := time.Now().Add(wait)
 	for {
 		code, _, body := fetch(t, srv.URL+"/status.json", "")

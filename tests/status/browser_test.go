@@ -1,4 +1,4 @@
-package status
+package status_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/status"
 )
 
 // browsers are the names a headless Chromium goes by on PATH.
@@ -31,7 +33,7 @@ func TestPageInBrowser(t *testing.T) {
 		t.Skipf("LOUD: status: no chromium on PATH (looked for %s); browser check SKIPPED", strings.Join(browsers, ", "))
 	}
 	f := newFixture(t)
-	srv := httptest.NewServer(Handler(f.a, Options{Refresh: -1}))
+	srv := httptest.NewServer(status.Handler(f.a, status.Options{Refresh: -1}))
 	defer srv.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
