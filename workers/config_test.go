@@ -3,6 +3,8 @@ package workers
 import (
 	"errors"
 	"testing"
+
+	"github.com/leasehold/leasehold/identity"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -37,4 +39,13 @@ func TestKindNames(t *testing.T) {
 			t.Errorf("String() = %q, want %q", tc.got, tc.want)
 		}
 	}
+}
+
+func testIdentity(t testing.TB, node, cluster string) identity.Identity {
+	t.Helper()
+	id, err := identity.New(node, cluster)
+	if err != nil {
+		t.Fatalf("identity.New(%q, %q): %v", node, cluster, err)
+	}
+	return id
 }

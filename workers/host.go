@@ -16,6 +16,7 @@ import (
 	"github.com/leasehold/leasehold/internal/broadcast"
 	"github.com/leasehold/leasehold/internal/hostlink"
 	"github.com/leasehold/leasehold/internal/kitlink"
+	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 type runState int
@@ -155,7 +156,8 @@ func newHost(coord *coordination.Coordinator, cfg Config, states []*workerState)
 }
 
 // The seam of package leaseholdtest (through internal/kitlink): a host on
-// a coordinator it built on an in-process store.
+// a coordinator it built on an in-process store; and that of the tests
+// that need a database (through internal/testlink).
 func init() {
 	kitlink.NewHost = func(coord, cfg, ws any) (any, error) {
 		c, states, err := checkHost(cfg.(Config), ws.([]Worker))
@@ -164,6 +166,15 @@ func init() {
 		}
 		return newHost(coord.(*coordination.Coordinator), c, states)
 	}
+	testlink.Workers = func(h any) []testlink.Worker {
+		var ws []testlink.Worker
+		for _, st := range h.(*Host).states {
+			ws = append(ws, testlink.Worker{Name: st.w.Name(), Done: st.done})
+		}
+		return ws
+	}
+	testlink.WorkerPoolKey = func(h, w any) string { return h.(*Host).stateOf(w.(Worker)).coordPool.Key() }
+	testlink.EncodeSchedule = func(s any) string { return s.(ScheduleState).encode() }
 }
 
 // checkWorker checks the i-th worker given to NewHost.

@@ -1,4 +1,4 @@
-package workers
+package workers_test
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/testlink"
 	"github.com/leasehold/leasehold/migrations"
+	"github.com/leasehold/leasehold/workers"
 )
 
 // TestScheduled runs the scheduled worker's cases on every database.
@@ -22,26 +24,26 @@ func TestScheduled(t *testing.T) {
 		{"SlotsInOrder", caseScheduledSlotsInOrder},
 		{"NoSlotCompletedTwice", caseScheduledNoSlotCompletedTwice},
 		{"PausedHolderCannotComplete", caseScheduledPausedHolderCannotComplete},
-		{"MisfireSkip", caseScheduledMisfire(MisfireSkip)},
-		{"MisfireRunOnce", caseScheduledMisfire(MisfireRunOnce)},
-		{"MisfireRunAll", caseScheduledMisfire(MisfireRunAll)},
-		{"InterruptedRetry", caseScheduledInterrupted(InterruptRetry)},
-		{"InterruptedAbandon", caseScheduledInterrupted(InterruptAbandon)},
+		{"MisfireSkip", caseScheduledMisfire(workers.MisfireSkip)},
+		{"MisfireRunOnce", caseScheduledMisfire(workers.MisfireRunOnce)},
+		{"MisfireRunAll", caseScheduledMisfire(workers.MisfireRunAll)},
+		{"InterruptedRetry", caseScheduledInterrupted(workers.InterruptRetry)},
+		{"InterruptedAbandon", caseScheduledInterrupted(workers.InterruptAbandon)},
 		{"HistoryBounded", caseScheduledHistoryBounded},
 	})
 }
 
 // slotDone waits for the next EventSlotDone of worker on r.
-func slotDone(t *testing.T, r *running, worker string) Event {
+func slotDone(t *testing.T, r *running, worker string) workers.Event {
 	t.Helper()
-	return recvEvent(t, r.events, "slot-done of "+worker, hostEvent(EventSlotDone, worker))
+	return recvEvent(t, r.events, "slot-done of "+worker, hostEvent(workers.EventSlotDone, worker))
 }
 
 // scheduleState reads a scheduled worker's state from its lease row.
-func scheduleState(t testing.TB, db *gorm.DB, worker string) (ScheduleState, store.Row) {
+func scheduleState(t testing.TB, db *gorm.DB, worker string) (workers.ScheduleState, store.Row) {
 	t.Helper()
-	row := leaseRow(t, db, ScheduleLease(worker))
-	s, err := DecodeScheduleState(row.Data)
+	row := leaseRow(t, db, workers.ScheduleLease(worker))
+	s, err := workers.DecodeScheduleState(row.Data)
 	if err != nil {
 		t.Fatalf("decode the state of %q: %v (data %q)", worker, err, row.Data)
 	}
@@ -50,7 +52,7 @@ func scheduleState(t testing.TB, db *gorm.DB, worker string) (ScheduleState, sto
 
 // seedSchedule writes state into a scheduled worker's lease row before any
 // host runs it; state gets the database clock.
-func seedSchedule(t testing.TB, db *gorm.DB, worker string, state func(now time.Time) ScheduleState) {
+func seedSchedule(t testing.TB, db *gorm.DB, worker string, state func(now time.Time) workers.ScheduleState) {
 	t.Helper()
 	s, err := store.New(db, store.Options{})
 	if err != nil {
@@ -60,7 +62,7 @@ func seedSchedule(t testing.TB, db *gorm.DB, worker string, state func(now time.
 	if _, err := migrations.Migrate(ctx, db, migrations.Options{}); err != nil {
 		t.Fatalf("migrations.Migrate: %v", err)
 	}
-	name := ScheduleLease(worker)
+	name := workers.ScheduleLease(worker)
 	if err := s.EnsureRows(ctx, []string{name}); err != nil {
 		t.Fatalf("EnsureRows(%q): %v", name, err)
 	}
@@ -68,7 +70,7 @@ func seedSchedule(t testing.TB, db *gorm.DB, worker string, state func(now time.
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("Get(%q): %v, %d rows", name, err, len(rows))
 	}
-	data := state(rows[0].Now).encode()
+	data := testlink.EncodeSchedule(state(rows[0].Now))
 	if err := db.Exec("UPDATE "+s.Tables().Leases+" SET data = ? WHERE name = ?", data, name).Error; err != nil {
 		t.Fatalf("seed the state of %q: %v", name, err)
 	}
@@ -78,14 +80,14 @@ func caseScheduledSlotsInOrder(t *testing.T, b *bundle) {
 	const every = 200 * time.Millisecond
 	var mu sync.Mutex
 	var slots []time.Time
-	fn := func(ctx context.Context, s *Slot) error {
+	fn := func(ctx context.Context, s *workers.Slot) error {
 		mu.Lock()
 		defer mu.Unlock()
 		slots = append(slots, s.Time)
 		return nil
 	}
-	r := startHost(t, b.db, "node-a", "test", fastConfig(), Scheduled("ticker", fn, ScheduleConfig{Every: every}))
-	var done []Event
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.Scheduled("ticker", fn, workers.ScheduleConfig{Every: every}))
+	var done []workers.Event
 	for range 5 {
 		done = append(done, slotDone(t, r, "ticker"))
 	}
@@ -108,7 +110,7 @@ func caseScheduledSlotsInOrder(t *testing.T, b *bundle) {
 	}
 	mu.Unlock()
 	hs, err := r.Status(context.Background())
-	if err != nil || len(hs.Leading) != 1 || hs.Leading[0].Kind != KindScheduled || hs.Leading[0].Lease != ScheduleLease("ticker") {
+	if err != nil || len(hs.Leading) != 1 || hs.Leading[0].Kind != workers.KindScheduled || hs.Leading[0].Lease != workers.ScheduleLease("ticker") {
 		t.Fatalf("Status = %+v, %v; want it leading the scheduled worker's lease", hs, err)
 	}
 	st, row := scheduleState(t, b.db, "ticker")
@@ -118,7 +120,7 @@ func caseScheduledSlotsInOrder(t *testing.T, b *bundle) {
 	for _, h := range st.History {
 		// A loaded machine may start a term's first slots more than
 		// MisfireGrace late: skipped, then. Every other entry is a run.
-		if (h.Outcome != OutcomeOK && h.Outcome != OutcomeSkipped) || h.Epoch != row.Epoch || h.Holder != r.Coordinator().Holder() || h.End.Before(h.Start) {
+		if (h.Outcome != workers.OutcomeOK && h.Outcome != workers.OutcomeSkipped) || h.Epoch != row.Epoch || h.Holder != r.Coordinator().Holder() || h.End.Before(h.Start) {
 			t.Fatalf("history entry %+v, want ok under epoch %d by %s", h, row.Epoch, r.Coordinator().Holder())
 		}
 	}
@@ -128,8 +130,8 @@ func caseScheduledSlotsInOrder(t *testing.T, b *bundle) {
 // epoch that completed it, in the transaction of its completion.
 const completionsDDL = "CREATE TABLE slot_done (slot_us BIGINT NOT NULL, holder VARCHAR(200) NOT NULL, epoch BIGINT NOT NULL)"
 
-func completingFn(db *gorm.DB, host string) ScheduledFunc {
-	return func(ctx context.Context, s *Slot) error {
+func completingFn(db *gorm.DB, host string) workers.ScheduledFunc {
+	return func(ctx context.Context, s *workers.Slot) error {
 		return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			if err := tx.Exec("INSERT INTO slot_done (slot_us, holder, epoch) VALUES (?, ?, ?)", s.Time.UnixMicro(), host, s.Epoch).Error; err != nil {
 				return err
@@ -155,19 +157,19 @@ func caseScheduledNoSlotCompletedTwice(t *testing.T, b *bundle) {
 	if err := b.db.Exec(completionsDDL).Error; err != nil {
 		t.Fatalf("create slot_done: %v", err)
 	}
-	cfg := ScheduleConfig{Every: 100 * time.Millisecond, Misfire: MisfireRunAll, CatchUpLimit: 50}
+	cfg := workers.ScheduleConfig{Every: 100 * time.Millisecond, Misfire: workers.MisfireRunAll, CatchUpLimit: 50}
 	var hosts []*running
 	for _, node := range []string{"node-a", "node-b", "node-c"} {
-		hosts = append(hosts, startHost(t, b.db, node, "test", fastConfig(), Scheduled("tick", completingFn(b.db, node), cfg)))
+		hosts = append(hosts, startHost(t, b.db, node, "test", fastConfig(), workers.Scheduled("tick", completingFn(b.db, node), cfg)))
 	}
 	// Twice: let slots complete, then make the holder's session expire
 	// under it, as if it had been paused or killed; another copy takes
 	// the job over while the old holder is still running.
 	for round := range 2 {
-		var last Event
+		var last workers.Event
 		for _, r := range hosts {
 			for _, ev := range pending(r.events) {
-				if ev.Kind == EventSlotDone {
+				if ev.Kind == workers.EventSlotDone {
 					last = ev
 				}
 			}
@@ -182,7 +184,7 @@ func caseScheduledNoSlotCompletedTwice(t *testing.T, b *bundle) {
 			}
 			for _, r := range hosts {
 				for _, ev := range pending(r.events) {
-					if ev.Kind == EventSlotDone {
+					if ev.Kind == workers.EventSlotDone {
 						seen++
 						last = ev
 					}
@@ -213,7 +215,7 @@ func caseScheduledNoSlotCompletedTwice(t *testing.T, b *bundle) {
 		t.Fatalf("%d of %d completions were of slots completed before: %v", len(dups), total, dups)
 	}
 	st, _ := scheduleState(t, b.db, "tick")
-	if st.Running != nil && st.Running.Outcome != OutcomeRunning {
+	if st.Running != nil && st.Running.Outcome != workers.OutcomeRunning {
 		t.Fatalf("state left %+v running", st.Running)
 	}
 }
@@ -222,11 +224,11 @@ func caseScheduledPausedHolderCannotComplete(t *testing.T, b *bundle) {
 	if err := b.db.Exec(completionsDDL).Error; err != nil {
 		t.Fatalf("create slot_done: %v", err)
 	}
-	cfg := ScheduleConfig{Every: 300 * time.Millisecond}
+	cfg := workers.ScheduleConfig{Every: 300 * time.Millisecond}
 	release := make(chan struct{})
 	completeErr := make(chan error, 1)
 	var once sync.Once
-	pausedFn := func(ctx context.Context, s *Slot) error {
+	pausedFn := func(ctx context.Context, s *workers.Slot) error {
 		first := false
 		once.Do(func() { first = true })
 		if !first {
@@ -237,13 +239,13 @@ func caseScheduledPausedHolderCannotComplete(t *testing.T, b *bundle) {
 		completeErr <- err
 		return err
 	}
-	a := startHost(t, b.db, "node-a", "test", fastConfig(), Scheduled("paused", pausedFn, cfg))
-	started := recvEvent(t, a.events, "node-a starting a slot", hostEvent(EventSlotStarted, "paused"))
+	a := startHost(t, b.db, "node-a", "test", fastConfig(), workers.Scheduled("paused", pausedFn, cfg))
+	started := recvEvent(t, a.events, "node-a starting a slot", hostEvent(workers.EventSlotStarted, "paused"))
 	expireNow(t, b.db, started.Lease)
-	bh := startHost(t, b.db, "node-b", "test", fastConfig(), Scheduled("paused", completingFn(b.db, "node-b"), cfg))
+	bh := startHost(t, b.db, "node-b", "test", fastConfig(), workers.Scheduled("paused", completingFn(b.db, "node-b"), cfg))
 	// node-b takes over and runs the interrupted slot again.
-	retried := recvEvent(t, bh.events, "node-b completing the paused slot", func(ev Event) bool {
-		return ev.Kind == EventSlotDone && ev.Worker == "paused" && ev.Slot.Equal(started.Slot)
+	retried := recvEvent(t, bh.events, "node-b completing the paused slot", func(ev workers.Event) bool {
+		return ev.Kind == workers.EventSlotDone && ev.Worker == "paused" && ev.Slot.Equal(started.Slot)
 	})
 	if retried.Err != nil || retried.Epoch <= started.Epoch {
 		t.Fatalf("node-b's run of the slot: %+v; want it to complete under an epoch above %d", retried, started.Epoch)
@@ -279,29 +281,29 @@ func caseScheduledPausedHolderCannotComplete(t *testing.T, b *bundle) {
 // caseScheduledMisfire seeds a job whose last slot was five hours ago, on
 // an hourly schedule, and checks what the first holder does with the five
 // slots missed.
-func caseScheduledMisfire(policy MisfirePolicy) func(t *testing.T, b *bundle) {
+func caseScheduledMisfire(policy workers.MisfirePolicy) func(t *testing.T, b *bundle) {
 	return func(t *testing.T, b *bundle) {
 		var seeded time.Time
-		seedSchedule(t, b.db, "hourly", func(now time.Time) ScheduleState {
+		seedSchedule(t, b.db, "hourly", func(now time.Time) workers.ScheduleState {
 			seeded = now.Truncate(time.Hour).Add(-5 * time.Hour)
-			return ScheduleState{Done: seeded}
+			return workers.ScheduleState{Done: seeded}
 		})
 		var mu sync.Mutex
 		var ran []time.Time
-		fn := func(ctx context.Context, s *Slot) error {
+		fn := func(ctx context.Context, s *workers.Slot) error {
 			mu.Lock()
 			defer mu.Unlock()
 			ran = append(ran, s.Time)
 			return nil
 		}
 		// No slot is on time, even in the first second of an hour.
-		cfg := ScheduleConfig{Every: time.Hour, Misfire: policy, CatchUpLimit: 3, MisfireGrace: time.Nanosecond}
-		r := startHost(t, b.db, "node-a", "test", fastConfig(), Scheduled("hourly", fn, cfg))
+		cfg := workers.ScheduleConfig{Every: time.Hour, Misfire: policy, CatchUpLimit: 3, MisfireGrace: time.Nanosecond}
+		r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.Scheduled("hourly", fn, cfg))
 		var want []time.Time
 		switch policy {
-		case MisfireRunOnce:
+		case workers.MisfireRunOnce:
 			want = []time.Time{seeded.Add(5 * time.Hour)}
-		case MisfireRunAll:
+		case workers.MisfireRunAll:
 			want = []time.Time{seeded.Add(3 * time.Hour), seeded.Add(4 * time.Hour), seeded.Add(5 * time.Hour)}
 		}
 		for range want {
@@ -309,7 +311,7 @@ func caseScheduledMisfire(policy MisfirePolicy) func(t *testing.T, b *bundle) {
 		}
 		// The holder writes its next slot once nothing is due.
 		deadline := time.After(wait)
-		var st ScheduleState
+		var st workers.ScheduleState
 		for {
 			st, _ = scheduleState(t, b.db, "hourly")
 			if st.Next.Equal(seeded.Add(6*time.Hour)) && st.Running == nil {
@@ -332,7 +334,7 @@ func caseScheduledMisfire(policy MisfirePolicy) func(t *testing.T, b *bundle) {
 			}
 		}
 		skipped := st.History[0]
-		if skipped.Outcome != OutcomeSkipped || skipped.Skipped != int64(5-len(want)) {
+		if skipped.Outcome != workers.OutcomeSkipped || skipped.Skipped != int64(5-len(want)) {
 			t.Fatalf("%v: first history entry %+v, want %d skipped", policy, skipped, 5-len(want))
 		}
 		if !st.Done.Equal(seeded.Add(5 * time.Hour)) {
@@ -343,24 +345,24 @@ func caseScheduledMisfire(policy MisfirePolicy) func(t *testing.T, b *bundle) {
 
 // caseScheduledInterrupted seeds a job whose last run was interrupted (its
 // holder died mid-slot) and checks what the next holder does with it.
-func caseScheduledInterrupted(policy InterruptPolicy) func(t *testing.T, b *bundle) {
+func caseScheduledInterrupted(policy workers.InterruptPolicy) func(t *testing.T, b *bundle) {
 	return func(t *testing.T, b *bundle) {
 		var slot time.Time
-		seedSchedule(t, b.db, "nightly", func(now time.Time) ScheduleState {
+		seedSchedule(t, b.db, "nightly", func(now time.Time) workers.ScheduleState {
 			slot = now.Truncate(time.Hour)
-			return ScheduleState{Done: slot.Add(-time.Hour), Running: &RunRecord{
-				Slot: slot, Holder: "dead/test/x", Epoch: 7, Attempt: 1, Start: slot, Outcome: OutcomeRunning,
+			return workers.ScheduleState{Done: slot.Add(-time.Hour), Running: &workers.RunRecord{
+				Slot: slot, Holder: "dead/test/x", Epoch: 7, Attempt: 1, Start: slot, Outcome: workers.OutcomeRunning,
 			}}
 		})
-		attempts := make(chan *Slot, 4)
-		fn := func(ctx context.Context, s *Slot) error {
+		attempts := make(chan *workers.Slot, 4)
+		fn := func(ctx context.Context, s *workers.Slot) error {
 			attempts <- s
 			return nil
 		}
 		// MisfireSkip: nothing runs but the interrupted slot, if retried.
-		cfg := ScheduleConfig{Every: time.Hour, Interrupted: policy, Misfire: MisfireSkip, MisfireGrace: time.Nanosecond}
-		r := startHost(t, b.db, "node-a", "test", fastConfig(), Scheduled("nightly", fn, cfg))
-		if policy == InterruptRetry {
+		cfg := workers.ScheduleConfig{Every: time.Hour, Interrupted: policy, Misfire: workers.MisfireSkip, MisfireGrace: time.Nanosecond}
+		r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.Scheduled("nightly", fn, cfg))
+		if policy == workers.InterruptRetry {
 			s := <-attempts
 			if !s.Time.Equal(slot) || s.Attempt != 2 {
 				t.Fatalf("retried slot %v attempt %d, want %v attempt 2", s.Time, s.Attempt, slot)
@@ -368,7 +370,7 @@ func caseScheduledInterrupted(policy InterruptPolicy) func(t *testing.T, b *bund
 			slotDone(t, r, "nightly")
 		}
 		deadline := time.After(wait)
-		var st ScheduleState
+		var st workers.ScheduleState
 		for {
 			st, _ = scheduleState(t, b.db, "nightly")
 			if st.Next.Equal(slot.Add(time.Hour)) && st.Running == nil {
@@ -390,7 +392,7 @@ func caseScheduledInterrupted(policy InterruptPolicy) func(t *testing.T, b *bund
 			outcomes = append(outcomes, string(h.Outcome))
 		}
 		want := "abandoned"
-		if policy == InterruptRetry {
+		if policy == workers.InterruptRetry {
 			want = "interrupted,ok"
 		}
 		if strings.Join(outcomes, ",") != want || st.History[0].Holder != "dead/test/x" || st.History[0].Epoch != 7 {
@@ -400,9 +402,9 @@ func caseScheduledInterrupted(policy InterruptPolicy) func(t *testing.T, b *bund
 }
 
 func caseScheduledHistoryBounded(t *testing.T, b *bundle) {
-	fn := func(ctx context.Context, s *Slot) error { return nil }
-	r := startHost(t, b.db, "node-a", "test", fastConfig(), Scheduled("bounded", fn, ScheduleConfig{Every: 100 * time.Millisecond, HistoryLimit: 3}))
-	var last Event
+	fn := func(ctx context.Context, s *workers.Slot) error { return nil }
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.Scheduled("bounded", fn, workers.ScheduleConfig{Every: 100 * time.Millisecond, HistoryLimit: 3}))
+	var last workers.Event
 	for range 6 {
 		last = slotDone(t, r, "bounded")
 	}

@@ -1,4 +1,4 @@
-package workers
+package workers_test
 
 import (
 	"context"
@@ -18,7 +18,9 @@ import (
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
+	"github.com/leasehold/leasehold/internal/testlink"
 	"github.com/leasehold/leasehold/pgnotify"
+	"github.com/leasehold/leasehold/workers"
 )
 
 // wait bounds every wait in these tests. It is generous: it only decides
@@ -26,8 +28,8 @@ import (
 const wait = 20 * time.Second
 
 // fastConfig is a config with short timings, as in coordination's tests.
-func fastConfig() Config {
-	return Config{
+func fastConfig() workers.Config {
+	return workers.Config{
 		Coordination: coordination.Config{
 			TTL:             1200 * time.Millisecond,
 			RenewInterval:   200 * time.Millisecond,
@@ -88,12 +90,12 @@ func testIdentity(t testing.TB, node, cluster string) identity.Identity {
 // running is a host started by a test. Its event subscriptions are made
 // before Run, so they miss nothing.
 type running struct {
-	*Host
+	*workers.Host
 	name        string
 	cancel      context.CancelFunc
 	done        chan struct{} // closed when Run has returned
 	err         error         // Run's result, set before done is closed
-	events      <-chan Event
+	events      <-chan workers.Event
 	coordEvents <-chan coordination.Event
 	logs        *observer.ObservedLogs
 }
@@ -101,14 +103,14 @@ type running struct {
 // startHost creates a host for node in cluster, runs it and waits until its
 // coordinator is ready. The host is stopped, and its worker goroutines
 // waited for, when the test ends.
-func startHost(t testing.TB, db *gorm.DB, node, cluster string, cfg Config, ws ...Worker) *running {
+func startHost(t testing.TB, db *gorm.DB, node, cluster string, cfg workers.Config, ws ...workers.Worker) *running {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	cfg.Coordination.Logger = zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))
 	if cfg.Coordination.Notifications == nil {
 		cfg.Coordination.Notifications = pgnotify.New() // as a service on PostgreSQL sets it
 	}
-	h, err := NewHost(db, testIdentity(t, node, cluster), cfg, ws...)
+	h, err := workers.NewHost(db, testIdentity(t, node, cluster), cfg, ws...)
 	if err != nil {
 		t.Fatalf("NewHost(%s): %v", node, err)
 	}
@@ -156,11 +158,11 @@ func (r *running) stop(t testing.TB) error {
 func (r *running) waitWorkers(t testing.TB) {
 	t.Helper()
 	deadline := time.After(wait)
-	for _, st := range r.states {
+	for _, st := range testlink.Workers(r.Host) {
 		select {
-		case <-st.done:
+		case <-st.Done:
 		case <-deadline:
-			t.Errorf("host %s: worker %q still running %v after the test", r.name, st.w.Name(), wait)
+			t.Errorf("host %s: worker %q still running %v after the test", r.name, st.Name, wait)
 			return
 		}
 	}
@@ -185,14 +187,14 @@ func recvEvent[E any](t testing.TB, ch <-chan E, what string, match func(E) bool
 	}
 }
 
-// recvStarted waits until every one of workers started leading, in any
-// order, and returns their started-leading events by worker.
-func recvStarted(t testing.TB, r *running, workers ...string) map[string]Event {
+// recvStarted waits until every one of the workers named started leading,
+// in any order, and returns their started-leading events by worker.
+func recvStarted(t testing.TB, r *running, names ...string) map[string]workers.Event {
 	t.Helper()
-	got := make(map[string]Event, len(workers))
-	for len(got) < len(workers) {
-		ev := recvEvent(t, r.events, fmt.Sprintf("%s starting to lead %v (have %d)", r.name, workers, len(got)), func(ev Event) bool {
-			return ev.Kind == EventStartedLeading && slices.Contains(workers, ev.Worker)
+	got := make(map[string]workers.Event, len(names))
+	for len(got) < len(names) {
+		ev := recvEvent(t, r.events, fmt.Sprintf("%s starting to lead %v (have %d)", r.name, names, len(got)), func(ev workers.Event) bool {
+			return ev.Kind == workers.EventStartedLeading && slices.Contains(names, ev.Worker)
 		})
 		got[ev.Worker] = ev
 	}
@@ -200,8 +202,8 @@ func recvStarted(t testing.TB, r *running, workers ...string) map[string]Event {
 }
 
 // hostEvent matches a host event of kind k about worker.
-func hostEvent(k EventKind, worker string) func(Event) bool {
-	return func(ev Event) bool { return ev.Kind == k && ev.Worker == worker }
+func hostEvent(k workers.EventKind, worker string) func(workers.Event) bool {
+	return func(ev workers.Event) bool { return ev.Kind == k && ev.Worker == worker }
 }
 
 // pending returns the events already delivered on ch, without waiting.
@@ -328,7 +330,7 @@ const unitInterval = 100 * time.Millisecond
 // fn returns a singleton function that records its run in group and does
 // a unit of work every unitInterval, checking Valid first, until its
 // context ends.
-func (r *recorder) fn(group, host string) SingletonFunc {
+func (r *recorder) fn(group, host string) workers.SingletonFunc {
 	return func(ctx context.Context, l *coordination.Lease) error {
 		run := r.begin(group, host, l.Epoch())
 		defer r.end(run)

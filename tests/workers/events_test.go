@@ -1,4 +1,4 @@
-package workers
+package workers_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/workers"
 )
 
 // TestOneEventStream: a host's subscription carries its coordinator's
@@ -24,22 +25,22 @@ func caseCoordinatorEventsTagged(t *testing.T, b *bundle) {
 	// and pool share the key "global/billing", yet each event goes to
 	// the right one.
 	r := startHost(t, b.db, "node-a", "test", fastConfig(),
-		GlobalSingleton("billing", idle), GlobalPartitioned("billing", share, PartitionConfig{}), ClusterSingleton("other", idle))
+		workers.GlobalSingleton("billing", idle), workers.GlobalPartitioned("billing", share, workers.PartitionConfig{}), workers.ClusterSingleton("other", idle))
 	// Collect until each has been seen; the three terms start in any order.
-	var elected, started, joined, other *Event
+	var elected, started, joined, other *workers.Event
 	deadline := time.After(wait)
 	for elected == nil || started == nil || joined == nil || other == nil {
-		var ev Event
+		var ev workers.Event
 		select {
 		case ev = <-r.events:
 		case <-deadline:
 			t.Fatalf("within %v: elected %v, started %v, joined %v, other %v", wait, elected, started, joined, other)
 		}
-		isElected := ev.Kind == EventCoordination && ev.Coordination.Kind == coordination.EventElected
+		isElected := ev.Kind == workers.EventCoordination && ev.Coordination.Kind == coordination.EventElected
 		switch {
 		case isElected && ev.Lease == "global/billing":
 			elected = &ev
-		case ev.Kind == EventStartedLeading && ev.Worker == "billing":
+		case ev.Kind == workers.EventStartedLeading && ev.Worker == "billing":
 			if elected == nil {
 				t.Fatalf("started-leading %+v before the election's elected event", ev)
 			}
@@ -65,9 +66,9 @@ func caseCoordinatorEventsTagged(t *testing.T, b *bundle) {
 	var released, stopped bool
 	for ev := range r.events {
 		switch {
-		case ev.Kind == EventCoordination && ev.Coordination.Kind == coordination.EventReleased && ev.Lease == "global/billing":
+		case ev.Kind == workers.EventCoordination && ev.Coordination.Kind == coordination.EventReleased && ev.Lease == "global/billing":
 			released = true
-		case ev.Kind == EventStoppedLeading && ev.Worker == "billing":
+		case ev.Kind == workers.EventStoppedLeading && ev.Worker == "billing":
 			if !released || !errors.Is(ev.Err, coordination.ErrClosed) {
 				t.Fatalf("stopped-leading %+v before the release was seen (%v)", ev, released)
 			}

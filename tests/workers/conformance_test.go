@@ -1,4 +1,4 @@
-package workers
+package workers_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/testdb"
+	"github.com/leasehold/leasehold/internal/testlink"
+	"github.com/leasehold/leasehold/workers"
 )
 
 // TestWorkers runs the worker cases on every database target, PostgreSQL
@@ -77,7 +79,7 @@ func caseClusterSingletonOnePerCluster(t *testing.T, b *bundle) {
 	hosts := map[string]*running{}
 	for _, node := range []string{"node-a", "node-b", "node-c", "node-d"} {
 		cluster := clusterOf[node]
-		hosts[node] = startHost(t, b.db, node, cluster, fastConfig(), ClusterSingleton("warmer", rec.fn(cluster, node)))
+		hosts[node] = startHost(t, b.db, node, cluster, fastConfig(), workers.ClusterSingleton("warmer", rec.fn(cluster, node)))
 	}
 	leaders := map[string]*fnRun{}
 	wantLeases := map[string]string{}
@@ -130,7 +132,7 @@ func caseGlobalSingletonOneOverall(t *testing.T, b *bundle) {
 	clusterOf := map[string]string{"node-a": "east", "node-b": "east", "node-c": "west", "node-d": "west"}
 	hosts := map[string]*running{}
 	for _, node := range nodes {
-		hosts[node] = startHost(t, b.db, node, clusterOf[node], fastConfig(), GlobalSingleton("billing", rec.fn("global", node)))
+		hosts[node] = startHost(t, b.db, node, clusterOf[node], fastConfig(), workers.GlobalSingleton("billing", rec.fn("global", node)))
 	}
 	lead := rec.current(t, "global")
 	holder := hosts[lead.host].Coordinator().Holder()
@@ -159,9 +161,9 @@ func caseGlobalSingletonOneOverall(t *testing.T, b *bundle) {
 
 func caseFailoverOnHostStop(t *testing.T, b *bundle) {
 	rec := newRecorder()
-	a := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("handoff", rec.fn("handoff", "node-a")))
+	a := startHost(t, b.db, "node-a", "test", fastConfig(), workers.ClusterSingleton("handoff", rec.fn("handoff", "node-a")))
 	first := rec.current(t, "handoff")
-	c := startHost(t, b.db, "node-c", "test", fastConfig(), ClusterSingleton("handoff", rec.fn("handoff", "node-c")))
+	c := startHost(t, b.db, "node-c", "test", fastConfig(), workers.ClusterSingleton("handoff", rec.fn("handoff", "node-c")))
 	sawLeader(t, c, "cluster/test/handoff", a.Coordinator().Holder())
 
 	stopAt := time.Now()
@@ -188,7 +190,7 @@ func caseFailoverOnHostStop(t *testing.T, b *bundle) {
 	recvEvent(t, a.coordEvents, "node-a's release", func(ev coordination.Event) bool {
 		return ev.Kind == coordination.EventReleased && ev.Epoch == first.epoch
 	})
-	stopped := recvEvent(t, a.events, "stopped-leading on node-a", hostEvent(EventStoppedLeading, "handoff"))
+	stopped := recvEvent(t, a.events, "stopped-leading on node-a", hostEvent(workers.EventStoppedLeading, "handoff"))
 	if !errors.Is(stopped.Err, coordination.ErrClosed) || stopped.Epoch != first.epoch {
 		t.Fatalf("stopped-leading = %+v, want epoch %d and ErrClosed", stopped, first.epoch)
 	}
@@ -213,7 +215,7 @@ func recvCall(t *testing.T, calls <-chan call, n int) call {
 
 // checkRestarts checks three calls under one term, spaced by the doubling
 // backoff, with one start and no stop, and returns the events.
-func checkRestarts(t *testing.T, r *running, worker string, calls []call) []Event {
+func checkRestarts(t *testing.T, r *running, worker string, calls []call) []workers.Event {
 	t.Helper()
 	cfg := fastConfig()
 	for i, c := range calls {
@@ -230,9 +232,9 @@ func checkRestarts(t *testing.T, r *running, worker string, calls []call) []Even
 	var started, stopped int
 	for _, ev := range evs {
 		switch ev.Kind {
-		case EventStartedLeading:
+		case workers.EventStartedLeading:
 			started++
-		case EventStoppedLeading:
+		case workers.EventStoppedLeading:
 			stopped++
 		}
 	}
@@ -246,9 +248,9 @@ func checkRestarts(t *testing.T, r *running, worker string, calls []call) []Even
 	if err != nil || len(st.Leading) != 1 || st.Leading[0].Epoch != calls[0].lease.Epoch() {
 		t.Fatalf("Status = %+v, %v; want leading %s", st, err, calls[0].lease.Token())
 	}
-	var errs []Event
+	var errs []workers.Event
 	for _, ev := range evs {
-		if ev.Kind == EventWorkerError {
+		if ev.Kind == workers.EventWorkerError {
 			if ev.Worker != worker || ev.Lease != calls[0].lease.Key() || ev.Epoch != calls[0].lease.Epoch() {
 				t.Fatalf("worker-error event %+v, want worker %q term %s", ev, worker, calls[0].lease.Token())
 			}
@@ -269,7 +271,7 @@ func caseErrorRestartsWithBackoff(t *testing.T, b *bundle) {
 		<-ctx.Done()
 		return nil
 	}
-	r := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("flaky", fn))
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.ClusterSingleton("flaky", fn))
 	got := []call{recvCall(t, calls, 1), recvCall(t, calls, 2), recvCall(t, calls, 3)}
 	errs := checkRestarts(t, r, "flaky", got)
 	if len(errs) != 2 || !errors.Is(errs[0].Err, errBoom) || !errors.Is(errs[1].Err, errBoom) {
@@ -303,7 +305,7 @@ func casePanicRecovered(t *testing.T, b *bundle) {
 		<-ctx.Done()
 		return nil
 	}
-	r := startHost(t, b.db, "node-a", "test", fastConfig(), GlobalSingleton("fragile", fn))
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.GlobalSingleton("fragile", fn))
 	got := []call{recvCall(t, calls, 1), recvCall(t, calls, 2), recvCall(t, calls, 3)}
 	select {
 	case <-r.done:
@@ -314,14 +316,14 @@ func casePanicRecovered(t *testing.T, b *bundle) {
 	if len(errs) != 2 {
 		t.Fatalf("worker-error events = %v, want 2", errs)
 	}
-	var pe *PanicError
-	if !errors.As(errs[0].Err, &pe) || pe.Value != "kaboom" || !errors.Is(errs[0].Err, ErrPanicked) {
+	var pe *workers.PanicError
+	if !errors.As(errs[0].Err, &pe) || pe.Value != "kaboom" || !errors.Is(errs[0].Err, workers.ErrPanicked) {
 		t.Fatalf("first event's error = %v, want a *PanicError of \"kaboom\"", errs[0].Err)
 	}
 	if !strings.Contains(string(pe.Stack), "casePanicRecovered") {
 		t.Fatalf("panic stack does not show the panicking function:\n%s", pe.Stack)
 	}
-	if !errors.Is(errs[1].Err, errBoom) || !errors.Is(errs[1].Err, ErrPanicked) {
+	if !errors.Is(errs[1].Err, errBoom) || !errors.Is(errs[1].Err, workers.ErrPanicked) {
 		t.Fatalf("second event's error = %v, want a panic wrapping %v", errs[1].Err, errBoom)
 	}
 	logged := r.logs.FilterMessage("worker panicked; recovered").All()
@@ -344,7 +346,7 @@ func caseFinishedWork(t *testing.T, b *bundle) {
 		<-ctx.Done()
 		return nil
 	}
-	r := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("batch", fn))
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.ClusterSingleton("batch", fn))
 	first, second := recvCall(t, calls, 1), recvCall(t, calls, 2)
 	if second.lease.Epoch() != first.lease.Epoch()+1 {
 		t.Fatalf("second call under epoch %d, want a new term %d", second.lease.Epoch(), first.lease.Epoch()+1)
@@ -355,7 +357,7 @@ func caseFinishedWork(t *testing.T, b *bundle) {
 	if first.lease.Valid() {
 		t.Fatalf("the finished term is still valid")
 	}
-	stopped := recvEvent(t, r.events, "stopped-leading", hostEvent(EventStoppedLeading, "batch"))
+	stopped := recvEvent(t, r.events, "stopped-leading", hostEvent(workers.EventStoppedLeading, "batch"))
 	if !errors.Is(stopped.Err, coordination.ErrReleased) || stopped.Epoch != first.lease.Epoch() {
 		t.Fatalf("stopped-leading = %+v, want epoch %d with ErrReleased", stopped, first.lease.Epoch())
 	}
@@ -363,12 +365,12 @@ func caseFinishedWork(t *testing.T, b *bundle) {
 	recvEvent(t, r.coordEvents, "the release", func(ev coordination.Event) bool {
 		return ev.Kind == coordination.EventReleased && ev.Epoch == first.lease.Epoch()
 	})
-	started := recvEvent(t, r.events, "started-leading again", hostEvent(EventStartedLeading, "batch"))
+	started := recvEvent(t, r.events, "started-leading again", hostEvent(workers.EventStartedLeading, "batch"))
 	if started.Epoch != second.lease.Epoch() {
 		t.Fatalf("started-leading epoch %d, want %d", started.Epoch, second.lease.Epoch())
 	}
 	for _, ev := range pending(r.events) {
-		if ev.Kind == EventWorkerError {
+		if ev.Kind == workers.EventWorkerError {
 			t.Fatalf("returning nil was reported as an error: %v", ev.Err)
 		}
 	}
@@ -383,7 +385,7 @@ func caseLoss(t *testing.T, b *bundle) {
 		causes <- context.Cause(ctx)
 		return ctx.Err()
 	}
-	r := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("lossy", fn))
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.ClusterSingleton("lossy", fn))
 	var l1 *coordination.Lease
 	select {
 	case l1 = <-started:
@@ -399,7 +401,7 @@ func caseLoss(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("function not cancelled after its lease expired")
 	}
-	stopped := recvEvent(t, r.events, "stopped-leading", hostEvent(EventStoppedLeading, "lossy"))
+	stopped := recvEvent(t, r.events, "stopped-leading", hostEvent(workers.EventStoppedLeading, "lossy"))
 	if !errors.Is(stopped.Err, coordination.ErrLeaseLost) || stopped.Epoch != l1.Epoch() {
 		t.Fatalf("stopped-leading = %+v, want epoch %d with ErrLeaseLost", stopped, l1.Epoch())
 	}
@@ -412,7 +414,7 @@ func caseLoss(t *testing.T, b *bundle) {
 		t.Fatalf("the worker did not campaign and lead again after the loss")
 	}
 	for _, ev := range pending(r.events) {
-		if ev.Kind == EventWorkerError {
+		if ev.Kind == workers.EventWorkerError {
 			t.Fatalf("a context error at the end of a term was reported: %v", ev.Err)
 		}
 	}
@@ -429,7 +431,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 		<-finish // still cleaning up after cancellation
 		return nil
 	}
-	r := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("drain", fn))
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.ClusterSingleton("drain", fn))
 	var l *coordination.Lease
 	select {
 	case l = <-started:
@@ -505,7 +507,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 	if row := leaseRow(t, b.db, l.Key()); row.Holder != "" {
 		t.Fatalf("lease not released at shutdown: %+v", row)
 	}
-	stopped := recvEvent(t, r.events, "stopped-leading", hostEvent(EventStoppedLeading, "drain"))
+	stopped := recvEvent(t, r.events, "stopped-leading", hostEvent(workers.EventStoppedLeading, "drain"))
 	if !errors.Is(stopped.Err, coordination.ErrClosed) {
 		t.Fatalf("stopped-leading cause %v, want ErrClosed", stopped.Err)
 	}
@@ -521,7 +523,7 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 		<-finish // ignores ctx
 		return nil
 	}
-	r := startHost(t, b.db, "node-a", "test", cfg, ClusterSingleton("stubborn", fn))
+	r := startHost(t, b.db, "node-a", "test", cfg, workers.ClusterSingleton("stubborn", fn))
 	var l *coordination.Lease
 	select {
 	case l = <-started:
@@ -532,14 +534,14 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 	err := r.stop(t)
 	took := time.Since(stopAt)
 	t.Logf("Run returned %v after cancel (ShutdownTimeout %v): %v", took, cfg.Coordination.ShutdownTimeout, err)
-	if !errors.Is(err, ErrShutdownOverrun) || !strings.Contains(err.Error(), `"stubborn"`) {
+	if !errors.Is(err, workers.ErrShutdownOverrun) || !strings.Contains(err.Error(), `"stubborn"`) {
 		t.Fatalf("Run = %v, want ErrShutdownOverrun naming the worker", err)
 	}
 	if took < cfg.Coordination.ShutdownTimeout {
 		t.Fatalf("Run returned after %v, before ShutdownTimeout %v", took, cfg.Coordination.ShutdownTimeout)
 	}
-	ev := recvEvent(t, r.events, "shutdown-overrun", hostEvent(EventShutdownOverrun, "stubborn"))
-	if ev.Lease != l.Key() || ev.Epoch != l.Epoch() || !errors.Is(ev.Err, ErrShutdownOverrun) {
+	ev := recvEvent(t, r.events, "shutdown-overrun", hostEvent(workers.EventShutdownOverrun, "stubborn"))
+	if ev.Lease != l.Key() || ev.Epoch != l.Epoch() || !errors.Is(ev.Err, workers.ErrShutdownOverrun) {
 		t.Fatalf("overrun event = %+v, want term %s and ErrShutdownOverrun", ev, l.Token())
 	}
 	logged := r.logs.FilterLevelExact(zapcore.ErrorLevel).FilterField(zapString("worker", "stubborn")).
@@ -561,7 +563,7 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 
 func caseStatus(t *testing.T, b *bundle) {
 	block := func(ctx context.Context, l *coordination.Lease) error { <-ctx.Done(); return nil }
-	ws := []Worker{ClusterSingleton("warmer", block), GlobalSingleton("billing", block)}
+	ws := []workers.Worker{workers.ClusterSingleton("warmer", block), workers.GlobalSingleton("billing", block)}
 	a := startHost(t, b.db, "node-a", "test", fastConfig(), ws...)
 	recvStarted(t, a, "warmer", "billing")
 	c := startHost(t, b.db, "node-c", "test", fastConfig(), ws...) // the same worker values serve two hosts
@@ -571,9 +573,9 @@ func caseStatus(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Leading{
-		{Worker: "warmer", Kind: KindClusterSingleton, Lease: "cluster/test/warmer", Epoch: 1},
-		{Worker: "billing", Kind: KindGlobalSingleton, Lease: "global/billing", Epoch: 1},
+	want := []workers.Leading{
+		{Worker: "warmer", Kind: workers.KindClusterSingleton, Lease: "cluster/test/warmer", Epoch: 1},
+		{Worker: "billing", Kind: workers.KindGlobalSingleton, Lease: "global/billing", Epoch: 1},
 	}
 	if st.Holder != a.Coordinator().Holder() || st.Identity != a.Coordinator().Identity() ||
 		fmt.Sprint(st.Leading) != fmt.Sprint(want) || len(st.Pools) != 0 {
@@ -611,48 +613,48 @@ func caseNewHostValidation(t *testing.T, b *bundle) {
 	long := strings.Repeat("x", coordination.MaxNameLen+1)
 	for _, tc := range []struct {
 		name    string
-		cfg     Config
-		ws      []Worker
+		cfg     workers.Config
+		ws      []workers.Worker
 		is      []error
 		mention []string
 	}{
-		{"DuplicateName", Config{}, []Worker{ClusterSingleton("jobs", noop), ClusterSingleton("jobs", noop)},
-			[]error{ErrInvalidWorker}, []string{`"jobs"`, "cluster-singleton"}},
-		{"NilFunction", Config{}, []Worker{GlobalSingleton("outbox", nil)},
-			[]error{ErrInvalidWorker}, []string{`"outbox"`, "nil function"}},
-		{"NilWorker", Config{}, []Worker{ClusterSingleton("a", noop), nil},
-			[]error{ErrInvalidWorker}, []string{"worker 1"}},
-		{"BadName", Config{}, []Worker{ClusterSingleton("bad name", noop)},
-			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"bad name"`}},
-		{"EmptyName", Config{}, []Worker{GlobalSingleton("", noop)},
-			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{"empty"}},
-		{"LongName", Config{}, []Worker{GlobalSingleton(long, noop)},
-			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{"129 bytes"}},
-		{"NegativeRestartBackoff", Config{RestartBackoff: -time.Second}, nil,
-			[]error{ErrInvalidConfig}, []string{"RestartBackoff", "-1s"}},
-		{"MaxBelowRestartBackoff", Config{RestartBackoff: time.Minute}, nil,
-			[]error{ErrInvalidConfig}, []string{"MaxRestartBackoff (30s)", "RestartBackoff (1m0s)"}},
-		{"BadCoordinationConfig", Config{Coordination: coordination.Config{TTL: time.Second, Margin: 2 * time.Second}}, []Worker{ClusterSingleton("a", noop)},
-			[]error{ErrInvalidConfig, coordination.ErrInvalidConfig}, []string{"Margin (2s)", "TTL (1s)"}},
-		{"MaxInt64TTL", Config{Coordination: coordination.Config{TTL: math.MaxInt64}}, []Worker{ClusterSingleton("a", noop)},
-			[]error{ErrInvalidConfig, coordination.ErrInvalidConfig}, []string{"TTL (2562047h47m16.854775807s)", "at most 24h0m0s"}},
-		{"NoWorkers", Config{}, nil,
-			[]error{ErrInvalidWorker}, []string{"no workers", "0 entries"}},
-		{"DotDotName", Config{}, []Worker{GlobalSingleton("../..", noop)},
-			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"../.."`, `segment ".."`}},
-		{"EmptySegmentName", Config{}, []Worker{GlobalPartitioned("items/", part, PartitionConfig{})},
-			[]error{ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"items/"`, "empty segment"}},
-		{"NanosecondPoll", Config{}, []Worker{GlobalPartitioned("items", part, PartitionConfig{PollInterval: time.Nanosecond})},
-			[]error{ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (1ns)", "at least 10ms"}},
-		{"NegativePoll", Config{}, []Worker{GlobalPartitioned("items", part, PartitionConfig{PollInterval: -time.Second})},
-			[]error{ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (-1s)"}},
-		{"SingletonOnAScheduledWorkersLease", Config{}, []Worker{
-			Scheduled("report", func(context.Context, *Slot) error { return nil }, ScheduleConfig{Cron: "@hourly"}),
-			GlobalSingleton("schedule/report", noop)},
-			[]error{ErrInvalidWorker}, []string{`"schedule/report"`, `"global/schedule/report"`, `scheduled worker "report"`}},
+		{"DuplicateName", workers.Config{}, []workers.Worker{workers.ClusterSingleton("jobs", noop), workers.ClusterSingleton("jobs", noop)},
+			[]error{workers.ErrInvalidWorker}, []string{`"jobs"`, "cluster-singleton"}},
+		{"NilFunction", workers.Config{}, []workers.Worker{workers.GlobalSingleton("outbox", nil)},
+			[]error{workers.ErrInvalidWorker}, []string{`"outbox"`, "nil function"}},
+		{"NilWorker", workers.Config{}, []workers.Worker{workers.ClusterSingleton("a", noop), nil},
+			[]error{workers.ErrInvalidWorker}, []string{"worker 1"}},
+		{"BadName", workers.Config{}, []workers.Worker{workers.ClusterSingleton("bad name", noop)},
+			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"bad name"`}},
+		{"EmptyName", workers.Config{}, []workers.Worker{workers.GlobalSingleton("", noop)},
+			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidName}, []string{"empty"}},
+		{"LongName", workers.Config{}, []workers.Worker{workers.GlobalSingleton(long, noop)},
+			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidName}, []string{"129 bytes"}},
+		{"NegativeRestartBackoff", workers.Config{RestartBackoff: -time.Second}, nil,
+			[]error{workers.ErrInvalidConfig}, []string{"RestartBackoff", "-1s"}},
+		{"MaxBelowRestartBackoff", workers.Config{RestartBackoff: time.Minute}, nil,
+			[]error{workers.ErrInvalidConfig}, []string{"MaxRestartBackoff (30s)", "RestartBackoff (1m0s)"}},
+		{"BadCoordinationConfig", workers.Config{Coordination: coordination.Config{TTL: time.Second, Margin: 2 * time.Second}}, []workers.Worker{workers.ClusterSingleton("a", noop)},
+			[]error{workers.ErrInvalidConfig, coordination.ErrInvalidConfig}, []string{"Margin (2s)", "TTL (1s)"}},
+		{"MaxInt64TTL", workers.Config{Coordination: coordination.Config{TTL: math.MaxInt64}}, []workers.Worker{workers.ClusterSingleton("a", noop)},
+			[]error{workers.ErrInvalidConfig, coordination.ErrInvalidConfig}, []string{"TTL (2562047h47m16.854775807s)", "at most 24h0m0s"}},
+		{"NoWorkers", workers.Config{}, nil,
+			[]error{workers.ErrInvalidWorker}, []string{"no workers", "0 entries"}},
+		{"DotDotName", workers.Config{}, []workers.Worker{workers.GlobalSingleton("../..", noop)},
+			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"../.."`, `segment ".."`}},
+		{"EmptySegmentName", workers.Config{}, []workers.Worker{workers.GlobalPartitioned("items/", part, workers.PartitionConfig{})},
+			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"items/"`, "empty segment"}},
+		{"NanosecondPoll", workers.Config{}, []workers.Worker{workers.GlobalPartitioned("items", part, workers.PartitionConfig{PollInterval: time.Nanosecond})},
+			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (1ns)", "at least 10ms"}},
+		{"NegativePoll", workers.Config{}, []workers.Worker{workers.GlobalPartitioned("items", part, workers.PartitionConfig{PollInterval: -time.Second})},
+			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (-1s)"}},
+		{"SingletonOnAScheduledWorkersLease", workers.Config{}, []workers.Worker{
+			workers.Scheduled("report", func(context.Context, *workers.Slot) error { return nil }, workers.ScheduleConfig{Cron: "@hourly"}),
+			workers.GlobalSingleton("schedule/report", noop)},
+			[]error{workers.ErrInvalidWorker}, []string{`"schedule/report"`, `"global/schedule/report"`, `scheduled worker "report"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := NewHost(b.db, id, tc.cfg, tc.ws...)
+			h, err := workers.NewHost(b.db, id, tc.cfg, tc.ws...)
 			if err == nil {
 				t.Fatalf("NewHost succeeded: %v", h)
 			}
@@ -668,28 +670,28 @@ func caseNewHostValidation(t *testing.T, b *bundle) {
 			}
 		})
 	}
-	if _, err := NewHost(b.db, identity0(), Config{}, ClusterSingleton("a", noop)); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := workers.NewHost(b.db, identity0(), workers.Config{}, workers.ClusterSingleton("a", noop)); !errors.Is(err, workers.ErrInvalidConfig) {
 		t.Errorf("NewHost with a zero identity = %v, want ErrInvalidConfig", err)
 	}
-	if _, err := NewHost(nil, id, Config{}, ClusterSingleton("a", noop)); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := workers.NewHost(nil, id, workers.Config{}, workers.ClusterSingleton("a", noop)); !errors.Is(err, workers.ErrInvalidConfig) {
 		t.Errorf("NewHost with a nil db = %v, want ErrInvalidConfig", err)
 	}
 	// The same name in different kinds is two different workers.
-	if _, err := NewHost(b.db, id, Config{}, ClusterSingleton("jobs", noop), GlobalSingleton("jobs", noop)); err != nil {
+	if _, err := workers.NewHost(b.db, id, workers.Config{}, workers.ClusterSingleton("jobs", noop), workers.GlobalSingleton("jobs", noop)); err != nil {
 		t.Errorf("a cluster and a global singleton of the same name: %v", err)
 	}
 }
 
 func caseRunTwice(t *testing.T, b *bundle) {
 	idle := func(ctx context.Context, _ *coordination.Lease) error { <-ctx.Done(); return nil }
-	r := startHost(t, b.db, "node-a", "test", fastConfig(), ClusterSingleton("idle", idle))
-	if err := r.Run(context.Background()); !errors.Is(err, ErrAlreadyRunning) {
+	r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.ClusterSingleton("idle", idle))
+	if err := r.Run(context.Background()); !errors.Is(err, workers.ErrAlreadyRunning) {
 		t.Fatalf("second Run while running = %v, want ErrAlreadyRunning", err)
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	if err := r.Run(context.Background()); !errors.Is(err, ErrAlreadyRunning) {
+	if err := r.Run(context.Background()); !errors.Is(err, workers.ErrAlreadyRunning) {
 		t.Fatalf("Run after stop = %v, want ErrAlreadyRunning", err)
 	}
 	// The channel holds the events of the run, then is closed.
@@ -717,7 +719,7 @@ func caseCoordinatorFailure(t *testing.T, b *bundle) {
 		t.Errorf("worker ran without a coordinator")
 		return nil
 	}
-	h, err := NewHost(b.db, testIdentity(t, "node-a", "test"), cfg, ClusterSingleton("x", never), GlobalSingleton("y", never))
+	h, err := workers.NewHost(b.db, testIdentity(t, "node-a", "test"), cfg, workers.ClusterSingleton("x", never), workers.GlobalSingleton("y", never))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -729,11 +731,11 @@ func caseCoordinatorFailure(t *testing.T, b *bundle) {
 	if ctx.Err() != nil {
 		t.Fatalf("Run waited for its context instead of failing")
 	}
-	for _, st := range h.states {
+	for _, st := range testlink.Workers(h) {
 		select {
-		case <-st.done:
+		case <-st.Done:
 		default:
-			t.Fatalf("worker %q still running after Run returned", st.w.Name())
+			t.Fatalf("worker %q still running after Run returned", st.Name)
 		}
 	}
 }
@@ -744,7 +746,7 @@ func caseLimitedAtMostLimit(t *testing.T, b *bundle) {
 	rec := newRecorder()
 	hosts := map[string]*running{}
 	for _, node := range []string{"node-a", "node-b", "node-c"} {
-		hosts[node] = startHost(t, b.db, node, "east", fastConfig(), Limited("exports", 2, rec.fn("exports", node)))
+		hosts[node] = startHost(t, b.db, node, "east", fastConfig(), workers.Limited("exports", 2, rec.fn("exports", node)))
 	}
 	var first []*fnRun
 	rec.waitFor(t, "2 runs at once", func() bool {
@@ -766,7 +768,7 @@ func caseLimitedAtMostLimit(t *testing.T, b *bundle) {
 		t.Fatalf("at most %d runs at once; want 2: %s", peaks["exports"], rec)
 	}
 	st, err := hosts[first[1].host].Status(context.Background())
-	if err != nil || len(st.Leading) != 1 || st.Leading[0].Kind != KindLimited || !strings.HasPrefix(st.Leading[0].Lease, "sem|global/exports|") {
+	if err != nil || len(st.Leading) != 1 || st.Leading[0].Kind != workers.KindLimited || !strings.HasPrefix(st.Leading[0].Lease, "sem|global/exports|") {
 		t.Fatalf("Status of a running limited worker = %+v, %v", st.Leading, err)
 	}
 }

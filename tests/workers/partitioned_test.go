@@ -1,4 +1,4 @@
-package workers
+package workers_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/history"
+	"github.com/leasehold/leasehold/internal/testlink"
+	"github.com/leasehold/leasehold/workers"
 )
 
 // TestPartitioned runs a partitioned worker on every database.
@@ -110,7 +112,7 @@ func casePartitionedFive(t *testing.T, b *bundle) {
 
 	rec := &events{}
 	type node struct {
-		host    *Host
+		host    *workers.Host
 		stop    context.CancelFunc
 		done    chan error
 		closeDB func()
@@ -183,7 +185,7 @@ func casePartitionedFive(t *testing.T, b *bundle) {
 			}
 			return nil
 		}
-		h, err := NewHost(db, id, cfg, GlobalPartitioned("items", work, PartitionConfig{}))
+		h, err := workers.NewHost(db, id, cfg, workers.GlobalPartitioned("items", work, workers.PartitionConfig{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,14 +345,14 @@ func TestPartitionedScopes(t *testing.T) {
 		}
 	})
 	work := func(context.Context, coordination.Assignment) error { return nil }
-	cluster := ClusterPartitioned("shard", work, PartitionConfig{})
-	global := GlobalPartitioned("items", work, PartitionConfig{})
-	h, err := NewHost(db, testIdentity(t, "node-a", "east"), Config{}, cluster, global)
+	cluster := workers.ClusterPartitioned("shard", work, workers.PartitionConfig{})
+	global := workers.GlobalPartitioned("items", work, workers.PartitionConfig{})
+	h, err := workers.NewHost(db, testIdentity(t, "node-a", "east"), workers.Config{}, cluster, global)
 	if err != nil {
 		t.Fatalf("NewHost: %v", err)
 	}
-	for w, want := range map[Worker]string{cluster: "cluster/east/shard", global: "global/items"} {
-		if got := h.stateOf(w).coordPool.Key(); got != want {
+	for w, want := range map[workers.Worker]string{cluster: "cluster/east/shard", global: "global/items"} {
+		if got := testlink.WorkerPoolKey(h, w); got != want {
 			t.Errorf("%s worker %q: pool %q, want %q", w.Kind(), w.Name(), got, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package workers
+package workers_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/workers"
 )
 
 // TestSticky runs sticky partitioned workers on every database.
@@ -114,16 +115,16 @@ func caseStickyJoin(t *testing.T, b *bundle) {
 	cfg := fastConfig()
 	cfg.Coordination.TTL = 3 * time.Second
 	runs := &stickyRuns{running: map[int]string{}, panics: map[int]bool{}}
-	scfg := StickyConfig{Partitions: parts}
-	a := startHost(t, b.db, "node-a", "eu-1", cfg, GlobalSticky("orders", runs.fn(b.db, "node-a"), scfg))
-	ev := recvEvent(t, a.events, "the panic of partition 0", hostEvent(EventWorkerError, "orders"))
+	scfg := workers.StickyConfig{Partitions: parts}
+	a := startHost(t, b.db, "node-a", "eu-1", cfg, workers.GlobalSticky("orders", runs.fn(b.db, "node-a"), scfg))
+	ev := recvEvent(t, a.events, "the panic of partition 0", hostEvent(workers.EventWorkerError, "orders"))
 	var pe *coordination.PanicError
 	if !errors.As(ev.Err, &pe) || !strings.Contains(ev.Err.Error(), "partition 0") {
 		t.Errorf("worker error %v, want a panic of partition 0", ev.Err)
 	}
 	before := partitionsOf(t, a, "orders", parts)
 
-	bh := startHost(t, b.db, "node-b", "eu-2", cfg, GlobalSticky("orders", runs.fn(b.db, "node-b"), scfg))
+	bh := startHost(t, b.db, "node-b", "eu-2", cfg, workers.GlobalSticky("orders", runs.fn(b.db, "node-b"), scfg))
 	gained := partitionsOf(t, bh, "orders", parts/2)
 	kept := partitionsOf(t, a, "orders", parts/2)
 	for p, since := range kept {
@@ -136,7 +137,7 @@ func caseStickyJoin(t *testing.T, b *bundle) {
 	}
 	stopped := map[int]bool{}
 	for _, ev := range pending(a.events) {
-		if ev.Kind == EventPartitionStopped && ev.Worker == "orders" {
+		if ev.Kind == workers.EventPartitionStopped && ev.Worker == "orders" {
 			if ev.Partition == nil || ev.Err == nil {
 				t.Errorf("partition-stopped event %+v: want its partition and the cause", ev)
 				continue
@@ -172,30 +173,5 @@ func caseStickyJoin(t *testing.T, b *bundle) {
 	defer runs.mu.Unlock()
 	if len(runs.twice) > 0 {
 		t.Errorf("partitions worked on twice at once: %v", runs.twice)
-	}
-}
-
-// TestStickyConfigChecked: NewHost refuses a sticky worker with no
-// partitions, too many, a nil function or a bad MemberID, naming the
-// field and its value.
-func TestStickyConfigChecked(t *testing.T) {
-	fn := func(context.Context, coordination.Partition) error { return nil }
-	for _, tc := range []struct {
-		w    Worker
-		want string
-	}{
-		{GlobalSticky("s", fn, StickyConfig{}), "StickyConfig.Partitions is 0"},
-		{GlobalSticky("s", fn, StickyConfig{Partitions: coordination.MaxPartitions + 1}), "Partitions (4097) must be at most 4096"},
-		{ClusterSticky("s", nil, StickyConfig{Partitions: 4}), "has a nil function"},
-		{ClusterSticky("s", fn, StickyConfig{Partitions: 4, MemberID: "a b"}), `MemberID ("a b") has ' ' at byte 1`},
-		{ClusterSticky("s", fn, StickyConfig{Partitions: 4, PollInterval: time.Microsecond}), "PollInterval (1µs) must be at least"},
-	} {
-		err := checkWorker(0, tc.w)
-		if !errors.Is(err, ErrInvalidWorker) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("checkWorker(%+v) = %v, want ErrInvalidWorker naming %q", tc.w, err, tc.want)
-		}
-	}
-	if err := checkWorker(0, GlobalSticky("s", fn, StickyConfig{Partitions: 4, MemberID: "web-0"})); err != nil {
-		t.Errorf("a valid sticky worker: %v", err)
 	}
 }

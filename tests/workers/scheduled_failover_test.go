@@ -1,4 +1,4 @@
-package workers
+package workers_test
 
 import (
 	"slices"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
+	"github.com/leasehold/leasehold/workers"
 )
 
 // completedSlots returns the slots recorded in slot_done, in order.
@@ -48,9 +49,9 @@ func TestScheduledFailover(t *testing.T) {
 	if err := db.Exec(completionsDDL).Error; err != nil {
 		t.Fatalf("create slot_done: %v", err)
 	}
-	cfg := ScheduleConfig{Every: 500 * time.Millisecond, Misfire: MisfireRunAll, CatchUpLimit: 1000}
-	a := startHost(t, db, "node-a", "test", fastConfig(), Scheduled("tick", completingFn(db, "node-a"), cfg))
-	b := startHost(t, db, "node-b", "test", fastConfig(), Scheduled("tick", completingFn(db, "node-b"), cfg))
+	cfg := workers.ScheduleConfig{Every: 500 * time.Millisecond, Misfire: workers.MisfireRunAll, CatchUpLimit: 1000}
+	a := startHost(t, db, "node-a", "test", fastConfig(), workers.Scheduled("tick", completingFn(db, "node-a"), cfg))
+	b := startHost(t, db, "node-b", "test", fastConfig(), workers.Scheduled("tick", completingFn(db, "node-b"), cfg))
 
 	// What the standby will have: the state after a few completions.
 	waitCompleted(t, db, 3)
@@ -72,9 +73,9 @@ func TestScheduledFailover(t *testing.T) {
 	for done := false; !done; {
 		select {
 		case ev := <-a.events:
-			done = ev.Kind == EventSlotDone
+			done = ev.Kind == workers.EventSlotDone
 		case ev := <-b.events:
-			done = ev.Kind == EventSlotDone
+			done = ev.Kind == workers.EventSlotDone
 		case <-time.After(wait):
 			t.Fatalf("no slot completed within %v", wait)
 		}
@@ -88,7 +89,7 @@ func TestScheduledFailover(t *testing.T) {
 			args []any
 		}{
 			{"DELETE FROM slot_done WHERE slot_us > ?", []any{standbyDone}},
-			{"UPDATE " + tables.Leases + " SET data = ? WHERE name = ?", []any{standbyData, ScheduleLease("tick")}},
+			{"UPDATE " + tables.Leases + " SET data = ? WHERE name = ?", []any{standbyData, workers.ScheduleLease("tick")}},
 			{"UPDATE " + tables.Incarnation + " SET incarnation = 'old-primary'", nil},
 			{"UPDATE " + tables.Sessions + " SET incarnation = 'old-primary'", nil},
 		} {
