@@ -276,7 +276,7 @@ func (s *LockRows) binder() (floorBinder, bool) {
 	return b, ok
 }
 
-// checkOpen returns errRolledBackUnderneath when the database rolled tx
+// checkOpen returns ErrRolledBackUnderneath when the database rolled tx
 // back under its statements (floorBinder): the transaction runs again.
 // Elsewhere it sends nothing.
 func (s *LockRows) checkOpen(tx *gorm.DB) error {
@@ -289,7 +289,7 @@ func (s *LockRows) checkOpen(tx *gorm.DB) error {
 		return err
 	}
 	if open != 1 {
-		return errRolledBackUnderneath
+		return ErrRolledBackUnderneath
 	}
 	return nil
 }

@@ -272,7 +272,7 @@ func mysqlLockName(database, key string) string {
 // create takes its epoch from the floor row as it inserts, a delete
 // deletes only a row whose floor row is at or above its epoch. Each is
 // right alone; the transaction then checks that it is still open at its
-// end, and runs again if it is not (errRolledBackUnderneath). Likewise
+// end, and runs again if it is not (ErrRolledBackUnderneath). Likewise
 // the acquire's update repeats the conditions of its locking read
 // (acquireRechecker).
 //
@@ -399,24 +399,28 @@ func (galeraDB) sqlDeleteAtFloors(t Tables, rows []Floored, where string, args [
 // back under the client, whose statements then commit one by one.
 func (galeraDB) sqlInTransaction() string { return "SELECT @@in_transaction" }
 
-// errRolledBackUnderneath is a transaction found rolled back under its
+// ErrRolledBackUnderneath is a transaction found rolled back under its
 // statements at its end (floorBinder): nothing it meant to do is known to
 // have happened, and it runs again, as one that lost a race.
-var errRolledBackUnderneath = errors.New("leasehold: the transaction was rolled back under its statements (a brute-force abort on a Galera node that no statement reported)")
+var ErrRolledBackUnderneath = errors.New("leasehold: the transaction was rolled back under its statements (a brute-force abort on a Galera node that no statement reported)")
 
 // lostRace reports whether err is a transaction that lost to a
 // conflicting one: a deadlock, or on a Galera cluster a failed
 // certification (both ER_LOCK_DEADLOCK, 1213), or a brute-force abort
-// found at its end (errRolledBackUnderneath). The transaction was rolled
+// found at its end (ErrRolledBackUnderneath). The transaction was rolled
 // back whole: it changed nothing, or, in the last case, only what
 // statements correct on their own did.
 func (mysqlDB) lostRace(err error) bool {
-	if errors.Is(err, errRolledBackUnderneath) {
+	if errors.Is(err, ErrRolledBackUnderneath) {
 		return true
 	}
-	n, ok := mysqlErrorNumber(err)
+	n, ok := MySQLErrorNumber(err)
 	return ok && n == 1213
 }
+
+// MySQLLostRace is lostRace on MySQL and MariaDB, for the store's tests
+// that build the driver's errors (tests/store), outside this module.
+func MySQLLostRace(err error) bool { return mysqlDB{}.lostRace(err) }
 
 // The MySQL driver's error, read without linking the driver.
 //
@@ -427,19 +431,19 @@ func (mysqlDB) lostRace(err error) bool {
 // driver into every program that imports the library, on any database, and
 // register "mysql" with database/sql there; so the store recognises the
 // type by its package path and name, and reads the field by reflection.
-// TestMySQLErrorNumberReadsTheDriversType holds these names to the
-// driver's.
+// TestMySQLErrorNumberReadsTheDriversType (tests/store) holds these
+// names to the driver's.
 
-// mysqlDriverPackage and mysqlErrorType name the driver's error type.
+// MySQLDriverPackage and MySQLErrorType name the driver's error type.
 const (
-	mysqlDriverPackage = "github.com/go-sql-driver/mysql"
-	mysqlErrorType     = "MySQLError"
+	MySQLDriverPackage = "github.com/go-sql-driver/mysql"
+	MySQLErrorType     = "MySQLError"
 )
 
-// mysqlErrorNumber returns the server's error number of the first MySQL
+// MySQLErrorNumber returns the server's error number of the first MySQL
 // driver error in err's chain, searched as errors.As does (Unwrap() error
 // and Unwrap() []error, depth first), and whether there was one.
-func mysqlErrorNumber(err error) (uint16, bool) {
+func MySQLErrorNumber(err error) (uint16, bool) {
 	for err != nil {
 		if n, ok := mysqlNumberOf(err); ok {
 			return n, true
@@ -450,7 +454,7 @@ func mysqlErrorNumber(err error) (uint16, bool) {
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, e := range u.Unwrap() {
-				if n, ok := mysqlErrorNumber(e); ok {
+				if n, ok := MySQLErrorNumber(e); ok {
 					return n, true
 				}
 			}
@@ -470,7 +474,7 @@ func mysqlNumberOf(err error) (uint16, bool) {
 		return 0, false
 	}
 	e := v.Elem()
-	if t := e.Type(); t.Kind() != reflect.Struct || t.Name() != mysqlErrorType || t.PkgPath() != mysqlDriverPackage {
+	if t := e.Type(); t.Kind() != reflect.Struct || t.Name() != MySQLErrorType || t.PkgPath() != MySQLDriverPackage {
 		return 0, false
 	}
 	f := e.FieldByName("Number")

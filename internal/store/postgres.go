@@ -267,7 +267,7 @@ func pgTextArray(names []string) string {
 // cache_describe), which is then kept. The value must be of pgx's own
 // type, and only package pgnotify imports pgx, so it is made here by
 // reflection from the pgx connection behind a database/sql connection
-// (pgxExecMode). Its generic plans are gone with it: each execution is
+// (PgxExecMode). Its generic plans are gone with it: each execution is
 // planned for its own parameters, which is what pgNameIn works around
 // on a prepared statement.
 
@@ -278,8 +278,8 @@ func (postgresDB) sqlCountTables(table string) stmt {
 		[]any{table}}
 }
 
-// stmtOption is pgxExecMode of the connection.
-func (postgresDB) stmtOption(driverConn any) any { return pgxExecMode(driverConn) }
+// stmtOption is PgxExecMode of the connection.
+func (postgresDB) stmtOption(driverConn any) any { return PgxExecMode(driverConn) }
 
 // pgxSafeModes are the names (QueryExecMode.String) of the pgx exec modes
 // that keep no statement on the server between round trips.
@@ -288,12 +288,12 @@ var pgxSafeModes = map[string]bool{"exec": true, "simple protocol": true, "cache
 // pgxModeExec is the value of pgx.QueryExecModeExec in pgx v5.
 const pgxModeExec = 4
 
-// pgxExecMode returns pgx.QueryExecModeExec, of pgx's type, when
+// PgxExecMode returns pgx.QueryExecModeExec, of pgx's type, when
 // driverConn is a connection of pgx's database/sql driver (stdlib.Conn)
 // whose default exec mode is not pooler-safe (pgxSafeModes); nil
 // otherwise, also when driverConn does not look as pgx v5's does. It
 // reads, by reflection, driverConn.Conn().Config().DefaultQueryExecMode.
-func pgxExecMode(driverConn any) (mode any) {
+func PgxExecMode(driverConn any) (mode any) {
 	defer func() {
 		if recover() != nil {
 			mode = nil // not shaped as expected: no option

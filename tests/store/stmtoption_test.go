@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
 )
 
@@ -17,7 +18,7 @@ import (
 // not pgx's gets none.
 func TestPgxExecMode(t *testing.T) {
 	driver, dsn := testdb.Target{Name: "postgres", Dialect: "postgres"}.OpenDSN(t)
-	if driver != Postgres {
+	if driver != store.Postgres {
 		t.Fatalf("driver %q", driver)
 	}
 	for _, c := range []struct{ setting, want string }{
@@ -43,20 +44,20 @@ func TestPgxExecMode(t *testing.T) {
 			defer conn.Close()
 			var got string
 			if err := conn.Raw(func(dc any) error {
-				got = fmt.Sprint(pgxExecMode(dc))
+				got = fmt.Sprint(store.PgxExecMode(dc))
 				return nil
 			}); err != nil {
 				t.Fatal(err)
 			}
 			if got != c.want {
-				t.Errorf("pgxExecMode = %s, want %s", got, c.want)
+				t.Errorf("PgxExecMode = %s, want %s", got, c.want)
 			}
 		})
 	}
-	if got := pgxExecMode(struct{ Conn func() int }{}); got != nil {
-		t.Errorf("pgxExecMode of a connection that is not pgx's = %v, want nil", got)
+	if got := store.PgxExecMode(struct{ Conn func() int }{}); got != nil {
+		t.Errorf("PgxExecMode of a connection that is not pgx's = %v, want nil", got)
 	}
-	if got := pgxExecMode(nil); got != nil {
-		t.Errorf("pgxExecMode(nil) = %v, want nil", got)
+	if got := store.PgxExecMode(nil); got != nil {
+		t.Errorf("PgxExecMode(nil) = %v, want nil", got)
 	}
 }

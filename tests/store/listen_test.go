@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func TestListeningConnectionWaitsForItsProbe(t *testing.T) {
 	tables := st.Tables().Leases
 	err := st.Wakeups().Listen(ctx, func(c wake.Conn) error {
 		before := channels(c.Raw())
-		if len(before) != 1 || !strings.HasPrefix(before[0], "leasehold_probe_") || before[0] == wakeChannel(st.Tables()) {
+		if len(before) != 1 || !strings.HasPrefix(before[0], "leasehold_probe_") || before[0] == st.Wakeups().Channel() {
 			t.Errorf("before a probe arrived the connection listens to %q; want its probe channel alone", before)
 		}
 		if err := c.Notify(ctx, "|probe|"); err != nil {

@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/leasehold/leasehold/internal/store"
 )
 
 // The names the store recognises the driver's error by are the driver's:
@@ -15,9 +17,9 @@ import (
 // error.
 func TestMySQLErrorNumberReadsTheDriversType(t *testing.T) {
 	typ := reflect.TypeFor[mysql.MySQLError]()
-	if typ.PkgPath() != mysqlDriverPackage || typ.Name() != mysqlErrorType {
+	if typ.PkgPath() != store.MySQLDriverPackage || typ.Name() != store.MySQLErrorType {
 		t.Fatalf("the driver's error type is %s.%s, the store looks for %s.%s",
-			typ.PkgPath(), typ.Name(), mysqlDriverPackage, mysqlErrorType)
+			typ.PkgPath(), typ.Name(), store.MySQLDriverPackage, store.MySQLErrorType)
 	}
 	if f, ok := typ.FieldByName("Number"); !ok || f.Type.Kind() != reflect.Uint16 {
 		t.Fatalf("the driver's error has no Number field of type uint16 (%+v)", f)
@@ -48,9 +50,9 @@ func TestMySQLErrorNumber(t *testing.T) {
 		{"text that reads like it", errors.New("Error 1213 (40001): Deadlock found"), 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n, ok := mysqlErrorNumber(tc.err)
+			n, ok := store.MySQLErrorNumber(tc.err)
 			if n != tc.want || ok != tc.ok {
-				t.Fatalf("mysqlErrorNumber(%v) = %d, %v; want %d, %v", tc.err, n, ok, tc.want, tc.ok)
+				t.Fatalf("MySQLErrorNumber(%v) = %d, %v; want %d, %v", tc.err, n, ok, tc.want, tc.ok)
 			}
 			var me *mysql.MySQLError
 			as := errors.As(tc.err, &me)
@@ -58,25 +60,24 @@ func TestMySQLErrorNumber(t *testing.T) {
 				as = false // a nil *MySQLError has no number to read
 			}
 			if as != tc.ok || as && me.Number != n {
-				t.Fatalf("errors.As finds %v (%v), mysqlErrorNumber %d, %v", as, me, n, ok)
+				t.Fatalf("errors.As finds %v (%v), MySQLErrorNumber %d, %v", as, me, n, ok)
 			}
 		})
 	}
 }
 
 func TestMySQLLostRace(t *testing.T) {
-	db := mysqlDB{}
 	for _, tc := range []struct {
 		err  error
 		want bool
 	}{
 		{&mysql.MySQLError{Number: 1213}, true},
 		{fmt.Errorf("commit: %w", &mysql.MySQLError{Number: 1213}), true},
-		{fmt.Errorf("commit: %w", errRolledBackUnderneath), true},
+		{fmt.Errorf("commit: %w", store.ErrRolledBackUnderneath), true},
 		{&mysql.MySQLError{Number: 1205}, false}, // lock wait timeout: not rolled back whole
 		{errors.New("driver: bad connection"), false},
 	} {
-		if got := db.lostRace(tc.err); got != tc.want {
+		if got := store.MySQLLostRace(tc.err); got != tc.want {
 			t.Errorf("lostRace(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}

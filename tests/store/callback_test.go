@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/leasehold/leasehold/internal/dbopen"
+	"github.com/leasehold/leasehold/internal/store"
 )
 
 // errRefused is what the refusing callback fails every read with.
@@ -44,7 +45,7 @@ func TestRowCallbackErrorIsReturned(t *testing.T) {
 	}
 	// A fresh prefix: its migration table is new, so MigrateTo reads the
 	// version after creating it.
-	fresh, err := New(db, Options{TablePrefix: "other_"})
+	fresh, err := store.New(db, store.Options{TablePrefix: "other_"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,16 +77,16 @@ func TestRowCallbackErrorIsReturned(t *testing.T) {
 }
 
 // migrated returns the store of db with its schema migrated.
-func migrated(t *testing.T, db *gorm.DB) *Store {
+func migrated(t *testing.T, db *gorm.DB) *store.Store {
 	t.Helper()
-	return migratedWith(t, db, Options{})
+	return migratedWith(t, db, store.Options{})
 }
 
 // migratedWith returns the store of db with the options o and its schema
 // migrated.
-func migratedWith(t *testing.T, db *gorm.DB, o Options) *Store {
+func migratedWith(t *testing.T, db *gorm.DB, o store.Options) *store.Store {
 	t.Helper()
-	s, err := New(db, o)
+	s, err := store.New(db, o)
 	if err != nil {
 		t.Fatal(err)
 	}

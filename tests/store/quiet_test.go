@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/internal/wake"
 )
@@ -21,7 +22,7 @@ import (
 // row (which st's Options.Quiet names), an acknowledgement that wakes the
 // member ackWake, and a release of the lease "global/x". It returns the names the wake-ups
 // should carry, in order.
-func wakeSequence(t *testing.T, st *Store, ackWake string) []string {
+func wakeSequence(t *testing.T, st *store.Store, ackWake string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -36,7 +37,7 @@ func wakeSequence(t *testing.T, st *Store, ackWake string) []string {
 	if err != nil || len(terms) != 2 {
 		t.Fatalf("acquire = %v, %v; want two terms", terms, err)
 	}
-	byName := map[string]Term{}
+	byName := map[string]store.Term{}
 	for _, tm := range terms {
 		byName[tm.Name] = tm
 	}
@@ -45,7 +46,7 @@ func wakeSequence(t *testing.T, st *Store, ackWake string) []string {
 	if ok, err := st.SetData(ctx, "s", stale, "1", ackWake); err != nil || ok {
 		t.Fatalf("SetData of a term that is not held = %v, %v; want false", ok, err)
 	}
-	if n, err := st.Release(ctx, "s", []Term{byName[member]}); err != nil || n != 1 {
+	if n, err := st.Release(ctx, "s", []store.Term{byName[member]}); err != nil || n != 1 {
 		t.Fatalf("Release of the member row = %d, %v; want 1", n, err)
 	}
 	if ok, err := st.SetData(ctx, "s", byName[lease], "1", ackWake); err != nil || !ok {
@@ -55,7 +56,7 @@ func wakeSequence(t *testing.T, st *Store, ackWake string) []string {
 	if err != nil || len(rows) != 1 || rows[0].Data != "1" {
 		t.Fatalf("after SetData the row is %+v, %v; want data 1", rows, err)
 	}
-	if n, err := st.Release(ctx, "s", []Term{byName[lease]}); err != nil || n != 1 {
+	if n, err := st.Release(ctx, "s", []store.Term{byName[lease]}); err != nil || n != 1 {
 		t.Fatalf("Release = %d, %v; want 1", n, err)
 	}
 	return []string{ackWake, lease}
@@ -74,8 +75,8 @@ func TestWakesOfReleasesAndAcknowledgements(t *testing.T) {
 	for _, tg := range testdb.Targets() {
 		t.Run(tg.Name, func(t *testing.T) {
 			db := tg.Open(t)
-			st := migratedWith(t, db, Options{Quiet: func(name string) bool { return strings.Contains(name, "|member|") }})
-			if _, ok := st.sql.dl().database.(notifier); !ok {
+			st := migratedWith(t, db, store.Options{Quiet: func(name string) bool { return strings.Contains(name, "|member|") }})
+			if st.Wakeups().Means() != wake.Through {
 				var mu sync.Mutex
 				var got []string
 				st.Wakeups().OnRelease(func(names []string) {
@@ -105,13 +106,13 @@ func TestWakesOfReleasesAndAcknowledgements(t *testing.T) {
 // listenFor listens to the notifications of st's tables on a connection
 // of db's own, runs fn, and returns the names of the first n
 // notifications, in the order they arrived.
-func listenFor(t *testing.T, db *gorm.DB, st *Store, n int, fn func() []string) []string {
+func listenFor(t *testing.T, db *gorm.DB, st *store.Store, n int, fn func() []string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn := testdb.Conn(ctx, t, db)
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, postgresDB{}.sqlListen(wakeChannel(st.Tables()))); err != nil {
+	if _, err := conn.ExecContext(ctx, `LISTEN "`+st.Wakeups().Channel()+`"`); err != nil {
 		t.Fatal(err)
 	}
 	fn()
