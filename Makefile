@@ -34,7 +34,7 @@ TEST_REPORT   := $(CURDIR)/test-report.json
 # about half the time and took 11 min; with eight, 9.5 min, and
 # 10.7 min with another process keeping a core busy. Since the
 # coordination package's real-database tests run together after its
-# conformance suite (coordination/harness_test.go, runCasesOn) and the
+# conformance suite (tests/coordination/harness_test.go, runCasesOn) and the
 # chaos round runs two dialects at once, 6.5 min, and 7 min with a core
 # kept busy. On a slower two-core machine (2026-11-28) eight was too many:
 # the database servers of the targets starved each other, statements took
@@ -91,17 +91,18 @@ SCALE_ROUND   := ^TestScale$$
 # file by its content, not by the temporary directory it is written to.
 CHAOS_WARM    := (cd tools && nice -n 19 $(GO) test -count=1 -run "^TestClockOverlay$$" ./chaos/ >/dev/null 2>&1)
 
-# TEST_JSON is the go test -json stream of make test. The library's tests,
-# the longest, run beside those of the other modules, whose stream waits in
-# a file and follows the library's, and beside the warm-up of the chaos
-# round's build; then the scale test, the contention test and the chaos
-# round run, each alone. A module that fails does not stop the others.
+# TEST_JSON is the go test -json stream of make test. The tests that need
+# a database (tests/), the longest, run beside those of the other modules,
+# whose stream waits in a file and follows theirs, and beside the warm-up
+# of the chaos round's build; then the scale test, the contention test and
+# the chaos round run, each alone. A module that fails does not stop the
+# others.
 TEST_JSON     := status=0; side=$$(mktemp -d); \
-	(for m in $(filter-out .,$(MODULES)); do (cd $$m && $(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)" ./...) || touch $$side/failed; done; $(CHAOS_WARM)) >$$side/json 2>$$side/stderr & \
-	$(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)|$(ALONE_ROUND)|$(SCALE_ROUND)" ./... || status=1; \
+	(for m in $(filter-out tests,$(MODULES)); do (cd $$m && $(GO) test $(TEST_FLAGS) -skip "$(CHAOS_ROUND)" ./...) || touch $$side/failed; done; $(CHAOS_WARM)) >$$side/json 2>$$side/stderr & \
+	(cd tests && $(GO) test $(TEST_FLAGS) -skip "$(ALONE_ROUND)|$(SCALE_ROUND)" ./...) || status=1; \
 	wait; cat $$side/json; cat $$side/stderr >&2; [ ! -e $$side/failed ] || status=1; rm -rf $$side; \
-	$(GO) test $(TEST_FLAGS) -run "$(SCALE_ROUND)" ./coordination/ || status=1; \
-	$(GO) test $(TEST_FLAGS) -parallel 1 -run "$(ALONE_ROUND)" ./coordination/ || status=1; \
+	(cd tests && $(GO) test $(TEST_FLAGS) -run "$(SCALE_ROUND)" ./coordination/) || status=1; \
+	(cd tests && $(GO) test $(TEST_FLAGS) -parallel 1 -run "$(ALONE_ROUND)" ./coordination/) || status=1; \
 	(cd tools && $(GO) test $(TEST_FLAGS) -run "$(CHAOS_ROUND)" ./chaos/) || status=1; \
 	exit $$status
 

@@ -3,23 +3,12 @@ package coordination
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/google/uuid"
-	"go.uber.org/zap/zaptest"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
-
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/store"
-	"github.com/leasehold/leasehold/internal/testdb"
-	"github.com/leasehold/leasehold/pgnotify"
 )
 
 // wait bounds every wait in these tests. It is generous: it only decides
@@ -38,30 +27,6 @@ func fastConfig() Config {
 	}
 }
 
-// slowScale is how much wider the time bounds of fastConfig are on a
-// target whose statements wait for more than their own server: a
-// replicated one (testdb.Target.Replicated), whose commits wait for other
-// servers, and a pooled one (testdb.Target.Pooled), whose transactions
-// queue for one of the pooler's few server connections
-// (testdb.PgBouncerPoolSize), which every process of a case shares.
-const slowScale = 2
-
-// fastConfig is the package's fastConfig for the case's target: on a
-// replicated or pooled target every interval and the TTL are slowScale
-// times as long, so that a statement slowed by a busy machine still fits a
-// round and a renewal still fits the trust window, and the processes of a
-// case poll half as often. ShutdownTimeout stays.
-func (b *bundle) fastConfig() Config {
-	cfg := fastConfig()
-	if b.target.Replicated || b.target.Pooled {
-		cfg.TTL *= slowScale
-		cfg.RenewInterval *= slowScale
-		cfg.RetryInterval *= slowScale
-		cfg.Margin *= slowScale
-	}
-	return cfg
-}
-
 // steady is cfg with a trust window no busy machine exhausts: a TTL of a
 // minute and a margin of 10 s, its intervals unchanged. A case that
 // asserts no second holder ever appears takes it, so that a lease lapsing
@@ -71,61 +36,6 @@ func (b *bundle) fastConfig() Config {
 func steady(cfg Config) Config {
 	cfg.TTL, cfg.Margin = time.Minute, 10*time.Second
 	return cfg
-}
-
-// notifying is cfg with PostgreSQL's release notifications (package
-// pgnotify), as a service on PostgreSQL sets them, unless the test chose
-// its own; other databases ignore the setting.
-func notifying(cfg Config) Config {
-	if cfg.Notifications == nil {
-		cfg.Notifications = pgnotify.New()
-	}
-	return cfg
-}
-
-// bundle is what a conformance case gets.
-type bundle struct {
-	t      *testing.T
-	target testdb.Target
-	db     *gorm.DB
-}
-
-// runCases runs every case once per database target. Targets run in
-// parallel; the cases of one target run one after another, each on a
-// fresh, empty database.
-func runCases(t *testing.T, cases []conformanceCase) {
-	t.Helper()
-	runCasesOn(t, testdb.Targets(), cases)
-}
-
-// runCasesOn is runCases on the given targets.
-//
-// Of the package's tests on real databases, TestConformance, the longest,
-// runs first, beside the unit tests and no other. Every other one calls
-// t.Parallel itself, so that they run together once it has ended (at
-// most go test -parallel at once), instead of each waiting for the
-// slowest target of the one before.
-func runCasesOn(t *testing.T, targets []testdb.Target, cases []conformanceCase) {
-	t.Helper()
-	for _, tg := range targets {
-		t.Run(tg.Name, func(t *testing.T) {
-			t.Parallel()
-			for _, tc := range cases {
-				t.Run(tc.name, func(t *testing.T) {
-					if tg.Name == testdb.GaleraTarget.Name {
-						tc.fn(t, &bundle{t: t, target: tg, db: openSpread(t)})
-						return
-					}
-					tc.fn(t, &bundle{t: t, target: tg, db: tg.Open(t)})
-				})
-			}
-		})
-	}
-}
-
-type conformanceCase struct {
-	name string
-	fn   func(t *testing.T, b *bundle)
 }
 
 // testIdentity returns an identity with a readable node name.
@@ -143,90 +53,6 @@ type running struct {
 	*Coordinator
 	cancel context.CancelFunc
 	runErr chan error
-}
-
-// spread maps the handle a case gets on a cluster (openSpread) to handles
-// on each node of it, which start hands to the processes it starts in
-// turn, so that they talk to different nodes.
-var spread sync.Map // *gorm.DB -> *spreadNodes
-
-// spreadNodes are the handles on each node of a cluster, and the turn.
-// The first process gets the case's own handle, so that a case that
-// watches its statements sees the first process's.
-type spreadNodes struct {
-	synced *gorm.DB
-	nodes  []*gorm.DB
-	next   atomic.Int64
-}
-
-// openSpread gives the case a fresh database on the Galera cluster: a
-// handle on node 0 whose reads see every commit of the cluster, for the
-// case's own reads and writes, while the processes start gives it run on
-// the nodes in turn (the first on the case's handle, the next on node 1,
-// then 2, 0, ...), as processes connected to different nodes do.
-func openSpread(t *testing.T) *gorm.DB {
-	t.Helper()
-	synced, nodes := testdb.OpenGalera(t)
-	spread.Store(synced, &spreadNodes{synced: synced, nodes: nodes})
-	t.Cleanup(func() { spread.Delete(synced) })
-	return synced
-}
-
-// onNode returns the handle a process started on db uses: on a cluster
-// (openSpread), one on the next node in turn; else db itself.
-func onNode(db *gorm.DB) *gorm.DB {
-	v, ok := spread.Load(db)
-	if !ok {
-		return db
-	}
-	sn := v.(*spreadNodes)
-	turn := int(sn.next.Add(1) - 1)
-	if turn == 0 {
-		return sn.synced
-	}
-	return sn.nodes[turn%len(sn.nodes)]
-}
-
-// settle waits, on a cluster (openSpread), until every node has applied
-// what the cluster has committed so far, so that a process's next read on
-// any node sees it: Galera certifies a commit on every node but applies it
-// on each in its own time. Elsewhere it does nothing.
-func settle(t testing.TB, db *gorm.DB) {
-	t.Helper()
-	v, ok := spread.Load(db)
-	if !ok {
-		return
-	}
-	for i, node := range v.(*spreadNodes).nodes {
-		err := node.Connection(func(conn *gorm.DB) error {
-			if err := conn.Exec("SET SESSION wsrep_sync_wait = 1").Error; err != nil {
-				return err
-			}
-			var one int
-			if err := conn.Raw("SELECT 1").Scan(&one).Error; err != nil {
-				return err
-			}
-			return conn.Exec("SET SESSION wsrep_sync_wait = 0").Error
-		})
-		if err != nil {
-			t.Fatalf("settle: wait for node %d to apply the cluster's commits: %v", i, err)
-		}
-	}
-}
-
-// start creates and runs a coordinator on db and waits until it is ready.
-// On a cluster each coordinator started on the case's handle runs on the
-// next node (onNode).
-func start(t testing.TB, db *gorm.DB, node string, cfg Config) *running {
-	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = zaptest.NewLogger(t)
-	}
-	c, err := New(onNode(db), testIdentity(t, node), notifying(cfg))
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return startCoordinator(t, c)
 }
 
 // launch runs c until the test ends, without waiting for it to be ready.
@@ -260,18 +86,6 @@ func startCoordinator(t testing.TB, c *Coordinator) *running {
 	return r
 }
 
-// mustCampaign campaigns and fails the test unless the lease comes within wait.
-func mustCampaign(t testing.TB, e *Election) *Lease {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	l, err := e.Campaign(ctx)
-	if err != nil {
-		t.Fatalf("Campaign(%s): %v", e.Key(), err)
-	}
-	return l
-}
-
 func election(t testing.TB, c *Coordinator, scope Scope, name string) *Election {
 	t.Helper()
 	e, err := c.Election(scope, name)
@@ -286,115 +100,6 @@ func release(t testing.TB, l *Lease) {
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("Release(%s): %v", l.Key(), err)
 	}
-}
-
-// rawStore opens the store of db for direct checks.
-func rawStore(t testing.TB, db *gorm.DB) dbStore {
-	t.Helper()
-	s, err := store.New(db, store.Options{})
-	if err != nil {
-		t.Fatalf("store.New: %v", err)
-	}
-	return newDBStore(s)
-}
-
-// row reads one lease row directly.
-func row(t testing.TB, db *gorm.DB, name string) store.Row {
-	t.Helper()
-	rows, err := rawStore(t, db).Get(context.Background(), []string{name})
-	if err != nil {
-		t.Fatalf("Get(%q): %v", name, err)
-	}
-	if len(rows) != 1 {
-		t.Fatalf("Get(%q): %d rows, want 1", name, len(rows))
-	}
-	return rows[0]
-}
-
-// fencedTx opens a transaction on db whose fencing check locks the row of
-// name, as a holder's fenced transaction does. The test ends it; if the
-// test fails first, it is rolled back when the test ends.
-func fencedTx(t testing.TB, db *gorm.DB, s dbStore, name string) *gorm.DB {
-	t.Helper()
-	tx := db.Begin()
-	if tx.Error != nil {
-		t.Fatal(tx.Error)
-	}
-	t.Cleanup(func() { _ = tx.Rollback() }) // after Commit or Rollback, a no-op that fails
-	if _, ok, err := s.Fence(tx, name); err != nil || !ok {
-		t.Fatalf("Fence(%s) = %v, %v", name, ok, err)
-	}
-	return tx
-}
-
-// expireNow makes a lease expired by the database clock, as if its holder
-// had stopped renewing TTL ago: the session holding it expires (and with it
-// every other lease of that session). It does not change holder or epoch.
-//
-// It reads the row back and expires it again while the same term still
-// reads live: on a Galera node an applier can abort the update after it
-// reported success (a brute-force abort the statement is not told of), and
-// the row then stays as it was.
-func expireNow(t testing.TB, db *gorm.DB, name string) {
-	t.Helper()
-	tables := rawStore(t, db).Tables()
-	settle(t, db) // the update, on any node, sees the term to expire
-	before := row(t, db, name)
-	for attempt := 1; ; attempt++ {
-		err := db.Exec("UPDATE "+tables.Sessions+" SET expires_at_us = 1 WHERE id IN (SELECT session_id FROM "+
-			tables.Leases+" WHERE name = ?)", name).Error
-		if err == nil {
-			err = db.Exec("UPDATE "+tables.Leases+" SET expires_at_us = 1 WHERE name = ? AND session_id = ''", name).Error
-		}
-		switch {
-		case err != nil && !lostRace(err):
-			t.Fatalf("expire %q: %v", name, err)
-		case err == nil:
-			settle(t, db) // every process's next read, on any node, sees it expired
-			after := row(t, db, name)
-			if !after.Live() || after.Session != before.Session || after.Epoch != before.Epoch {
-				return
-			}
-			err = fmt.Errorf("the term still reads live after the update: %+v", after)
-		}
-		if attempt == 5 {
-			t.Fatalf("expire %q: still live in the same term after %d updates: %v", name, attempt, err)
-		}
-		t.Logf("expire %q: attempt %d: %v; expiring it again", name, attempt, err)
-	}
-}
-
-// lostRace reports whether err is a statement that lost to a conflicting
-// one and was rolled back: a MySQL deadlock or, on a Galera cluster, a
-// failed certification (both ER_LOCK_DEADLOCK, 1213), as a holder's
-// renewal on another node causes.
-func lostRace(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1213
-}
-
-// newSession starts a session of holder directly in the store, live for a
-// minute.
-func newSession(t testing.TB, s dbStore, holder string) string {
-	t.Helper()
-	id := holder + "-" + uuid.NewString()
-	if err := s.CreateSession(context.Background(), id, holder, time.Minute); err != nil {
-		t.Fatalf("CreateSession(%s): %v", holder, err)
-	}
-	return id
-}
-
-// acquireOne creates the row of name if needed and acquires it for the
-// session, directly in the store.
-func acquireOne(ctx context.Context, s dbStore, session, holder, name string) (int64, bool, error) {
-	if err := s.EnsureRows(ctx, []string{name}); err != nil {
-		return 0, false, err
-	}
-	terms, err := s.Acquire(ctx, session, holder, []string{name})
-	if err != nil || len(terms) == 0 {
-		return 0, false, err
-	}
-	return terms[0].Epoch, true, nil
 }
 
 // recvEvent waits for the first event matching match.
@@ -414,10 +119,6 @@ func recvEvent(t testing.TB, ch <-chan Event, match func(Event) bool) Event {
 			t.Fatalf("no matching event within %v", wait)
 		}
 	}
-}
-
-func kindIs(k EventKind, lease string) func(Event) bool {
-	return func(ev Event) bool { return ev.Kind == k && (lease == "" || ev.Lease == lease) }
 }
 
 // faultStore wraps the real store and fails chosen operations while a
@@ -539,87 +240,51 @@ func (f *faultStore) PruneFloored(ctx context.Context, prefix string, floor func
 	return f.leaseStore.PruneFloored(ctx, prefix, floor, grace, limit)
 }
 
-// startFaulty runs a coordinator whose store can be made to fail.
-func startFaulty(t testing.TB, db *gorm.DB, node string, cfg Config) (*running, *faultStore) {
-	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = zaptest.NewLogger(t)
+// health is a health check a test switches between passing and failing.
+type health struct {
+	healthy atomic.Bool
+	failed  atomic.Int64 // failed checks so far
+}
+
+var errSick = errors.New("disk full")
+
+func (h *health) check(ctx context.Context) error {
+	if h.healthy.Load() {
+		return nil
 	}
-	cfg = notifying(cfg).withDefaults()
-	if err := cfg.validate(); err != nil {
+	h.failed.Add(1)
+	return errSick
+}
+
+// tryAcquire makes one attempt, bounded by wait.
+func tryAcquire(e *Election) (*Lease, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	return e.TryAcquire(ctx)
+}
+
+// resignConfig renews and retries as often as fastConfig, but trusts a
+// term for 5s, so that no term ends by itself while a case runs on a busy
+// machine, and a resigning holder's hold-off (one TTL) stays well within
+// wait.
+func resignConfig() Config {
+	cfg := fastConfig()
+	cfg.TTL, cfg.Margin = 6*time.Second, time.Second
+	return cfg
+}
+
+func locks(t testing.TB, c *Coordinator, scope Scope, name string) *Locks {
+	t.Helper()
+	l, err := c.Locks(scope, name)
+	if err != nil {
+		t.Fatalf("Locks(%v, %q): %v", scope, name, err)
+	}
+	return l
+}
+
+func check(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
 		t.Fatal(err)
 	}
-	fs := &faultStore{leaseStore: rawStore(t, db)}
-	c := newCoordinator(fs, testIdentity(t, node), cfg)
-	return startCoordinator(t, c), fs
 }
-
-// countingLogger counts the statements gorm sends and keeps the last ones.
-type countingLogger struct {
-	logger.Interface
-	mu     sync.Mutex
-	count  int
-	renews int
-	stmts  []string
-}
-
-func (l *countingLogger) LogMode(logger.LogLevel) logger.Interface { return l }
-
-func (l *countingLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
-	sql, _ := fc()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.count++
-	if strings.Contains(sql, "SET renewed_at_us") {
-		l.renews++
-	}
-	entry := fmt.Sprintf("#%d %s", l.count, sql)
-	if err != nil {
-		entry += fmt.Sprintf(" -- error: %v", err)
-	}
-	l.stmts = append(l.stmts, entry)
-	if len(l.stmts) > 50 {
-		l.stmts = l.stmts[1:]
-	}
-}
-
-// since returns the statements, of the last 50 kept, sent after the
-// first n, each with its number and its error.
-func (l *countingLogger) since(n int) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	first := l.count - len(l.stmts) + 1 // the number of l.stmts[0]
-	kept := l.stmts[max(0, min(n+1-first, len(l.stmts))):]
-	return strings.Join(kept, "\n")
-}
-
-// renewals counts the renewal statements sent so far.
-func (l *countingLogger) renewals() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.renews
-}
-
-func (l *countingLogger) snapshot() (int, string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.count, strings.Join(l.stmts, "\n")
-}
-
-func names(prefix string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("%s-%03d", prefix, i)
-	}
-	return out
-}
-
-// onRenew installs f as the hook called after every renewal attempt.
-func (s *testSignals) onRenew(f func(terms, lost int, err error)) { s.afterRenew.Store(&f) }
-
-// onRound installs f as the hook called after every campaign round.
-func (s *testSignals) onRound(f func(names int)) { s.afterRound.Store(&f) }
-
-// onWoken installs f as the hook called after every attempt of leases
-// named by a notification.
-func (s *testSignals) onWoken(f func(attempted int)) { s.afterWoken.Store(&f) }

@@ -3,7 +3,7 @@ package coordination
 import (
 	"testing"
 
-	"github.com/leasehold/leasehold/internal/testdb"
+	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,78 +13,6 @@ import (
 	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/memstore"
 )
-
-// health is a health check a test switches between passing and failing.
-type health struct {
-	healthy atomic.Bool
-	failed  atomic.Int64 // failed checks so far
-}
-
-var errSick = errors.New("disk full")
-
-func (h *health) check(ctx context.Context) error {
-	if h.healthy.Load() {
-		return nil
-	}
-	h.failed.Add(1)
-	return errSick
-}
-
-// caseStepDownHandsOver: a leader whose health checks fail steps down
-// after HealthFailures of them, a healthy follower takes over, and the old
-// leader campaigns again once a check passes.
-func caseStepDownHandsOver(t *testing.T, b *bundle) {
-	h := &health{}
-	h.healthy.Store(true)
-	cfg := resignConfig()
-	cfg.HealthCheck, cfg.HealthInterval, cfg.HealthFailures = h.check, 100*time.Millisecond, 2
-	a := start(t, b.db, "node-a", cfg)
-	ea := election(t, a.Coordinator, ClusterScope, "stepdown")
-	la := runLeader(t, ea)
-	epoch := recvTerm(t, la.terms, "A")
-	bb := start(t, b.db, "node-b", resignConfig())
-	lb := runLeader(t, election(t, bb.Coordinator, ClusterScope, "stepdown"))
-	events, unsubscribe := a.Subscribe(64)
-	defer unsubscribe()
-
-	h.healthy.Store(false)
-	select {
-	case cause := <-la.ended:
-		if !errors.Is(cause, ErrUnhealthy) || !errors.Is(cause, errSick) || !endOfTerm(cause) {
-			t.Fatalf("A's work ended with %v, want ErrUnhealthy wrapping the check's error", cause)
-		}
-	case <-time.After(wait):
-		t.Fatalf("A did not step down within %v", wait)
-	}
-	if n := h.failed.Load(); n < 2 {
-		t.Fatalf("A stepped down after %d failed checks, want at least 2", n)
-	}
-	ev := recvEvent(t, events, func(ev Event) bool { return ev.Kind == EventError && errors.Is(ev.Err, ErrUnhealthy) })
-	if ev.Lease != "" {
-		t.Fatalf("step-down event = %+v, want one not tied to a lease", ev)
-	}
-	if got := recvTerm(t, lb.terms, "B"); got != epoch+1 {
-		t.Fatalf("B took the lease at epoch %d, want %d", got, epoch+1)
-	}
-	other := election(t, a.Coordinator, ClusterScope, "other")
-	if _, err := other.TryAcquire(context.Background()); !errors.Is(err, ErrUnhealthy) {
-		t.Fatalf("TryAcquire while unhealthy = %v, want ErrUnhealthy", err)
-	}
-
-	h.healthy.Store(true)
-	deadline := time.Now().Add(wait)
-	for {
-		l, err := other.TryAcquire(context.Background())
-		if err == nil {
-			release(t, l)
-			break
-		}
-		if !errors.Is(err, ErrUnhealthy) || time.Now().After(deadline) {
-			t.Fatalf("TryAcquire after the checks pass again = %v, want a lease within %v", err, wait)
-		}
-		time.Sleep(b.fastConfig().RetryInterval)
-	}
-}
 
 // TestUnhealthyNeverAcquires: a process whose checks fail, panic or
 // overrun HealthInterval never takes a lease, and TryAcquire says why.

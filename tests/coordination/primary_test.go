@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/plugin/dbresolver"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
 )
 
@@ -120,14 +121,14 @@ func caseReadReplica(t *testing.T, b *bundle) {
 
 	a := start(t, b.db, "node-a", b.fastConfig()) // migrates
 	c := start(t, b.db, "node-c", b.fastConfig())
-	ea := election(t, a.Coordinator, GlobalScope, "replicated")
-	ec := election(t, c.Coordinator, GlobalScope, "replicated")
+	ea := election(t, a.Coordinator, coordination.GlobalScope, "replicated")
+	ec := election(t, c.Coordinator, coordination.GlobalScope, "replicated")
 	l := mustCampaign(t, ea)
 	if !ea.IsLeader() || ec.IsLeader() {
 		t.Fatalf("IsLeader: holder %v, other %v; want true, false", ea.IsLeader(), ec.IsLeader())
 	}
 	settle(t, b.db) // each process's read on its node sees the grant
-	for _, e := range []*Election{ea, ec} {
+	for _, e := range []*coordination.Election{ea, ec} {
 		info, err := e.Leader(ctx)
 		if err != nil {
 			t.Fatalf("Leader: %v", err)
@@ -201,7 +202,7 @@ func caseUserCallbacksSeeAcquire(t *testing.T, b *bundle) {
 		}
 	}
 	a := start(t, b.db, "node-a", b.fastConfig())
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "watched"))
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "watched"))
 	release(t, l)
 	mu.Lock()
 	defer mu.Unlock()

@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
 )
 
@@ -70,7 +71,7 @@ func sampleConnections(t *testing.T, b *bundle) *connSampler {
 		}
 		count = func(ctx context.Context) (n int64, err error) {
 			err = conn.QueryRowContext(ctx, q).Scan(&n)
-			if err == nil && n > DefaultMaxConnections {
+			if err == nil && n > coordination.DefaultMaxConnections {
 				s.describe(ctx, conn, detail, n)
 			}
 			return n, err
@@ -154,7 +155,7 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 	var bad atomic.Int64
 	go func() {
 		for ev := range events {
-			if ev.Kind == EventError || ev.Kind == EventLost {
+			if ev.Kind == coordination.EventError || ev.Kind == coordination.EventLost {
 				if bad.Add(1) == 1 {
 					t.Logf("first error or loss event: %v %s: %v", ev.Kind, ev.Lease, ev.Err)
 				}
@@ -165,13 +166,13 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 
 	began := time.Now()
 	before, _ := cl.snapshot()
-	held := make(chan *Lease, n)
+	held := make(chan *coordination.Lease, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
 	defer cancel()
 	var work sync.WaitGroup
 	campaignErrs := make(chan error, n)
 	for i := range n {
-		e := election(t, r.Coordinator, GlobalScope, fmt.Sprintf("scale-%05d", i))
+		e := election(t, r.Coordinator, coordination.GlobalScope, fmt.Sprintf("scale-%05d", i))
 		work.Go(func() {
 			l, err := e.Campaign(ctx)
 			if err != nil {
@@ -225,8 +226,8 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 	}
 	maxConns := sampler.finish()
 	t.Logf("LOUD: %s: at most %d connections of the library at any sample (%d samples failed)", b.target.Name, maxConns, sampler.errors.Load())
-	if maxConns > DefaultMaxConnections {
-		t.Errorf("the library used %d connections at once, want at most %d", maxConns, DefaultMaxConnections)
+	if maxConns > coordination.DefaultMaxConnections {
+		t.Errorf("the library used %d connections at once, want at most %d", maxConns, coordination.DefaultMaxConnections)
 	}
 	rows, err := rawStore(t, b.db).List(context.Background(), "global/scale-")
 	if err != nil {
@@ -267,7 +268,7 @@ func casePoolMembersJoiningAtOnce(t *testing.T, b *bundle) {
 		t.Cleanup(unsubscribe)
 		go func() {
 			for ev := range events {
-				if ev.Kind == EventError && (errors.Is(ev.Err, ErrNotAcquired) || errors.Is(ev.Err, ErrSessionLost)) {
+				if ev.Kind == coordination.EventError && (errors.Is(ev.Err, coordination.ErrNotAcquired) || errors.Is(ev.Err, coordination.ErrSessionLost)) {
 					failures.Add(1)
 					t.Logf("%s: %v", r.Holder(), ev.Err)
 				}
@@ -279,13 +280,13 @@ func casePoolMembersJoiningAtOnce(t *testing.T, b *bundle) {
 	var pools sync.WaitGroup
 	gate := make(chan struct{})
 	for _, r := range runs {
-		p, err := r.Pool(GlobalScope, "joiners", PoolConfig{PollInterval: 50 * time.Millisecond})
+		p, err := r.Pool(coordination.GlobalScope, "joiners", coordination.PoolConfig{PollInterval: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		pools.Go(func() {
 			<-gate
-			_ = p.Run(ctx, rec.fn(r.id.Instance))
+			_ = p.Run(ctx, rec.fn(r.Identity().Instance))
 		})
 	}
 	close(gate)

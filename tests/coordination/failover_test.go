@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -11,8 +11,10 @@ import (
 	zapobserver "go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
+	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 // TestFailoverRollback puts the database, in one transaction, in the state
@@ -108,14 +110,14 @@ func currentIncarnation(t *testing.T, db *gorm.DB) string {
 }
 
 // campaignFor campaigns in the background, for at most twice wait.
-func campaignFor(t *testing.T, e *Election) <-chan campaignResult {
+func campaignFor(t *testing.T, e *coordination.Election) <-chan campaignResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	t.Cleanup(cancel)
 	return campaignAsync(ctx, e)
 }
 
 // recvLease waits for a background campaign's lease.
-func recvLease(t *testing.T, ch <-chan campaignResult, what string) *Lease {
+func recvLease(t *testing.T, ch <-chan campaignResult, what string) *coordination.Lease {
 	t.Helper()
 	res := <-ch // bounded by campaignFor's context
 	if res.err != nil {
@@ -151,18 +153,18 @@ func caseRollbackLostAcquire(t *testing.T, b *bundle) {
 	a, bb := twoCoordinators(t, b)
 	events, stop := a.Subscribe(64)
 	defer stop()
-	ea := election(t, a.Coordinator, GlobalScope, "job")
+	ea := election(t, a.Coordinator, coordination.GlobalScope, "job")
 	for range 3 {
 		release(t, mustCampaign(t, ea))
 	}
 	la := mustCampaign(t, ea)
-	won := campaignFor(t, election(t, bb.Coordinator, GlobalScope, "job"))
+	won := campaignFor(t, election(t, bb.Coordinator, coordination.GlobalScope, "job"))
 
 	tables, _ := store.TablesFor("")
 	rollBack(t, b.db, "UPDATE "+tables.Leases+" SET holder = '', session_id = '', epoch = epoch - 1 WHERE name = 'global/job'")
 
-	ev := recvEvent(t, events, kindIs(EventLost, "global/job"))
-	if !errors.Is(ev.Err, ErrLeaseLost) || ev.Epoch != la.Epoch() {
+	ev := recvEvent(t, events, kindIs(coordination.EventLost, "global/job"))
+	if !errors.Is(ev.Err, coordination.ErrLeaseLost) || ev.Epoch != la.Epoch() {
 		t.Fatalf("A's loss: %+v; want ErrLeaseLost for epoch %d", ev, la.Epoch())
 	}
 	hold, floor := waitAdopted(t, b.db, oldIncarnation)
@@ -181,8 +183,8 @@ func caseRollbackLostAcquire(t *testing.T, b *bundle) {
 // renewal and keeps it without a pause; its epoch stays valid.
 func caseRollbackKeptTerm(t *testing.T, b *bundle) {
 	a, bb := twoCoordinators(t, b)
-	la := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "job"))
-	won := campaignFor(t, election(t, bb.Coordinator, GlobalScope, "job"))
+	la := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "job"))
+	won := campaignFor(t, election(t, bb.Coordinator, coordination.GlobalScope, "job"))
 	renewals := renewSignal(a)
 
 	rollBack(t, b.db)
@@ -227,7 +229,7 @@ func caseRollbackKeptTerm(t *testing.T, b *bundle) {
 // floor.
 func caseRollbackLock(t *testing.T, b *bundle) {
 	a, _ := twoCoordinators(t, b)
-	ns := locks(t, a.Coordinator, GlobalScope, "acct")
+	ns := locks(t, a.Coordinator, coordination.GlobalScope, "acct")
 	keep := mustLock(t, ns, "keep")
 	defer func() { _ = keep.Release(context.Background()) }()
 	rollBack(t, b.db)
@@ -258,7 +260,7 @@ func databaseNowUS(t *testing.T, db *gorm.DB) int64 {
 }
 
 // fenceOK runs a fenced transaction for l.
-func fenceOK(b *bundle, l *Lease) error {
+func fenceOK(b *bundle, l *coordination.Lease) error {
 	return b.db.Transaction(func(tx *gorm.DB) error { return l.Fence(tx) })
 }
 
@@ -267,14 +269,14 @@ func fenceOK(b *bundle, l *Lease) error {
 // B takes it once the hold-off has passed.
 func caseRollbackLostRelease(t *testing.T, b *bundle) {
 	a, bb := twoCoordinators(t, b)
-	keep := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "keep"))
-	gone := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "gone"))
-	session, epoch := keep.sess.id, gone.Epoch()
+	keep := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "keep"))
+	gone := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "gone"))
+	session, epoch := testlink.SessionID(keep), gone.Epoch()
 	release(t, gone)
 	tables, _ := store.TablesFor("")
 	rollBack(t, b.db, "UPDATE "+tables.Leases+" SET holder = '"+a.Holder()+"', session_id = '"+session+"', epoch = "+
 		strconv.FormatInt(epoch, 10)+" WHERE name = 'global/gone'")
-	won := campaignFor(t, election(t, bb.Coordinator, GlobalScope, "gone"))
+	won := campaignFor(t, election(t, bb.Coordinator, coordination.GlobalScope, "gone"))
 	hold, _ := waitAdopted(t, b.db, oldIncarnation)
 	lb := recvLease(t, won, "B")
 	acquiredAfterHold(t, b.db, "global/gone", hold)
@@ -291,14 +293,14 @@ func caseRollbackLostRelease(t *testing.T, b *bundle) {
 // every member works in that generation.
 func caseRollbackPool(t *testing.T, b *bundle) {
 	a, bb := twoCoordinators(t, b)
-	got := make(chan Assignment, 16)
-	work := func(ctx context.Context, as Assignment) error {
+	got := make(chan coordination.Assignment, 16)
+	work := func(ctx context.Context, as coordination.Assignment) error {
 		got <- as
 		<-ctx.Done()
 		return nil
 	}
 	runPool := func(c *running) {
-		p, err := c.Pool(GlobalScope, "batch", PoolConfig{PollInterval: 100 * time.Millisecond})
+		p, err := c.Pool(coordination.GlobalScope, "batch", coordination.PoolConfig{PollInterval: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,8 +379,8 @@ func TestFailoverOfAReplicatedPair(t *testing.T) {
 
 // pairConfig rides out a promotion: a renewal retried through the outage
 // still fits the trust window.
-func pairConfig() Config {
-	return Config{
+func pairConfig() coordination.Config {
+	return coordination.Config{
 		TTL:             6 * time.Second,
 		RenewInterval:   500 * time.Millisecond,
 		RetryInterval:   200 * time.Millisecond,
@@ -429,8 +431,8 @@ func promote(t *testing.T, p *testdb.Pair, kill bool) {
 
 // lostInFailover reports whether ev ended a term because the new primary
 // did not show it.
-func lostInFailover(ev Event) bool {
-	return ev.Kind == EventLost && errors.Is(ev.Err, errLostInFailover)
+func lostInFailover(ev coordination.Event) bool {
+	return ev.Kind == coordination.EventLost && errors.Is(ev.Err, testlink.ErrLostInFailover)
 }
 
 // caseFailoverSync: nothing acknowledged is lost. The holder's term is on
@@ -443,8 +445,8 @@ func caseFailoverSync(t *testing.T, p *testdb.Pair) {
 	bb := start(t, db, "node-b", pairConfig())
 	events, stop := a.Subscribe(256)
 	defer stop()
-	la := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "job"))
-	won := campaignFor(t, election(t, bb.Coordinator, GlobalScope, "job"))
+	la := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "job"))
+	won := campaignFor(t, election(t, bb.Coordinator, coordination.GlobalScope, "job"))
 
 	before := currentIncarnation(t, db)
 	promote(t, p, true)
@@ -487,8 +489,8 @@ func caseFailoverAsyncLostAcquire(t *testing.T, p *testdb.Pair) {
 	cc := start(t, db, "node-c", pairConfig())
 	events, stop := bb.Subscribe(256)
 	defer stop()
-	kept := mustCampaign(t, election(t, bb.Coordinator, GlobalScope, "kept"))
-	eb := election(t, bb.Coordinator, GlobalScope, "job")
+	kept := mustCampaign(t, election(t, bb.Coordinator, coordination.GlobalScope, "kept"))
+	eb := election(t, bb.Coordinator, coordination.GlobalScope, "job")
 	release(t, mustCampaign(t, eb))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -499,13 +501,13 @@ func caseFailoverAsyncLostAcquire(t *testing.T, p *testdb.Pair) {
 		t.Fatal(err)
 	}
 	lost := mustCampaign(t, eb) // on the old primary only
-	won := campaignFor(t, election(t, cc.Coordinator, GlobalScope, "job"))
+	won := campaignFor(t, election(t, cc.Coordinator, coordination.GlobalScope, "job"))
 
 	before := currentIncarnation(t, db)
 	promote(t, p, true)
 
-	ev := recvEvent(t, events, func(ev Event) bool { return ev.Kind == EventLost && ev.Lease == "global/job" })
-	if ev.Epoch != lost.Epoch() || !errors.Is(ev.Err, ErrLeaseLost) {
+	ev := recvEvent(t, events, func(ev coordination.Event) bool { return ev.Kind == coordination.EventLost && ev.Lease == "global/job" })
+	if ev.Epoch != lost.Epoch() || !errors.Is(ev.Err, coordination.ErrLeaseLost) {
 		t.Fatalf("B's loss: %+v; want ErrLeaseLost for epoch %d", ev, lost.Epoch())
 	}
 	hold, floor := waitAdopted(t, db, before)
@@ -524,8 +526,8 @@ func caseFailoverAsyncLostAcquire(t *testing.T, p *testdb.Pair) {
 
 // lostInFailoverCause reports whether l ended because the new primary did
 // not show it.
-func lostInFailoverCause(l *Lease) bool {
-	return errors.Is(context.Cause(l.Context()), errLostInFailover)
+func lostInFailoverCause(l *coordination.Lease) bool {
+	return errors.Is(context.Cause(l.Context()), testlink.ErrLostInFailover)
 }
 
 // TestFailoverDetectionUnavailable runs a coordinator as a role that may
@@ -573,7 +575,7 @@ func TestFailoverDetectionUnavailable(t *testing.T) {
 	cfg := fastConfig()
 	cfg.Logger = zap.New(core)
 	a := start(t, db, "node-a", cfg)
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "job"))
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "job"))
 	renewals := renewSignal(a)
 	select {
 	case <-renewals:
@@ -584,12 +586,12 @@ func TestFailoverDetectionUnavailable(t *testing.T) {
 	if n := logs.FilterMessageSnippet("cannot say which incarnation").Len(); n != 1 {
 		t.Fatalf("%d warnings that failovers are not detected, want 1: %v", n, logs.All())
 	}
-	if a.store.(dbStore).DetectsFailover() {
+	if storeOf(a).(interface{ DetectsFailover() bool }).DetectsFailover() {
 		t.Fatal("the store still detects failovers")
 	}
 	// A coordinator that never runs, as the leasehold command uses for
 	// status, reads as well: its first read probes.
-	c, err := New(db, testIdentity(t, "operator"), Config{DisableAutoMigrate: true})
+	c, err := coordination.New(db, testIdentity(t, "operator"), coordination.Config{DisableAutoMigrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
@@ -77,7 +78,7 @@ var conformanceCases = []conformanceCase{
 // renewSignal installs a hook that reports every successful renewal.
 func renewSignal(r *running) <-chan int {
 	ch := make(chan int, 64)
-	r.signals.onRenew(func(terms, lost int, err error) {
+	onRenew(r, func(terms, lost int, err error) {
 		if err == nil && lost == 0 {
 			select {
 			case ch <- terms:
@@ -102,7 +103,7 @@ func recvInt(t testing.TB, ch <-chan int) int {
 func caseAcquireRenewRelease(t *testing.T, b *bundle) {
 	r := start(t, b.db, "node-a", b.fastConfig())
 	renewed := renewSignal(r)
-	e := election(t, r.Coordinator, ClusterScope, "jobs")
+	e := election(t, r.Coordinator, coordination.ClusterScope, "jobs")
 	l := mustCampaign(t, e)
 	if l.Epoch() != 1 || l.Key() != "cluster/test/jobs" {
 		t.Fatalf("lease = %s, want cluster/test/jobs@1", l.Token())
@@ -126,7 +127,7 @@ func caseAcquireRenewRelease(t *testing.T, b *bundle) {
 	if l.Valid() || e.IsLeader() {
 		t.Fatalf("lease still valid after Release")
 	}
-	if !errors.Is(context.Cause(l.Context()), ErrReleased) || !errors.Is(l.Check(), ErrReleased) {
+	if !errors.Is(context.Cause(l.Context()), coordination.ErrReleased) || !errors.Is(l.Check(), coordination.ErrReleased) {
 		t.Fatalf("cause = %v, want ErrReleased", context.Cause(l.Context()))
 	}
 	info, err := e.Leader(context.Background())
@@ -141,8 +142,8 @@ func caseAcquireRenewRelease(t *testing.T, b *bundle) {
 func caseEpochNeverReused(t *testing.T, b *bundle) {
 	a := start(t, b.db, "node-a", b.fastConfig())
 	c := start(t, b.db, "node-c", b.fastConfig())
-	ea := election(t, a.Coordinator, GlobalScope, "epochs")
-	ec := election(t, c.Coordinator, GlobalScope, "epochs")
+	ea := election(t, a.Coordinator, coordination.GlobalScope, "epochs")
+	ec := election(t, c.Coordinator, coordination.GlobalScope, "epochs")
 	var epochs []int64
 	l := mustCampaign(t, ea)
 	epochs = append(epochs, l.Epoch())
@@ -161,7 +162,7 @@ func caseEpochNeverReused(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("the expired term was not ended")
 	}
-	if !errors.Is(context.Cause(l.Context()), ErrLeaseLost) {
+	if !errors.Is(context.Cause(l.Context()), coordination.ErrLeaseLost) {
 		t.Fatalf("cause = %v, want ErrLeaseLost", context.Cause(l.Context()))
 	}
 	release(t, l)
@@ -177,7 +178,7 @@ func caseExactlyOneWinner(t *testing.T, b *bundle) {
 	const n = 5
 	type result struct {
 		i int
-		l *Lease
+		l *coordination.Lease
 	}
 	results := make(chan result, n)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -190,7 +191,7 @@ func caseExactlyOneWinner(t *testing.T, b *bundle) {
 	for i := range n {
 		r := start(t, b.db, "node-"+string(rune('a'+i)), cfg)
 		runs = append(runs, r)
-		e := election(t, r.Coordinator, ClusterScope, "singleton")
+		e := election(t, r.Coordinator, coordination.ClusterScope, "singleton")
 		go func() {
 			l, err := e.Campaign(ctx)
 			if err == nil {
@@ -230,12 +231,12 @@ func caseFailoverAfterRelease(t *testing.T, b *bundle) {
 	cfg.RenewInterval = 2 * time.Second
 	a := start(t, b.db, "node-a", cfg)
 	c := start(t, b.db, "node-c", cfg)
-	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "handoff"))
-	got := make(chan *Lease, 1)
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.ClusterScope, "handoff"))
+	got := make(chan *coordination.Lease, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
-		l2, err := election(t, c.Coordinator, ClusterScope, "handoff").Campaign(ctx)
+		l2, err := election(t, c.Coordinator, coordination.ClusterScope, "handoff").Campaign(ctx)
 		if err != nil {
 			t.Errorf("follower Campaign: %v", err)
 		}
@@ -326,7 +327,7 @@ type tick struct {
 func tickSignal(r *running, cl *countingLogger) <-chan tick {
 	ch := make(chan tick, 1024)
 	seq := 0
-	r.signals.onRenew(func(terms, lost int, err error) {
+	onRenew(r, func(terms, lost int, err error) {
 		seq++
 		if err != nil || lost != 0 {
 			return
@@ -387,11 +388,11 @@ func caseOneStatementPerRenewTick(t *testing.T, b *bundle) {
 		}
 		return second.stmts - first.stmts
 	}
-	var leases []*Lease
-	leases = append(leases, mustCampaign(t, election(t, r.Coordinator, ClusterScope, "one")))
+	var leases []*coordination.Lease
+	leases = append(leases, mustCampaign(t, election(t, r.Coordinator, coordination.ClusterScope, "one")))
 	one := measure(1)
 	for _, n := range names("many", 99) {
-		leases = append(leases, mustCampaign(t, election(t, r.Coordinator, ClusterScope, n)))
+		leases = append(leases, mustCampaign(t, election(t, r.Coordinator, coordination.ClusterScope, n)))
 	}
 	hundred := measure(100)
 	t.Logf("LOUD: %s: renew statements per tick: 1 lease -> %d, 100 leases -> %d", b.target.Name, one, hundred)
@@ -405,12 +406,12 @@ func caseOneStatementPerRenewTick(t *testing.T, b *bundle) {
 	var pools sync.WaitGroup
 	joined := make(chan struct{}, 3)
 	for _, n := range []string{"p1", "p2", "p3"} {
-		p, err := r.Pool(GlobalScope, n, PoolConfig{})
+		p, err := r.Pool(coordination.GlobalScope, n, coordination.PoolConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		pools.Go(func() {
-			_ = p.Run(ctx, func(ctx context.Context, a Assignment) error {
+			_ = p.Run(ctx, func(ctx context.Context, a coordination.Assignment) error {
 				joined <- struct{}{}
 				<-ctx.Done()
 				return nil
@@ -450,7 +451,7 @@ func caseFence(t *testing.T, b *bundle) {
 	}
 	a := start(t, b.db, "node-a", b.fastConfig())
 	c := start(t, b.db, "node-c", b.fastConfig())
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "fence"))
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "fence"))
 	write := func(id int, check func(tx *gorm.DB) error) error {
 		return b.db.Transaction(func(tx *gorm.DB) error {
 			if err := check(tx); err != nil {
@@ -464,20 +465,20 @@ func caseFence(t *testing.T, b *bundle) {
 	}
 	// Another process takes over after expiry.
 	expireNow(t, b.db, l.Key())
-	l2 := mustCampaign(t, election(t, c.Coordinator, GlobalScope, "fence"))
+	l2 := mustCampaign(t, election(t, c.Coordinator, coordination.GlobalScope, "fence"))
 	// The database check alone (as a paused process would run it before
 	// its own timers fire) refuses the stale epoch.
 	err := write(2, func(tx *gorm.DB) error { return a.CheckFence(tx, l.Token()) })
-	var fe *FenceError
-	if !errors.Is(err, ErrFenced) || !errors.As(err, &fe) || !strings.Contains(fe.Reason, "held by") {
+	var fe *coordination.FenceError
+	if !errors.Is(err, coordination.ErrFenced) || !errors.As(err, &fe) || !strings.Contains(fe.Reason, "held by") {
 		t.Fatalf("stale fenced write: err = %v, want ErrFenced naming the new holder", err)
 	}
 	// A claimed epoch that is not the current one is refused even for the
 	// real holder.
 	err = write(3, func(tx *gorm.DB) error {
-		return c.CheckFence(tx, Token{Name: l2.Key(), Epoch: l2.Epoch() - 1})
+		return c.CheckFence(tx, coordination.Token{Name: l2.Key(), Epoch: l2.Epoch() - 1})
 	})
-	if !errors.Is(err, ErrFenced) {
+	if !errors.Is(err, coordination.ErrFenced) {
 		t.Fatalf("write with an old epoch: err = %v, want ErrFenced", err)
 	}
 	// The new holder writes fine.
@@ -502,7 +503,7 @@ func caseFence(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("stale term not ended")
 	}
-	if err := write(5, l.Fence); !errors.Is(err, ErrFenced) {
+	if err := write(5, l.Fence); !errors.Is(err, coordination.ErrFenced) {
 		t.Fatalf("Lease.Fence after loss: %v, want ErrFenced", err)
 	}
 	release(t, l)
@@ -514,20 +515,20 @@ func caseFence(t *testing.T, b *bundle) {
 // statement, and accepts the same handle's transactions.
 func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
 	r := start(t, b.db, "node-a", b.fastConfig())
-	l := mustCampaign(t, election(t, r.Coordinator, GlobalScope, "fence-tx"))
+	l := mustCampaign(t, election(t, r.Coordinator, coordination.GlobalScope, "fence-tx"))
 	defer release(t, l)
 
 	// The pool: one member, so its first assignment comes at once.
-	p, err := r.Pool(GlobalScope, "fence-tx", PoolConfig{})
+	p, err := r.Pool(coordination.GlobalScope, "fence-tx", coordination.PoolConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	assigned := make(chan Assignment, 1)
+	assigned := make(chan coordination.Assignment, 1)
 	pctx, leave := context.WithCancel(context.Background())
 	poolDone := make(chan struct{})
 	go func() {
 		defer close(poolDone)
-		_ = p.Run(pctx, func(ctx context.Context, a Assignment) error {
+		_ = p.Run(pctx, func(ctx context.Context, a coordination.Assignment) error {
 			assigned <- a
 			<-ctx.Done()
 			return nil
@@ -537,7 +538,7 @@ func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
 		leave()
 		<-poolDone
 	}()
-	var a Assignment
+	var a coordination.Assignment
 	select {
 	case a = <-assigned:
 	case <-time.After(wait):
@@ -564,7 +565,7 @@ func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
 		}
 		for what, tx := range refused {
 			err := c.fence(tx)
-			if !errors.Is(err, ErrNotInTransaction) || errors.Is(err, ErrFenced) {
+			if !errors.Is(err, coordination.ErrNotInTransaction) || errors.Is(err, coordination.ErrFenced) {
 				t.Errorf("%s with %s = %v, want ErrNotInTransaction", c.name, what, err)
 				continue
 			}
@@ -572,7 +573,7 @@ func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
 				t.Errorf("%s with %s: error %q does not name %s", c.name, what, err, c.names)
 			}
 		}
-		if err := b.db.Connection(func(conn *gorm.DB) error { return c.fence(conn) }); !errors.Is(err, ErrNotInTransaction) {
+		if err := b.db.Connection(func(conn *gorm.DB) error { return c.fence(conn) }); !errors.Is(err, coordination.ErrNotInTransaction) {
 			t.Errorf("%s on a dedicated connection outside a transaction = %v, want ErrNotInTransaction", c.name, err)
 		}
 		// Inside a transaction, however it was begun, the check passes.
@@ -595,8 +596,8 @@ func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
 	stale := a
 	stale.Generation = a.Generation - 1
 	err = b.db.Transaction(stale.Fence)
-	var fe *FenceError
-	if !errors.As(err, &fe) || !errors.Is(err, ErrFenced) || !fe.Pool || fe.Generation != stale.Generation ||
+	var fe *coordination.FenceError
+	if !errors.As(err, &fe) || !errors.Is(err, coordination.ErrFenced) || !fe.Pool || fe.Generation != stale.Generation ||
 		!strings.Contains(err.Error(), fmt.Sprintf("pool %q generation %d: the pool is at generation %d", a.Pool, stale.Generation, a.Generation)) {
 		t.Errorf("fence of a superseded generation = %v, want a pool FenceError naming generation %d", err, stale.Generation)
 	}
@@ -616,29 +617,29 @@ func caseScopes(t *testing.T, b *bundle) {
 	// throughout, so that its win could only be a second leader.
 	cfg := steady(notifying(b.fastConfig()))
 	cfg.RenewInterval = 2 * time.Second
-	ca, err := New(b.db, idA, cfg)
+	ca, err := coordination.New(b.db, idA, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := New(b.db, idB, cfg)
+	cb, err := coordination.New(b.db, idB, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ra, rb := startCoordinator(t, ca), startCoordinator(t, cb)
 	// One cluster leader per cluster: both win.
-	la := mustCampaign(t, election(t, ra.Coordinator, ClusterScope, "report"))
-	lb := mustCampaign(t, election(t, rb.Coordinator, ClusterScope, "report"))
+	la := mustCampaign(t, election(t, ra.Coordinator, coordination.ClusterScope, "report"))
+	lb := mustCampaign(t, election(t, rb.Coordinator, coordination.ClusterScope, "report"))
 	if la.Key() == lb.Key() {
 		t.Fatalf("cluster-scoped leases collide: %s", la.Key())
 	}
 	// One global leader: only the first wins.
-	g := mustCampaign(t, election(t, ra.Coordinator, GlobalScope, "report"))
+	g := mustCampaign(t, election(t, ra.Coordinator, coordination.GlobalScope, "report"))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*b.fastConfig().TTL)
 	defer cancel()
-	if l, err := election(t, rb.Coordinator, GlobalScope, "report").Campaign(ctx); err == nil {
+	if l, err := election(t, rb.Coordinator, coordination.GlobalScope, "report").Campaign(ctx); err == nil {
 		t.Fatalf("second global leader: %s", l.Token())
 	}
-	for _, l := range []*Lease{la, lb, g} {
+	for _, l := range []*coordination.Lease{la, lb, g} {
 		release(t, l)
 	}
 }
@@ -646,7 +647,7 @@ func caseScopes(t *testing.T, b *bundle) {
 func caseLeaderAndList(t *testing.T, b *bundle) {
 	cfg := b.fastConfig()
 	a := start(t, b.db, "node-a", cfg)
-	e := election(t, a.Coordinator, ClusterScope, "who")
+	e := election(t, a.Coordinator, coordination.ClusterScope, "who")
 	info, err := e.Leader(context.Background())
 	if err != nil || info.Name != "cluster/test/who" || info.Live {
 		t.Fatalf("before any campaign: %+v, %v", info, err)
@@ -681,7 +682,7 @@ func caseCutOff(t *testing.T, b *bundle) {
 	cfg := b.fastConfig()
 	a, fa := startFaulty(t, b.db, "node-a", cfg)
 	c := start(t, b.db, "node-c", cfg)
-	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "cut"))
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.ClusterScope, "cut"))
 	events, unsub := a.Subscribe(16)
 	defer unsub()
 	var mu sync.Mutex
@@ -693,10 +694,10 @@ func caseCutOff(t *testing.T, b *bundle) {
 	})
 	cutAt := time.Now()
 	fa.failAll.Store(true) // the holder can no longer reach the database
-	l2 := mustCampaign(t, election(t, c.Coordinator, ClusterScope, "cut"))
+	l2 := mustCampaign(t, election(t, c.Coordinator, coordination.ClusterScope, "cut"))
 	takenAt := time.Now()
-	ev := recvEvent(t, events, kindIs(EventLost, l.Key()))
-	if !errors.Is(ev.Err, ErrLeaseLost) {
+	ev := recvEvent(t, events, kindIs(coordination.EventLost, l.Key()))
+	if !errors.Is(ev.Err, coordination.ErrLeaseLost) {
 		t.Fatalf("lost event cause = %v", ev.Err)
 	}
 	mu.Lock()
@@ -727,12 +728,12 @@ func caseTransientErrors(t *testing.T, b *bundle) {
 	// failed renewals and a slow one could outlast fastConfig's.
 	cfg := steady(b.fastConfig())
 	a, fa := startFaulty(t, b.db, "node-a", cfg)
-	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "flaky"))
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.ClusterScope, "flaky"))
 	events, unsub := a.Subscribe(64)
 	defer unsub()
 	failures := make(chan struct{}, 16)
 	successes := make(chan struct{}, 16)
-	a.signals.onRenew(func(terms, lost int, err error) {
+	onRenew(a, func(terms, lost int, err error) {
 		ch := successes
 		if err != nil {
 			ch = failures
@@ -762,7 +763,7 @@ func caseTransientErrors(t *testing.T, b *bundle) {
 	for {
 		select {
 		case ev := <-events:
-			if ev.Kind == EventLost {
+			if ev.Kind == coordination.EventLost {
 				t.Fatalf("lease reported lost after transient errors: %v", ev.Err)
 			}
 			continue
@@ -779,13 +780,13 @@ func caseTransientErrors(t *testing.T, b *bundle) {
 func caseShutdownOrder(t *testing.T, b *bundle) {
 	a := start(t, b.db, "node-a", b.fastConfig())
 	c := start(t, b.db, "node-c", b.fastConfig())
-	e := election(t, a.Coordinator, ClusterScope, "drain")
-	started := make(chan *Lease, 1)
+	e := election(t, a.Coordinator, coordination.ClusterScope, "drain")
+	started := make(chan *coordination.Lease, 1)
 	cancelled := make(chan struct{})
 	finish := make(chan struct{})
 	runDone := make(chan error, 1)
 	go func() {
-		runDone <- e.Run(context.Background(), func(ctx context.Context, l *Lease) error {
+		runDone <- e.Run(context.Background(), func(ctx context.Context, l *coordination.Lease) error {
 			started <- l
 			<-ctx.Done()
 			close(cancelled)
@@ -793,7 +794,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 			return nil
 		})
 	}()
-	var l *Lease
+	var l *coordination.Lease
 	select {
 	case l = <-started:
 	case <-time.After(wait):
@@ -805,7 +806,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("leader work not cancelled on shutdown")
 	}
-	if !errors.Is(context.Cause(l.Context()), ErrClosed) {
+	if !errors.Is(context.Cause(l.Context()), coordination.ErrClosed) {
 		t.Fatalf("cause = %v, want ErrClosed", context.Cause(l.Context()))
 	}
 	// The work has not returned: the lease must still be held in the
@@ -826,14 +827,14 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 	}
 	select {
 	case err := <-runDone:
-		if err != nil && !errors.Is(err, ErrClosed) {
+		if err != nil && !errors.Is(err, coordination.ErrClosed) {
 			t.Fatalf("Election.Run = %v", err)
 		}
 	case <-time.After(wait):
 		t.Fatalf("Election.Run did not return")
 	}
 	// A follower takes over on its next attempt.
-	l2 := mustCampaign(t, election(t, c.Coordinator, ClusterScope, "drain"))
+	l2 := mustCampaign(t, election(t, c.Coordinator, coordination.ClusterScope, "drain"))
 	release(t, l2)
 }
 
@@ -843,27 +844,27 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 	a := start(t, b.db, "node-a", cfg)
 	events, unsub := a.Subscribe(16)
 	defer unsub()
-	e := election(t, a.Coordinator, ClusterScope, "stubborn")
-	started := make(chan *Lease, 1)
+	e := election(t, a.Coordinator, coordination.ClusterScope, "stubborn")
+	started := make(chan *coordination.Lease, 1)
 	finish := make(chan struct{})
 	runDone := make(chan struct{})
 	go func() {
 		defer close(runDone)
-		_ = e.Run(context.Background(), func(ctx context.Context, l *Lease) error {
+		_ = e.Run(context.Background(), func(ctx context.Context, l *coordination.Lease) error {
 			started <- l
 			<-finish // ignores ctx
 			return nil
 		})
 	}()
-	var l *Lease
+	var l *coordination.Lease
 	select {
 	case l = <-started:
 	case <-time.After(wait):
 		t.Fatalf("leader work did not start")
 	}
 	a.cancel()
-	ev := recvEvent(t, events, kindIs(EventLost, l.Key()))
-	if !errors.Is(ev.Err, ErrClosed) || !strings.Contains(ev.Err.Error(), "ShutdownTimeout") {
+	ev := recvEvent(t, events, kindIs(coordination.EventLost, l.Key()))
+	if !errors.Is(ev.Err, coordination.ErrClosed) || !strings.Contains(ev.Err.Error(), "ShutdownTimeout") {
 		t.Fatalf("overrun event: %v", ev.Err)
 	}
 	select {
@@ -882,22 +883,22 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 func caseLeaderChanged(t *testing.T, b *bundle) {
 	a := start(t, b.db, "node-a", b.fastConfig())
 	c := start(t, b.db, "node-c", b.fastConfig())
-	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "watch"))
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.ClusterScope, "watch"))
 	settle(t, b.db) // C's first read on its node sees A's lease
 	events, unsub := c.Subscribe(16)
 	defer unsub()
 	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan *Lease, 1)
+	got := make(chan *coordination.Lease, 1)
 	go func() {
-		l2, _ := election(t, c.Coordinator, ClusterScope, "watch").Campaign(ctx)
+		l2, _ := election(t, c.Coordinator, coordination.ClusterScope, "watch").Campaign(ctx)
 		got <- l2
 	}()
-	ev := recvEvent(t, events, kindIs(EventLeaderChanged, l.Key()))
+	ev := recvEvent(t, events, kindIs(coordination.EventLeaderChanged, l.Key()))
 	if ev.Holder != a.Holder() || ev.Epoch != l.Epoch() {
 		t.Fatalf("leader-changed = %+v, want holder %s epoch %d", ev, a.Holder(), l.Epoch())
 	}
 	release(t, l)
-	elected := recvEvent(t, events, kindIs(EventElected, l.Key()))
+	elected := recvEvent(t, events, kindIs(coordination.EventElected, l.Key()))
 	if elected.Epoch != l.Epoch()+1 {
 		t.Fatalf("elected epoch %d", elected.Epoch)
 	}
@@ -910,17 +911,17 @@ func caseLeaderChanged(t *testing.T, b *bundle) {
 func caseAutoMigrateDisabled(t *testing.T, b *bundle) {
 	cfg := notifying(b.fastConfig())
 	cfg.DisableAutoMigrate = true
-	c, err := New(b.db, testIdentity(t, "node-a"), cfg)
+	c, err := coordination.New(b.db, testIdentity(t, "node-a"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	err = c.Run(ctx)
-	if !errors.Is(err, ErrSchemaMissing) || !strings.Contains(err.Error(), "migrations.Migrate") {
+	if !errors.Is(err, coordination.ErrSchemaMissing) || !strings.Contains(err.Error(), "migrations.Migrate") {
 		t.Fatalf("Run without schema = %v, want ErrSchemaMissing saying how to migrate", err)
 	}
-	if _, err := election(t, c, ClusterScope, "x").Campaign(ctx); !errors.Is(err, ErrClosed) {
+	if _, err := election(t, c, coordination.ClusterScope, "x").Campaign(ctx); !errors.Is(err, coordination.ErrClosed) {
 		t.Fatalf("Campaign after failed Run = %v, want ErrClosed", err)
 	}
 	// Once migrated, the same setting starts fine.
@@ -928,14 +929,14 @@ func caseAutoMigrateDisabled(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	r := start(t, b.db, "node-b", cfg)
-	release(t, mustCampaign(t, election(t, r.Coordinator, ClusterScope, "x")))
+	release(t, mustCampaign(t, election(t, r.Coordinator, coordination.ClusterScope, "x")))
 }
 
 func caseTablePrefix(t *testing.T, b *bundle) {
 	cfg := b.fastConfig()
 	cfg.TablePrefix = "custom_"
 	a := start(t, b.db, "node-a", cfg)
-	l := mustCampaign(t, election(t, a.Coordinator, ClusterScope, "p"))
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.ClusterScope, "p"))
 	if !b.db.Migrator().HasTable("custom_leases") || b.db.Migrator().HasTable("leasehold_leases") {
 		t.Fatalf("tables do not follow TablePrefix")
 	}

@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/coordination"
 )
 
 // seenTerm is one leader term as the leader itself saw it.
@@ -72,9 +74,9 @@ func caseContention(t *testing.T, b *bundle) {
 	db := rawStore(t, b.db)
 	for i := range contenders {
 		r, fs := startFaulty(t, b.db, fmt.Sprintf("node-%02d", i), cfg)
-		e := election(t, r.Coordinator, GlobalScope, "contended")
+		e := election(t, r.Coordinator, coordination.GlobalScope, "contended")
 		wg.Go(func() {
-			_ = e.Run(ctx, func(ctx context.Context, l *Lease) error {
+			_ = e.Run(ctx, func(ctx context.Context, l *coordination.Lease) error {
 				tm := seenTerm{holder: r.Holder(), epoch: l.Epoch(), start: time.Now()}
 				// The database agrees this process holds this term, as
 				// long as it trusts it: a term still valid after the read

@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/coordination"
 )
 
 // recvInfo waits for the first observed value matching match and fails
 // the test when the observer saw the observing process itself as holder.
-func recvInfo(t testing.TB, ch <-chan LeaseInfo, observer string, what string, match func(LeaseInfo) bool) LeaseInfo {
+func recvInfo(t testing.TB, ch <-chan coordination.LeaseInfo, observer string, what string, match func(coordination.LeaseInfo) bool) coordination.LeaseInfo {
 	t.Helper()
 	deadline := time.After(wait)
 	for {
@@ -40,45 +42,45 @@ func caseObserve(t *testing.T, b *bundle) {
 	o := start(t, b.db, "node-o", b.fastConfig())
 	events, unsub := o.Subscribe(64)
 	defer unsub()
-	ea := election(t, a.Coordinator, GlobalScope, "watched")
-	eo := election(t, o.Coordinator, GlobalScope, "watched")
+	ea := election(t, a.Coordinator, coordination.GlobalScope, "watched")
+	eo := election(t, o.Coordinator, coordination.GlobalScope, "watched")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch, err := eo.Observe(ctx)
 	if err != nil {
 		t.Fatalf("Observe: %v", err)
 	}
-	first := recvInfo(t, ch, o.Holder(), "the first value", func(LeaseInfo) bool { return true })
+	first := recvInfo(t, ch, o.Holder(), "the first value", func(coordination.LeaseInfo) bool { return true })
 	if first.Name != "global/watched" || first.Holder != "" || first.Epoch != 0 || first.Live {
 		t.Fatalf("first value of a lease never acquired = %+v, want global/watched free at epoch 0", first)
 	}
 
 	l := mustCampaign(t, ea)
-	info := recvInfo(t, ch, o.Holder(), "the leader", func(i LeaseInfo) bool { return i.Epoch == l.Epoch() && i.Live })
+	info := recvInfo(t, ch, o.Holder(), "the leader", func(i coordination.LeaseInfo) bool { return i.Epoch == l.Epoch() && i.Live })
 	if info.Holder != a.Holder() || info.ExpiresAt.Before(info.DatabaseTime) {
 		t.Fatalf("observed %+v, want %s live at epoch %d", info, a.Holder(), l.Epoch())
 	}
-	ev := recvEvent(t, events, kindIs(EventLeaderChanged, l.Key()))
+	ev := recvEvent(t, events, kindIs(coordination.EventLeaderChanged, l.Key()))
 	for ev.Holder == "" {
-		ev = recvEvent(t, events, kindIs(EventLeaderChanged, l.Key()))
+		ev = recvEvent(t, events, kindIs(coordination.EventLeaderChanged, l.Key()))
 	}
 	if ev.Holder != a.Holder() || ev.Epoch != l.Epoch() {
 		t.Fatalf("leader-changed = %+v, want holder %s epoch %d", ev, a.Holder(), l.Epoch())
 	}
 
 	release(t, l)
-	recvInfo(t, ch, o.Holder(), "the release", func(i LeaseInfo) bool { return i.Holder == "" && i.Epoch == l.Epoch() && !i.Live })
-	recvEvent(t, events, func(ev Event) bool {
-		return ev.Kind == EventLeaderChanged && ev.Lease == l.Key() && ev.Holder == ""
+	recvInfo(t, ch, o.Holder(), "the release", func(i coordination.LeaseInfo) bool { return i.Holder == "" && i.Epoch == l.Epoch() && !i.Live })
+	recvEvent(t, events, func(ev coordination.Event) bool {
+		return ev.Kind == coordination.EventLeaderChanged && ev.Lease == l.Key() && ev.Holder == ""
 	})
 
 	l2, err := tryAcquire(ea)
 	if err != nil {
 		t.Fatalf("TryAcquire: %v", err)
 	}
-	recvInfo(t, ch, o.Holder(), "the second term", func(i LeaseInfo) bool { return i.Holder == a.Holder() && i.Epoch == l2.Epoch() })
+	recvInfo(t, ch, o.Holder(), "the second term", func(i coordination.LeaseInfo) bool { return i.Holder == a.Holder() && i.Epoch == l2.Epoch() })
 	expireNow(t, b.db, l2.Key())
-	recvInfo(t, ch, o.Holder(), "the expiry", func(i LeaseInfo) bool { return i.Holder == "" && i.Epoch == l2.Epoch() && !i.Live })
+	recvInfo(t, ch, o.Holder(), "the expiry", func(i coordination.LeaseInfo) bool { return i.Holder == "" && i.Epoch == l2.Epoch() && !i.Live })
 
 	// A term after the free stretches gets the next epoch: the observer
 	// took none in between.
@@ -93,7 +95,7 @@ func caseObserve(t *testing.T, b *bundle) {
 	if l3.Epoch() != l2.Epoch()+1 {
 		t.Fatalf("term after the observer watched the lease free = %s, want epoch %d", l3.Token(), l2.Epoch()+1)
 	}
-	recvInfo(t, ch, o.Holder(), "the third term", func(i LeaseInfo) bool { return i.Holder == a.Holder() && i.Epoch == l3.Epoch() })
+	recvInfo(t, ch, o.Holder(), "the third term", func(i coordination.LeaseInfo) bool { return i.Holder == a.Holder() && i.Epoch == l3.Epoch() })
 	if held := o.Held(); len(held) != 0 || eo.IsLeader() {
 		t.Fatalf("the observing process holds %v", held)
 	}
@@ -118,7 +120,7 @@ func caseObserveCostsNoStatementPerName(t *testing.T, b *bundle) {
 	// held, or the campaigning process would acquire it.
 	cfg := steady(b.fastConfig())
 	a := start(t, b.db, "node-a", cfg)
-	held := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "held"))
+	held := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "held"))
 	defer release(t, held)
 
 	cl := &countingLogger{}
@@ -133,7 +135,7 @@ func caseObserveCostsNoStatementPerName(t *testing.T, b *bundle) {
 	type round struct{ seq, names, stmts int }
 	rounds := make(chan round, 1024)
 	seq := 0
-	o.signals.onRound(func(names int) {
+	onRound(o, func(names int) {
 		seq++
 		stmts, _ := cl.snapshot()
 		select {
@@ -169,18 +171,18 @@ func caseObserveCostsNoStatementPerName(t *testing.T, b *bundle) {
 	defer cancel()
 	campaigned := make(chan error, 1)
 	go func() {
-		_, err := election(t, o.Coordinator, GlobalScope, "held").Campaign(ctx)
+		_, err := election(t, o.Coordinator, coordination.GlobalScope, "held").Campaign(ctx)
 		campaigned <- err
 	}()
 	campaignOnly := perRound(1)
 
 	observe := func(name string) {
 		t.Helper()
-		ch, err := election(t, o.Coordinator, GlobalScope, name).Observe(ctx)
+		ch, err := election(t, o.Coordinator, coordination.GlobalScope, name).Observe(ctx)
 		if err != nil {
 			t.Fatalf("Observe(%s): %v", name, err)
 		}
-		recvInfo(t, ch, o.Holder(), "the first value of "+name, func(LeaseInfo) bool { return true })
+		recvInfo(t, ch, o.Holder(), "the first value of "+name, func(coordination.LeaseInfo) bool { return true })
 	}
 	observe("observed-first")
 	one := perRound(2)

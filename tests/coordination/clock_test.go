@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/testdb"
@@ -52,13 +53,13 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 	// on the bubble; a listener waiting on a socket for notifications
 	// never does. The case is about the clock, and wake-ups are hints.
 	cfg.DisableNotifications = true
-	cfg = cfg.withDefaults()
+	cfg = withDefaults(cfg)
 
-	fa := &faultStore{leaseStore: rawStore(t, db)}
-	a := newCoordinator(fa, testIdentity(t, "node-a"), cfg)
-	b := newCoordinator(rawStore(t, db), testIdentity(t, "node-b"), cfg)
+	fa := &faultStore{dbStore: rawStore(t, db)}
+	a := newCoordinator(t, fa, testIdentity(t, "node-a"), cfg)
+	b := newCoordinator(t, rawStore(t, db), testIdentity(t, "node-b"), cfg)
 	ctx, cancel := context.WithCancel(context.Background())
-	for _, c := range []*Coordinator{a, b} {
+	for _, c := range []*coordination.Coordinator{a, b} {
 		go func() { _ = c.Run(ctx) }()
 		<-c.Ready()
 	}
@@ -68,8 +69,8 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 		<-b.Done()
 	}()
 
-	ea, _ := a.Election(GlobalScope, "clock")
-	eb, _ := b.Election(GlobalScope, "clock")
+	ea, _ := a.Election(coordination.GlobalScope, "clock")
+	eb, _ := b.Election(coordination.GlobalScope, "clock")
 	la, err := ea.Campaign(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 		time.Now().Format(time.RFC3339), info.DatabaseTime.Format(time.RFC3339), time.Until(info.DatabaseTime).Round(time.Hour))
 
 	// b campaigns while a holds and renews.
-	got := make(chan *Lease, 1)
+	got := make(chan *coordination.Lease, 1)
 	go func() {
 		lb, err := eb.Campaign(ctx)
 		if err != nil {
@@ -114,7 +115,7 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 	}
 	last := row(t, db, la.Key()) // a's last renewal, as the database recorded it
 
-	var lb *Lease
+	var lb *coordination.Lease
 	select {
 	case lb = <-got:
 	case <-time.After(time.Hour): // fake time; about 36,000 polls

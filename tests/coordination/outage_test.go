@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
@@ -154,11 +155,11 @@ func stillRunning(t *testing.T, r *running) {
 
 // campaignResult is what a Campaign started in a goroutine returned.
 type campaignResult struct {
-	l   *Lease
+	l   *coordination.Lease
 	err error
 }
 
-func campaignAsync(ctx context.Context, e *Election) <-chan campaignResult {
+func campaignAsync(ctx context.Context, e *coordination.Election) <-chan campaignResult {
 	ch := make(chan campaignResult, 1)
 	go func() {
 		l, err := e.Campaign(ctx)
@@ -173,20 +174,20 @@ func caseDatabaseDownAtStart(t *testing.T, o *outageEnv) {
 	db := outageOpen(t, driver, dsn)
 	cfg := fastConfig()
 	cfg.Logger = zaptest.NewLogger(t)
-	c, err := New(db, testIdentity(t, "node-a"), notifying(cfg))
+	c, err := coordination.New(db, testIdentity(t, "node-a"), notifying(cfg))
 	if err != nil {
 		t.Fatalf("New with the database down: %v", err)
 	}
 	events, unsub := c.Subscribe(256)
 	defer unsub()
 	r := launch(t, c)
-	e := election(t, c, GlobalScope, "down-at-start")
+	e := election(t, c, coordination.GlobalScope, "down-at-start")
 	campCtx, campCancel := context.WithTimeout(context.Background(), 2*wait)
 	defer campCancel()
 	got := campaignAsync(campCtx, e)
 
 	// Run keeps retrying and says so.
-	ev := recvEvent(t, events, kindIs(EventError, ""))
+	ev := recvEvent(t, events, kindIs(coordination.EventError, ""))
 	t.Logf("error reported while the database is down: %v", ev.Err)
 	select {
 	case <-c.Ready():
@@ -237,12 +238,12 @@ func caseDatabaseDownAtStart(t *testing.T, o *outageEnv) {
 
 // pollSignalStore reports every successful campaign read.
 type pollSignalStore struct {
-	leaseStore
+	dbStore
 	polls chan struct{}
 }
 
 func (p *pollSignalStore) Get(ctx context.Context, names []string) ([]store.Row, error) {
-	rows, err := p.leaseStore.Get(ctx, names)
+	rows, err := p.dbStore.Get(ctx, names)
 	if err == nil {
 		select {
 		case p.polls <- struct{}{}:
@@ -277,7 +278,7 @@ type renewResult struct {
 // renewResults installs a hook that reports every renewal attempt.
 func renewResults(r *running) <-chan renewResult {
 	ch := make(chan renewResult, 256)
-	r.signals.onRenew(func(terms, lost int, err error) {
+	onRenew(r, func(terms, lost int, err error) {
 		select {
 		case ch <- renewResult{at: time.Now(), lost: lost, err: err}:
 		default:
@@ -303,7 +304,7 @@ func recvRenew(t *testing.T, ch <-chan renewResult, what string, match func(rene
 }
 
 func caseDatabaseRestartUnderHolder(t *testing.T, o *outageEnv) {
-	cfg := Config{
+	cfg := coordination.Config{
 		TTL:             6 * time.Second,
 		RenewInterval:   time.Second,
 		RetryInterval:   200 * time.Millisecond,
@@ -323,18 +324,18 @@ func caseDatabaseRestartUnderHolder(t *testing.T, o *outageEnv) {
 	driver, dsn := o.database(t, "outage_restart_under_holder")
 	db := outageOpen(t, driver, dsn)
 	a := start(t, db, "node-a", cfg)
-	ps := &pollSignalStore{leaseStore: rawStore(t, db), polls: make(chan struct{}, 64)}
+	ps := &pollSignalStore{dbStore: rawStore(t, db), polls: make(chan struct{}, 64)}
 	bcfg := cfg
 	bcfg.Logger = zaptest.NewLogger(t)
-	b := startCoordinator(t, newCoordinator(ps, testIdentity(t, "node-b"), notifying(bcfg).withDefaults()))
+	b := startCoordinator(t, newCoordinator(t, ps, testIdentity(t, "node-b"), withDefaults(notifying(bcfg))))
 
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "restart"))
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "restart"))
 	events, unsub := a.Subscribe(256)
 	defer unsub()
 	renews := renewResults(a)
 	bctx, bcancel := context.WithCancel(context.Background())
 	defer bcancel()
-	bgot := campaignAsync(bctx, election(t, b.Coordinator, GlobalScope, "restart"))
+	bgot := campaignAsync(bctx, election(t, b.Coordinator, coordination.GlobalScope, "restart"))
 	waitPolls(t, ps.polls, 1) // the follower is campaigning and sees the holder
 	recvRenew(t, renews, "successful renewal", func(rr renewResult) bool { return rr.err == nil })
 
@@ -416,9 +417,9 @@ await:
 		select {
 		case ev := <-events:
 			switch ev.Kind {
-			case EventLost:
+			case coordination.EventLost:
 				t.Fatalf("holder reported the term lost over a %v restart: %v", outage, ev.Err)
-			case EventError:
+			case coordination.EventError:
 				sawError = true
 			}
 		default:
@@ -447,20 +448,20 @@ func caseDatabaseDownLongerThanTrust(t *testing.T, o *outageEnv) {
 	a := start(t, db, "node-a", cfg)
 	events, unsub := a.Subscribe(256)
 	defer unsub()
-	e := election(t, a.Coordinator, GlobalScope, "long-outage")
+	e := election(t, a.Coordinator, coordination.GlobalScope, "long-outage")
 
-	terms := make(chan *Lease, 4)
+	terms := make(chan *coordination.Lease, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runDone := make(chan error, 1)
 	go func() {
-		runDone <- e.Run(ctx, func(ctx context.Context, l *Lease) error {
+		runDone <- e.Run(ctx, func(ctx context.Context, l *coordination.Lease) error {
 			terms <- l
 			<-ctx.Done()
 			return nil
 		})
 	}()
-	recvLease := func(what string) *Lease {
+	recvLease := func(what string) *coordination.Lease {
 		t.Helper()
 		select {
 		case l := <-terms:
@@ -481,23 +482,23 @@ func caseDatabaseDownLongerThanTrust(t *testing.T, o *outageEnv) {
 	case <-time.After(wait):
 		t.Fatalf("the term did not end within %v of the database going down", wait)
 	}
-	if cause := context.Cause(l1.Context()); !errors.Is(cause, ErrLeaseLost) {
+	if cause := context.Cause(l1.Context()); !errors.Is(cause, coordination.ErrLeaseLost) {
 		t.Fatalf("cause = %v, want ErrLeaseLost", cause)
 	}
-	ev := recvEvent(t, events, kindIs(EventLost, l1.Key()))
-	if ev.Epoch != l1.Epoch() || !errors.Is(ev.Err, ErrLeaseLost) {
+	ev := recvEvent(t, events, kindIs(coordination.EventLost, l1.Key()))
+	if ev.Epoch != l1.Epoch() || !errors.Is(ev.Err, coordination.ErrLeaseLost) {
 		t.Fatalf("lost event %+v, want epoch %d with ErrLeaseLost", ev, l1.Epoch())
 	}
 	if l1.Valid() {
 		t.Fatalf("lost term still valid")
 	}
-	if err := l1.Check(); !errors.Is(err, ErrLeaseLost) {
+	if err := l1.Check(); !errors.Is(err, coordination.ErrLeaseLost) {
 		t.Fatalf("Check = %v, want ErrLeaseLost", err)
 	}
 	t.Logf("term ended %v after the server was down (trust window TTL - Margin = %v): %v",
 		ev.Time.Sub(stoppedAt).Round(time.Millisecond), cfg.TTL-cfg.Margin, ev.Err)
 	// Still down: the coordinator keeps campaigning and reports the failures.
-	recvEvent(t, events, kindIs(EventError, ""))
+	recvEvent(t, events, kindIs(coordination.EventError, ""))
 	stillRunning(t, a)
 
 	startServer(t, o.srv)

@@ -1,10 +1,12 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/coordination"
 )
 
 // TestRunPolicy checks the one policy Election.Run and Pool.Run share with
@@ -20,7 +22,7 @@ func TestRunPolicy(t *testing.T) {
 
 // policyConfig renews often but trusts long, so no term ends by itself
 // while the case runs, however busy the machine.
-func policyConfig() Config {
+func policyConfig() coordination.Config {
 	cfg := steady(fastConfig())
 	return cfg
 }
@@ -40,14 +42,14 @@ func caseElectionRunPolicy(t *testing.T, b *bundle) {
 	r := start(t, b.db, "node-a", policyConfig())
 	events, unsubscribe := r.Subscribe(64)
 	defer unsubscribe()
-	e := election(t, r.Coordinator, ClusterScope, "policy")
+	e := election(t, r.Coordinator, coordination.ClusterScope, "policy")
 	errBoom := errors.New("boom")
 	calls := make(chan int64, 8)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	n := 0
 	go func() {
-		done <- e.Run(ctx, func(ctx context.Context, l *Lease) error {
+		done <- e.Run(ctx, func(ctx context.Context, l *coordination.Lease) error {
 			n++
 			calls <- l.Epoch()
 			switch n {
@@ -63,22 +65,22 @@ func caseElectionRunPolicy(t *testing.T, b *bundle) {
 		})
 	}()
 	first := recvEpoch(t, calls)
-	ev := recvEvent(t, events, kindIs(EventError, e.Key()))
-	var pe *PanicError
-	if !errors.As(ev.Err, &pe) || pe.Value != "kaboom" || !errors.Is(ev.Err, ErrPanicked) || ev.Epoch != first {
+	ev := recvEvent(t, events, kindIs(coordination.EventError, e.Key()))
+	var pe *coordination.PanicError
+	if !errors.As(ev.Err, &pe) || pe.Value != "kaboom" || !errors.Is(ev.Err, coordination.ErrPanicked) || ev.Epoch != first {
 		t.Fatalf("first error event = %+v, want a *PanicError of \"kaboom\" at epoch %d", ev, first)
 	}
 	if got := recvEpoch(t, calls); got != first {
 		t.Fatalf("called again at epoch %d after a panic, want the same term %d", got, first)
 	}
-	if ev := recvEvent(t, events, kindIs(EventError, e.Key())); !errors.Is(ev.Err, errBoom) {
+	if ev := recvEvent(t, events, kindIs(coordination.EventError, e.Key())); !errors.Is(ev.Err, errBoom) {
 		t.Fatalf("second error event = %+v, want %v", ev, errBoom)
 	}
 	if got := recvEpoch(t, calls); got != first {
 		t.Fatalf("called again at epoch %d after an error, want the same term %d", got, first)
 	}
 	// The nil return releases the term; the next call is a new term.
-	if ev := recvEvent(t, events, kindIs(EventReleased, e.Key())); ev.Epoch != first {
+	if ev := recvEvent(t, events, kindIs(coordination.EventReleased, e.Key())); ev.Epoch != first {
 		t.Fatalf("released epoch %d, want %d", ev.Epoch, first)
 	}
 	if got := recvEpoch(t, calls); got <= first {
@@ -99,7 +101,7 @@ func casePoolRunPolicy(t *testing.T, b *bundle) {
 	r := start(t, b.db, "node-a", policyConfig())
 	events, unsubscribe := r.Subscribe(64)
 	defer unsubscribe()
-	p, err := r.Pool(GlobalScope, "policy", PoolConfig{})
+	p, err := r.Pool(coordination.GlobalScope, "policy", coordination.PoolConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func casePoolRunPolicy(t *testing.T, b *bundle) {
 	done := make(chan error, 1)
 	n := 0
 	go func() {
-		done <- p.Run(ctx, func(ctx context.Context, a Assignment) error {
+		done <- p.Run(ctx, func(ctx context.Context, a coordination.Assignment) error {
 			n++
 			calls <- a.Generation
 			if n == 1 {
@@ -119,8 +121,10 @@ func casePoolRunPolicy(t *testing.T, b *bundle) {
 		})
 	}()
 	gen := recvEpoch(t, calls)
-	ev := recvEvent(t, events, func(ev Event) bool { return ev.Kind == EventError && errors.Is(ev.Err, ErrPanicked) })
-	var pe *PanicError
+	ev := recvEvent(t, events, func(ev coordination.Event) bool {
+		return ev.Kind == coordination.EventError && errors.Is(ev.Err, coordination.ErrPanicked)
+	})
+	var pe *coordination.PanicError
 	if !errors.As(ev.Err, &pe) || pe.Value != "kaboom" {
 		t.Fatalf("error event = %+v, want a *PanicError of \"kaboom\"", ev)
 	}

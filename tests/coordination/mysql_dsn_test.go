@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"testing"

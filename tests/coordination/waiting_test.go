@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 // Cases of TestConformance about statements that wait on a row lock while
@@ -28,7 +30,7 @@ func casePruneWaitingDeletesNewTerm(t *testing.T, b *bundle) {
 	if _, err := s.Migrate(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	prefix := poolRowsFor("global/prune").Members
+	prefix := testlink.PoolRowsFor("global/prune").Members
 	m1, m2 := prefix+"m1", prefix+"m2"
 	sd := newSession(t, s, "holder-d")
 	for _, n := range []string{m1, m2} {
@@ -92,17 +94,17 @@ func caseMemberEpochAfterPrune(t *testing.T, b *bundle) {
 	cfg := b.fastConfig() // the prune grace is ten TTLs: 12s
 	ra := start(t, b.db, "node-a", cfg)
 	rb := start(t, b.db, "node-b", cfg)
-	runUntilAssigned := func(r *running) (Assignment, context.CancelFunc, chan struct{}) {
-		p, err := r.Pool(GlobalScope, "reuse", PoolConfig{})
+	runUntilAssigned := func(r *running) (coordination.Assignment, context.CancelFunc, chan struct{}) {
+		p, err := r.Pool(coordination.GlobalScope, "reuse", coordination.PoolConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make(chan Assignment, 16)
+		got := make(chan coordination.Assignment, 16)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = p.Run(ctx, func(ctx context.Context, a Assignment) error {
+			_ = p.Run(ctx, func(ctx context.Context, a coordination.Assignment) error {
 				got <- a
 				<-ctx.Done()
 				return nil
@@ -115,22 +117,22 @@ func caseMemberEpochAfterPrune(t *testing.T, b *bundle) {
 			cancel()
 			t.Fatalf("no assignment within %v", wait)
 		}
-		return Assignment{}, nil, nil
+		return coordination.Assignment{}, nil, nil
 	}
 	a1, leave, done := runUntilAssigned(ra)
-	old := a1.member.Token()
+	old := testlink.AssignmentMember(a1).(*coordination.Lease).Token()
 	t.Logf("first membership of A: %s", old)
 	leave()
 	<-done
 	// After the grace of ten TTLs, B joins: its publish prunes A's released row.
-	time.Sleep(deadMemberGrace*cfg.TTL + 500*time.Millisecond)
+	time.Sleep(time.Duration(testlink.DeadMemberGrace)*cfg.TTL + 500*time.Millisecond)
 	_, leaveB, doneB := runUntilAssigned(rb)
 	defer func() { leaveB(); <-doneB }()
 	a2, leave2, done2 := runUntilAssigned(ra)
 	defer func() { leave2(); <-done2 }()
-	t.Logf("second membership of A: %s", a2.member.Token())
+	t.Logf("second membership of A: %s", testlink.AssignmentMember(a2).(*coordination.Lease).Token())
 	err := b.db.Transaction(func(tx *gorm.DB) error { return ra.CheckFence(tx, old) })
-	if tok := a2.member.Token(); tok == old || err == nil {
+	if tok := testlink.AssignmentMember(a2).(*coordination.Lease).Token(); tok == old || err == nil {
 		t.Fatalf("the second membership of A runs as %s, the first ran as %s; CheckFence of the first's token = %v",
 			tok, old, err)
 	}
@@ -142,21 +144,21 @@ func caseMemberEpochAfterPrune(t *testing.T, b *bundle) {
 // service) must never both run work for the same index at once.
 func caseSamePoolTwice(t *testing.T, b *bundle) {
 	r := start(t, b.db, "node-a", b.fastConfig())
-	p1, err := r.Pool(GlobalScope, "twice", PoolConfig{})
+	p1, err := r.Pool(coordination.GlobalScope, "twice", coordination.PoolConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := r.Pool(GlobalScope, "twice", PoolConfig{})
+	p2, err := r.Pool(coordination.GlobalScope, "twice", coordination.PoolConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	type running struct {
 		who string
-		a   Assignment
+		a   coordination.Assignment
 	}
 	got := make(chan running, 16)
-	fn := func(who string) AssignmentFunc {
-		return func(ctx context.Context, a Assignment) error {
+	fn := func(who string) coordination.AssignmentFunc {
+		return func(ctx context.Context, a coordination.Assignment) error {
 			got <- running{who, a}
 			<-ctx.Done()
 			return nil
@@ -178,7 +180,7 @@ func caseSamePoolTwice(t *testing.T, b *bundle) {
 		select {
 		case err := <-errs:
 			t.Logf("a Run returned: %v", err)
-			if errors.Is(err, ErrBusy) {
+			if errors.Is(err, coordination.ErrBusy) {
 				return
 			}
 		case w := <-got:

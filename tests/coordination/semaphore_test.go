@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/coordination"
 )
 
 // TestSemaphoreConformance runs the semaphore cases on every database
@@ -23,9 +25,9 @@ var semaphoreCases = []conformanceCase{
 	{"SemaphoreRun", caseSemaphoreRun},
 }
 
-func semaphore(t testing.TB, c *Coordinator, name string, limit int) *Semaphore {
+func semaphore(t testing.TB, c *coordination.Coordinator, name string, limit int) *coordination.Semaphore {
 	t.Helper()
-	s, err := c.Semaphore(GlobalScope, name, limit)
+	s, err := c.Semaphore(coordination.GlobalScope, name, limit)
 	if err != nil {
 		t.Fatalf("Semaphore(%q, %d): %v", name, limit, err)
 	}
@@ -39,7 +41,7 @@ func semaphore(t testing.TB, c *Coordinator, name string, limit int) *Semaphore 
 // holder, and fail its holder's Check.
 func caseSemaphoreNeverAboveLimit(t *testing.T, b *bundle) {
 	cfg := steady(b.fastConfig())
-	var sems []*Semaphore
+	var sems []*coordination.Semaphore
 	for _, node := range []string{"node-a", "node-b", "node-c"} {
 		sems = append(sems, semaphore(t, start(t, b.db, node, cfg).Coordinator, "exports", 2))
 	}
@@ -101,8 +103,8 @@ func caseSemaphoreTryAcquire(t *testing.T, b *bundle) {
 	if l1.Key() == l2.Key() {
 		t.Fatalf("both grants on slot %s", l1.Key())
 	}
-	for _, s := range []*Semaphore{sa, sc} {
-		if _, err := s.TryAcquire(ctx); !errors.Is(err, ErrNotAcquired) {
+	for _, s := range []*coordination.Semaphore{sa, sc} {
+		if _, err := s.TryAcquire(ctx); !errors.Is(err, coordination.ErrNotAcquired) {
 			t.Fatalf("TryAcquire with every slot held = %v; want ErrNotAcquired", err)
 		}
 	}
@@ -113,12 +115,12 @@ func caseSemaphoreTryAcquire(t *testing.T, b *bundle) {
 	}
 	release(t, l2)
 	release(t, l3)
-	for _, limit := range []int{0, -1, MaxLimit + 1} {
-		if _, err := a.Semaphore(GlobalScope, "bad", limit); !errors.Is(err, ErrInvalidConfig) {
+	for _, limit := range []int{0, -1, coordination.MaxLimit + 1} {
+		if _, err := a.Semaphore(coordination.GlobalScope, "bad", limit); !errors.Is(err, coordination.ErrInvalidConfig) {
 			t.Fatalf("Semaphore(limit %d) = %v; want ErrInvalidConfig", limit, err)
 		}
 	}
-	if _, err := a.Semaphore(GlobalScope, "jobs", 3); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := a.Semaphore(coordination.GlobalScope, "jobs", 3); !errors.Is(err, coordination.ErrInvalidConfig) {
 		t.Fatalf("Semaphore with another limit = %v; want ErrInvalidConfig", err)
 	}
 }
@@ -135,7 +137,7 @@ func caseSemaphoreRun(t *testing.T, b *bundle) {
 	for i := range 3 {
 		s := semaphore(t, start(t, b.db, fmt.Sprintf("node-%d", i), cfg).Coordinator, "limited", 2)
 		wg.Go(func() {
-			err := s.Run(ctx, func(ctx context.Context, l *Lease) error {
+			err := s.Run(ctx, func(ctx context.Context, l *coordination.Lease) error {
 				n := running.Add(1)
 				defer running.Add(-1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {

@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/coordination"
 )
 
 // caseLeaseData: an election's holder writes data into the lease row, on
@@ -16,7 +18,7 @@ import (
 func caseLeaseData(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	a := start(t, b.db, "node-a", b.fastConfig())
-	l1 := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "job"))
+	l1 := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "job"))
 	if err := l1.SetData(ctx, "one"); err != nil {
 		t.Fatalf("SetData: %v", err)
 	}
@@ -38,10 +40,10 @@ func caseLeaseData(t *testing.T, b *bundle) {
 	if got := row(t, b.db, l1.Key()).Data; got != "two" {
 		t.Fatalf("data = %q, want two", got)
 	}
-	if err := l1.SetDataIn(b.db, "x"); !errors.Is(err, ErrNotInTransaction) {
+	if err := l1.SetDataIn(b.db, "x"); !errors.Is(err, coordination.ErrNotInTransaction) {
 		t.Fatalf("SetDataIn outside a transaction: %v, want ErrNotInTransaction", err)
 	}
-	if err := l1.SetData(ctx, strings.Repeat("x", MaxDataLen+1)); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "MaxDataLen") {
+	if err := l1.SetData(ctx, strings.Repeat("x", coordination.MaxDataLen+1)); !errors.Is(err, coordination.ErrInvalidConfig) || !strings.Contains(err.Error(), "MaxDataLen") {
 		t.Fatalf("SetData of too much data: %v, want ErrInvalidConfig naming MaxDataLen", err)
 	}
 
@@ -49,14 +51,14 @@ func caseLeaseData(t *testing.T, b *bundle) {
 	// writes nothing, whichever way it tries.
 	expireNow(t, b.db, l1.Key())
 	c := start(t, b.db, "node-c", b.fastConfig())
-	l2 := mustCampaign(t, election(t, c.Coordinator, GlobalScope, "job"))
+	l2 := mustCampaign(t, election(t, c.Coordinator, coordination.GlobalScope, "job"))
 	if data, _, err := l2.Data(ctx); err != nil || data != "two" {
 		t.Fatalf("new term reads %q, %v; want the data of the last term, two", data, err)
 	}
-	if err := l1.SetData(ctx, "stale"); !errors.Is(err, ErrFenced) {
+	if err := l1.SetData(ctx, "stale"); !errors.Is(err, coordination.ErrFenced) {
 		t.Fatalf("old term's SetData: %v, want ErrFenced", err)
 	}
-	if err := b.db.Transaction(func(tx *gorm.DB) error { return l1.SetDataIn(tx, "stale") }); !errors.Is(err, ErrFenced) {
+	if err := b.db.Transaction(func(tx *gorm.DB) error { return l1.SetDataIn(tx, "stale") }); !errors.Is(err, coordination.ErrFenced) {
 		t.Fatalf("old term's SetDataIn: %v, want ErrFenced", err)
 	}
 	if err := l2.SetData(ctx, "three"); err != nil {

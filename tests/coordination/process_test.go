@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"bufio"
@@ -24,6 +24,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/store"
@@ -138,14 +139,14 @@ func contenderMain() int {
 
 	cfg := notifying(fastConfig())
 	cfg.Logger = log
-	var coords []*Coordinator
+	var coords []*coordination.Coordinator
 	for i := range contendersPerProc {
 		id, err := identity.New(fmt.Sprintf("proc%s-c%d", proc, i), "test")
 		if err != nil {
 			contenderSay("error identity: %v", err)
 			return 1
 		}
-		c, err := New(db, id, cfg)
+		c, err := coordination.New(db, id, cfg)
 		if err != nil {
 			contenderSay("error New: %v", err)
 			return 1
@@ -157,7 +158,7 @@ func contenderMain() int {
 		defer unsubscribe()
 		go func() {
 			for ev := range evs {
-				if ev.Kind == EventError && strings.HasSuffix(ev.Lease, "/"+contentionElection) &&
+				if ev.Kind == coordination.EventError && strings.HasSuffix(ev.Lease, "/"+contentionElection) &&
 					ev.Err != nil && strings.HasPrefix(ev.Err.Error(), "acquire: ") {
 					contenderSay("ambiguous %v", ev.Err)
 				}
@@ -174,7 +175,7 @@ func contenderMain() int {
 	}
 	var wg sync.WaitGroup
 	for _, c := range coords {
-		e, err := c.Election(GlobalScope, contentionElection)
+		e, err := c.Election(coordination.GlobalScope, contentionElection)
 		if err != nil {
 			contenderSay("error Election: %v", err)
 			return 1
@@ -201,8 +202,8 @@ func contenderMain() int {
 // of the term (fenced, with the database clock), then either waits to be
 // killed (every contentionKillEvery-th epoch) or holds the lease for
 // contentionHold, records the end the same way and returns, which releases.
-func contenderTerm(db *gorm.DB, c *Coordinator) LeaderFunc {
-	return func(ctx context.Context, l *Lease) error {
+func contenderTerm(db *gorm.DB, c *coordination.Coordinator) coordination.LeaderFunc {
+	return func(ctx context.Context, l *coordination.Lease) error {
 		epoch := l.Epoch()
 		err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			if err := l.Fence(tx); err != nil {
@@ -261,7 +262,7 @@ func contenderTerm(db *gorm.DB, c *Coordinator) LeaderFunc {
 // check that failed, or a term that ended meanwhile, is an expected way for
 // a term to end; anything else (a duplicate epoch above all) fails the test.
 func contenderEnded(ctx context.Context, what string, epoch int64, err error) {
-	if errors.Is(err, ErrFenced) || ctx.Err() != nil {
+	if errors.Is(err, coordination.ErrFenced) || ctx.Err() != nil {
 		contenderSay("%s %d %v", what, epoch, err)
 		return
 	}

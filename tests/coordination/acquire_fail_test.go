@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
 )
@@ -122,7 +123,7 @@ func caseFailedAcquireGrantsNothing(t *testing.T, b *bundle) {
 // ambiguousAcquireStore commits every acquire but reports it failed while
 // its switch is on, as a connection lost after COMMIT would.
 type ambiguousAcquireStore struct {
-	leaseStore
+	dbStore
 	on   chan struct{} // closed to turn the fault off
 	pass atomic.Bool   // set to let acquires through for a while
 	seen chan []store.Term
@@ -132,14 +133,14 @@ type ambiguousAcquireStore struct {
 func (a *ambiguousAcquireStore) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) ([]string, error) {
 	select {
 	case <-a.on:
-		return a.leaseStore.AcquireEach(ctx, session, holder, names, took)
+		return a.dbStore.AcquireEach(ctx, session, holder, names, took)
 	default:
 	}
 	if a.pass.Load() {
-		return a.leaseStore.AcquireEach(ctx, session, holder, names, took)
+		return a.dbStore.AcquireEach(ctx, session, holder, names, took)
 	}
 	var terms []store.Term
-	_, err := a.leaseStore.AcquireEach(ctx, session, holder, names, func(got []store.Term) { terms = append(terms, got...) })
+	_, err := a.dbStore.AcquireEach(ctx, session, holder, names, func(got []store.Term) { terms = append(terms, got...) })
 	if err == nil && len(terms) > 0 {
 		for _, t := range terms {
 			if t.Epoch > a.top.Load() {
@@ -157,10 +158,10 @@ func (a *ambiguousAcquireStore) AcquireEach(ctx context.Context, session, holder
 // startAmbiguous starts a process, node-a, whose every acquire commits
 // but is reported failed, until as.on is closed.
 func startAmbiguous(t *testing.T, b *bundle) (*running, *ambiguousAcquireStore) {
-	cfg := notifying(b.fastConfig()).withDefaults()
+	cfg := withDefaults(notifying(b.fastConfig()))
 	cfg.Logger = zaptest.NewLogger(t)
-	as := &ambiguousAcquireStore{leaseStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
-	return startCoordinator(t, newCoordinator(as, testIdentity(t, "node-a"), cfg)), as
+	as := &ambiguousAcquireStore{dbStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
+	return startCoordinator(t, newCoordinator(t, as, testIdentity(t, "node-a"), cfg)), as
 }
 
 // caseAmbiguousAcquire: an acquire that committed but was reported failed
@@ -168,10 +169,10 @@ func startAmbiguous(t *testing.T, b *bundle) (*running, *ambiguousAcquireStore) 
 // once acquires succeed, and the epoch taken without a term is never run.
 func caseAmbiguousAcquire(t *testing.T, b *bundle) {
 	r, as := startAmbiguous(t, b)
-	e := election(t, r.Coordinator, GlobalScope, "ambiguous")
+	e := election(t, r.Coordinator, coordination.GlobalScope, "ambiguous")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*wait)
 	defer cancel()
-	got := make(chan *Lease, 1)
+	got := make(chan *coordination.Lease, 1)
 	errs := make(chan error, 1)
 	go func() {
 		l, err := e.Campaign(ctx)
@@ -201,7 +202,7 @@ func caseAmbiguousAcquire(t *testing.T, b *bundle) {
 	default:
 	}
 	close(as.on)
-	var l *Lease
+	var l *coordination.Lease
 	select {
 	case l = <-got:
 	case err := <-errs:
@@ -231,7 +232,7 @@ func caseAmbiguousAcquireGivenBack(t *testing.T, b *bundle) {
 	// A lease of its own keeps the process's session renewed, and with
 	// it every row the session holds.
 	as.pass.Store(true)
-	defer release(t, mustCampaign(t, election(t, a.Coordinator, GlobalScope, "keeps-the-session")))
+	defer release(t, mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "keeps-the-session")))
 	as.pass.Store(false)
 	const name = "given-back"
 	// On a busy machine an attempt can also fail before its acquire
@@ -239,7 +240,7 @@ func caseAmbiguousAcquireGivenBack(t *testing.T, b *bundle) {
 	// has committed and been reported failed.
 	var taken []store.Term
 	for deadline := time.Now().Add(wait); taken == nil; {
-		if l, err := tryAcquire(election(t, a.Coordinator, GlobalScope, name)); err == nil {
+		if l, err := tryAcquire(election(t, a.Coordinator, coordination.GlobalScope, name)); err == nil {
 			release(t, l)
 			t.Fatalf("TryAcquire succeeded while the store reports every acquire failed")
 		}
@@ -256,10 +257,10 @@ func caseAmbiguousAcquireGivenBack(t *testing.T, b *bundle) {
 	settle(t, b.db)
 	// An attempt whose statement ran out of time (a busy machine) is made
 	// again; one that finds the lease held fails the test.
-	var l *Lease
+	var l *coordination.Lease
 	for deadline := time.Now().Add(wait); ; {
 		var err error
-		l, err = tryAcquire(election(t, c.Coordinator, GlobalScope, name))
+		l, err = tryAcquire(election(t, c.Coordinator, coordination.GlobalScope, name))
 		if err == nil {
 			break
 		}
@@ -288,11 +289,11 @@ func caseAmbiguousJoinGivenBack(t *testing.T, b *bundle) {
 		runs.Wait()
 	}()
 	for _, r := range []*running{a, c} {
-		p, err := r.Pool(GlobalScope, "ambiguous-join", PoolConfig{})
+		p, err := r.Pool(coordination.GlobalScope, "ambiguous-join", coordination.PoolConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		runs.Go(func() { _ = p.Run(ctx, rec.fn(r.id.Instance)) })
+		runs.Go(func() { _ = p.Run(ctx, rec.fn(r.Identity().Instance)) })
 	}
 	select {
 	case taken := <-as.seen:

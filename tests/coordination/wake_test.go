@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	zapobserver "go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/internal/wake"
 )
@@ -40,8 +42,8 @@ func TestWakeups(t *testing.T) {
 
 // slowPollConfig polls far less often than any wait of these tests: a
 // follower that acts within a test's bound was woken.
-func slowPollConfig() Config {
-	return Config{
+func slowPollConfig() coordination.Config {
+	return coordination.Config{
 		TTL:             10 * time.Minute,
 		RenewInterval:   time.Second,
 		RetryInterval:   10 * time.Minute,
@@ -58,7 +60,7 @@ func hasWakeups(b *bundle) bool { return !b.target.Pooled }
 func waitListening(t testing.TB, cs ...*running) {
 	t.Helper()
 	for _, c := range cs {
-		waitListenState(t, c, func() bool { return c.wakes.listening.Load() }, "listening for wake-ups")
+		waitListenState(t, c, func() bool { return listening(c) }, "listening for wake-ups")
 	}
 }
 
@@ -69,7 +71,7 @@ func waitListenState(t testing.TB, c *running, ok func() bool, what string) {
 	deadline := time.After(wait)
 	for !ok() {
 		select {
-		case <-c.wakes.listenChanged:
+		case <-listenChanged(c):
 		case <-deadline:
 			t.Fatalf("%s: not %s within %v", c.Holder(), what, wait)
 		}
@@ -79,7 +81,7 @@ func waitListenState(t testing.TB, c *running, ok func() bool, what string) {
 // roundSignal reports every campaign round of c.
 func roundSignal(c *running) <-chan int {
 	ch := make(chan int, 64)
-	c.signals.onRound(func(n int) {
+	onRound(c, func(n int) {
 		select {
 		case ch <- n:
 		default:
@@ -91,10 +93,10 @@ func roundSignal(c *running) <-chan int {
 // campaignAfterRound starts a Campaign of e on c and waits until c has run
 // a round for it, which found the lease held; the lease arrives on the
 // returned channel (nil on failure).
-func campaignAfterRound(t *testing.T, c *running, e *Election, limit time.Duration) <-chan *Lease {
+func campaignAfterRound(t *testing.T, c *running, e *coordination.Election, limit time.Duration) <-chan *coordination.Lease {
 	t.Helper()
 	rounds := roundSignal(c)
-	got := make(chan *Lease, 1)
+	got := make(chan *coordination.Lease, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), limit)
 		defer cancel()
@@ -121,12 +123,12 @@ func caseReleaseWakesFollower(t *testing.T, b *bundle) {
 	a := start(t, b.db, "node-a", slowPollConfig())
 	f := start(t, b.db, "node-f", slowPollConfig())
 	waitListening(t, a, f)
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "wake"))
-	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "wake"), wait)
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "wake"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, coordination.GlobalScope, "wake"), wait)
 	releasedAt := time.Now()
 	release(t, l)
 	if l2 := successor(t, got, l, "follower"); l2 != nil {
-		t.Logf("LOUD: %s: release to follower's acquire: %v (poll %v)", b.target.Name, time.Since(releasedAt).Round(time.Microsecond), f.cfg.RetryInterval)
+		t.Logf("LOUD: %s: release to follower's acquire: %v (poll %v)", b.target.Name, time.Since(releasedAt).Round(time.Microsecond), f.Config().RetryInterval)
 		release(t, l2)
 	}
 }
@@ -134,7 +136,7 @@ func caseReleaseWakesFollower(t *testing.T, b *bundle) {
 // successor waits, at most wait, for the lease the follower's Campaign
 // got after l was released, and checks that it is the next term. It
 // returns nil when the Campaign failed (reported already).
-func successor(t *testing.T, got <-chan *Lease, l *Lease, who string) *Lease {
+func successor(t *testing.T, got <-chan *coordination.Lease, l *coordination.Lease, who string) *coordination.Lease {
 	t.Helper()
 	select {
 	case l2 := <-got:
@@ -159,16 +161,16 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 	if hasWakeups(b) {
 		waitListening(t, a, f)
 	}
-	f.signals.dropWakes.Store(true)
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "lost"))
-	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "lost"), wait)
+	dropWakes(f, true)
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "lost"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, coordination.GlobalScope, "lost"), wait)
 
 	// Spurious wake-ups, one at a time: one for anything runs a round,
 	// one naming the lease attempts it at once; each finds it held.
-	f.signals.dropWakes.Store(false)
+	dropWakes(f, false)
 	rounds := roundSignal(f)
 	attempts := make(chan int, 16)
-	f.signals.onWoken(func(n int) {
+	onWoken(f, func(n int) {
 		select {
 		case attempts <- n:
 		default:
@@ -178,14 +180,14 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 		drainSignals(rounds)
 		drainSignals(attempts)
 		if i%2 == 0 {
-			f.wakes.wakeFor(nil)
+			wakeFor(f, nil)
 			select {
 			case <-rounds:
 			case <-time.After(wait):
 				t.Fatalf("a wake-up ran no round within %v", wait)
 			}
 		} else {
-			f.wakes.wakeFor([]string{"global/lost"})
+			wakeFor(f, []string{"global/lost"})
 			select {
 			case n := <-attempts:
 				if n != 1 {
@@ -205,7 +207,7 @@ func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 		t.Fatal("the leader's lease is no longer valid after the follower's wake-ups")
 	}
 
-	f.signals.dropWakes.Store(true)
+	dropWakes(f, true)
 	// A round that a wake-up of the loop asked for may still be queued
 	// (the signal a wait above took can be that of an earlier round): wait
 	// for the follower's next round to end, after which only its poll
@@ -270,8 +272,8 @@ func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
 		return logs.FilterLevelExact(zapcore.WarnLevel).FilterMessageSnippet("release notifications unavailable").Len()
 	}
 	waitListenState(t, f, func() bool { return unavailable() > 0 }, "warning that notifications are unavailable")
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "fallback"))
-	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "fallback"), wait)
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "fallback"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, coordination.GlobalScope, "fallback"), wait)
 	release(t, l)
 	select {
 	case l2 := <-got:
@@ -281,7 +283,7 @@ func caseFallbackWhenListenFails(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("follower without notifications did not take the released lease within %v (poll %v)", wait, cfg.RetryInterval)
 	}
-	if f.wakes.listening.Load() {
+	if listening(f) {
 		t.Fatal("the coordinator reports listening though it cannot")
 	}
 	if n := unavailable(); n != 1 {
@@ -317,16 +319,16 @@ func caseFallbackBehindTransactionPooler(t *testing.T, b *bundle) {
 	deadline := time.After(listenProbeBound)
 	for unavailable() == 0 {
 		select {
-		case <-f.wakes.listenChanged:
+		case <-listenChanged(f):
 		case <-deadline:
 			t.Fatalf("no warning that notifications are unavailable within %v", listenProbeBound)
 		}
-		if f.wakes.listening.Load() {
+		if listening(f) {
 			t.Fatal("the coordinator reports listening behind a transaction pooler")
 		}
 	}
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "fallback"))
-	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "fallback"), wait)
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "fallback"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, coordination.GlobalScope, "fallback"), wait)
 	release(t, l)
 	select {
 	case l2 := <-got:
@@ -336,7 +338,7 @@ func caseFallbackBehindTransactionPooler(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("follower behind the pooler did not take the released lease within %v (poll %v)", wait, cfg.RetryInterval)
 	}
-	if f.wakes.listening.Load() {
+	if listening(f) {
 		t.Fatal("the coordinator reports listening behind a transaction pooler")
 	}
 	if n := unavailable(); n != 1 {
@@ -355,11 +357,11 @@ func casePoolRebalancesOnWakeup(t *testing.T, b *bundle) {
 		t.Skipf("%s has no release notifications; members poll", b.target.Name)
 	}
 	rec := newRecorder()
-	pcfg := PoolConfig{PollInterval: 10 * time.Minute}
+	pcfg := coordination.PoolConfig{PollInterval: 10 * time.Minute}
 	run := func(node string) (*running, context.CancelFunc, chan struct{}) {
 		r := start(t, b.db, node, slowPollConfig())
 		waitListening(t, r)
-		p, err := r.Pool(GlobalScope, "wake", pcfg)
+		p, err := r.Pool(coordination.GlobalScope, "wake", pcfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +369,7 @@ func casePoolRebalancesOnWakeup(t *testing.T, b *bundle) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = p.Run(ctx, rec.fn(r.id.Instance))
+			_ = p.Run(ctx, rec.fn(r.Identity().Instance))
 		}()
 		t.Cleanup(func() {
 			leave()
@@ -425,7 +427,7 @@ func caseNoListeningOnAOneConnectionPool(t *testing.T, b *bundle) {
 	cfg.TTL, cfg.Margin = 10*time.Second, 2*time.Second
 	r := start(t, b.db, "node-a", cfg)
 	renews := renewSignal(r)
-	l := mustCampaign(t, election(t, r.Coordinator, GlobalScope, "one-conn"))
+	l := mustCampaign(t, election(t, r.Coordinator, coordination.GlobalScope, "one-conn"))
 	for range 3 {
 		select {
 		case <-renews:
@@ -433,8 +435,8 @@ func caseNoListeningOnAOneConnectionPool(t *testing.T, b *bundle) {
 			t.Fatalf("no renewal within %v on a pool of one connection", wait)
 		}
 	}
-	if !l.Valid() || r.wakes.listening.Load() {
-		t.Fatalf("lease valid %v, listening %v; want valid and not listening", l.Valid(), r.wakes.listening.Load())
+	if !l.Valid() || listening(r) {
+		t.Fatalf("lease valid %v, listening %v; want valid and not listening", l.Valid(), listening(r))
 	}
 	release(t, l)
 }
@@ -449,7 +451,7 @@ func casePostgresWithoutPGNotify(t *testing.T, b *bundle) {
 	core, logs := zapobserver.New(zapcore.DebugLevel)
 	cfg := slowPollConfig()
 	cfg.Logger = zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core()))
-	c, err := New(b.db, testIdentity(t, "node-p"), cfg)
+	c, err := coordination.New(b.db, testIdentity(t, "node-p"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,13 +463,13 @@ func casePostgresWithoutPGNotify(t *testing.T, b *bundle) {
 		return logs.FilterLevelExact(zapcore.WarnLevel).FilterMessageSnippet("pgnotify").Len()
 	}
 	waitListenState(t, p, func() bool { return warnings() > 0 }, "warning that PostgreSQL's notifications need pgnotify")
-	l := mustCampaign(t, election(t, p.Coordinator, GlobalScope, "no-pgnotify"))
-	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "no-pgnotify"), wait)
+	l := mustCampaign(t, election(t, p.Coordinator, coordination.GlobalScope, "no-pgnotify"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, coordination.GlobalScope, "no-pgnotify"), wait)
 	release(t, l)
 	if l2 := successor(t, got, l, "listening follower"); l2 != nil {
 		release(t, l2)
 	}
-	if p.wakes.listening.Load() {
+	if listening(p) {
 		t.Fatal("the coordinator without pgnotify reports listening")
 	}
 	if n := warnings(); n != 1 {
@@ -490,7 +492,10 @@ func caseListeningConnectionBreaks(t *testing.T, b *bundle) {
 	cfg.RetryInterval = 500 * time.Millisecond
 	r := start(t, b.db, "node-a", cfg)
 	waitListening(t, r)
-	st := r.store.(dbStore)
+	st := storeOf(r).(interface {
+		Tables() store.Tables
+		Get(ctx context.Context, names []string) ([]store.Row, error)
+	})
 
 	// Hold a lock that every read of the lease table waits for.
 	lock := b.db.Begin()
@@ -527,7 +532,7 @@ func caseListeningConnectionBreaks(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("the read whose context was cancelled did not return within %v", wait)
 	}
-	waitListenState(t, r, func() bool { return !r.wakes.listening.Load() }, "no longer listening on the broken connection")
+	waitListenState(t, r, func() bool { return !listening(r) }, "no longer listening on the broken connection")
 	if err := lock.Commit().Error; err != nil {
 		t.Fatalf("unlock: %v", err)
 	}
@@ -571,15 +576,15 @@ func casePostgresPeerWakeups(t *testing.T, b *bundle) {
 		t.Skip("PeerWakeups is PostgreSQL's choice; the other databases without a file use it by default")
 	}
 	cfg := slowPollConfig()
-	cfg.Notifications = PeerWakeups()
+	cfg.Notifications = coordination.PeerWakeups()
 	a := start(t, b.db, "node-a", cfg)
 	f := start(t, b.db, "node-f", cfg)
 	waitListening(t, a, f)
-	if _, ok := f.wakes.transport.(*wake.Peer); !ok {
-		t.Fatalf("the transport with PeerWakeups is %T, want *wake.Peer", f.wakes.transport)
+	if _, ok := transport(f).(*wake.Peer); !ok {
+		t.Fatalf("the transport with PeerWakeups is %T, want *wake.Peer", transport(f))
 	}
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "peer"))
-	got := campaignAfterRound(t, f, election(t, f.Coordinator, GlobalScope, "peer"), wait)
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "peer"))
+	got := campaignAfterRound(t, f, election(t, f.Coordinator, coordination.GlobalScope, "peer"), wait)
 	release(t, l)
 	if l2 := successor(t, got, l, "follower woken over UDP"); l2 != nil {
 		release(t, l2)

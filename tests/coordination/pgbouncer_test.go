@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/testdb"
 )
@@ -62,7 +63,7 @@ func TestFencedTransactionsThroughPgBouncer(t *testing.T) {
 	a := start(t, db, "node-a", steady(fastConfig()))
 	start(t, db, "node-b", steady(fastConfig()))
 	start(t, db, "node-c", steady(fastConfig()))
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "ledger"))
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "ledger"))
 
 	var mu sync.Mutex
 	var failed []error

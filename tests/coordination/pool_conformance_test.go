@@ -1,9 +1,11 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/coordination"
 )
 
 // TestPoolConformance runs a pool of five members through a join, a
@@ -25,7 +27,7 @@ func casePoolFive(t *testing.T, b *bundle) {
 	var nodes []*poolNode
 	add := func(node string) *poolNode {
 		r, fs := startFaulty(t, b.db, node, cfg)
-		p, err := r.Pool(GlobalScope, "orders", PoolConfig{})
+		p, err := r.Pool(coordination.GlobalScope, "orders", coordination.PoolConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +35,7 @@ func casePoolFive(t *testing.T, b *bundle) {
 		n := &poolNode{c: r.Coordinator, fs: fs, cancel: r.cancel, leave: leave, done: make(chan struct{})}
 		go func() {
 			defer close(n.done)
-			_ = p.Run(pctx, rec.fn(r.id.Instance))
+			_ = p.Run(pctx, rec.fn(r.Identity().Instance))
 		}()
 		t.Cleanup(func() {
 			leave()
@@ -71,6 +73,6 @@ func casePoolFive(t *testing.T, b *bundle) {
 	rec.check(t)
 	poll := cfg.RetryInterval
 	t.Logf("LOUD: %s: pool rebalance: join %v, graceful leave %v (RebalanceBound %v), crash %v (CrashRebalanceBound %v); poll %v, TTL %v",
-		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond), RebalanceBound(poll),
-		crash.Round(time.Millisecond), CrashRebalanceBound(cfg.TTL, poll), poll, cfg.TTL)
+		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond), coordination.RebalanceBound(poll),
+		crash.Round(time.Millisecond), coordination.CrashRebalanceBound(cfg.TTL, poll), poll, cfg.TTL)
 }

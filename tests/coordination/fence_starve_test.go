@@ -1,4 +1,4 @@
-package coordination
+package coordination_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
 )
 
@@ -23,7 +24,7 @@ func caseFencedTransactionsKeepTerm(t *testing.T, b *bundle) {
 	if err := b.db.AutoMigrate(&fencedWrite{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{
+	cfg := coordination.Config{
 		TTL:           2 * time.Second,
 		RenewInterval: 667 * time.Millisecond,
 		Margin:        400 * time.Millisecond,
@@ -37,10 +38,10 @@ func caseFencedTransactionsKeepTerm(t *testing.T, b *bundle) {
 	events, unsub := a.Subscribe(256)
 	defer unsub()
 	var lostEvents atomic.Int64
-	lostSeen := make(chan Event, 1)
+	lostSeen := make(chan coordination.Event, 1)
 	go func() {
 		for ev := range events {
-			if ev.Kind == EventLost {
+			if ev.Kind == coordination.EventLost {
 				lostEvents.Add(1)
 				select {
 				case lostSeen <- ev:
@@ -49,8 +50,8 @@ func caseFencedTransactionsKeepTerm(t *testing.T, b *bundle) {
 			}
 		}
 	}()
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "busy-writer"))
-	bystander := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "bystander"))
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "busy-writer"))
+	bystander := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "bystander"))
 	began := time.Now()
 	for i := range txns {
 		err := b.db.Transaction(func(tx *gorm.DB) error {
@@ -70,12 +71,12 @@ func caseFencedTransactionsKeepTerm(t *testing.T, b *bundle) {
 		time.Sleep(gap)
 	}
 	elapsed := time.Since(began)
-	for _, l := range []*Lease{l, bystander} {
+	for _, l := range []*coordination.Lease{l, bystander} {
 		if err := l.Check(); err != nil {
 			t.Fatalf("after %d fenced transactions over %v (TTL %v): %v", txns, elapsed, cfg.TTL, err)
 		}
 	}
-	if errors.Is(context.Cause(l.Context()), ErrLeaseLost) {
+	if errors.Is(context.Cause(l.Context()), coordination.ErrLeaseLost) {
 		t.Fatalf("term ended with %v", context.Cause(l.Context()))
 	}
 	select {
@@ -111,12 +112,12 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 	if err := b.db.AutoMigrate(&fencedWrite{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{TTL: 2 * time.Second, RenewInterval: 667 * time.Millisecond, Margin: 400 * time.Millisecond}
+	cfg := coordination.Config{TTL: 2 * time.Second, RenewInterval: 667 * time.Millisecond, Margin: 400 * time.Millisecond}
 	a := start(t, b.db, "node-a", cfg)
 	c := start(t, b.db, "node-c", cfg)
 	events, unsub := a.Subscribe(64)
 	defer unsub()
-	l := mustCampaign(t, election(t, a.Coordinator, GlobalScope, "rolled-back"))
+	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "rolled-back"))
 	tables := rawStore(t, b.db).Tables()
 	if !rawStore(t, b.db).SerializesWriters() {
 		fenceDoesNotHoldOffRenewal(t, b, a, l, events)
@@ -164,8 +165,8 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 		t.Fatalf("the row expired by the database clock (%+v) while the holder still trusts the term (deadline in %v)",
 			outside, time.Until(l.TrustDeadline()))
 	}
-	ev := recvEvent(t, events, kindIs(EventLost, l.Key()))
-	if !errors.Is(ev.Err, ErrLeaseLost) {
+	ev := recvEvent(t, events, kindIs(coordination.EventLost, l.Key()))
+	if !errors.Is(ev.Err, coordination.ErrLeaseLost) {
 		t.Fatalf("lost event %v, want ErrLeaseLost", ev.Err)
 	}
 	rolledBack = true
@@ -180,7 +181,7 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 		}
 		t.Logf("the fencing check renewed the term inside the transaction; the rollback undid it")
 	}
-	l2 := mustCampaign(t, election(t, c.Coordinator, GlobalScope, "rolled-back"))
+	l2 := mustCampaign(t, election(t, c.Coordinator, coordination.GlobalScope, "rolled-back"))
 	if l2.Epoch() != l.Epoch()+1 {
 		t.Fatalf("follower epoch %d, want %d", l2.Epoch(), l.Epoch()+1)
 	}
@@ -199,7 +200,7 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 // locks the lease row only (PostgreSQL, MySQL, SQL Server): the session
 // the term rides on is another row, so its renewals go on while a fenced
 // transaction stays open for two TTLs, and the term never ends.
-func fenceDoesNotHoldOffRenewal(t *testing.T, b *bundle, a *running, l *Lease, events <-chan Event) {
+func fenceDoesNotHoldOffRenewal(t *testing.T, b *bundle, a *running, l *coordination.Lease, events <-chan coordination.Event) {
 	renewed := renewSignal(a)
 	tx := b.db.Begin()
 	if tx.Error != nil {
@@ -221,7 +222,7 @@ func fenceDoesNotHoldOffRenewal(t *testing.T, b *bundle, a *running, l *Lease, e
 	}
 	select {
 	case ev := <-events:
-		if ev.Kind == EventLost {
+		if ev.Kind == coordination.EventLost {
 			t.Fatalf("lost while fenced: %v", ev.Err)
 		}
 	default:
