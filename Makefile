@@ -8,18 +8,21 @@ GOLANGCI_VER  := v2.15.0
 TEST_TIMEOUT  ?= 12m
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint fmt vet tidy ddl demo chaos bench
+.PHONY: help modules test lint fmt vet tidy cli ddl demo chaos bench
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # The modules of the repository: the library at the root, the tests that
-# need a real database (tests/, as gorm keeps its own: they bring the
-# database drivers, goleak and the OpenTelemetry SDK), the sample service
-# (sample/, with the demo) and the test and benchmark tooling (tools/:
-# chaos, bench, the test summary). Each has its own go.mod, so the root's
-# lists only what the library and its own tests import.
-MODULES       := . tests sample tools
+# need a real database (tests/, as gorm keeps its own), the leasehold
+# command (cmd/leasehold), the packages that open and start databases for
+# the command and the tests (internal/dbopen, internal/testdb), the sample
+# service (sample/, with the demo) and the test and benchmark tooling
+# (tools/: chaos, bench, the test summary). Each has its own go.mod, with
+# a replace of the modules of this repository it uses, so the root's
+# lists only what the library and its own tests import: no database driver,
+# no test database, no exporter (docs/design.md, "Modules").
+MODULES       := . tests cmd/leasehold internal/dbopen internal/testdb sample tools
 
 # gotestsum runs make test and prints it; its version is the one tools/go.mod
 # pins (a tool dependency), built into ./bin.
@@ -132,8 +135,14 @@ fmt: ## gofmt every Go file
 tidy: ## go mod tidy, every module
 	@set -e; for m in $(MODULES); do echo "go mod tidy: $$m"; (cd $$m && $(GO) mod tidy); done
 
+modules: ## list the Go modules of the repository (for .ci/run)
+	@echo $(MODULES)
+
+cli: ## build the leasehold command into ./bin/leasehold
+	cd cmd/leasehold && $(GO) build -o $(abspath $(GOBIN))/leasehold .
+
 ddl: ## print the schema DDL, safe to apply twice: make ddl DIALECT=postgres|mysql|sqlite|sqlserver [FROM=version]
-	$(GO) run ./cmd/leasehold ddl -dialect $(or $(DIALECT),postgres) -from $(or $(FROM),0)
+	$(GO) run -C cmd/leasehold . ddl -dialect $(or $(DIALECT),postgres) -from $(or $(FROM),0)
 
 demo: ## run the failover demo: three copies of ./sample on SQLite, the leader killed (under 2 min; KEEP=1 keeps its database)
 	cd sample && GO="$(GO)" $(GO) run ./demo $(if $(KEEP),-keep)

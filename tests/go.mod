@@ -33,6 +33,8 @@ require (
 	github.com/jackc/puddle/v2 v2.2.2 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
+	github.com/leasehold/leasehold/internal/dbopen v0.0.0-00010101000000-000000000000
+	github.com/leasehold/leasehold/internal/testdb v0.0.0-00010101000000-000000000000
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/mattn/go-sqlite3 v1.14.53 // indirect
 	github.com/microsoft/go-mssqldb v1.8.2 // indirect
@@ -54,3 +56,7 @@ require (
 )
 
 replace github.com/leasehold/leasehold => ../
+
+replace github.com/leasehold/leasehold/internal/dbopen => ../internal/dbopen
+
+replace github.com/leasehold/leasehold/internal/testdb => ../internal/testdb

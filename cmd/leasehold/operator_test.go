@@ -67,7 +67,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// Built from the module, before the test moves to its directory.
-	bin, err := procs.Build(ctx, "./sample", t.TempDir(), "sample")
+	bin, err := procs.Build(ctx, "../../sample", t.TempDir(), "sample")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,11 +107,11 @@ func GoTool() string {
 	return "go"
 }
 
-// Build compiles the main package pkg (a path relative to the module
-// root, such as "./chaos/worker") of the module the working directory is
-// in, into dir/name, and returns the binary's path. A pkg inside a nested
-// module, a directory below the root with a go.mod of its own such as
-// "./sample", is built in that module. flags are passed to go build
+// Build compiles the main package pkg (a path relative to the root of the
+// module the working directory is in, such as "./chaos/worker") into
+// dir/name, and returns the binary's path. A pkg inside another module,
+// a directory with a go.mod of its own such as "./sample" from the root or
+// "../../sample" from cmd/leasehold, is built in that module. flags are passed to go build
 // before the package, such as "-tags", "x".
 func Build(ctx context.Context, pkg, dir, name string, flags ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, GoTool(), "env", "GOMOD").Output()
@@ -133,24 +133,32 @@ func Build(ctx context.Context, pkg, dir, name string, flags ...string) (string,
 	return bin, nil
 }
 
-// nestedModule returns the directory of the innermost module below root
-// that holds pkg (a path relative to root), and pkg relative to that
-// directory: root and pkg itself when no directory between them has a
-// go.mod.
+// nestedModule returns the directory of the innermost module that holds
+// pkg (a path relative to root, the directory of a module's go.mod; it may
+// lead out of that module, as "../../sample" does from cmd/leasehold), and
+// pkg relative to that directory: root and pkg itself when no directory
+// between them has a go.mod.
 func nestedModule(root, pkg string) (dir, rel string) {
-	clean := filepath.Clean(pkg)
-	for p := clean; p != "." && p != ".." && !filepath.IsAbs(p); p = filepath.Dir(p) {
-		if _, err := os.Stat(filepath.Join(root, p, "go.mod")); err != nil {
-			continue
-		}
-		r, err := filepath.Rel(p, clean)
-		if err != nil {
-			break
-		}
-		if r == "." {
-			return filepath.Join(root, p), "."
-		}
-		return filepath.Join(root, p), "./" + filepath.ToSlash(r)
+	if filepath.IsAbs(pkg) {
+		return root, pkg
 	}
-	return root, pkg
+	target := filepath.Join(root, pkg)
+	for d := target; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			if d == root && !strings.HasPrefix(filepath.Clean(pkg), "..") {
+				return root, pkg
+			}
+			r, err := filepath.Rel(d, target)
+			if err != nil {
+				return root, pkg
+			}
+			if r == "." {
+				return d, "."
+			}
+			return d, "./" + filepath.ToSlash(r)
+		}
+		if d == filepath.Dir(d) {
+			return root, pkg
+		}
+	}
 }

@@ -90,15 +90,16 @@ func TestThreadExitKillsNaiveChild(t *testing.T) {
 }
 
 // TestNestedModule: Build compiles a package of a nested module (the
-// sample, the tools) in that module, from the directory of its go.mod.
+// sample, the tools, the command) in that module, from the directory of
+// its go.mod, and one of the root module in the root.
 func TestNestedModule(t *testing.T) {
 	root := t.TempDir()
-	for _, d := range []string{"sample/demo", "tools/chaos/worker", "cmd/leasehold"} {
+	for _, d := range []string{"sample/demo", "tools/chaos/worker", "cmd/leasehold", "internal/proc"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{"go.mod", "sample/go.mod", "tools/go.mod"} {
+	for _, f := range []string{"go.mod", "sample/go.mod", "tools/go.mod", "cmd/leasehold/go.mod"} {
 		if err := os.WriteFile(filepath.Join(root, f), []byte("module m\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -107,12 +108,18 @@ func TestNestedModule(t *testing.T) {
 		{"./sample", "sample", "."},
 		{"./sample/demo", "sample", "./demo"},
 		{"./tools/chaos/worker", "tools", "./chaos/worker"},
-		{"./cmd/leasehold", ".", "./cmd/leasehold"},
+		{"./cmd/leasehold", "cmd/leasehold", "."},
+		{"./internal/proc", ".", "./internal/proc"},
 		{".", ".", "."},
 	} {
 		dir, rel := nestedModule(root, tt.pkg)
 		if want := filepath.Join(root, tt.dir); dir != want || rel != tt.rel {
 			t.Errorf("nestedModule(%q) = %q, %q; want %q, %q", tt.pkg, dir, rel, want, tt.rel)
 		}
+	}
+	// From a nested module, a path out of it: the command's tests build
+	// the sample.
+	if dir, rel := nestedModule(filepath.Join(root, "cmd/leasehold"), "../../sample/demo"); dir != filepath.Join(root, "sample") || rel != "./demo" {
+		t.Errorf("nestedModule from cmd/leasehold of ../../sample/demo = %q, %q; want %q, ./demo", dir, rel, filepath.Join(root, "sample"))
 	}
 }

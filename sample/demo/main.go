@@ -135,7 +135,7 @@ func run(ctx context.Context, out io.Writer, keep bool) int {
 		return 1
 	}
 	if keep {
-		fmt.Fprintf(out, "demo: kept %s (database demo.db, logs *.log); go run ./cmd/leasehold -dsn %s status lists its leases and pools\n",
+		fmt.Fprintf(out, "demo: kept %s (database demo.db, logs *.log); go run -C cmd/leasehold . -dsn %s status lists its leases and pools\n",
 			d.fleet.dir, filepath.Join(d.fleet.dir, "demo.db"))
 	} else if err := os.RemoveAll(d.fleet.dir); err != nil {
 		fmt.Fprintf(out, "demo: could not remove %s: %v\n", d.fleet.dir, err)
@@ -164,7 +164,7 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	d.fleet.dsn = dbopen.SQLiteDSN(driver, filepath.Join(dir, "demo.db"))
-	d.printf("database %s; to watch it from another terminal: go run ./cmd/leasehold -dsn %s watch",
+	d.printf("database %s; to watch it from another terminal: go run -C cmd/leasehold . -dsn %s watch",
 		filepath.Join(dir, "demo.db"), filepath.Join(dir, "demo.db"))
 	if err := d.fleet.seed(ctx); err != nil {
 		return err
