@@ -12,8 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -122,42 +121,22 @@ func ExampleLease_Fence() {
 	// write after release fenced: true
 }
 
-// Metrics: pass the MeterProvider of your OpenTelemetry SDK in Config. A
-// ManualReader stands in here for the exporter a service would configure
-// (OTLP, Prometheus). docs/operations.md lists every instrument.
+// Metrics: pass the MeterProvider of your OpenTelemetry SDK in Config,
+// here the global one, which a service sets when it starts the SDK with
+// its exporter (OTLP, Prometheus): otel.SetMeterProvider. With none,
+// nothing is recorded. docs/operations.md lists every instrument, and
+// tests/coordination reads them back through the SDK.
 func ExampleConfig_meterProvider() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
-	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer func() { _ = provider.Shutdown(context.Background()) }()
 
 	id, _ := identity.New("node-a", "eu-1")
-	coord, _ := coordination.New(db, id, coordination.Config{MeterProvider: provider})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _ = coord.Run(ctx) }()
-	e, _ := coord.Election(coordination.GlobalScope, "outbox")
-	lease, _ := e.Campaign(ctx)
-
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
+	coord, err := coordination.New(db, id, coordination.Config{MeterProvider: otel.GetMeterProvider()})
+	if err != nil {
 		panic(err)
 	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if g, ok := m.Data.(metricdata.Gauge[int64]); ok && m.Name == "leasehold.lease.held" {
-				for _, dp := range g.DataPoints {
-					name, _ := dp.Attributes.Value("lease")
-					fmt.Println(m.Name, name.AsString(), dp.Value)
-				}
-			}
-		}
-	}
-
-	_ = lease.Release(ctx)
-	cancel()
-	<-coord.Done()
-	// Output: leasehold.lease.held global/outbox 1
+	fmt.Println("recording through", coord.Config().MeterProvider == otel.GetMeterProvider())
+	// Output: recording through true
 }
 
 // Leader reads who leads an election, by the database clock.

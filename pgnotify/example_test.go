@@ -2,9 +2,7 @@ package pgnotify_test
 
 import (
 	"context"
-	"os"
 
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/coordination"
@@ -12,13 +10,15 @@ import (
 	"github.com/leasehold/leasehold/pgnotify"
 )
 
+// db is the service's PostgreSQL handle, opened with gorm's PostgreSQL
+// driver as usual:
+//
+//	db, err := gorm.Open(postgres.Open(os.Getenv("DATABASE_URL")), &gorm.Config{})
+var db *gorm.DB
+
 // A coordinator on PostgreSQL whose followers take over a released lease
 // at once.
 func Example() {
-	db, err := gorm.Open(postgres.Open(os.Getenv("DATABASE_URL")), &gorm.Config{})
-	if err != nil {
-		panic(err)
-	}
 	id, err := identity.FromEnv()
 	if err != nil {
 		panic(err)
