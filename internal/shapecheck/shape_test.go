@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -21,11 +22,29 @@ const (
 	maxFileLines        = 500
 	maxMethods          = 25
 	maxInterfaceMethods = 8
-	// goModTarget is the number of direct requirements the root go.mod
-	// should have at most; the test reports the count and does not fail
-	// on it (docs/design.md says why the root module is above it).
-	goModTarget = 8
 )
+
+// libraryModules are the modules the library's own packages (the root
+// module's, tests aside) may import, and why.
+var libraryModules = map[string]string{
+	"gorm.io/gorm":                    "the database, through the application's handle",
+	"gorm.io/plugin/dbresolver":       "the primary of a handle with read replicas",
+	"go.uber.org/zap":                 "logging",
+	"github.com/google/uuid":          "session ids",
+	"go.opentelemetry.io/otel":        "metric attributes",
+	"go.opentelemetry.io/otel/metric": "the metric API",
+	"github.com/jackc/pgx/v5":         "PostgreSQL's release notifications (pgnotify)",
+	"github.com/robfig/cron/v3":       "cron expressions of scheduled workers",
+}
+
+// testModules are the modules the root module's own tests need beyond
+// those, and why: every other test dependency lives in a nested module
+// (docs/design.md, "Modules").
+var testModules = map[string]string{
+	"go.uber.org/goleak":    "the goroutine check of the tests that stay beside the code",
+	"gorm.io/driver/sqlite": "the database of the runnable examples in the package documentation",
+	"modernc.org/sqlite":    "its pure-Go driver, so that the examples run without cgo",
+}
 
 // sourceFile is one parsed non-test Go file of the library.
 type sourceFile struct {
@@ -227,8 +246,42 @@ func TestShape(t *testing.T) {
 
 	t.Run("RootRequirements", func(t *testing.T) {
 		direct := directRequirements(t, filepath.Join(root, "go.mod"))
-		t.Logf("root go.mod: %d direct requirements (target at most %d, not enforced; docs/design.md, \"Modules\"): %s",
-			len(direct), goModTarget, strings.Join(direct, ", "))
+		for _, m := range direct {
+			if libraryModules[m] == "" && testModules[m] == "" {
+				t.Errorf("root go.mod requires %s, which is neither the library's nor one its own tests may need; "+
+					"a driver, exporter or test tool belongs in a nested module (docs/design.md, \"Modules\")", m)
+			}
+		}
+		t.Logf("root go.mod: %d direct requirements, %d of them for the library: %s",
+			len(direct), len(libraryModules), strings.Join(direct, ", "))
+	})
+	t.Run("LibraryImports", func(t *testing.T) {
+		// What a program that imports the library can link: the modules
+		// of every package the root module's packages import, tests aside.
+		list := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{if not .Module.Main}}{{.Module.Path}}{{end}}{{end}}", "./...")
+		list.Dir = root
+		out, err := list.Output()
+		if err != nil {
+			t.Fatalf("go list -deps ./...: %v", err)
+		}
+		seen := map[string]bool{}
+		for _, m := range strings.Fields(string(out)) {
+			seen[m] = true
+		}
+		direct := map[string]bool{}
+		for _, m := range directRequirements(t, filepath.Join(root, "go.mod")) {
+			direct[m] = true
+		}
+		for m := range seen {
+			if direct[m] && libraryModules[m] == "" {
+				t.Errorf("the library's packages import %s, a module only its tests may need", m)
+			}
+		}
+		for m := range libraryModules {
+			if !seen[m] {
+				t.Errorf("%s is listed as the library's, but no package of it is imported", m)
+			}
+		}
 	})
 }
 
