@@ -97,9 +97,10 @@ var (
 	// DeadMemberGrace is how many TTLs a pool member's row outlives its
 	// expiry before a live member prunes it.
 	DeadMemberGrace int
-	// LockRowPrefix starts the name of every keyed lock's row, KeySep
-	// separates the parts of a row's name, and LockFloors is the number
-	// of floor rows of a lock namespace.
-	LockRowPrefix, KeySep string
-	LockFloors            int
+	// LockRowPrefix starts the name of every keyed lock's row.
+	LockRowPrefix string
+	// KeySep separates the parts of a row's name.
+	KeySep string
+	// LockFloors is the number of floor rows of a lock namespace.
+	LockFloors int
 )

@@ -370,8 +370,6 @@ func caseLocksReleaseWakesWaiter(t *testing.T, b *bundle) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // Hundreds of held keys ride the session: one renewal statement per tick.
 func caseLocksOneRenewalPerTick(t *testing.T, b *bundle) {
 	cl := &countingLogger{}
