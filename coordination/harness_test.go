@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/identity"
-	"github.com/leasehold/leasehold/internal/store"
 )
 
 // wait bounds every wait in these tests. It is generous: it only decides
@@ -121,124 +120,7 @@ func recvEvent(t testing.TB, ch <-chan Event, match func(Event) bool) Event {
 	}
 }
 
-// faultStore wraps the real store and fails chosen operations while a
-// switch is on; failAll fails every database operation, as for a process
-// cut off from the database.
-type faultStore struct {
-	leaseStore
-	failRenew   atomic.Bool
-	failAcquire atomic.Bool
-	failAll     atomic.Bool
-	renewCalls  atomic.Int64
-}
-
 var errInjected = errors.New("injected fault")
-
-func (f *faultStore) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, int64, error) {
-	f.renewCalls.Add(1)
-	if f.failRenew.Load() || f.failAll.Load() {
-		return false, 0, errInjected
-	}
-	return f.leaseStore.RenewSession(ctx, id, ttl)
-}
-
-func (f *faultStore) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
-	if f.failAll.Load() {
-		return errInjected
-	}
-	return f.leaseStore.CreateSession(ctx, id, holder, ttl)
-}
-
-func (f *faultStore) ReadSession(ctx context.Context, id string) (store.Session, bool, error) {
-	if f.failAll.Load() {
-		return store.Session{}, false, errInjected
-	}
-	return f.leaseStore.ReadSession(ctx, id)
-}
-
-func (f *faultStore) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
-	if f.failAll.Load() {
-		return errInjected
-	}
-	return f.leaseStore.EndSession(ctx, id, pruneAfter)
-}
-
-func (f *faultStore) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) ([]string, error) {
-	if f.failAcquire.Load() || f.failAll.Load() {
-		return names[:min(len(names), store.WriteChunk)], errInjected // the first statement fails
-	}
-	return f.leaseStore.AcquireEach(ctx, session, holder, names, took)
-}
-
-func (f *faultStore) Get(ctx context.Context, names []string) ([]store.Row, error) {
-	if f.failAll.Load() {
-		return nil, errInjected
-	}
-	return f.leaseStore.Get(ctx, names)
-}
-
-func (f *faultStore) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
-	if f.failAll.Load() {
-		return 0, errInjected
-	}
-	return f.leaseStore.Release(ctx, session, terms)
-}
-
-func (f *faultStore) EnsureRows(ctx context.Context, names []string) error {
-	if f.failAll.Load() {
-		return errInjected
-	}
-	return f.leaseStore.EnsureRows(ctx, names)
-}
-
-func (f *faultStore) List(ctx context.Context, prefix string) ([]store.Row, error) {
-	if f.failAll.Load() {
-		return nil, errInjected
-	}
-	return f.leaseStore.List(ctx, prefix)
-}
-
-func (f *faultStore) SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error) {
-	if f.failAll.Load() {
-		return false, errInjected
-	}
-	return f.leaseStore.SetData(ctx, session, t, data, wake)
-}
-
-func (f *faultStore) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
-	if f.failAll.Load() {
-		return false, errInjected
-	}
-	return f.leaseStore.Publish(ctx, name, from, data)
-}
-
-func (f *faultStore) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
-	if f.failAll.Load() {
-		return 0, errInjected
-	}
-	return f.leaseStore.PruneDead(ctx, prefix, grace)
-}
-
-func (f *faultStore) EnsureFloored(ctx context.Context, rows []store.Floored) error {
-	if f.failAll.Load() {
-		return errInjected
-	}
-	return f.leaseStore.EnsureFloored(ctx, rows)
-}
-
-func (f *faultStore) ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error) {
-	if f.failAll.Load() {
-		return 0, errInjected
-	}
-	return f.leaseStore.ReleaseFloored(ctx, session, terms)
-}
-
-func (f *faultStore) PruneFloored(ctx context.Context, prefix string, floor func(string) string, grace time.Duration, limit int) (int64, error) {
-	if f.failAll.Load() {
-		return 0, errInjected
-	}
-	return f.leaseStore.PruneFloored(ctx, prefix, floor, grace, limit)
-}
 
 // health is a health check a test switches between passing and failing.
 type health struct {

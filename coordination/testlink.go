@@ -8,6 +8,13 @@ import (
 	"github.com/leasehold/leasehold/internal/testlink"
 )
 
+// The store a coordinator runs on and the one the tests wrap have the same
+// methods.
+var (
+	_ testlink.LeaseStore = leaseStore(nil)
+	_ leaseStore          = testlink.LeaseStore(nil)
+)
+
 // The seam of the tests that need a database (through internal/testlink),
 // which live in a module of their own: what they read of a coordinator's
 // insides and the hooks they install. Nothing else calls these.

@@ -5,7 +5,15 @@
 // functions when they are initialised; nothing else calls them.
 package testlink
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/wake"
+)
 
 // Worker is one worker of a host, as its tests see it.
 type Worker struct {
@@ -104,3 +112,39 @@ var (
 	// LockFloors is the number of floor rows of a lock namespace.
 	LockFloors int
 )
+
+// LeaseStore is every method a coordinator calls on its store: that of a
+// database (internal/store's Store and its owners) and the in-process
+// store (internal/memstore) have them all. A test that injects faults
+// wraps one. Package coordination holds it equal to the store it runs
+// on, at compile time.
+type LeaseStore interface {
+	CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error
+	RenewSession(ctx context.Context, id string, ttl time.Duration) (ok bool, notice int64, err error)
+	Rebind(ctx context.Context, id string) (terms []store.Term, ok bool, err error)
+	ReadSession(ctx context.Context, id string) (store.Session, bool, error)
+	EndSession(ctx context.Context, id string, pruneAfter time.Duration) error
+	SerializesWriters() bool
+	Release(ctx context.Context, session string, terms []store.Term) (int64, error)
+	Fence(tx *gorm.DB, name string) (store.Row, bool, error)
+	FenceGeneration(tx *gorm.DB, name string) (store.Row, bool, error)
+	RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error)
+	Get(ctx context.Context, names []string) ([]store.Row, error)
+	SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error)
+	SetDataIn(tx *gorm.DB, session string, t store.Term, data string) (bool, error)
+	EnsureRows(ctx context.Context, names []string) error
+	AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) (failed []string, err error)
+	List(ctx context.Context, prefix string) ([]store.Row, error)
+	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
+	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
+	RequestResign(ctx context.Context, name, prefer string, check func(store.Row) (time.Duration, error)) (row store.Row, found, notified bool, err error)
+	EnsureFloored(ctx context.Context, rows []store.Floored) error
+	ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error)
+	PruneFloored(ctx context.Context, prefix string, floor func(name string) string, grace time.Duration, limit int) (int64, error)
+	PendingResigns(ctx context.Context, session string, names []string) ([]store.Term, error)
+	Dialect() string
+	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
+	CheckSchema(ctx context.Context) error
+	ProbeFailover(ctx context.Context) (unsupported, err error)
+	Wakeups() wake.Database
+}

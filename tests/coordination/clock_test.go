@@ -55,7 +55,7 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 	cfg.DisableNotifications = true
 	cfg = withDefaults(cfg)
 
-	fa := &faultStore{dbStore: rawStore(t, db)}
+	fa := &faultStore{LeaseStore: rawStore(t, db)}
 	a := newCoordinator(t, fa, testIdentity(t, "node-a"), cfg)
 	b := newCoordinator(t, rawStore(t, db), testIdentity(t, "node-b"), cfg)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -427,7 +427,7 @@ func kindIs(k coordination.EventKind, lease string) func(coordination.Event) boo
 // switch is on; failAll fails every database operation, as for a process
 // cut off from the database.
 type faultStore struct {
-	dbStore
+	testlink.LeaseStore
 	failRenew   atomic.Bool
 	failAcquire atomic.Bool
 	failAll     atomic.Bool
@@ -441,105 +441,105 @@ func (f *faultStore) RenewSession(ctx context.Context, id string, ttl time.Durat
 	if f.failRenew.Load() || f.failAll.Load() {
 		return false, 0, errInjected
 	}
-	return f.dbStore.RenewSession(ctx, id, ttl)
+	return f.LeaseStore.RenewSession(ctx, id, ttl)
 }
 
 func (f *faultStore) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
 	if f.failAll.Load() {
 		return errInjected
 	}
-	return f.dbStore.CreateSession(ctx, id, holder, ttl)
+	return f.LeaseStore.CreateSession(ctx, id, holder, ttl)
 }
 
 func (f *faultStore) ReadSession(ctx context.Context, id string) (store.Session, bool, error) {
 	if f.failAll.Load() {
 		return store.Session{}, false, errInjected
 	}
-	return f.dbStore.ReadSession(ctx, id)
+	return f.LeaseStore.ReadSession(ctx, id)
 }
 
 func (f *faultStore) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
 	if f.failAll.Load() {
 		return errInjected
 	}
-	return f.dbStore.EndSession(ctx, id, pruneAfter)
+	return f.LeaseStore.EndSession(ctx, id, pruneAfter)
 }
 
 func (f *faultStore) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) ([]string, error) {
 	if f.failAcquire.Load() || f.failAll.Load() {
 		return names[:min(len(names), store.WriteChunk)], errInjected // the first statement fails
 	}
-	return f.dbStore.AcquireEach(ctx, session, holder, names, took)
+	return f.LeaseStore.AcquireEach(ctx, session, holder, names, took)
 }
 
 func (f *faultStore) Get(ctx context.Context, names []string) ([]store.Row, error) {
 	if f.failAll.Load() {
 		return nil, errInjected
 	}
-	return f.dbStore.Get(ctx, names)
+	return f.LeaseStore.Get(ctx, names)
 }
 
 func (f *faultStore) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
 	if f.failAll.Load() {
 		return 0, errInjected
 	}
-	return f.dbStore.Release(ctx, session, terms)
+	return f.LeaseStore.Release(ctx, session, terms)
 }
 
 func (f *faultStore) EnsureRows(ctx context.Context, names []string) error {
 	if f.failAll.Load() {
 		return errInjected
 	}
-	return f.dbStore.EnsureRows(ctx, names)
+	return f.LeaseStore.EnsureRows(ctx, names)
 }
 
 func (f *faultStore) List(ctx context.Context, prefix string) ([]store.Row, error) {
 	if f.failAll.Load() {
 		return nil, errInjected
 	}
-	return f.dbStore.List(ctx, prefix)
+	return f.LeaseStore.List(ctx, prefix)
 }
 
 func (f *faultStore) SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error) {
 	if f.failAll.Load() {
 		return false, errInjected
 	}
-	return f.dbStore.SetData(ctx, session, t, data, wake)
+	return f.LeaseStore.SetData(ctx, session, t, data, wake)
 }
 
 func (f *faultStore) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
 	if f.failAll.Load() {
 		return false, errInjected
 	}
-	return f.dbStore.Publish(ctx, name, from, data)
+	return f.LeaseStore.Publish(ctx, name, from, data)
 }
 
 func (f *faultStore) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
 	if f.failAll.Load() {
 		return 0, errInjected
 	}
-	return f.dbStore.PruneDead(ctx, prefix, grace)
+	return f.LeaseStore.PruneDead(ctx, prefix, grace)
 }
 
 func (f *faultStore) EnsureFloored(ctx context.Context, rows []store.Floored) error {
 	if f.failAll.Load() {
 		return errInjected
 	}
-	return f.dbStore.EnsureFloored(ctx, rows)
+	return f.LeaseStore.EnsureFloored(ctx, rows)
 }
 
 func (f *faultStore) ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error) {
 	if f.failAll.Load() {
 		return 0, errInjected
 	}
-	return f.dbStore.ReleaseFloored(ctx, session, terms)
+	return f.LeaseStore.ReleaseFloored(ctx, session, terms)
 }
 
 func (f *faultStore) PruneFloored(ctx context.Context, prefix string, floor func(string) string, grace time.Duration, limit int) (int64, error) {
 	if f.failAll.Load() {
 		return 0, errInjected
 	}
-	return f.dbStore.PruneFloored(ctx, prefix, floor, grace, limit)
+	return f.LeaseStore.PruneFloored(ctx, prefix, floor, grace, limit)
 }
 
 // startFaulty runs a coordinator whose store can be made to fail.
@@ -549,7 +549,7 @@ func startFaulty(t testing.TB, db *gorm.DB, node string, cfg coordination.Config
 		cfg.Logger = zaptest.NewLogger(t)
 	}
 	cfg = withDefaults(notifying(cfg))
-	fs := &faultStore{dbStore: rawStore(t, db)}
+	fs := &faultStore{LeaseStore: rawStore(t, db)}
 	c := newCoordinator(t, fs, testIdentity(t, node), cfg)
 	return startCoordinator(t, c), fs
 }
