@@ -111,8 +111,8 @@ func GoTool() string {
 // module the working directory is in, such as "./chaos/worker") into
 // dir/name, and returns the binary's path. A pkg inside another module,
 // a directory with a go.mod of its own such as "./sample" from the root or
-// "../../sample" from cmd/leasehold, is built in that module. flags are passed to go build
-// before the package, such as "-tags", "x".
+// "../../sample" from cmd/leasehold, is built in that module. flags are
+// passed to go build before the package, such as "-tags", "x".
 func Build(ctx context.Context, pkg, dir, name string, flags ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, GoTool(), "env", "GOMOD").Output()
 	if err != nil {
@@ -136,8 +136,8 @@ func Build(ctx context.Context, pkg, dir, name string, flags ...string) (string,
 // nestedModule returns the directory of the innermost module that holds
 // pkg (a path relative to root, the directory of a module's go.mod; it may
 // lead out of that module, as "../../sample" does from cmd/leasehold), and
-// pkg relative to that directory: root and pkg itself when no directory
-// between them has a go.mod.
+// pkg relative to that directory, as "./dir" or ".": root and pkg itself
+// when no directory above pkg has a go.mod.
 func nestedModule(root, pkg string) (dir, rel string) {
 	if filepath.IsAbs(pkg) {
 		return root, pkg
@@ -145,9 +145,6 @@ func nestedModule(root, pkg string) (dir, rel string) {
 	target := filepath.Join(root, pkg)
 	for d := target; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			if d == root && !strings.HasPrefix(filepath.Clean(pkg), "..") {
-				return root, pkg
-			}
 			r, err := filepath.Rel(d, target)
 			if err != nil {
 				return root, pkg
