@@ -261,7 +261,7 @@ func caseMetricsAcquireRenewRelease(t *testing.T, b *bundle) {
 // acquisition and an acquire round trip, as a campaign's grant does; an
 // attempt refused by the read sends no acquire and counts nothing.
 func caseMetricsTryAcquire(t *testing.T, b *bundle) {
-	cfg := b.fastConfig()
+	cfg := attempting(b)
 	mpA, probeA := newMeterProbe(t)
 	mpC, probeC := newMeterProbe(t)
 	cfgA, cfgC := cfg, cfg

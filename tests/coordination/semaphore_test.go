@@ -92,7 +92,7 @@ func caseSemaphoreNeverAboveLimit(t *testing.T, b *bundle) {
 // TryAcquire takes free slots and is refused once every slot is held;
 // a bad limit is refused naming it.
 func caseSemaphoreTryAcquire(t *testing.T, b *bundle) {
-	cfg := b.fastConfig()
+	cfg := attempting(b)
 	a, c := start(t, b.db, "node-a", cfg), start(t, b.db, "node-c", cfg)
 	sa, sc := semaphore(t, a.Coordinator, "jobs", 2), semaphore(t, c.Coordinator, "jobs", 2)
 	ctx := context.Background()
