@@ -35,6 +35,10 @@ func caseStepDownHandsOver(t *testing.T, b *bundle) {
 	h.healthy.Store(true)
 	cfg := resignConfig()
 	cfg.HealthCheck, cfg.HealthInterval, cfg.HealthFailures = h.check, 100*time.Millisecond, 2
+	// A's TryAcquire at the end is one round, bounded by three renew
+	// intervals: 2 s each, so that a statement queued behind a busy core
+	// (Galera's commits wait for the other nodes) fits it.
+	cfg.RenewInterval = 2 * time.Second
 	a := start(t, b.db, "node-a", cfg)
 	ea := election(t, a.Coordinator, coordination.ClusterScope, "stepdown")
 	la := runLeader(t, ea)
