@@ -17,6 +17,31 @@ import (
 	"github.com/leasehold/leasehold/internal/testlink"
 )
 
+// startFakePoolNode starts a coordinator on the in-process store ms,
+// behind a fault-injecting store of its own, and runs a member of pool
+// whose work rec records. The caller stops it (poolNode.cancel) and waits
+// for poolNode.done and the coordinator's Done.
+func startFakePoolNode(t *testing.T, ms *memstore.Store, node string, cfg coordination.Config, pool string, rec *recorder) *poolNode {
+	t.Helper()
+	fs := &faultStore{LeaseStore: ms}
+	c := newCoordinator(t, fs, testIdentity(t, node), cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = c.Run(ctx) }()
+	<-c.Ready()
+	p, err := c.Pool(coordination.GlobalScope, pool, coordination.PoolConfig{})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	pctx, leave := context.WithCancel(ctx)
+	n := &poolNode{c: c, fs: fs, cancel: cancel, leave: leave, done: make(chan struct{})}
+	go func() {
+		defer close(n.done)
+		_ = p.Run(pctx, rec.fn(c.Identity().Instance))
+	}()
+	return n
+}
+
 func TestPoolRebalanceOnFakeTime(t *testing.T) {
 	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
@@ -24,21 +49,7 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 		rec := newRecorder()
 		var nodes []*poolNode
 		add := func(i int) *poolNode {
-			fs := &faultStore{LeaseStore: ms}
-			c := newCoordinator(t, fs, testIdentity(t, fmt.Sprintf("node-%d", i)), cfg)
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() { _ = c.Run(ctx) }()
-			<-c.Ready()
-			p, err := c.Pool(coordination.GlobalScope, "orders", coordination.PoolConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pctx, leave := context.WithCancel(ctx)
-			n := &poolNode{c: c, fs: fs, cancel: cancel, leave: leave, done: make(chan struct{})}
-			go func() {
-				defer close(n.done)
-				_ = p.Run(pctx, rec.fn(c.Identity().Instance))
-			}()
+			n := startFakePoolNode(t, ms, fmt.Sprintf("node-%d", i), cfg, "orders", rec)
 			nodes = append(nodes, n)
 			return n
 		}
@@ -138,18 +149,7 @@ func poolChurn(t *testing.T, seed int64) {
 	var nodes []*poolNode
 	var alive []*poolNode
 	add := func() {
-		fs := &faultStore{LeaseStore: ms}
-		c := newCoordinator(t, fs, testIdentity(t, fmt.Sprintf("node-%d", len(nodes))), cfg)
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() { _ = c.Run(ctx) }()
-		<-c.Ready()
-		p, _ := c.Pool(coordination.GlobalScope, "churn", coordination.PoolConfig{})
-		pctx, leave := context.WithCancel(ctx)
-		n := &poolNode{c: c, fs: fs, cancel: cancel, leave: leave, done: make(chan struct{})}
-		go func() {
-			defer close(n.done)
-			_ = p.Run(pctx, rec.fn(c.Identity().Instance))
-		}()
+		n := startFakePoolNode(t, ms, fmt.Sprintf("node-%d", len(nodes)), cfg, "churn", rec)
 		nodes = append(nodes, n)
 		alive = append(alive, n)
 	}
