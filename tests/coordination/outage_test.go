@@ -256,20 +256,12 @@ func (p *pollSignalStore) Get(ctx context.Context, names []string) ([]store.Row,
 // waitPolls waits for n successful campaign reads that began after the call.
 func waitPolls(t *testing.T, polls chan struct{}, n int) {
 	t.Helper()
-	for len(polls) > 0 { // reads from before
-		<-polls
-	}
-	for range n + 1 { // one may have been under way already
-		select {
-		case <-polls:
-		case <-time.After(wait):
-			t.Fatalf("follower did not read the lease within %v", wait)
-		}
-	}
+	waitPollsOrCampaign(t, polls, n, nil)
 }
 
 // waitPollsOrCampaign is waitPolls for a follower that may also win:
-// it returns early, with took set, if the campaign returns first.
+// it returns early, with took set, if the campaign returns first. A nil
+// campaign never does.
 func waitPollsOrCampaign(t *testing.T, polls chan struct{}, n int, campaign <-chan campaignResult) (res campaignResult, took bool) {
 	t.Helper()
 	for len(polls) > 0 { // reads from before
@@ -281,6 +273,9 @@ func waitPollsOrCampaign(t *testing.T, polls chan struct{}, n int, campaign <-ch
 		case res = <-campaign:
 			return res, true
 		case <-time.After(wait):
+			if campaign == nil {
+				t.Fatalf("follower did not read the lease within %v", wait)
+			}
 			t.Fatalf("follower neither read the lease nor took it within %v", wait)
 		}
 	}
