@@ -132,6 +132,10 @@ type testSignals struct {
 	afterWoken atomic.Pointer[func(attempted int)]
 	// dropWakes drops every wake-up received.
 	dropWakes atomic.Bool
+	// lockTaken is called by Locks.Do with each lease Lock returned it,
+	// before Do checks the lease and calls the function: a process paused
+	// there resumes with a term that may be past its trust deadline.
+	lockTaken atomic.Pointer[func(*Lease)]
 }
 
 // campaign is one waiting Campaign call.

@@ -218,11 +218,32 @@ func (l *Locks) TryLock(ctx context.Context, key string) (*Lease, error) {
 // that stops when its context does never overlaps the next holder's.
 // Commit the work's effects under lease.Fence to be safe also from a
 // pause. Do returns fn's error, or the error of the wait.
+//
+// fn is only ever called under a term that is valid when it is called,
+// as Election.Run's function is: a term that ended between the key being
+// taken and fn's call (the process was paused past its trust deadline,
+// and another process may hold the key by now) is given back, and Do
+// waits for the key again.
 func (l *Locks) Do(ctx context.Context, key string, fn func(ctx context.Context, lease *Lease) error) error {
-	lease, err := l.Lock(ctx, key)
-	if err != nil {
-		return err
+	for {
+		lease, err := l.Lock(ctx, key)
+		if err != nil {
+			return err
+		}
+		if hook := l.c.signals.lockTaken.Load(); hook != nil {
+			(*hook)(lease)
+		}
+		if lease.Valid() {
+			return l.run(ctx, lease, fn)
+		}
+		// The term's loss is logged and emitted where it ended; the key's
+		// gate opens once it is given back.
+		_ = lease.Release(ctx)
 	}
+}
+
+// run calls fn under lease and then releases it.
+func (l *Locks) run(ctx context.Context, lease *Lease, fn func(ctx context.Context, lease *Lease) error) error {
 	// A failed release is logged and emitted by Release; the key is then
 	// free once the session no longer holds it.
 	defer func() { _ = lease.Release(ctx) }()

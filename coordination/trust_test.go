@@ -371,3 +371,67 @@ func TestTryAcquireSessionLostWhileAcquiring(t *testing.T) {
 		_ = l.Release(context.Background())
 	})
 }
+
+// TestLocksDoCallsNothingUnderATermPausedPastTrust: a process paused after
+// Locks.Do has taken the key and before it calls the function (a SIGSTOP,
+// a long stop of the world) resumes past its trust deadline, when another
+// process may hold the key. Do must not call the function under that
+// term: it gives the term back, waits for the key again, and calls the
+// function once, under a new term.
+func TestLocksDoCallsNothingUnderATermPausedPastTrust(t *testing.T) {
+	faketime.Test(t, func(t *testing.T) {
+		ms := memstore.New()
+		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
+		defer stop()
+		lk, err := c.Locks(ClusterScope, "jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var stale, intruder int64
+		pause := func(l *Lease) {
+			if stale != 0 {
+				return
+			}
+			stale = l.Epoch()
+			// The whole process stops, its renewals with it, past the
+			// trust deadline (12s) and the database's expiry (15s); another
+			// process takes the key meanwhile, for 3s.
+			ms.FailRenewals(errInjected)
+			time.Sleep(16 * time.Second)
+			if err := ms.CreateSession(ctx, "intruder-session", "intruder", 3*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			terms, err := ms.Acquire(ctx, "intruder-session", "intruder", []string{l.Key()})
+			if err != nil || len(terms) != 1 {
+				t.Fatalf("intruder could not take the expired key: %v %v", terms, err)
+			}
+			intruder = terms[0].Epoch
+			ms.FailRenewals(nil)
+		}
+		c.signals.lockTaken.Store(&pause)
+		calls := 0
+		err = lk.Do(ctx, "k", func(ctx context.Context, l *Lease) error {
+			calls++
+			if !l.Valid() || ctx.Err() != nil {
+				t.Errorf("function called under epoch %d past its trust deadline (%v)", l.Epoch(), l.Check())
+			}
+			if l.Epoch() <= intruder {
+				t.Errorf("function called under epoch %d, not after the intruder's %d", l.Epoch(), intruder)
+			}
+			if r, _ := ms.Row(l.Key()); r.Holder == "intruder" || r.Epoch != l.Epoch() {
+				t.Errorf("function called while the database shows %+v", r)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Do: %v", err)
+		}
+		if stale == 0 || intruder <= stale {
+			t.Fatalf("the pause did not happen: stale epoch %d, intruder's %d", stale, intruder)
+		}
+		if calls != 1 {
+			t.Fatalf("function called %d times, want once", calls)
+		}
+	})
+}
