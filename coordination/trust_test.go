@@ -383,10 +383,7 @@ func TestLocksDoCallsNothingUnderATermPausedPastTrust(t *testing.T) {
 		ms := memstore.New()
 		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
 		defer stop()
-		lk, err := c.Locks(ClusterScope, "jobs")
-		if err != nil {
-			t.Fatal(err)
-		}
+		lk := locks(t, c, ClusterScope, "jobs")
 		ctx := context.Background()
 		var stale, intruder int64
 		pause := func(l *Lease) {
@@ -411,7 +408,7 @@ func TestLocksDoCallsNothingUnderATermPausedPastTrust(t *testing.T) {
 		}
 		c.signals.lockTaken.Store(&pause)
 		calls := 0
-		err = lk.Do(ctx, "k", func(ctx context.Context, l *Lease) error {
+		err := lk.Do(ctx, "k", func(ctx context.Context, l *Lease) error {
 			calls++
 			if !l.Valid() || ctx.Err() != nil {
 				t.Errorf("function called under epoch %d past its trust deadline (%v)", l.Epoch(), l.Check())
