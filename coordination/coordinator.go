@@ -132,7 +132,7 @@ type testSignals struct {
 	afterWoken atomic.Pointer[func(attempted int)]
 	// dropWakes drops every wake-up received.
 	dropWakes atomic.Bool
-	// lockTaken is called by Locks.Do with each lease Lock returned it,
+	// lockTaken is called by Locks.Do with each lease Lock returned to it,
 	// before Do checks the lease and calls the function: a process paused
 	// there resumes with a term that may be past its trust deadline.
 	lockTaken atomic.Pointer[func(*Lease)]
