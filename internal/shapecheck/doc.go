@@ -1,14 +1,11 @@
-// Package shapecheck holds a test that keeps the code in the shape
-// docs/design.md describes, and prints each figure of it:
+// Package shapecheck holds a test of the module's boundaries:
 //
 //	go test -v -run TestShape ./internal/shapecheck
 //
-// No non-test file of coordination/, workers/ or internal/store/ is over
-// 500 lines; no type of the library has more than 25 methods; no interface
-// of coordination or internal/store declares more than 8; no condition of
-// internal/store branches on a database's name (the dialect is picked once,
-// by name, from a map); and it reports how many direct requirements the root
-// go.mod has.
+// No condition of internal/store branches on a database's name (the
+// dialect is picked once, by name, from a map); the root go.mod requires
+// only what the library and its own tests import; and the library's
+// packages import only the modules listed for them.
 //
 // It has no code of its own.
 package shapecheck

@@ -17,13 +17,6 @@ import (
 // root is the repository root, from this package's directory.
 const root = "../.."
 
-// Limits of the shape.
-const (
-	maxFileLines        = 500
-	maxMethods          = 25
-	maxInterfaceMethods = 8
-)
-
 // libraryModules are the modules the library's own packages (the root
 // module's, tests aside) may import, and why.
 var libraryModules = map[string]string{
@@ -117,79 +110,6 @@ func under(dir string, dirs ...string) bool {
 
 func TestShape(t *testing.T) {
 	files := libraryFiles(t)
-
-	t.Run("FileLines", func(t *testing.T) {
-		longest, at := 0, ""
-		for _, f := range files {
-			if !under(f.pkg, "coordination", "workers", "internal/store") {
-				continue
-			}
-			if f.lines > longest {
-				longest, at = f.lines, f.path
-			}
-			if f.lines > maxFileLines {
-				t.Errorf("%s has %d lines; at most %d in coordination/, workers/ and internal/store/", f.path, f.lines, maxFileLines)
-			}
-		}
-		t.Logf("longest non-test file of coordination/, workers/, internal/store/: %s, %d lines (limit %d)", at, longest, maxFileLines)
-	})
-
-	t.Run("MethodsPerType", func(t *testing.T) {
-		methods := map[string]int{} // "pkg.Type" -> methods declared on it
-		for _, f := range files {
-			for _, d := range f.ast.Decls {
-				fd, ok := d.(*ast.FuncDecl)
-				if !ok || fd.Recv == nil || len(fd.Recv.List) == 0 {
-					continue
-				}
-				methods[f.pkg+"."+receiverType(fd.Recv.List[0].Type)]++
-			}
-		}
-		most, which := 0, ""
-		for typ, n := range methods {
-			if n > most || (n == most && typ < which) {
-				most, which = n, typ
-			}
-			if n > maxMethods {
-				t.Errorf("%s has %d methods; at most %d", typ, n, maxMethods)
-			}
-		}
-		t.Logf("most methods on one type: %s, %d (limit %d)", which, most, maxMethods)
-	})
-
-	t.Run("InterfaceMethods", func(t *testing.T) {
-		most, which := 0, ""
-		for _, f := range files {
-			if !under(f.pkg, "coordination", "internal/store") {
-				continue
-			}
-			ast.Inspect(f.ast, func(n ast.Node) bool {
-				ts, ok := n.(*ast.TypeSpec)
-				if !ok {
-					return true
-				}
-				it, ok := ts.Type.(*ast.InterfaceType)
-				if !ok {
-					return true
-				}
-				declared := 0
-				for _, m := range it.Methods.List {
-					if _, isFunc := m.Type.(*ast.FuncType); isFunc {
-						declared += len(m.Names)
-					}
-				}
-				name := f.pkg + "." + ts.Name.Name
-				if declared > most {
-					most, which = declared, name
-				}
-				if declared > maxInterfaceMethods {
-					t.Errorf("interface %s (%s) declares %d methods; at most %d", name, f.path, declared, maxInterfaceMethods)
-				}
-				return true
-			})
-		}
-		t.Logf("most methods an interface of coordination or internal/store declares: %s, %d (limit %d; a union of others declares none)", which, most, maxInterfaceMethods)
-	})
 
 	t.Run("NoBranchOnDialectName", func(t *testing.T) {
 		names := map[string]bool{"Postgres": true, "MySQL": true, "SQLite": true, "SQLServer": true}
