@@ -48,6 +48,8 @@ type Member struct {
 	// first step since then that left it unsettled (see NoteSettled).
 	gen, settledGen int64
 	unsettledSince  time.Time
+	// outage follows the failed steps: the wait after each, and their log.
+	outage outage
 }
 
 // work is the member's running work for one generation.
@@ -62,7 +64,7 @@ func New(cfg Config) *Member {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Member{cfg: cfg}
+	return &Member{cfg: cfg, outage: newOutage(cfg)}
 }
 
 // Lost returns a channel closed when the membership's term ends; nil
@@ -76,7 +78,13 @@ func (m *Member) Lost() <-chan struct{} {
 
 // Step runs one round of the member protocol. It reports whether the
 // member is settled (working in the current generation, or correctly idle).
+// A step whose statement fails is not settled either, and the next waits
+// for its backoff (NextRead, Failing). A step that sent statements, all
+// of which succeeded, ends an outage; one that sent none (while the
+// health checks hold off a join), or whose ctx ended, neither fails nor
+// succeeds.
 func (m *Member) Step(ctx context.Context) bool {
+	defer func() { m.outage.stepEnded(m.cfg.Now(), m.mem != nil && ctx.Err() == nil) }()
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.StepTimeout)
 	defer cancel()
 	m.expiry = time.Time{}
@@ -275,12 +283,16 @@ func (m *Member) recordAck(ctx context.Context, gen int64, wakeName string, wake
 	return true
 }
 
+// fail records a failed statement of the step under way, unless the
+// step's context was cancelled: the run is ending. The log warns once per
+// outage (outage.failed); every failure is reported, for the programs
+// that follow the events.
 func (m *Member) fail(op string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
 	err = fmt.Errorf("pool %q: %s: %w", m.cfg.Pool, op, err)
-	m.cfg.Log.Warn("pool step failed; retrying", zap.Error(err))
+	m.outage.failed(err)
 	m.cfg.Reporter.Failed(err)
 }
 

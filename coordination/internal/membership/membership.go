@@ -101,8 +101,9 @@ type Worker interface {
 type Reporter interface {
 	// Read reports the generation and member count of each read.
 	Read(generation int64, members int)
-	// Failed reports a failed step, or work that did not return on
-	// Leave, once logged.
+	// Failed reports each failed statement of a step, or work that did
+	// not return on Leave, once logged. The log warns once per outage
+	// (Member.fail); Failed is told of every failure.
 	Failed(err error)
 	// Rebalanced reports how long the member was out of work before it
 	// settled in a new generation (see NoteSettled).
@@ -114,7 +115,7 @@ type Config struct {
 	Pool   string        // the pool's key, for logs and errors
 	Rows   Rows          // the names of the pool's rows
 	Holder string        // this process's holder string
-	Poll   time.Duration // how often to read when settled
+	Poll   time.Duration // how often to read when settled; the shortest wait after a failed step
 	// StepTimeout bounds the statements of one Step. ShutdownTimeout
 	// bounds the wait for the work on Leave, and is how often a wait for
 	// work that does not return is logged. PruneAfter is how long a

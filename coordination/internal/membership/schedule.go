@@ -27,10 +27,21 @@ func (m *Member) noteExpiry(st State, readEnd time.Time) {
 }
 
 // NextRead returns when the read after the step that began at began
-// starts (see nextRead), given whether it left the member settled.
+// starts (see nextRead), given whether it left the member settled. After
+// a failed step it is the end of the step's backoff instead (retryPolicy:
+// at least one poll after the step ended), whenever another member's row
+// expires: no member retries faster than it polls, whatever the error.
 func (m *Member) NextRead(began time.Time, settled bool) time.Time {
+	if m.Failing() {
+		return m.outage.until
+	}
 	return nextRead(m.cfg.Poll, began, settled, m.expiry)
 }
+
+// Failing reports whether the last step failed. The next one then waits
+// for its backoff (NextRead), which a wake-up does not cut short: what
+// another member changed is read when the backoff ends.
+func (m *Member) Failing() bool { return !m.outage.until.IsZero() }
 
 // nextRead returns when the read after the one whose step began at began
 // starts: one poll later when settled, a quarter of it while a rebalance

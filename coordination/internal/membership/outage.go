@@ -1,0 +1,76 @@
+package membership
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/leasehold/leasehold/internal/backoff"
+)
+
+// maxRetryWait caps the backoff of failed steps, however long a step may
+// take (see retryPolicy).
+const maxRetryWait = 30 * time.Second
+
+// retryPolicy is the backoff of failed steps (internal/backoff): the
+// first wait is the poll, and it doubles with each consecutive failure up
+// to the step's timeout, at most maxRetryWait, and never below the poll.
+// The cap bounds how late a member notices that the database is back, and
+// how long a member whose row stayed live holds up a rebalance, which
+// waits for its acknowledgement: the coordinator's step timeout is a TTL
+// or a campaign round, whichever is longer, so that is about as long as a
+// crashed member holds it up, one TTL.
+func retryPolicy(cfg Config) backoff.Policy {
+	return backoff.Policy{Interval: cfg.Poll, Max: min(cfg.StepTimeout, maxRetryWait)}
+}
+
+// outage follows the failed steps of a member: the wait before the step
+// after each (retryPolicy), and one warning an outage rather than one a
+// failure.
+type outage struct {
+	retry backoff.Retry
+	log   *zap.Logger
+	// wait is the wait after the step under way once a statement of it
+	// failed, zero before; until is when the step after the last one may
+	// start if that one failed, zero otherwise.
+	wait  time.Duration
+	until time.Time
+}
+
+func newOutage(cfg Config) outage {
+	return outage{retry: backoff.Retry{Policy: retryPolicy(cfg)}, log: cfg.Log}
+}
+
+// failed records the failure err of a statement of the step under way.
+// The step's first counts one failed step (retry) and sets the wait
+// after it. The first failure of an outage, the first since the last step
+// that succeeded, is logged at Warn, with the wait; the others at Debug.
+func (o *outage) failed(err error) {
+	level := zapcore.DebugLevel
+	if o.wait == 0 {
+		wait, first := o.retry.Failed()
+		o.wait = wait
+		if first {
+			level = zapcore.WarnLevel
+		}
+	}
+	o.log.Log(level, "pool step failed; retrying", zap.Error(err), zap.Duration("retry_in", o.wait))
+}
+
+// stepEnded records the end, at now, of a step: after a failed one, the
+// next may start once its wait from now has passed (until). A step that
+// succeeded, having sent statements (tried), ends the outage, if there is
+// one, with one line that says how many steps failed and how long it
+// lasted. One that did not try neither fails nor succeeds.
+func (o *outage) stepEnded(now time.Time, tried bool) {
+	o.until = time.Time{}
+	switch {
+	case o.wait > 0:
+		o.until, o.wait = now.Add(o.wait), 0
+	case tried:
+		if n, lasted := o.retry.Succeeded(); n > 0 {
+			o.log.Info("pool step recovered", zap.Int("failures", n), zap.Duration("outage", lasted))
+		}
+	}
+}
