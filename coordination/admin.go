@@ -404,4 +404,8 @@ func (c *Coordinator) Resign(ctx context.Context, name string, opts ResignOption
 // ErrNotInTransaction. On SQLite, when this process holds and trusts the
 // term, it also renews the process's session inside tx, as Lease.Fence
 // describes.
-func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error { return c.fencer.check(tx, t) }
+func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
+	var s *session
+	c.terms.query(func(st *termState) { s = st.sessionOf(t) })
+	return c.fencer.check(tx, t, s)
+}

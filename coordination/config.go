@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -360,13 +359,3 @@ func (c Config) roundTimeout(n int) time.Duration {
 // TTL, whichever is longer; safety never depends on it (the membership's
 // lease and the generation fence the work).
 func (c Config) poolStepTimeout() time.Duration { return max(c.roundTimeout(1), c.TTL) }
-
-// backoff returns the wait after the n-th consecutive failure: 100ms
-// doubling up to RetryInterval, each drawn at random from its upper half.
-func (c Config) backoff(n int) time.Duration {
-	d := c.RetryInterval
-	if n < 16 {
-		d = min(d, 100*time.Millisecond<<(n-1))
-	}
-	return max(d/2+rand.N(d/2+1), time.Millisecond)
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,32 +16,7 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// The coordinator is the composition root of owners that each hold their
-// own state behind their own lock (the table under "Owners" in the package
-// doc says which owns what, and who may call it):
-//
-//   - coordinator.go: the type, its construction and wiring; lifecycle.go:
-//     Run, start-up and shutdown;
-//   - session.go, failover.go, fencerenew.go: the session keeper (the
-//     session row, its renewal loop, the trust deadline, the rebind after
-//     a failover, renewal inside fenced transactions);
-//   - terms.go, lease.go: the set of terms held, and the Lease type;
-//   - campaign.go, direct.go: the campaigner (campaigns, observers,
-//     wake-ups received) and the one acquire path;
-//   - release.go: the releaser, which batches releases;
-//   - resign.go: resign requests, the reader of those for this process's
-//     terms, and the hold-offs after a resign; stepdown.go: the health
-//     gate;
-//   - pools.go, pool.go: the pools running here, and Pool.Run; member.go:
-//     what the member protocol (internal/membership) is handed;
-//   - queries.go, inspect.go: what the process holds and what the
-//     database shows; wake.go: wake-ups.
-//
-// Lock order, for the owners whose methods take another's lock: the
-// campaigner's before the term set's, the term set's before the session
-// keeper's. No owner calls another while holding its own lock otherwise.
-
-type runState int
+type runState int32
 
 const (
 	stateIdle runState = iota
@@ -58,23 +32,17 @@ type Coordinator struct {
 	*shared
 	id    identity.Identity
 	store leaseStore
+	done  chan struct{} // closed when Run returns
+	state atomic.Int32  // a runState
 
-	done chan struct{} // closed when Run returns
-
-	keeper     *keeper       // the session and its renewal
-	terms      *termSet      // the terms held
-	campaigner *campaigner   // campaigns, observers, wake-ups received
-	releaser   *releaser     // batched releases
-	resigns    *resignReader // resign requests for this process's terms
-	health     *healthGate   // health checks and step-down
-	pools      *poolSet      // the pools running here
-	locks      *lockSet      // the keyed lock namespaces and semaphores of this process
-	fencer     *fencer       // fencing checks
-	wakes      *waker        // the wake-ups: transport, listening, delivery
-	admin      *Admin        // reads, resign requests and fence checks; built once
-
-	mu    sync.Mutex
-	state runState
+	keeper      *keeper   // the session and its renewal
+	terms       *termSet  // the terms held and what decides them
+	fencer      *fencer   // fencing checks
+	wakes       *waker    // the wake-ups: transport, listening, delivery
+	admin       *Admin    // reads, resign requests and fence checks
+	handles     *handles  // the handles given out, and the running pools
+	pools       *poolDeps // what every pool is given
+	directTurns chan struct{}
 }
 
 // shared is what every owner reads and nobody changes after New: the
@@ -128,7 +96,7 @@ type testSignals struct {
 	// names it read.
 	afterRound atomic.Pointer[func(names int)]
 	// afterWoken is called after every attempt of leases named by a
-	// notification (acquireWoken) with the number it attempted.
+	// wake-up with the number it attempted.
 	afterWoken atomic.Pointer[func(attempted int)]
 	// dropWakes drops every wake-up received.
 	dropWakes atomic.Bool
@@ -136,12 +104,6 @@ type testSignals struct {
 	// before Do checks the lease and calls the function: a process paused
 	// there resumes with a term that may be past its trust deadline.
 	lockTaken atomic.Pointer[func(*Lease)]
-}
-
-// campaign is one waiting Campaign call.
-type campaign struct {
-	e      *Election
-	result chan *Lease // buffered 1: the loop never blocks on it
 }
 
 // New returns a coordinator for the process identity id on db. It checks
@@ -175,7 +137,9 @@ func checkNew(id identity.Identity, cfg Config) (Config, error) {
 	return cfg, nil
 }
 
-// newCoordinator wires the owners, each with the slice of st it uses.
+// newCoordinator builds the owners in dependency order, each with the
+// slice of st it uses. st is nil for a coordinator built only for its
+// Admin (tests).
 func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinator {
 	holder := id.Holder()
 	log := cfg.Logger.Named("leasehold").With(zap.String("identity", holder))
@@ -190,32 +154,19 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		ready:   make(chan struct{}),
 		closing: make(chan struct{}),
 	}
-	c := &Coordinator{
-		shared: sh,
-		id:     id,
-		store:  st,
-		done:   make(chan struct{}),
-		pools:  newPoolSet(id.Instance),
-	}
-	c.terms = newTermSet(sh)
-	c.keeper = newKeeper(sh, st, c.terms)
-	ops := flooredOps{leaseOps: st, floored: st}
-	c.releaser = newReleaser(ops, sh.closing, c.terms)
-	c.admin = &Admin{store: st, log: c.log, ttl: cfg.TTL}
-	c.fencer = &fencer{shared: sh, store: st, data: st, admin: c.admin, keeper: c.keeper, terms: c.terms}
-	c.health = newHealthGate(sh, c.terms)
-	holdOffs := newHoldOffs(holder, cfg.resignHoldOff())
-	c.campaigner = newCampaigner(sh, ops, c.keeper, c.terms, c.releaser, c.health, holdOffs)
-	c.locks = newLockSet(cfg.MaxConnections)
-	c.resigns = newResignReader(sh, st, c.keeper, c.terms, holdOffs)
-	c.terms.wire(c.keeper, c.releaser, c.fencer, c.campaigner)
-	c.keeper.resignWake = c.resigns.wake
-	c.health.passed = c.campaigner.wakeRound
+	c := &Coordinator{shared: sh, id: id, store: st, done: make(chan struct{}),
+		directTurns: make(chan struct{}, max(1, cfg.MaxConnections-1))}
+	c.keeper = newKeeper(sh, st)
+	c.admin = &Admin{store: st, log: log, ttl: cfg.TTL}
+	c.fencer = &fencer{shared: sh, store: st, data: st, admin: c.admin, keeper: c.keeper}
+	c.terms = newTermSet(sh, flooredOps{leaseOps: st, floored: st}, st, c.keeper, c.fencer)
+	c.handles = newHandles(id.Instance)
 	var ws wakeStore
-	if st != nil { // nil: a coordinator built only for its Admin (tests)
+	if st != nil {
 		ws = st
 	}
-	c.wakes = newWaker(sh, ws, c.campaigner.woke, c.pools.woke)
+	c.wakes = newWaker(sh, ws, c.terms.woke, c.handles.woke)
+	c.pools = &poolDeps{shared: sh, terms: c.terms, handles: c.handles, store: st, wakes: c.wakes}
 	return c
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.opentelemetry.io/otel/metric"
 )
@@ -15,18 +16,13 @@ import (
 // it at a time in one process, and none while a Lease of it is unreleased
 // (they get ErrBusy).
 type Election struct {
-	c     *Coordinator
-	scope Scope
-	name  string                   // as given
-	key   string                   // full lease name
-	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
-
-	// Guarded by the coordinator's campaigner (elections.go).
-	busy       bool
-	seen       bool // seenHolder and seenEpoch are those of the last look
-	seenHolder string
-	seenEpoch  int64
-	observers  []*observer
+	t         *termSet
+	scope     Scope
+	name      string                   // as given
+	key       string                   // full lease name
+	attrs     metric.MeasurementOption // attributes of its metrics; nil when they are off
+	transient bool                     // a keyed lock's or a semaphore slot's, made for one call
+	onRelease func()                   // what the first Release of its leases calls, for a transient one
 }
 
 // Election returns the election with the given scope and name. The name
@@ -36,8 +32,8 @@ func (c *Coordinator) Election(scope Scope, name string) (*Election, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.campaigner.election(key, func() *Election {
-		return &Election{c: c, scope: scope, name: name, key: key, attrs: c.metrics.leaseAttrs(key)}
+	return c.handles.election(key, func() *Election {
+		return &Election{t: c.terms, scope: scope, name: name, key: key, attrs: c.metrics.leaseAttrs(key)}
 	}), nil
 }
 
@@ -54,22 +50,38 @@ func (e *Election) Scope() Scope { return e.scope }
 // per attempt. The caller must Release the returned lease after the work
 // done under it has returned.
 func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
-	c := e.c
-	cp, err := c.campaigner.claim(e, true)
+	c := &campaign{grantee: grantee{onRelease: e.onRelease}, result: make(chan *Lease, 1)}
+	var err error
+	if cerr := e.t.callCtx(ctx, func(st *termState) { err = st.claim(e, c) }); cerr != nil {
+		return nil, cerr
+	}
 	if err != nil {
 		return nil, err
 	}
-	c.campaigner.wakeRound()
-
 	select {
-	case l := <-cp.result:
+	case l := <-c.result:
 		return l, nil
 	case <-ctx.Done():
-		e.abortCampaign(cp)
+		e.abort(c)
 		return nil, ctx.Err()
-	case <-c.closing:
-		e.abortCampaign(cp)
+	case <-e.t.closing:
+		e.abort(c)
 		return nil, ErrClosed
+	}
+}
+
+// abort withdraws a campaign; a lease granted in the meantime is released
+// at once.
+func (e *Election) abort(c *campaign) {
+	var granted *Lease
+	if !e.t.call(func(st *termState) { granted = st.abort(e.key, c) }) {
+		select {
+		case granted = <-c.result:
+		default:
+		}
+	}
+	if granted != nil {
+		_ = granted.Release(context.Background())
 	}
 }
 
@@ -111,41 +123,44 @@ func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 // ErrBusy. The attempt is bounded by ctx and by a timeout of its own, as
 // long as a campaign round over one name.
 func (e *Election) TryAcquire(ctx context.Context) (*Lease, error) {
-	c := e.c
-	if _, err := c.campaigner.claim(e, false); err != nil {
+	var err error
+	if cerr := e.t.callCtx(ctx, func(st *termState) { err = st.claim(e, nil) }); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
 		return nil, err
 	}
-	l, err := c.campaigner.tryAcquire(ctx, e)
+	l, err := e.t.tryAcquire(ctx, e, e.onRelease)
 	if err != nil {
-		c.campaigner.idle(e)
+		e.t.call(func(st *termState) {
+			if es := st.elections[e.key]; es != nil {
+				st.idle(es)
+			}
+		})
 		return nil, err
 	}
 	return l, nil
 }
 
-// abortCampaign withdraws a campaign; a lease granted in the meantime is
-// released at once.
-func (e *Election) abortCampaign(cp *campaign) {
-	if granted := e.c.campaigner.abort(e, cp); granted != nil {
-		_ = granted.Release(context.Background())
-	}
-}
-
 // IsLeader reports whether this process holds the election's lease and
 // trusts it right now.
-func (e *Election) IsLeader() bool { return e.c.terms.leads(e.key) }
+func (e *Election) IsLeader() bool {
+	var leads bool
+	e.t.query(func(st *termState) { leads = st.leads(e.key) })
+	return leads
+}
 
 // Leader reads who holds the election's lease, by the database clock.
 // For a lease never acquired it returns a LeaseInfo with only Name set.
 func (e *Election) Leader(ctx context.Context) (LeaseInfo, error) {
-	rows, err := e.c.store.Get(ctx, []string{e.key})
+	r, exists, err := readOne(ctx, e.t.store, e.key)
 	if err != nil {
 		return LeaseInfo{}, fmt.Errorf("coordination: read lease %q: %w", e.key, err)
 	}
-	if len(rows) == 0 {
+	if !exists {
 		return LeaseInfo{Name: e.key}, nil
 	}
-	return leaseInfo(rows[0], e.c.holder), nil
+	return leaseInfo(r, e.t.holder), nil
 }
 
 // Observe follows who leads the election without campaigning for it: the
@@ -173,15 +188,41 @@ func (e *Election) Leader(ctx context.Context) (LeaseInfo, error) {
 //
 // The channel is closed when ctx is done or the coordinator stops. Observe
 // returns ErrClosed once the coordinator is stopping or has stopped.
-// Before Run is ready the first value waits for the loop, as a Campaign
-// does. Observe may be called any number of times, alongside Campaign,
-// Run and TryAcquire of the same election.
+// Called before Run, it waits for Run to start, within ctx. Observe may
+// be called any number of times, alongside Campaign, Run and TryAcquire
+// of the same election.
 func (e *Election) Observe(ctx context.Context) (<-chan LeaseInfo, error) {
-	return e.c.campaigner.observe(ctx, e)
+	o := &observer{ch: make(chan LeaseInfo, 1)}
+	var err error
+	t := e.t
+	if cerr := t.callCtx(ctx, func(st *termState) {
+		if st.closing {
+			err = ErrClosed
+			return
+		}
+		es := st.election(e.key, e.attrs, false)
+		es.observers = append(es.observers, o)
+		o.stop = context.AfterFunc(ctx, func() { t.call(func(st *termState) { st.unobserve(es, o) }) })
+		st.wakeRound()
+	}); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return o.ch, nil
 }
 
-// observer is the channel of one Observe call. It is used under the
-// campaigner's lock only, which makes the campaign loop its one sender.
+// unobserve ends one observer after its context is done.
+func (st *termState) unobserve(es *electionState, o *observer) {
+	if i := slices.Index(es.observers, o); i >= 0 {
+		es.observers = slices.Delete(es.observers, i, i+1)
+	}
+	o.close()
+}
+
+// observer is the channel of one Observe call, used by the loop only,
+// which is its one sender.
 type observer struct {
 	ch     chan LeaseInfo // buffered 1: the latest value not yet taken
 	stop   func() bool    // stops the wait for Observe's ctx
@@ -215,8 +256,8 @@ func (o *observer) offer(info LeaseInfo) {
 	}
 }
 
-// closeLocked closes the channel once.
-func (o *observer) closeLocked() {
+// close closes the channel once.
+func (o *observer) close() {
 	if o.closed {
 		return
 	}
@@ -250,7 +291,7 @@ type LeaderFunc func(ctx context.Context, lease *Lease) error
 // calls back at the start and end of each term (see RunOptions); an
 // invalid one makes Run return an error wrapping ErrInvalidConfig at once.
 func (e *Election) Run(ctx context.Context, fn LeaderFunc, opts ...RunOptions[*Lease]) error {
-	r, err := newTermLoop(e.c, "leader work", opts)
+	r, err := newTermLoop(e.t.shared, "leader work", opts)
 	if err != nil {
 		return fmt.Errorf("coordination: run election %q: %w", e.key, err)
 	}

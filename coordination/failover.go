@@ -10,13 +10,12 @@ import (
 )
 
 // A failover of the database to an asynchronous standby can lose the last
-// writes the old primary acknowledged: acquires, renewals, releases. The
-// store records the change of database incarnation, holds every lease off
-// for a TTL, and takes new epochs above anything the old primary could
-// have issued (internal/store/incarnation.go). What is left to the holder
-// is its own terms: a session's renewal succeeds only in the incarnation
-// the session was last checked in, so the first renewal after a failover
-// fails, and renewSession checks the session's terms against the new
+// writes the old primary acknowledged. The store records the change of
+// incarnation, holds every lease off for a TTL and takes new epochs above
+// anything the old primary could have issued (internal/store). What is
+// left to the holder is its own terms: a session's renewal succeeds only
+// in the incarnation it was last checked in, so the first renewal after a
+// failover fails, and the session's terms are checked against the new
 // primary's rows before any of them is trusted again.
 
 // errLostInFailover is the cause of a term that a failover of the
@@ -24,9 +23,8 @@ import (
 var errLostInFailover = fmt.Errorf("%w: the database failed over, and the new primary does not show this term", ErrLeaseLost)
 
 // probeFailover asks the store whether the database can say which
-// incarnation of the server answers (store.Failover.ProbeFailover), before
-// any other statement runs. Where it cannot, the coordinator works on
-// without failover detection and says so once.
+// incarnation of the server answers. Where it cannot, the coordinator
+// works on without failover detection and says so once.
 func probeFailover(ctx context.Context, st schemaStore, log *zap.Logger) error {
 	unsupported, err := st.ProbeFailover(ctx)
 	if unsupported != nil {
@@ -36,11 +34,25 @@ func probeFailover(ctx context.Context, st schemaStore, log *zap.Logger) error {
 	return err
 }
 
+// rebind is the keeper's request to the term set after a failover: end
+// the terms of s that shown (the new primary's rows, by name) does not
+// have at their epoch, and say which terms shown has that this process
+// does not hold, to release.
+type rebind struct {
+	s     *session
+	shown map[string]int64
+	reply chan rebound // buffered 1
+}
+
+type rebound struct {
+	kept, dropped, unknown int
+	stray                  []store.Term // nil while an acquire is under way on s: its terms may not have been handed over yet
+}
+
 // renewSession sends the session's renewal. If the database renewed
-// nothing because it failed over since the session was last checked
-// (store.Failover.Rebind), the terms the new primary does not show are
-// dropped, the ones it shows but this process does not hold are released,
-// and the renewal is sent again. ok is false when the session is over.
+// nothing because it failed over since the session was last checked, the
+// terms are checked against the new primary (rebind) and the renewal is
+// sent again. ok is false when the session is over.
 func (k *keeper) renewSession(ctx context.Context, s *session) (ok bool, notice int64, err error) {
 	ok, notice, err = k.store.RenewSession(ctx, s.id, k.cfg.TTL)
 	if err != nil || ok {
@@ -53,37 +65,21 @@ func (k *keeper) renewSession(ctx context.Context, s *session) (ok bool, notice 
 	if !live {
 		return false, 0, nil
 	}
-	k.keepTerms(ctx, s, terms)
-	return k.store.RenewSession(ctx, s.id, k.cfg.TTL)
-}
-
-// keepTerms is the check of a session's terms after a failover: each term
-// of s that the new primary's rows (terms) do not show at its epoch ends
-// now, with cause lossFailover; each one they show that this process does
-// not hold is released, unless an acquire is under way on s, whose terms
-// may not have been handed over yet.
-func (k *keeper) keepTerms(ctx context.Context, s *session, terms []store.Term) {
 	shown := make(map[string]int64, len(terms))
 	for _, t := range terms {
 		shown[t.Name] = t.Epoch
 	}
-	kept, dropped := k.terms.keep(s, shown)
-	k.mu.Lock()
-	busy := s.busy > 0
-	k.mu.Unlock()
+	r := rebind{s: s, shown: shown, reply: make(chan rebound, 1)}
+	select {
+	case k.rebinds <- r:
+	case <-ctx.Done():
+		return false, 0, ctx.Err()
+	}
+	res := <-r.reply
 	k.log.Warn("database failed over; checked this process's terms against the new primary",
-		zap.String("session", s.id), zap.Int("kept", kept), zap.Int("dropped", dropped), zap.Int("unknown", len(shown)))
-	if len(shown) == 0 || busy {
-		return
+		zap.String("session", s.id), zap.Int("kept", res.kept), zap.Int("dropped", res.dropped), zap.Int("unknown", res.unknown))
+	if len(res.stray) > 0 {
+		k.releaseStray(ctx, s, res.stray)
 	}
-	stray := make([]store.Term, 0, len(shown))
-	for name, epoch := range shown {
-		stray = append(stray, store.Term{Name: name, Epoch: epoch})
-	}
-	rctx, cancel := context.WithTimeout(ctx, k.cfg.ShutdownTimeout)
-	defer cancel()
-	if _, err := k.store.Release(rctx, s.id, stray); err != nil {
-		k.log.Warn("could not release terms the new primary shows but this process does not hold; they are free once its session ends",
-			zap.Int("leases", len(stray)), zap.Error(err))
-	}
+	return k.store.RenewSession(ctx, s.id, k.cfg.TTL)
 }

@@ -28,9 +28,8 @@ func TestHealthCheckPanicIsReportedLikeWork(t *testing.T) {
 		t.Fatalf("error event = %+v, want a *PanicError of \"sick\" with the check's stack", ev)
 	}
 	for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
-		c.health.mu.Lock()
-		known, unhealthy, last := c.health.known, c.health.unhealthy, c.health.err
-		c.health.mu.Unlock()
+		st := c.Renewal()
+		known, unhealthy, last := st.HealthError != nil, st.Unhealthy, st.HealthError
 		if known {
 			if !unhealthy || !errors.Is(last, ErrPanicked) {
 				t.Fatalf("after a panicking check: unhealthy %v, last error %v; want unhealthy with the panic", unhealthy, last)

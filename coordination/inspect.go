@@ -2,7 +2,6 @@ package coordination
 
 import (
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold/coordination/internal/membership"
@@ -98,41 +97,14 @@ func (c *Coordinator) Renewal() RenewalState {
 		}
 	default:
 	}
-	c.terms.heldState(&st)
-	c.keeper.trustDeadline(&st)
-	c.health.state(&st)
-	c.keeper.renewals.read(&st)
+	c.terms.query(func(ts *termState) {
+		for _, tm := range ts.held {
+			if tm.valid() {
+				st.Held++
+			}
+		}
+	})
+	c.keeper.state(&st)
+	c.terms.health.state(&st)
 	return st
-}
-
-// renewals tracks the outcomes of the renewal loop's statements for
-// Coordinator.Renewal.
-type renewals struct {
-	mu          sync.Mutex
-	failures    int
-	lastErr     error
-	lastSuccess time.Time
-}
-
-// failed records a renewal statement that failed with err.
-func (r *renewals) failed(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failures++
-	r.lastErr = err
-}
-
-// succeeded records a renewal statement that returned without error.
-func (r *renewals) succeeded() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failures = 0
-	r.lastErr = nil
-	r.lastSuccess = time.Now()
-}
-
-func (r *renewals) read(st *RenewalState) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st.Failures, st.LastError, st.LastSuccess = r.failures, r.lastErr, r.lastSuccess
 }

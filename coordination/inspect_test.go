@@ -18,7 +18,9 @@ func TestRenewalState(t *testing.T) {
 		if st := c0.Renewal(); st.Running || st.Held != 0 || !st.TrustDeadline.IsZero() || st.Failures != 0 {
 			t.Fatalf("Renewal before Run = %+v, want zero", st)
 		}
-		c, stop := bubbleCoordinator(t, ms, Config{}) // TTL 15s, renew 5s, margin 3s
+		// TTL 15s, renew 5s, margin 3s; failed renewals are retried every
+		// 200ms to 300ms.
+		c, stop := bubbleCoordinator(t, ms, Config{RetryInterval: 200 * time.Millisecond})
 		defer stop()
 		if st := c.Renewal(); !st.Running || st.Held != 0 || !st.TrustDeadline.IsZero() {
 			t.Fatalf("Renewal of an idle running coordinator = %+v", st)
@@ -54,7 +56,7 @@ func TestRenewalState(t *testing.T) {
 		}
 
 		ms.FailRenewals(nil)
-		time.Sleep(3 * time.Second) // the backoff is at most RetryInterval (2s); the deadline is at 17s
+		time.Sleep(3 * time.Second) // the backoff is at most 1.5 RetryInterval (300ms); the deadline is at 17s
 		synctest.Wait()
 		st = c.Renewal()
 		if st.Failures != 0 || st.LastError != nil || !st.LastSuccess.After(success) || st.Held != 1 ||

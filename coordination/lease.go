@@ -3,9 +3,9 @@ package coordination
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -23,14 +23,6 @@ type Token struct {
 
 // String formats the token as name@epoch.
 func (t Token) String() string { return fmt.Sprintf("%s@%d", t.Name, t.Epoch) }
-
-type leaseState int
-
-const (
-	stateHeld leaseState = iota
-	stateLost
-	stateReleased
-)
 
 // Lease is one term of one lease held by this process. It is safe for
 // concurrent use.
@@ -59,20 +51,15 @@ const (
 //     moment on this process's monotonic clock, not a context deadline:
 //     renewals move it later.
 type Lease struct {
-	t      *termSet // the owner of its state
-	name   string
-	epoch  int64
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	t     *termSet // the owner of its term
+	f     *fencer  // its fencing checks and data
+	name  string
+	epoch int64
+	sess  *session // the session the term rides on; its deadline is the term's
+	ctx   context.Context
 
-	sess  *session                 // the session the term rides on; its deadline is the term's
-	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
-
-	// Guarded by t.mu.
-	state         leaseState
-	confirmedLost bool // the database showed the term is over
-	election      *Election
-	onRelease     func() // called once by Release, after the term left the database (keyed locks)
+	onRelease func()      // called by the first Release, after the term left the database (keyed locks)
+	released  atomic.Bool // Release has been called
 }
 
 // Key returns the full lease name, the key of its row: such as
@@ -96,22 +83,13 @@ func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 // TrustDeadline returns the current trust deadline: the moment, on this
 // process's monotonic clock, after which it must no longer act as holder
 // unless a renewal extends it.
-func (l *Lease) TrustDeadline() time.Time { return l.t.keeper.deadline(l.sess) }
+func (l *Lease) TrustDeadline() time.Time { return l.sess.trustDeadline() }
 
 // Valid reports whether it is safe to act as holder right now. It reads
 // the monotonic clock itself and needs no goroutine to have run, so a
 // process resumed after a long pause sees false at once, even before the
 // timer that cancels Context has fired. Call it before each unit of work.
-func (l *Lease) Valid() bool {
-	l.t.mu.Lock()
-	defer l.t.mu.Unlock()
-	return l.validLocked()
-}
-
-// validLocked is Valid; t.mu must be held.
-func (l *Lease) validLocked() bool {
-	return l.state == stateHeld && l.ctx.Err() == nil && l.t.keeper.trusted(l.sess)
-}
+func (l *Lease) Valid() bool { return l.ctx.Err() == nil && l.sess.trusted() }
 
 // Check returns nil when Valid would report true, and otherwise an error
 // that wraps the reason the term ended (ErrLeaseLost, ErrReleased,
@@ -154,8 +132,14 @@ func (l *Lease) Fence(tx *gorm.DB) error {
 	if !l.Valid() {
 		return &FenceError{Name: l.name, Epoch: l.epoch, Reason: "this process no longer trusts the term (" + l.Check().Error() + ")"}
 	}
-	return l.t.fencer.check(tx, l.Token())
+	return l.fence(tx)
 }
+
+// fence is the fencing check of the term inside tx, by this process.
+func (l *Lease) fence(tx *gorm.DB) error { return l.f.check(tx, l.Token(), l.sess) }
+
+// sessionID returns the id of the session the term rides on.
+func (l *Lease) sessionID() string { return l.sess.id }
 
 // Release ends the term and, unless the database already showed it over,
 // gives the lease up in the database so a follower can take it on its next
@@ -164,43 +148,25 @@ func (l *Lease) Fence(tx *gorm.DB) error {
 // and it is idempotent. The release statement only matches this holder
 // and epoch, so it can never touch a newer term.
 func (l *Lease) Release(ctx context.Context) error {
+	if !l.released.CompareAndSwap(false, true) {
+		return nil
+	}
+	if l.onRelease != nil {
+		defer l.onRelease()
+	}
+	var r releaseTicket
+	var first bool
+	if !l.t.call(func(st *termState) { r, first = st.release(l.name, l) }) {
+		// The coordinator stopped without this term, whose work outlived
+		// ShutdownTimeout: give it back now that the work has returned.
+		l.t.giveBackNow(l.sess, []store.Term{{Name: l.name, Epoch: l.epoch}})
+		return nil
+	}
+	if !first || r.done == nil {
+		return nil // the database showed the term over
+	}
 	t := l.t
-	t.mu.Lock()
-	if l.state == stateReleased {
-		t.mu.Unlock()
-		return nil
-	}
-	wasHeld := l.state == stateHeld
-	l.state = stateReleased
-	if hook := l.onRelease; hook != nil {
-		l.onRelease = nil
-		defer hook()
-	}
-	t.dropLocked(l)
-	l.cancel(ErrReleased)
-	needDB := !l.confirmedLost
-	if needDB {
-		// A draining Run waits for this release to reach the database.
-		t.releasing++
-		defer func() {
-			t.mu.Lock()
-			t.releasing--
-			t.mu.Unlock()
-			t.keeper.wakeRenewal()
-		}()
-	}
-	t.mu.Unlock()
-	if l.election != nil {
-		t.campaigner.idle(l.election)
-	}
-	if !needDB {
-		t.keeper.wakeRenewal()
-		return nil
-	}
-
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.ShutdownTimeout)
-	defer cancel()
-	err := t.releaser.release(rctx, &releaseReq{session: l.sess.id, term: store.Term{Name: l.name, Epoch: l.epoch}, done: make(chan error, 1)})
+	err := <-r.done
 	log := t.log.With(zap.String("lease", l.name), zap.Int64("epoch", l.epoch))
 	if err != nil {
 		err = fmt.Errorf("coordination: release lease %q epoch %d (it is free once its session expires): %w", l.name, l.epoch, err)
@@ -208,7 +174,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		t.events.emit(Event{Kind: EventError, Lease: l.name, Epoch: l.epoch, Err: err})
 		return err
 	}
-	if wasHeld {
+	if r.wasHeld {
 		t.metrics.released()
 		log.Info("released lease")
 		t.events.emit(Event{Kind: EventReleased, Lease: l.name, Holder: t.holder, Epoch: l.epoch})

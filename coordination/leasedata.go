@@ -27,7 +27,7 @@ const MaxDataLen = 60 << 10
 // read. Any process may read it; it is what the last term that wrote it
 // left, whoever holds the lease now.
 func (l *Lease) Data(ctx context.Context) (data string, now time.Time, err error) {
-	rows, err := l.t.fencer.data.Get(ctx, []string{l.name})
+	rows, err := l.f.readData(ctx, l.name)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("coordination: read the data of lease %q: %w", l.name, err)
 	}
@@ -50,7 +50,7 @@ func (l *Lease) SetData(ctx context.Context, data string) error {
 	if !l.Valid() {
 		return &FenceError{Name: l.name, Epoch: l.epoch, Reason: "this process no longer trusts the term (" + l.Check().Error() + ")"}
 	}
-	ok, err := l.t.fencer.data.SetData(ctx, l.sess.id, store.Term{Name: l.name, Epoch: l.epoch}, data, "")
+	ok, err := l.f.writeData(ctx, l.sess.id, store.Term{Name: l.name, Epoch: l.epoch}, data)
 	if err != nil {
 		return fmt.Errorf("coordination: write the data of lease %q epoch %d: %w", l.name, l.epoch, err)
 	}
@@ -73,7 +73,7 @@ func (l *Lease) SetDataIn(tx *gorm.DB, data string) error {
 	if err := l.Fence(tx); err != nil {
 		return err
 	}
-	ok, err := l.t.fencer.data.SetDataIn(tx, l.sess.id, store.Term{Name: l.name, Epoch: l.epoch}, data)
+	ok, err := l.f.writeDataIn(tx, l.sess.id, store.Term{Name: l.name, Epoch: l.epoch}, data)
 	if err != nil {
 		return fmt.Errorf("coordination: write the data of lease %q epoch %d: %w", l.name, l.epoch, err)
 	}
@@ -85,7 +85,7 @@ func (l *Lease) SetDataIn(tx *gorm.DB, data string) error {
 
 // checkData refuses data the lease cannot carry.
 func (l *Lease) checkData(data string) error {
-	if l.election == nil {
+	if poolMemberRow(l.name) {
 		return fmt.Errorf("%w: lease %q is a pool membership; its data is the pool protocol's", ErrInvalidConfig, l.name)
 	}
 	if len(data) > MaxDataLen {

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/leasehold/leasehold/internal/backoff"
 	"github.com/leasehold/leasehold/internal/store"
 )
 
@@ -29,21 +30,19 @@ const migrateTimeout = 30 * time.Second
 // together, in as few statements as their number allows. Then Run ends the
 // session and returns nil.
 func (c *Coordinator) Run(ctx context.Context) error {
-	c.mu.Lock()
-	if c.state != stateIdle {
-		c.mu.Unlock()
+	if !c.state.CompareAndSwap(int32(stateIdle), int32(stateRunning)) {
 		return ErrAlreadyRunning
 	}
-	c.state = stateRunning
-	c.mu.Unlock()
-	c.terms.start(context.WithoutCancel(ctx))
-	c.health.start()
+	c.keeper.parent = context.WithoutCancel(ctx)
 	unregister := c.registerMetrics()
+	var loops sync.WaitGroup
+	loops.Go(func() { c.terms.loop(ctx, c.ready) })
+	<-c.terms.started
 	defer func() {
+		close(c.terms.stop)
+		loops.Wait()
 		unregister()
-		c.mu.Lock()
-		c.state = stateStopped
-		c.mu.Unlock()
+		c.state.Store(int32(stateStopped))
 		c.events.close()
 		close(c.done)
 	}()
@@ -62,13 +61,26 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		zap.Int("max_connections", c.cfg.MaxConnections))
 	close(c.ready)
 
-	var wg sync.WaitGroup
-	wg.Go(func() { c.campaigner.loop(ctx) })
-	wg.Go(func() { c.resigns.loop(ctx) })
-	wg.Go(func() { c.health.loop(ctx) })
-	wg.Go(func() { c.wakes.listenLoop(ctx) })
-	abandoned := c.keeper.renewLoop(ctx, c.beginShutdown)
-	wg.Wait()
+	renewing, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
+	keeperDone := make(chan struct{})
+	go func() {
+		defer close(keeperDone)
+		c.keeper.run(renewing)
+	}()
+	loops.Go(func() { c.wakes.listenLoop(ctx) })
+
+	<-ctx.Done()
+	c.beginShutdown()
+	abandoned := false
+	drain := time.NewTimer(c.cfg.ShutdownTimeout)
+	select {
+	case <-c.terms.drained:
+	case <-drain.C:
+		c.terms.call(func(st *termState) { abandoned = st.abandon() })
+	}
+	drain.Stop()
+	stopRenewing()
+	<-keeperDone
 	c.keeper.end(abandoned)
 	c.log.Info("coordinator stopped")
 	return nil
@@ -77,7 +89,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // prepare brings the schema in place, retrying while the database is
 // unreachable.
 func (c *Coordinator) prepare(ctx context.Context) error {
-	for failures := 1; ; failures++ {
+	retry := backoff.Retry{Policy: backoff.Policy{Interval: c.cfg.RetryInterval, Max: min(c.cfg.TTL, maxWorkBackoff)}}
+	for {
 		opCtx, cancel := context.WithTimeout(ctx, migrateTimeout)
 		var err error
 		if c.cfg.DisableAutoMigrate {
@@ -94,6 +107,9 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 		}
 		cancel()
 		if err == nil {
+			if n, lasted := retry.Succeeded(); n > 0 {
+				c.log.Info("database ready", zap.Int("failures", n), zap.Duration("after", lasted))
+			}
 			return nil
 		}
 		if errors.Is(err, store.ErrSchemaMissing) {
@@ -103,8 +119,12 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		wait := c.cfg.backoff(failures)
-		c.log.Warn("database not ready; retrying", zap.Error(err), zap.Duration("retry_in", wait))
+		wait, first := retry.Failed()
+		log := c.log.Debug
+		if first {
+			log = c.log.Warn
+		}
+		log("database not ready; retrying", zap.Error(err), zap.Duration("retry_in", wait))
 		c.events.emit(Event{Kind: EventError, Err: err})
 		if !sleepCtx(ctx, wait) {
 			return nil
@@ -115,13 +135,11 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 // beginShutdown stops campaigning and observing, and cancels every lease
 // context.
 func (c *Coordinator) beginShutdown() {
-	c.mu.Lock()
-	if c.closingNow() {
-		c.mu.Unlock()
+	select {
+	case <-c.closing:
 		return
+	default:
 	}
 	close(c.closing)
-	c.mu.Unlock()
-	c.campaigner.closeAll()
-	c.terms.cancelAll()
+	c.terms.call(func(st *termState) { st.shutdown() })
 }

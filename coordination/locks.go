@@ -2,7 +2,6 @@ package coordination
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -33,11 +32,13 @@ import (
 // the database at a time; the others wait in the process for it, in no
 // particular order.
 type Locks struct {
-	c     *Coordinator
-	scope Scope
-	name  string
-	key   string                   // the namespace's scoped key
-	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
+	t      *termSet
+	store  flooredStore  // the prune of dead holders' rows
+	direct chan struct{} // the coordinator's turns of first attempts
+	scope  Scope
+	name   string
+	key    string                   // the namespace's scoped key
+	attrs  metric.MeasurementOption // attributes of its metrics; nil when they are off
 
 	mu       sync.Mutex
 	gates    map[string]*keyGate // by row key: keys held or wanted in this process
@@ -52,26 +53,6 @@ type keyGate struct {
 	refs  int           // goroutines holding or waiting for the gate
 }
 
-// lockSet owns the keyed lock namespaces and the semaphores of this
-// process, by scoped key, and the turns of Lock's first attempts.
-type lockSet struct {
-	// direct holds a token per first attempt of a Lock under way
-	// (Locks.attempt); its capacity is the store's general connections.
-	direct chan struct{}
-
-	mu   sync.Mutex
-	ns   map[string]*Locks
-	sems map[string]*Semaphore
-}
-
-// newLockSet returns the lock set of a coordinator whose statements use
-// at most maxConns connections, one of them kept for the session's
-// renewals when there are two or more.
-func newLockSet(maxConns int) *lockSet {
-	return &lockSet{direct: make(chan struct{}, max(1, maxConns-1)),
-		ns: make(map[string]*Locks), sems: make(map[string]*Semaphore)}
-}
-
 // Locks returns the namespace of keyed locks with the given scope and
 // name (checked by ValidateName). A ClusterScope namespace locks a key
 // within the cluster (identity.Identity.Cluster); a GlobalScope one
@@ -82,16 +63,10 @@ func (c *Coordinator) Locks(scope Scope, name string) (*Locks, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := c.locks
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l, ok := s.ns[key]; ok {
-		return l, nil
-	}
-	l := &Locks{c: c, scope: scope, name: name, key: key, attrs: c.metrics.leaseAttrs(lockRowPrefix + key),
-		gates: make(map[string]*keyGate)}
-	s.ns[key] = l
-	return l, nil
+	return c.handles.locksOf(key, func() *Locks {
+		return &Locks{t: c.terms, store: c.store, direct: c.directTurns, scope: scope, name: name, key: key,
+			attrs: c.metrics.leaseAttrs(lockRowPrefix + key), gates: make(map[string]*keyGate)}
+	}), nil
 }
 
 // Key returns the namespace's scoped key, such as "global/accounts".
@@ -136,7 +111,7 @@ func (l *Locks) Lock(ctx context.Context, key string) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := l.election(row)
+	e := l.election(row, g)
 	lease, err := l.attempt(ctx, e)
 	if lease == nil && err == nil {
 		lease, err = e.Campaign(ctx)
@@ -145,47 +120,27 @@ func (l *Locks) Lock(ctx context.Context, key string) (*Lease, error) {
 		l.leave(row, g)
 		return nil, err
 	}
-	l.handOff(lease, row, g)
 	return lease, nil
 }
 
 // attempt is Lock's first attempt at e's row, made by the caller rather
-// than by the campaign loop: the acquire without a read, behind the same
-// gate as a wake-up's (campaigner.acquireUnread). No campaign for the row
-// is registered meanwhile, and the key's gate keeps the process's other
-// calls off it; a round still under way for a campaign of the key that
-// was withdrawn (an earlier Lock's, whose ctx ended) is kept off it by
-// campaigner.acquiring. It returns nil and no error when it took nothing:
-// the key is held or its row reserved for another process, a failover's
-// or a resign's hold-off or the health gate keeps this process from
-// taking it, such a round is attempting it, another first attempt of
-// this process is under way, this process stopped
-// trusting its session meanwhile (the term is given back), or the attempt
-// failed, which is reported as a round's failure is. Lock then campaigns.
+// than by the rounds: the acquire without a read. It returns nil and no
+// error when it took nothing: the key is held or reserved, a hold-off or
+// the health gate keeps this process from taking it, a round is
+// attempting it, another first attempt of this process is under way, this
+// process stopped trusting its session meanwhile, or the attempt failed.
+// Lock then campaigns.
 func (l *Locks) attempt(ctx context.Context, e *Election) (*Lease, error) {
-	if err := l.c.waitReady(ctx); err != nil {
+	if err := l.t.waitReady(ctx); err != nil {
 		return nil, err
 	}
 	select {
-	case l.c.locks.direct <- struct{}{}:
-		defer func() { <-l.c.locks.direct }()
+	case l.direct <- struct{}{}:
+		defer func() { <-l.direct }()
 	default:
 		return nil, nil
 	}
-	cp := l.c.campaigner
-	var lease *Lease
-	var startErr error
-	// The caller's ctx does not cut the statements short, so that an
-	// acquire that commits is always seen and its term started or given
-	// back; the round timeout bounds them.
-	_, failed, err := cp.acquireUnread(context.WithoutCancel(ctx), []string{e.key}, anyLease, func(name string, epoch int64, s *session) {
-		lease, startErr = cp.startTerm(name, epoch, s, e)
-	})
-	cp.acquireFailed(failed, err)
-	if errors.Is(startErr, ErrClosed) {
-		return nil, ErrClosed
-	}
-	return lease, nil
+	return l.t.attemptLock(ctx, e, e.onRelease)
 }
 
 // TryLock makes one attempt to take key and returns at once, as
@@ -202,12 +157,12 @@ func (l *Locks) TryLock(ctx context.Context, key string) (*Lease, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: lock %q of %q: another goroutine of this process holds or waits for it", ErrNotAcquired, key, l.key)
 	}
-	lease, err := l.c.campaigner.tryAcquire(ctx, l.election(row))
+	e := l.election(row, g)
+	lease, err := l.t.tryAcquire(ctx, e, e.onRelease)
 	if err != nil {
 		l.leave(row, g)
 		return nil, err
 	}
-	l.handOff(lease, row, g)
 	return lease, nil
 }
 
@@ -230,7 +185,7 @@ func (l *Locks) Do(ctx context.Context, key string, fn func(ctx context.Context,
 		if err != nil {
 			return err
 		}
-		if hook := l.c.signals.lockTaken.Load(); hook != nil {
+		if hook := l.t.signals.lockTaken.Load(); hook != nil {
 			(*hook)(lease)
 		}
 		if lease.Valid() {
@@ -255,23 +210,16 @@ func (l *Locks) run(ctx context.Context, lease *Lease, fn func(ctx context.Conte
 }
 
 // election is the election a campaign or attempt for a lock row goes
-// through: made for the one call, never registered with the campaigner,
-// so a million keys leave nothing behind. The key's gate keeps two of
-// this process's calls from campaigning for one row at once.
-func (l *Locks) election(row string) *Election {
-	return &Election{c: l.c, scope: l.scope, name: l.name, key: row, attrs: l.attrs}
-}
-
-// handOff makes lease's Release open the key's gate and, when due, prune
-// the namespace's dead rows.
-func (l *Locks) handOff(lease *Lease, row string, g *keyGate) {
-	t := lease.t
-	t.mu.Lock()
-	lease.onRelease = func() {
-		l.leave(row, g)
-		l.pruneIfDue()
-	}
-	t.mu.Unlock()
+// through: made for the one call, never registered, so a million keys
+// leave nothing behind. The key's gate keeps two of this process's calls
+// from campaigning for one row at once; the first Release of its lease
+// opens the gate and, when due, prunes the namespace's dead rows.
+func (l *Locks) election(row string, g *keyGate) *Election {
+	return &Election{t: l.t, scope: l.scope, name: l.name, key: row, attrs: l.attrs, transient: true,
+		onRelease: func() {
+			l.leave(row, g)
+			l.pruneIfDue()
+		}}
 }
 
 // gate returns the gate of row, counting the caller in.
@@ -296,7 +244,7 @@ func (l *Locks) enter(ctx context.Context, row string) (*keyGate, error) {
 	case <-ctx.Done():
 		l.drop(row, g)
 		return nil, ctx.Err()
-	case <-l.c.closing:
+	case <-l.t.closing:
 		l.drop(row, g)
 		return nil, ErrClosed
 	}
@@ -337,7 +285,7 @@ func (l *Locks) drop(row string, g *keyGate) {
 // holders that died. One statement reads the candidates, so the work is
 // bounded however many rows the namespace has.
 func (l *Locks) pruneIfDue() {
-	ttl := l.c.cfg.TTL
+	ttl := l.t.cfg.TTL
 	l.mu.Lock()
 	if l.pruning || (!l.prunedAt.IsZero() && time.Since(l.prunedAt) < ttl) {
 		l.mu.Unlock()
@@ -350,16 +298,16 @@ func (l *Locks) pruneIfDue() {
 		l.pruning = false
 		l.mu.Unlock()
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), l.c.cfg.ShutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), l.t.cfg.ShutdownTimeout)
 	defer cancel()
 	floor := func(name string) string { f, _ := lockFloor(name); return f }
-	n, err := l.c.store.PruneFloored(ctx, lockRowPrefix+l.key+keySep, floor, ttl, lockPruneChunk)
+	n, err := l.store.PruneFloored(ctx, lockRowPrefix+l.key+keySep, floor, ttl, lockPruneChunk)
 	if err != nil {
-		l.c.log.Warn("could not prune the rows of dead lock holders; retrying after TTL", zap.String("locks", l.key), zap.Error(err))
+		l.t.log.Warn("could not prune the rows of dead lock holders; retrying after TTL", zap.String("locks", l.key), zap.Error(err))
 		return
 	}
 	if n > 0 {
-		l.c.log.Debug("pruned the rows of dead lock holders", zap.String("locks", l.key), zap.Int64("rows", n))
+		l.t.log.Debug("pruned the rows of dead lock holders", zap.String("locks", l.key), zap.Int64("rows", n))
 	}
 }
 

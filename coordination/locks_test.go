@@ -47,22 +47,18 @@ func TestLocksRowsBoundedTenThousand(t *testing.T) {
 // whose campaign was withdrawn since its read, such as a keyed lock that
 // a later Lock's own first attempt may take meanwhile.
 func TestAcquiringOneAttemptPerLease(t *testing.T) {
-	cp := newCoordinator(memstore.New(), testIdentity(t, "node-a"), fastConfig().withDefaults()).campaigner
-	first, done := cp.acquiring([]string{"a", "b"}, anyLease)
-	second, done2 := cp.acquiring([]string{"a", "c"}, anyLease)
-	cp.mu.Lock()
-	cp.campaigns["d"] = &campaign{}
-	cp.mu.Unlock()
-	round, done3 := cp.acquiring([]string{"c", "d", "e"}, campaignedLease)
+	st := &termState{attempting: make(map[string]struct{}), campaigns: make(map[string]*campaign)}
+	first := st.attempt([]string{"a", "b"}, anyLease)
+	second := st.attempt([]string{"a", "c"}, anyLease)
+	st.campaigns["d"] = &campaign{}
+	round := st.attempt([]string{"c", "d", "e"}, campaignedLease)
 	if fmt.Sprint(first, second, round) != "[a b] [c] [d]" {
 		t.Fatalf("kept %v, then %v, then in a round %v; want [a b], [c], [d]", first, second, round)
 	}
-	done()
-	done2()
-	done3()
-	if again, done := cp.acquiring([]string{"a", "b", "c", "d"}, anyLease); len(again) != 4 {
+	st.unattempt(first)
+	st.unattempt(second)
+	st.unattempt(round)
+	if again := st.attempt([]string{"a", "b", "c", "d"}, anyLease); len(again) != 4 {
 		t.Fatalf("kept %v once the others were done; want all four", again)
-	} else {
-		done()
 	}
 }

@@ -2,6 +2,7 @@ package coordination
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,27 +16,48 @@ import (
 // pool set for member ids and what Run last saw, the wake-ups, Run's term
 // loop for the work, and the events and metrics.
 type poolRun struct {
-	p   *Pool
-	fn  AssignmentFunc
-	run *termLoop[Assignment] // Run's term loop: options and backoff
+	p    *Pool
+	fn   AssignmentFunc
+	run  *termLoop[Assignment] // Run's term loop: options and backoff
+	wake chan struct{}         // buffered 1: a wake-up for the pool's rows
 	// parts runs the partitions of RunPartitions; nil for Run.
 	parts membership.PartitionWorker
+
+	// Written by the run's goroutine; read by Current, wake-ups and the
+	// metrics.
+	member  atomic.Pointer[string]     // the member id of the last join
+	current atomic.Pointer[Assignment] // the assignment worked on, nil for none
+	read    atomic.Pointer[poolRead]   // the current generation at the last read
+}
+
+// poolRead is what a run's last read saw.
+type poolRead struct {
+	generation int64
+	members    int
+}
+
+// memberID returns the member id of the run's last join, "" before one.
+func (r *poolRun) memberID() string {
+	if id := r.member.Load(); id != nil {
+		return *id
+	}
+	return ""
 }
 
 // member returns the membership of one Run, logging to log.
-func (r *poolRun) member(log *zap.Logger) *membership.Member {
-	p, c := r.p, r.p.c
+func (r *poolRun) newMember(log *zap.Logger) *membership.Member {
+	p, d := r.p, r.p.deps
 	return membership.New(membership.Config{
-		Pool: p.key, Rows: p.rows, Holder: c.holder, Poll: p.poll,
-		StepTimeout:     c.cfg.poolStepTimeout(),
-		ShutdownTimeout: c.cfg.ShutdownTimeout,
-		PruneAfter:      c.cfg.deadMemberPrune(),
-		Store:           c.store,
+		Pool: p.key, Rows: p.rows, Holder: d.holder, Poll: p.poll,
+		StepTimeout:     d.cfg.poolStepTimeout(),
+		ShutdownTimeout: d.cfg.ShutdownTimeout,
+		PruneAfter:      d.cfg.deadMemberPrune(),
+		Store:           d.store,
 		Joiner:          r, Notifier: r, Worker: r, Reporter: r,
 		Log: log,
 
 		Partitions: p.partitions, Parts: r.parts,
-		Static: p.static != "", AwayGrace: c.cfg.TTL,
+		Static: p.static != "", AwayGrace: d.cfg.TTL,
 	})
 }
 
@@ -43,37 +65,36 @@ func (r *poolRun) member(log *zap.Logger) *membership.Member {
 // session that holds it, which acknowledgements are written under.
 type memberLease struct{ *Lease }
 
-func (l memberLease) Session() string { return l.sess.id }
+func (l memberLease) Session() string { return l.sessionID() }
 
-// MayJoin holds off joining while the health checks fail (stepdown.go).
-func (r *poolRun) MayJoin() bool { return !r.p.c.health.unhealthyNow() }
+// MayJoin holds off joining while the health checks fail.
+func (r *poolRun) MayJoin() bool { return !r.p.deps.terms.health.unhealthy() }
 
-// NewID returns a member id never used in this pool by this process
-// (poolSet.memberID). A static member's id is always its MemberID after
-// membership.StaticPrefix: its row is not pruned while it may come back,
-// so its epochs go on growing, and a partition it gets back after its row
-// was pruned has a new Since (partitions.go).
+// NewID returns a member id never used in this pool by this process. A
+// static member's id is always its MemberID after membership.StaticPrefix:
+// its row is not pruned while it may come back, so its epochs go on
+// growing.
 func (r *poolRun) NewID() string {
 	if r.p.static != "" {
 		return membership.StaticPrefix + r.p.static
 	}
-	return r.p.c.pools.memberID(r.p.key)
+	return r.p.deps.handles.memberID(r.p.key)
 }
 
-// Join takes the member row on the campaigner's acquire path.
+// Join takes the member row on the one acquire path.
 func (r *poolRun) Join(ctx context.Context, row string) (membership.Lease, error) {
-	l, err := r.p.c.campaigner.acquireDirect(ctx, row)
+	l, err := r.p.deps.terms.acquireDirect(ctx, row)
 	if err != nil {
 		return nil, err
 	}
 	if id, ok := r.p.rows.MemberID(row); ok {
-		r.p.c.pools.joined(r.p, id)
+		r.member.Store(&id)
 	}
 	return memberLease{l}, nil
 }
 
 // Notify announces a change to the pool's row to the other processes.
-func (r *poolRun) Notify(ctx context.Context, row string) { r.p.c.wakes.notify(ctx, row) }
+func (r *poolRun) Notify(ctx context.Context, row string) { r.p.deps.wakes.notify(ctx, row) }
 
 // Start records the assignment as the pool's current one and returns its
 // work: fn under the policy Election.Run follows too, where fn is called
@@ -85,22 +106,22 @@ func (r *poolRun) Start(w membership.Assignment) func(ctx context.Context) {
 		Pool: p.key, Index: w.Index, Count: w.Count, Generation: w.Generation, Epoch: w.Lease.Epoch(),
 		Members: w.Members, p: p, member: w.Lease.(memberLease).Lease,
 	}
-	p.c.pools.setCurrent(p, &a)
+	r.current.Store(&a)
 	return func(ctx context.Context) { runAssignment(r.run, ctx, a, r.fn) }
 }
 
 // Stopped records that the pool works on no assignment.
-func (r *poolRun) Stopped() { r.p.c.pools.setCurrent(r.p, nil) }
+func (r *poolRun) Stopped() { r.current.Store(nil) }
 
-// Read records the generation and member count of Run's last read.
+// Read records the generation and member count of the run's last read.
 func (r *poolRun) Read(generation int64, members int) {
-	r.p.c.pools.noteRead(r.p, generation, members)
+	r.read.Store(&poolRead{generation: generation, members: members})
 }
 
 // Failed reports a failure of the member as an EventError.
 func (r *poolRun) Failed(err error) {
-	r.p.c.events.emit(Event{Kind: EventError, Lease: r.p.key, Pool: r.p.key, Err: err})
+	r.p.deps.events.emit(Event{Kind: EventError, Lease: r.p.key, Pool: r.p.key, Err: err})
 }
 
 // Rebalanced records a rebalance time in the pool's histogram.
-func (r *poolRun) Rebalanced(d time.Duration) { r.p.c.metrics.rebalanced(r.p, d) }
+func (r *poolRun) Rebalanced(d time.Duration) { r.p.deps.metrics.rebalanced(r.p, d) }

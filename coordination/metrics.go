@@ -304,12 +304,22 @@ func (c *Coordinator) registerMetrics() (unregister func()) {
 // process knows, each running pool, the trust left, and the health.
 func (c *Coordinator) observeMetrics(_ context.Context, o metric.Observer) error {
 	m := c.metrics
-	held := c.terms.observe(o, m)
+	var held map[string]bool
+	var seen map[string]int64
+	c.terms.query(func(st *termState) { held, seen = st.observe(o, m) })
 	if c.cfg.HealthCheck != nil {
-		o.ObserveInt64(m.unhealthy, boolInt(c.health.unhealthyNow()))
+		o.ObserveInt64(m.unhealthy, boolInt(c.terms.health.unhealthy()))
 	}
-	c.campaigner.observeElections(o, m, held)
-	c.pools.observe(o, m)
+	for _, e := range c.handles.electionList() {
+		if held[e.key] {
+			continue
+		}
+		o.ObserveInt64(m.held, 0, e.attrs)
+		if epoch := seen[e.key]; epoch > 0 {
+			o.ObserveInt64(m.epoch, epoch, e.attrs)
+		}
+	}
+	c.handles.observe(o, m)
 	return nil
 }
 

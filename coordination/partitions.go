@@ -83,8 +83,7 @@ func (pt Partition) Fence(tx *gorm.DB) error {
 	if !pt.Valid() {
 		return fail("this process no longer trusts its membership")
 	}
-	c := pt.p.c
-	row, ok, err := c.store.FenceGeneration(tx, pt.p.rows.Generation)
+	row, ok, err := pt.p.deps.store.FenceGeneration(tx, pt.p.rows.Generation)
 	if err != nil {
 		return fmt.Errorf("coordination: fencing check of pool %q partition %d: %w", pt.Pool, pt.Partition, err)
 	}
@@ -101,7 +100,7 @@ func (pt Partition) Fence(tx *gorm.DB) error {
 	if o, s := pm.Owner[pt.Partition], pm.Since[pt.Partition]; o != pt.Member || s != pt.Since {
 		return fail(fmt.Sprintf("generation %d gives it to %q since generation %d", row.Epoch, o, s))
 	}
-	return c.CheckFence(tx, pt.member.Token())
+	return pt.member.fence(tx)
 }
 
 // share is the partition's share of the pool's keys: the keys whose
@@ -193,7 +192,6 @@ type PartitionFunc func(ctx context.Context, pt Partition) error
 // wrapping ErrInvalidConfig for a pool without Partitions (use Run) or
 // invalid options.
 func (p *Pool) RunPartitions(ctx context.Context, fn PartitionFunc, opts ...RunOptions[Partition]) error {
-	c := p.c
 	if p.partitions == 0 {
 		return fmt.Errorf("coordination: run pool %q: %w: RunPartitions needs PoolConfig.Partitions; run the pool with Run",
 			p.key, ErrInvalidConfig)
@@ -201,20 +199,20 @@ func (p *Pool) RunPartitions(ctx context.Context, fn PartitionFunc, opts ...RunO
 	if fn == nil {
 		return fmt.Errorf("coordination: run pool %q: %w: PartitionFunc is nil", p.key, ErrInvalidConfig)
 	}
-	loop, err := newTermLoop(c, "pool work", opts)
+	loop, err := newTermLoop(p.deps.shared, "pool work", opts)
 	if err != nil {
 		return fmt.Errorf("coordination: run pool %q: %w", p.key, err)
 	}
-	switch err := loop.enter(ctx, p); {
+	run := &poolRun{p: p, wake: make(chan struct{}, 1)}
+	run.parts = &partitionRun{p: p, fn: fn, loop: loop}
+	switch err := loop.enter(ctx, p.key, func() error { return p.deps.handles.enter(run) }); {
 	case errors.Is(err, errStopped):
 		return nil
 	case err != nil:
 		return err
 	}
-	defer c.pools.leave(p)
-	r := &poolRun{p: p}
-	r.parts = &partitionRun{p: p, fn: fn, loop: loop}
-	return p.drive(ctx, r)
+	defer p.deps.handles.leave(run)
+	return p.drive(ctx, run)
 }
 
 // partitionRun starts the work of RunPartitions' partitions.
@@ -228,14 +226,14 @@ type partitionRun struct {
 // Election.Run and Pool.Run follow too, with a backoff of the partition's
 // own.
 func (r *partitionRun) StartPartition(a membership.PartitionAssignment) func(ctx context.Context) {
-	p, c := r.p, r.p.c
+	p := r.p
 	lease := a.Lease.(memberLease).Lease
 	pt := Partition{
 		Pool: p.key, Partition: a.Partition, Count: a.Count, Since: a.Since, Epoch: a.Lease.Epoch(),
 		Member: a.Member, p: p, member: lease,
 	}
 	return func(ctx context.Context) {
-		log := c.log.With(zap.String("pool", p.key), zap.Int("partition", pt.Partition), zap.Int64("epoch", pt.Epoch))
+		log := p.deps.log.With(zap.String("pool", p.key), zap.Int("partition", pt.Partition), zap.Int64("epoch", pt.Epoch))
 		finished := r.loop.workWith(ctx, r.loop.newBackoff(), pt, pt.Valid,
 			func(ctx context.Context) error { return r.fn(ctx, pt) },
 			func(err error) error {

@@ -54,27 +54,26 @@ import (
 // 2ms) of a crash, plus the time of a few statements and of the work
 // returning once cancelled.
 type Pool struct {
-	c     *Coordinator
-	scope Scope
-	name  string
-	key   string          // "global/<name>" or "cluster/<cluster>/<name>"
-	rows  membership.Rows // the names of its rows
-	poll  time.Duration
-	attrs metric.MeasurementOption // attributes of its metrics; nil when they are off
-	wake  chan struct{}            // buffered 1: a wake-up for the pool's rows (wake.go)
-	// partitions and static are PoolConfig's Partitions and MemberID.
-	partitions int
-	static     string
+	deps       *poolDeps
+	scope      Scope
+	name       string
+	key        string          // "global/<name>" or "cluster/<cluster>/<name>"
+	rows       membership.Rows // the names of its rows
+	poll       time.Duration
+	attrs      metric.MeasurementOption // attributes of its metrics; nil when they are off
+	partitions int                      // PoolConfig.Partitions
+	static     string                   // PoolConfig.MemberID
+}
 
-	// Guarded by the coordinator's poolSet.
-	busy    bool
-	current *Assignment
-	member  string // the member id of Run's or RunPartitions' last join
-	// read says whether Run has read the pool; generation and members are
-	// those of the current generation at its last read.
-	read       bool
-	generation int64
-	members    int
+// poolDeps is what every pool of a coordinator is given: the term set it
+// joins through, the registry of running pools, its slice of the store
+// and the wake-ups.
+type poolDeps struct {
+	*shared
+	terms   *termSet
+	handles *handles
+	store   poolStore
+	wakes   *waker
 }
 
 // Bounds of PoolConfig.PollInterval.
@@ -211,11 +210,8 @@ func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, err
 		poll = max(c.cfg.RetryInterval, MinPollInterval)
 	}
 	return &Pool{
-		c: c, scope: scope, name: name, key: key, rows: poolRowsFor(key),
-		poll:  poll,
-		wake:  make(chan struct{}, 1),
-		attrs: c.metrics.poolAttrs(key),
-
+		deps: c.pools, scope: scope, name: name, key: key, rows: poolRowsFor(key),
+		poll: poll, attrs: c.metrics.poolAttrs(key),
 		partitions: cfg.Partitions, static: cfg.MemberID,
 	}, nil
 }
@@ -264,15 +260,14 @@ func (a Assignment) Fence(tx *gorm.DB) error {
 	if !a.Valid() {
 		return fail("this process no longer trusts its membership")
 	}
-	c := a.p.c
-	row, ok, err := c.store.FenceGeneration(tx, a.p.rows.Generation)
+	row, ok, err := a.p.deps.store.FenceGeneration(tx, a.p.rows.Generation)
 	if err != nil {
 		return fmt.Errorf("coordination: fencing check of pool %q: %w", a.Pool, err)
 	}
 	if !ok || row.Epoch != a.Generation {
 		return fail(fmt.Sprintf("the pool is at generation %d", row.Epoch))
 	}
-	return c.CheckFence(tx, a.member.Token())
+	return a.member.fence(tx)
 }
 
 // AssignmentFunc is the work of one member for one generation. ctx ends
@@ -305,7 +300,7 @@ type PoolState struct {
 
 // State reads the pool.
 func (p *Pool) State(ctx context.Context) (PoolState, error) {
-	st, err := membership.Read(ctx, p.c.store, p.key, p.rows)
+	st, err := membership.Read(ctx, p.deps.store, p.key, p.rows)
 	if err != nil {
 		return PoolState{}, err
 	}
@@ -313,7 +308,14 @@ func (p *Pool) State(ctx context.Context) (PoolState, error) {
 }
 
 // Current returns the assignment this process is working on, if any.
-func (p *Pool) Current() (Assignment, bool) { return p.c.pools.current(p) }
+func (p *Pool) Current() (Assignment, bool) {
+	if r := p.deps.handles.run(p.key); r != nil {
+		if a := r.current.Load(); a != nil {
+			return *a, true
+		}
+	}
+	return Assignment{}, false
+}
 
 // Run makes this process a member of the pool until ctx is cancelled, and
 // calls fn with each assignment once its barrier has passed. fn runs in
@@ -336,8 +338,7 @@ func (p *Pool) Current() (Assignment, bool) { return p.c.pools.current(p) }
 // calls back at the start and end of each assignment (see RunOptions); an
 // invalid one makes Run return an error wrapping ErrInvalidConfig at once.
 func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[Assignment]) error {
-	c := p.c
-	r, err := newTermLoop(c, "pool work", opts)
+	r, err := newTermLoop(p.deps.shared, "pool work", opts)
 	if err != nil {
 		return fmt.Errorf("coordination: run pool %q: %w", p.key, err)
 	}
@@ -345,31 +346,31 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[As
 		return fmt.Errorf("coordination: run pool %q: %w: the pool has Partitions (%d); run it with RunPartitions",
 			p.key, ErrInvalidConfig, p.partitions)
 	}
-	switch err := r.enter(ctx, p); {
+	run := &poolRun{p: p, fn: fn, run: r, wake: make(chan struct{}, 1)}
+	switch err := r.enter(ctx, p.key, func() error { return p.deps.handles.enter(run) }); {
 	case errors.Is(err, errStopped):
 		return nil
 	case err != nil:
 		return err
 	}
-	defer c.pools.leave(p)
-
-	return p.drive(ctx, &poolRun{p: p, fn: fn, run: r})
+	defer p.deps.handles.leave(run)
+	return p.drive(ctx, run)
 }
 
-// drive runs the membership of one Run or RunPartitions, which entered
-// the pool set, until ctx is cancelled or the coordinator stops.
+// drive steps the membership of one Run or RunPartitions, which is the
+// pool's running one in this process, until ctx is cancelled or the
+// coordinator stops.
 func (p *Pool) drive(ctx context.Context, r *poolRun) error {
-	c := p.c
 	// The pool's rows live in the coordinator's tables: wait until it has
 	// migrated them.
 	select {
-	case <-c.ready:
-	case <-c.closing:
+	case <-p.deps.ready:
+	case <-p.deps.closing:
 		return ErrClosed
 	case <-ctx.Done():
 		return nil
 	}
-	m := r.member(c.log.With(zap.String("pool", p.key)))
+	m := r.newMember(p.deps.log.With(zap.String("pool", p.key)))
 	defer m.Leave(ctx, ErrClosed)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -377,10 +378,13 @@ func (p *Pool) drive(ctx context.Context, r *poolRun) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-c.closing:
+		case <-p.deps.closing:
 			return ErrClosed
-		case <-m.Lost():
-		case <-p.wake:
+		case <-m.Lost(): // once a membership: the step drops it
+		case <-r.wake:
+			if m.Failing() {
+				continue // the read at the end of the backoff sees the change
+			}
 		case <-timer.C:
 		}
 		began := time.Now()

@@ -69,16 +69,18 @@ func TestRowKeysCannotCollide(t *testing.T) {
 // pool only in the process whose member that is; a change to any row of
 // the pool wakes it everywhere.
 func TestPoolWakeForOneMember(t *testing.T) {
-	ps := newPoolSet("inst")
-	p := &Pool{key: "global/orders", rows: poolRowsFor("global/orders"), wake: make(chan struct{}, 1)}
-	if err := ps.enter(p); err != nil {
+	h := newHandles("inst")
+	p := &Pool{key: "global/orders", rows: poolRowsFor("global/orders")}
+	r := &poolRun{p: p, wake: make(chan struct{}, 1)}
+	if err := h.enter(r); err != nil {
 		t.Fatal(err)
 	}
-	ps.joined(p, "inst.1")
+	id := "inst.1"
+	r.member.Store(&id)
 	woken := func(names ...string) bool {
-		ps.woke(names)
+		h.woke(names)
 		select {
-		case <-p.wake:
+		case <-r.wake:
 			return true
 		default:
 			return false

@@ -3,7 +3,11 @@ package coordination
 import "time"
 
 // Held returns the tokens of the leases this process holds and trusts now.
-func (c *Coordinator) Held() []Token { return c.terms.tokens() }
+func (c *Coordinator) Held() []Token {
+	var out []Token
+	c.terms.query(func(st *termState) { out = st.tokens() })
+	return out
+}
 
 // LeaseInfo is a lease as the database sees it.
 type LeaseInfo struct {

@@ -2,8 +2,6 @@ package coordination
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,140 +9,202 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// Releases are batched. Each Lease.Release queues its term; the first
-// caller to find no batch in flight sends every queued term at once, in
-// statements of up to a few hundred terms, while the callers that queued
-// meanwhile wait for its result. So a shutdown, a pool leave or the loss of
-// a session, which end many terms together, cost a bounded number of
-// statements, and never more connections than the store allows.
+// Releases are batched: the loop sends every queued release at once, one
+// statement per session and chunk of terms, while no batch is in flight,
+// and queues the rest for the next. A shutdown, a pool leave or the loss
+// of a session, which end many terms together, thus cost a bounded number
+// of statements. At shutdown a batch waits up to shutdownBatchWait for the
+// releases of the terms whose work is returning, and sends whole chunks
+// while more are to come.
 
-// shutdownBatchWait is how long the sender of a batch waits for more
-// releases once shutdown has begun.
+// shutdownBatchWait is how long a batch waits for more releases once
+// shutdown has begun.
 const shutdownBatchWait = 5 * time.Millisecond
 
-// releaseReq is one term waiting to be released.
+// releaseReq is one term to release. done receives the result; a nil done
+// is a give-back nobody waits for, whose failure is logged.
 type releaseReq struct {
 	session string
 	term    store.Term
 	done    chan error // buffered 1
 }
 
-// releaser owns the queue of releases waiting for a statement, and
-// batches them: at most one batch is in flight at a time.
-type releaser struct {
-	store   leaseOps
-	closing <-chan struct{}
-	terms   *termSet // whose terms still to queue a release it waits for, at shutdown
-
-	// send is held by the one caller that sends the queued releases.
-	send sync.Mutex
-
-	mu    sync.Mutex
-	queue []*releaseReq // releases waiting for a statement
+// releaseQueue is the loop's queue of releases.
+type releaseQueue struct {
+	queue   []*releaseReq
+	sending int   // releases of the batch in flight
+	flush   alarm // at shutdown: the batch waits for more until it fires
 }
 
-func newReleaser(st leaseOps, closing <-chan struct{}, t *termSet) *releaser {
-	return &releaser{store: st, closing: closing, terms: t}
-}
+// pending counts the releases queued or being sent.
+func (q *releaseQueue) pending() int { return len(q.queue) + q.sending }
 
-// release sends req together with every other queued release, and returns
-// its result. The caller has counted it in termSet.releasing.
-func (r *releaser) release(ctx context.Context, req *releaseReq) error {
-	r.mu.Lock()
-	r.queue = append(r.queue, req)
-	r.mu.Unlock()
-	r.send.Lock()
-	select {
-	case err := <-req.done: // sent by the previous batch
-		r.send.Unlock()
-		return err
-	default:
-	}
-	more := false
-	select {
-	case <-r.closing:
-		// At shutdown every term ends at about the same moment: a short
-		// wait lets the releases of the terms whose work is returning join
-		// this batch. It ends as soon as no term is left to join it, so
-		// the last lease (or the only one) goes out at once.
-		r.awaitReleases(shutdownBatchWait)
-		more = r.terms.left() > 0
-	default:
-	}
-	r.mu.Lock()
-	batch, keep := wholeChunks(r.queue, req, more)
-	r.queue = keep
-	r.mu.Unlock()
-	r.sendReleases(ctx, batch)
-	r.send.Unlock()
-	return <-req.done
-}
-
-// wholeChunks splits a shutdown's batch when more terms are still to
-// queue their releases (more) and the batch is not a whole number of
-// store.WriteChunk terms: send holds the whole chunks, own among them,
-// and keep the rest, which joins the releases still to come in the next
-// batch (one of its callers sends it). On a machine too busy for every
-// term to queue within shutdownBatchWait, a shutdown then still sends
-// about one statement per chunk of its leases, rather than a partial
-// chunk per batch. Outside shutdown, or with less than a chunk queued,
-// everything is sent.
-func wholeChunks(batch []*releaseReq, own *releaseReq, more bool) (send, keep []*releaseReq) {
-	n := len(batch) - len(batch)%store.WriteChunk
-	if !more || n == 0 || n == len(batch) {
-		return batch, nil
-	}
-	if i := slices.Index(batch, own); i >= n {
-		batch[0], batch[i] = batch[i], batch[0]
-	}
-	return batch[:n:n], slices.Clone(batch[n:])
-}
-
-// awaitReleases waits up to d for every lease still held to queue its
-// release: each term leaving the term set signals its dropped channel.
-func (r *releaser) awaitReleases(d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for r.terms.left() > 0 {
-		select {
-		case <-r.terms.dropped:
-		case <-t.C:
-			return
+// fail answers every queued release with err.
+func (q *releaseQueue) fail(err error) {
+	for _, r := range q.queue {
+		if r.done != nil {
+			r.done <- err
 		}
 	}
+	q.queue = nil
 }
 
-// sendReleases releases a batch, one statement per session, which the
-// store cuts into chunks, and tells every request its result.
-func (r *releaser) sendReleases(ctx context.Context, batch []*releaseReq) {
+// releaseTicket is what Lease.Release waits on.
+type releaseTicket struct {
+	done    chan error // nil when nothing is sent: the database showed the term over
+	wasHeld bool
+}
+
+// release ends the term of l, the lease of name, and queues its release.
+// It reports false when l was released already.
+func (st *termState) release(name string, l *Lease) (releaseTicket, bool) {
+	tm := st.leases[name]
+	if tm == nil || tm.lease != l {
+		return releaseTicket{}, false
+	}
+	delete(st.leases, name)
+	if _, over := tm.sess.over(); over {
+		st.lose(tm, nil, 0) // the holder saw its session end before the loop did
+	}
+	r := releaseTicket{wasHeld: tm.held}
+	st.drop(tm)
+	tm.cancel(ErrReleased)
+	if tm.election != nil {
+		st.idle(tm.election)
+	}
+	if !tm.confirmedLost {
+		r.done = make(chan error, 1)
+		st.releases.queue = append(st.releases.queue, &releaseReq{session: tm.sess.id, term: store.Term{Name: tm.name, Epoch: tm.epoch}, done: r.done})
+	}
+	st.settle()
+	return r, true
+}
+
+// giveBackTerm releases a term that was acquired but is not wanted.
+func (st *termState) giveBackTerm(s *session, name string, epoch int64) {
+	st.queueRelease(&releaseReq{session: s.id, term: store.Term{Name: name, Epoch: epoch}})
+}
+
+func (st *termState) queueRelease(r *releaseReq) {
+	st.releases.queue = append(st.releases.queue, r)
+	st.sendReleases(false)
+}
+
+// sendReleases sends the queued releases unless a batch is in flight. At
+// shutdown, while terms are still to queue theirs, it waits for them until
+// the flush alarm (force), and then sends only whole chunks.
+func (st *termState) sendReleases(force bool) {
+	q := &st.releases
+	if q.sending > 0 || len(q.queue) == 0 {
+		return
+	}
+	more := st.closing && len(st.held) > 0
+	if more && !force {
+		if !q.flush.armed() {
+			q.flush.arm(shutdownBatchWait)
+		}
+		return
+	}
+	q.flush.disarm()
+	n := wholeChunks(len(q.queue), more)
+	batch := q.queue[:n:n]
+	q.queue = append([]*releaseReq(nil), q.queue[n:]...)
+	q.sending = len(batch)
+	t := st.t
+	st.spawn(func() {
+		t.sendBatch(batch)
+		t.call(func(st *termState) {
+			st.releases.sending = 0
+			st.sendReleases(false)
+			st.checkDrained()
+		})
+	})
+}
+
+// wholeChunks returns how many of queued releases a batch sends: all of
+// them, unless more terms are still to queue theirs (more) and they are
+// not a whole number of store.WriteChunk terms; then the whole chunks, and
+// the rest joins the releases still to come in the next batch. A shutdown
+// on a machine too busy for every term to queue within shutdownBatchWait
+// then still sends about one statement per chunk of its leases.
+func wholeChunks(queued int, more bool) int {
+	if n := queued - queued%store.WriteChunk; more && n > 0 {
+		return n
+	}
+	return queued
+}
+
+// sendBatch releases a batch, one statement per session (which the store
+// cuts into chunks), and answers every request.
+func (t *termSet) sendBatch(batch []*releaseReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.ShutdownTimeout)
+	defer cancel()
 	bySession := make(map[string][]*releaseReq)
 	var order []string
-	for _, q := range batch {
-		if _, ok := bySession[q.session]; !ok {
-			order = append(order, q.session)
+	for _, r := range batch {
+		if _, ok := bySession[r.session]; !ok {
+			order = append(order, r.session)
 		}
-		bySession[q.session] = append(bySession[q.session], q)
+		bySession[r.session] = append(bySession[r.session], r)
 	}
 	for _, id := range order {
 		reqs := bySession[id]
 		terms := make([]store.Term, len(reqs))
-		for i, q := range reqs {
-			terms[i] = q.term
+		for i, r := range reqs {
+			terms[i] = r.term
 		}
-		_, err := r.store.Release(ctx, id, terms)
-		for _, q := range reqs {
-			q.done <- err
+		_, err := t.store.Release(ctx, id, terms)
+		for _, r := range reqs {
+			switch {
+			case r.done != nil:
+				r.done <- err
+			case err != nil:
+				t.log.Warn("could not give back a lease nobody waits for; it is free once its session expires",
+					zap.String("lease", r.term.Name), zap.Int64("epoch", r.term.Epoch), zap.Error(err))
+			}
 		}
 	}
 }
 
-// giveBack releases a term that was acquired but is not wanted, at once
-// and on its own.
-func (r *releaser) giveBack(log *zap.Logger, timeout time.Duration, s *session, name string, epoch int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// giveBackNow releases terms at once, outside the loop, once it has
+// stopped.
+func (t *termSet) giveBackNow(s *session, terms []store.Term) {
+	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.ShutdownTimeout)
 	defer cancel()
-	if _, err := r.store.Release(ctx, s.id, []store.Term{{Name: name, Epoch: epoch}}); err != nil {
-		log.Warn("could not give back a lease nobody waits for; it is free once its session expires",
-			zap.String("lease", name), zap.Int64("epoch", epoch), zap.Error(err))
+	if _, err := t.store.Release(ctx, s.id, terms); err != nil {
+		t.log.Warn("could not give back leases taken after shutdown; they are free once the session expires",
+			zap.Int("leases", len(terms)), zap.Error(err))
 	}
+}
+
+// alarm is a timer the loop selects on: C is nil while it is not armed.
+type alarm struct {
+	t  *time.Timer
+	on bool
+}
+
+func (a *alarm) arm(d time.Duration) {
+	if a.t == nil {
+		a.t = time.NewTimer(d)
+	} else {
+		a.t.Reset(d)
+	}
+	a.on = true
+}
+
+func (a *alarm) disarm() {
+	if a.t != nil {
+		a.t.Stop()
+	}
+	a.on = false
+}
+
+func (a *alarm) armed() bool { return a.on }
+
+// C is the channel to select on: nil, which never fires, while disarmed.
+func (a *alarm) C() <-chan time.Time {
+	if !a.on {
+		return nil
+	}
+	return a.t.C
 }

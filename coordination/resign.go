@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -12,123 +11,103 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// The holder's side of a resign request; Admin.Resign (admin.go) records
-// it. A resign request is recorded in the lease row, for the epoch of the
-// term it asks to end (resign_epoch), together with a bump of the notice
-// counter of the holder's session, in one transaction. The holder's
-// renewal statement returns that counter at every tick, so the holder
+// The holder's side of a resign request; Admin.Resign records it. A
+// request is recorded in the lease row for the epoch of the term it asks
+// to end, with a bump of the notice counter of the holder's session, in
+// one transaction. Every renewal returns that counter, so the holder
 // learns of a request at its next renewal at no extra cost; only when the
-// counter changed does it read which of its leases have a request for
-// their current term (one read per thousand leases held). A request for
-// epoch E never ends a later term: the holder compares it with the epoch
-// of the term it runs, and every acquire clears it.
+// counter changed does the loop read which of its leases have a request
+// for their current term. A request for epoch E never ends a later term.
 //
-// The holder ends such a term with ErrResigned; Election.Run (and the
-// workers) release the lease once the work has returned. The process then
-// holds off taking that lease again for one TTL, or until it sees another
-// holder, so that a follower takes over; when nobody does, it may take it
-// back after the hold-off.
-//
-// A preferred holder is recorded with the request, until twice the
-// holder's TTL after it by the database clock: the acquire statement lets
-// no other process take the lease until then (takeable in
-// internal/store/sql_leases.go).
+// The holder ends such a term with ErrResigned and holds off taking the
+// lease again for one TTL, or until it sees another holder, so that a
+// follower takes over. A preferred holder recorded with the request has
+// the lease reserved by the acquire statement itself until twice the
+// holder's TTL after it, by the database clock.
 
-// resignReader reads the resign requests for this process's terms, each
-// time a renewal returned a notice counter not yet handled, and ends the
-// terms they name. It owns nothing but its wake-up: the notice counters
-// are the keeper's, the terms the term set's, the hold-offs their own.
-type resignReader struct {
-	*shared
-	store    resignStore
-	keeper   *keeper
-	terms    *termSet
-	holdOffs *holdOffs
-	wake     chan struct{} // buffered 1: a notice counter changed
+// resignState is the loop's state of the resign requests.
+type resignState struct {
+	session *session // whose notices handled counts
+	handled int64    // the notice counter up to which requests were read
+	reading bool
 }
 
-func newResignReader(sh *shared, st resignStore, k *keeper, t *termSet, h *holdOffs) *resignReader {
-	return &resignReader{shared: sh, store: st, keeper: k, terms: t, holdOffs: h, wake: make(chan struct{}, 1)}
-}
-
-// loop reads the resign requests of the current session each time a
-// renewal returned a notice counter not yet handled.
-func (r *resignReader) loop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.wake:
-		}
-		r.read(ctx)
-	}
-}
-
-// read reads which leases of the current session have a resign request
-// for their current term, and ends those terms. A failed read, and a read
-// while an acquire is under way on the session, are tried again after the
-// next renewal, which finds the counter still unhandled.
-func (r *resignReader) read(ctx context.Context) {
-	s, notice, ok := r.keeper.pendingNotice()
-	if !ok {
+// readResigns reads, in a goroutine, which leases of the current session
+// have a resign request for their current term when a renewal returned a
+// notice counter not read yet, and ends those terms. A failed read, and a
+// read while an acquire is under way on the session, are tried again
+// after the next renewal, which finds the counter still unhandled.
+func (st *termState) readResigns() {
+	r := &st.resigns
+	s := st.t.keeper.current.Load()
+	if r.reading || s == nil || s.ctx.Err() != nil {
 		return
 	}
-	names := r.terms.electionsOf(s)
-	var terms []store.Term
-	if len(names) > 0 {
-		opCtx, cancel := context.WithTimeout(ctx, r.cfg.roundTimeout(len(names)))
-		var err error
-		terms, err = r.store.PendingResigns(opCtx, s.id, names)
-		cancel()
-		if err != nil {
-			if !errors.Is(err, context.Canceled) {
-				r.log.Warn("could not read resign requests; trying again after the next renewal", zap.Error(err))
-				r.events.emit(Event{Kind: EventError, Err: fmt.Errorf("read resign requests: %w", err)})
-			}
-			return
+	if r.session != s {
+		r.session, r.handled = s, 0
+	}
+	notice := s.notice.Load()
+	if notice == r.handled {
+		return
+	}
+	var names []string
+	for name, tm := range st.held {
+		if tm.sess == s && !poolMemberRow(name) {
+			names = append(names, name)
 		}
 	}
-	r.keeper.handledNotice(s, notice)
-	r.terms.resign(s, terms, r.holdOffs.add)
+	if len(names) == 0 {
+		st.resigned(s, notice, nil)
+		return
+	}
+	r.reading = true
+	t, ctx := st.t, st.ctx
+	st.spawn(func() {
+		opCtx, cancel := context.WithTimeout(ctx, t.cfg.roundTimeout(len(names)))
+		terms, err := t.resign.PendingResigns(opCtx, s.id, names)
+		cancel()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.log.Warn("could not read resign requests; trying again after the next renewal", zap.Error(err))
+			t.events.emit(Event{Kind: EventError, Err: fmt.Errorf("read resign requests: %w", err)})
+		}
+		t.call(func(st *termState) {
+			st.resigns.reading = false
+			if err == nil {
+				st.resigned(s, notice, terms)
+			}
+		})
+	})
 }
 
-// holdOffs are the leases this process resigned and does not take again
-// for a while, so that another process takes over. The resign reader adds
-// them; the campaigner consults them before each attempt. Its lock is
-// taken last: it calls no other owner.
-type holdOffs struct {
-	holder string        // this process's holder string
-	hold   time.Duration // how long a hold-off lasts (Config.resignHoldOff)
-
-	mu    sync.Mutex
-	until map[string]time.Time // by lease name
+// resigned ends, with ErrResigned, the terms of s that the requests read
+// up to notice name, holding off each lease first.
+func (st *termState) resigned(s *session, notice int64, terms []store.Term) {
+	if s.acquiring.Load() == 0 {
+		// An acquire under way may have committed terms not in the set
+		// yet, whose requests would go unread.
+		st.resigns.handled = notice
+	}
+	for _, tm := range terms {
+		held := st.held[tm.Name]
+		if held == nil || held.sess != s || held.epoch != tm.Epoch {
+			continue // a request for a term that is over already
+		}
+		st.holdOffs[tm.Name] = time.Now().Add(st.t.cfg.resignHoldOff())
+		st.lose(held, fmt.Errorf("%w: lease %q epoch %d: another process asked this holder to hand the lease over",
+			ErrResigned, tm.Name, tm.Epoch), lossResigned)
+	}
 }
 
-func newHoldOffs(holder string, hold time.Duration) *holdOffs {
-	return &holdOffs{holder: holder, hold: hold, until: make(map[string]time.Time)}
-}
-
-// add makes this process hold off taking the lease name, which it
-// resigned, for the hold-off's length (holding).
-func (h *holdOffs) add(name string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.until[name] = time.Now().Add(h.hold)
-}
-
-// holding reports whether this process holds off taking the lease name
+// holdingOff reports whether this process holds off taking the lease name
 // after resigning it: for one hold-off after the term ended, unless r,
-// the lease as just read, shows another live holder, which ends the
-// hold-off.
-func (h *holdOffs) holding(name string, r store.Row, exists bool) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	until, ok := h.until[name]
+// the lease as just read, shows another live holder, which ends it.
+func (st *termState) holdingOff(name string, r store.Row, exists bool) bool {
+	until, ok := st.holdOffs[name]
 	if !ok {
 		return false
 	}
-	if (exists && r.Live() && r.Holder != h.holder) || !time.Now().Before(until) {
-		delete(h.until, name)
+	if (exists && r.Live() && r.Holder != st.t.holder) || !time.Now().Before(until) {
+		delete(st.holdOffs, name)
 		return false
 	}
 	return true

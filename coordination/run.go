@@ -75,16 +75,16 @@ type RunOptions[T term] struct {
 // termLoop is the state of one Election.Run or Pool.Run: its options, with
 // the defaults filled in, and the backoff its terms share.
 type termLoop[T term] struct {
-	c        *Coordinator
+	c        *shared
 	what     string // names the work in messages: "leader work", "pool work"
 	opts     RunOptions[T]
-	backoff  *backoff
+	backoff  *workBackoff
 	finished time.Duration // the wait after finished work; 0: RetryInterval with jitter
 }
 
 // newTermLoop checks opts, at most one, and returns the term loop of one Run.
 // Errors wrap ErrInvalidConfig and name the field and its value.
-func newTermLoop[T term](c *Coordinator, what string, opts []RunOptions[T]) (*termLoop[T], error) {
+func newTermLoop[T term](c *shared, what string, opts []RunOptions[T]) (*termLoop[T], error) {
 	var o RunOptions[T]
 	switch len(opts) {
 	case 0:
@@ -114,7 +114,9 @@ func newTermLoop[T term](c *Coordinator, what string, opts []RunOptions[T]) (*te
 
 // newBackoff returns a backoff of its own with the loop's settings, for
 // work that backs off apart from the loop's other work (a partition).
-func (r *termLoop[T]) newBackoff() *backoff { return newBackoff(r.backoff.base, r.backoff.max) }
+func (r *termLoop[T]) newBackoff() *workBackoff {
+	return newBackoff(r.backoff.policy.Interval, r.backoff.policy.Max)
+}
 
 // afterFinished returns the wait before campaigning again after the work
 // finished a term.
@@ -138,7 +140,7 @@ func (r *termLoop[T]) work(ctx context.Context, t T, valid func() bool, lease st
 // workWith is work with the backoff b, and the default report of a
 // failure: wrapped by wrap, logged to log and emitted as an EventError
 // like ev.
-func (r *termLoop[T]) workWith(ctx context.Context, b *backoff, t T, valid func() bool, fn func(context.Context) error,
+func (r *termLoop[T]) workWith(ctx context.Context, b *workBackoff, t T, valid func() bool, fn func(context.Context) error,
 	wrap func(error) error, log *zap.Logger, ev Event) bool {
 	if r.opts.OnTermStart != nil {
 		r.opts.OnTermStart(t)
@@ -156,13 +158,13 @@ func (r *termLoop[T]) workWith(ctx context.Context, b *backoff, t T, valid func(
 	})
 }
 
-// enter makes the pool p busy in this process for one Run or
+// enter makes the pool key busy in this process (enter) for one Run or
 // RunPartitions, waiting while it is busy with RetryBusy. It returns nil
 // once entered, or the error to return: ErrBusy without RetryBusy,
 // ErrClosed once the coordinator stopped, and errStopped when ctx ended.
-func (r *termLoop[T]) enter(ctx context.Context, p *Pool) error {
+func (r *termLoop[T]) enter(ctx context.Context, key string, enter func() error) error {
 	for {
-		err := r.c.pools.enter(p)
+		err := enter()
 		if err == nil || !r.opts.RetryBusy {
 			return err
 		}
@@ -171,7 +173,7 @@ func (r *termLoop[T]) enter(ctx context.Context, p *Pool) error {
 			return ErrClosed
 		default:
 		}
-		if !sleepCtx(ctx, r.busy(p.key, p.key, err)) {
+		if !sleepCtx(ctx, r.busy(key, key, err)) {
 			return errStopped
 		}
 	}

@@ -46,7 +46,7 @@ func ExampleRunOptions() {
 			fmt.Println("term started:", l.Key(), "epoch", l.Epoch())
 		},
 		OnError: func(l *coordination.Lease, err error, retryIn time.Duration) {
-			fmt.Println("work failed:", err, "- again in", retryIn)
+			fmt.Println("work failed:", err, "- again after at least", min(retryIn, 10*time.Millisecond))
 		},
 		OnTermEnd: func(l *coordination.Lease, cause error) {
 			fmt.Println("term ended:", cause)
@@ -55,6 +55,6 @@ func ExampleRunOptions() {
 	<-coord.Done()
 	// Output:
 	// term started: cluster/eu-1/reports epoch 1
-	// work failed: database busy - again in 10ms
+	// work failed: database busy - again after at least 10ms
 	// term ended: leasehold: coordinator stopped
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 
 	"go.opentelemetry.io/otel/metric"
 )
@@ -25,7 +24,7 @@ const MaxLimit = 1000
 // numbered 0 to Limit-1, so the largest limit in use is the one that
 // holds.
 type Semaphore struct {
-	c     *Coordinator
+	t     *termSet
 	scope Scope
 	key   string
 	limit int
@@ -33,9 +32,6 @@ type Semaphore struct {
 
 	turn    chan struct{} // buffered 1: held by the one goroutine of this process that waits for a slot
 	changed chan struct{} // buffered 1: a slot of this process was released
-
-	mu   sync.Mutex
-	held map[string]bool // slot rows this process holds
 }
 
 // Semaphore returns the semaphore with the given scope, name (checked by
@@ -50,19 +46,14 @@ func (c *Coordinator) Semaphore(scope Scope, name string, limit int) (*Semaphore
 	if limit < 1 || limit > MaxLimit {
 		return nil, fmt.Errorf("%w: semaphore %q: limit %d is outside 1 to %d", ErrInvalidConfig, key, limit, MaxLimit)
 	}
-	s := c.locks
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sem, ok := s.sems[key]; ok {
-		if sem.limit != limit {
-			return nil, fmt.Errorf("%w: semaphore %q: limit %d, but this process already uses it with limit %d",
-				ErrInvalidConfig, key, limit, sem.limit)
-		}
-		return sem, nil
+	sem := c.handles.semaphore(key, func() *Semaphore {
+		return &Semaphore{t: c.terms, scope: scope, key: key, limit: limit, attrs: c.metrics.leaseAttrs("sem" + keySep + key),
+			turn: make(chan struct{}, 1), changed: make(chan struct{}, 1)}
+	})
+	if sem.limit != limit {
+		return nil, fmt.Errorf("%w: semaphore %q: limit %d, but this process already uses it with limit %d",
+			ErrInvalidConfig, key, limit, sem.limit)
 	}
-	sem := &Semaphore{c: c, scope: scope, key: key, limit: limit, attrs: c.metrics.leaseAttrs("sem" + keySep + key),
-		turn: make(chan struct{}, 1), changed: make(chan struct{}, 1), held: make(map[string]bool)}
-	s.sems[key] = sem
 	return sem, nil
 }
 
@@ -84,7 +75,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	case s.turn <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-s.c.closing:
+	case <-s.t.closing:
 		return nil, ErrClosed
 	}
 	defer func() { <-s.turn }()
@@ -97,7 +88,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 				continue
 			case <-ctx.Done():
 				return nil, ctx.Err()
-			case <-s.c.closing:
+			case <-s.t.closing:
 				return nil, ErrClosed
 			}
 		}
@@ -140,7 +131,6 @@ func (s *Semaphore) campaign(ctx context.Context, free []string) (*Lease, error)
 		}
 		return nil, failed
 	}
-	s.hold(won)
 	return won, nil
 }
 
@@ -159,14 +149,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	free := s.freeSlots()
 	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 	for _, row := range free {
-		l, err := s.c.campaigner.tryAcquire(ctx, s.election(row))
+		e := s.election(row)
+		l, err := s.t.tryAcquire(ctx, e, e.onRelease)
 		if errors.Is(err, ErrNotAcquired) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		s.hold(l)
 		return l, nil
 	}
 	return nil, fmt.Errorf("%w: semaphore %q: all %d slots are held", ErrNotAcquired, s.key, s.limit)
@@ -177,7 +167,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 // returned (see Election.Run and RunOptions), until ctx is cancelled (nil)
 // or the coordinator stops (ErrClosed).
 func (s *Semaphore) Run(ctx context.Context, fn LeaderFunc, opts ...RunOptions[*Lease]) error {
-	r, err := newTermLoop(s.c, "limited work", opts)
+	r, err := newTermLoop(s.t.shared, "limited work", opts)
 	if err != nil {
 		return fmt.Errorf("coordination: run semaphore %q: %w", s.key, err)
 	}
@@ -186,35 +176,22 @@ func (s *Semaphore) Run(ctx context.Context, fn LeaderFunc, opts ...RunOptions[*
 
 // freeSlots returns the slot rows this process does not hold.
 func (s *Semaphore) freeSlots() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := make([]string, 0, s.limit)
-	for i := range s.limit {
-		if row := semRow(s.key, i); !s.held[row] {
-			out = append(out, row)
+	s.t.call(func(st *termState) {
+		for i := range s.limit {
+			if row := semRow(s.key, i); st.leases[row] == nil {
+				out = append(out, row)
+			}
 		}
-	}
+	})
 	return out
-}
-
-// hold records l's slot as held until l is released.
-func (s *Semaphore) hold(l *Lease) {
-	s.mu.Lock()
-	s.held[l.name] = true
-	s.mu.Unlock()
-	l.t.mu.Lock()
-	l.onRelease = func() {
-		s.mu.Lock()
-		delete(s.held, l.name)
-		s.mu.Unlock()
-		poke(s.changed)
-	}
-	l.t.mu.Unlock()
 }
 
 // election is the election one wait for a slot goes through, made for
 // the one call (see Locks.election); the turn keeps two of this
-// process's calls from campaigning for one slot at once.
+// process's calls from campaigning for one slot at once. The first
+// Release of its lease wakes a wait for a slot of this process.
 func (s *Semaphore) election(row string) *Election {
-	return &Election{c: s.c, scope: s.scope, name: s.key, key: row, attrs: s.attrs}
+	return &Election{t: s.t, scope: s.scope, name: s.key, key: row, attrs: s.attrs, transient: true,
+		onRelease: func() { poke(s.changed) }}
 }

@@ -3,176 +3,188 @@ package coordination
 import (
 	"context"
 	"fmt"
-	"sync"
+	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
+
+	"github.com/leasehold/leasehold/internal/backoff"
+	"github.com/leasehold/leasehold/internal/store"
 )
 
-// A session is one row of the session table that every lease and pool
-// membership of this process rides on: a lease row names the session that
-// holds it, and is live while that session is unexpired by the database
-// clock. One renewal of the session row per tick therefore keeps every
-// lease alive, at a cost that does not grow with their number.
+// A session is one row of the session table. Every lease and pool
+// membership of the process rides on it and is live in the database while
+// the session is unexpired by the database clock, so one renewal per tick
+// keeps any number of them alive. Session ids are random and never reused,
+// and an expired session is never renewed again.
 //
-// Session ids are random and never reused. A session the database shows
-// expired is never renewed again (the renewal matches unexpired rows only),
-// so a process that lost its session, for example by a pause longer than
-// TTL, can never revive leases that others may have taken meanwhile; it
-// starts a new session for its next acquire.
-//
-// The holder trusts all leases of a session until the session's trust
-// deadline: the start of the last successful renewal (or of the session's
-// creation) plus TTL - Margin, on the monotonic clock. A lease acquired
-// under the session gets that deadline too, which is conservative: the
-// session row outlives it in the database.
-
-// keeper is the session keeper: it owns the session this process's terms
-// ride on (the session row, its renewal loop, its trust deadline, the
-// rebind after a failover of the database) and the state of each session
-// object. Its lock is the innermost: the term set takes it while holding
-// its own, and the keeper never calls another owner while holding it.
-type keeper struct {
-	*shared
-	store    sessionStore
-	terms    *termSet
-	renewals renewals // outcomes of the renewal loop's statements (Renewal)
-
-	wake       chan struct{}   // buffered 1: wakes the renewal loop
-	resignWake chan<- struct{} // wakes the resign reader (resign.go)
-
-	// create serialises starting and topping up the session
-	// (ensureSession).
-	create sync.Mutex
-
-	mu   sync.Mutex
-	sess *session // the current session; nil before the first acquire and after a loss
-}
-
-func newKeeper(sh *shared, st sessionStore, t *termSet) *keeper {
-	return &keeper{shared: sh, store: st, terms: t, wake: make(chan struct{}, 1)}
-}
-
-// session is the in-memory state of one session. Its fields but id are
-// guarded by keeper.mu.
+// The keeper's goroutine owns the session: it alone creates, renews and
+// ends it and moves its trust deadline. Other goroutines read the
+// deadline and the context, and count what they attach to it, through
+// the methods below; all of them are atomic.
 type session struct {
-	id       string
-	deadline time.Time // trust deadline, with a monotonic reading
-	timer    *time.Timer
-	dead     bool
-	held     int // leases held under it
-	busy     int // acquires under way with it
-	// fenceRenewals counts renewals of the session committed inside fenced
-	// transactions since the renewal loop last read the row (SQLite).
-	fenceRenewals int
-	// notice is the session's notice counter as the last renewal returned
-	// it, and handled the value whose resign requests have been read
-	// (resign.go).
-	notice, handled int64
+	id   string
+	base time.Time // the keeper's monotonic origin of deadlines
+
+	deadline atomic.Int64 // trust deadline, in ns since base
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	why      atomic.Int32 // lossCause+1 of the end, 0 while live
+
+	held      atomic.Int64 // terms riding on it (attach, detach)
+	acquiring atomic.Int64 // acquires under way with it (keeper.acquire)
+	notice    atomic.Int64 // the newest notice counter a renewal returned
+	// fenceRenewals counts renewals committed inside fenced transactions
+	// since the keeper last read the row (SQLite, fencerenew.go).
+	fenceRenewals atomic.Int64
+
+	timer *time.Timer // fires at the deadline; the keeper resets it
 }
 
-// using marks s as in use by an acquire until the returned func is
-// called: the renewal loop renews a session while it holds leases or an
-// acquire is under way with it, so that a long acquire does not outlive it.
-func (k *keeper) using(s *session) (done func()) {
-	k.mu.Lock()
-	s.busy++
-	k.mu.Unlock()
-	return func() {
-		k.mu.Lock()
-		s.busy--
-		k.mu.Unlock()
-	}
+func (s *session) now() int64 { return int64(time.Since(s.base)) }
+
+// trusted reports whether the process may still act under s.
+func (s *session) trusted() bool { return s.ctx.Err() == nil && s.now() < s.deadline.Load() }
+
+// trustDeadline returns the trust deadline, on the monotonic clock.
+func (s *session) trustDeadline() time.Time { return s.base.Add(time.Duration(s.deadline.Load())) }
+
+// left returns the trust left now.
+func (s *session) left() time.Duration { return time.Duration(s.deadline.Load() - s.now()) }
+
+// over reports why s ended; ok is false while it is live.
+func (s *session) over() (why lossCause, ok bool) {
+	w := s.why.Load()
+	return lossCause(w - 1), w != 0
 }
 
-// lose marks the session over for this process.
-func (s *session) lose() {
-	s.dead = true
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-}
-
-// trustedLocked reports whether the session may still be acted under.
-func (s *session) trustedLocked() bool { return !s.dead && time.Now().Before(s.deadline) }
-
-// trusted reports whether s may still be acted under.
-func (k *keeper) trusted(s *session) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return s.trustedLocked()
-}
-
-// deadline returns the trust deadline of s.
-func (k *keeper) deadline(s *session) time.Time {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return s.deadline
-}
-
-// attach counts a term started under s, if s is still trusted; it
-// reports whether it was. detach uncounts one.
-func (k *keeper) attach(s *session) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if !s.trustedLocked() {
+// finish ends s with cause, unless it has ended already: the first end
+// wins, and every lease context under s is cancelled with its cause.
+func (s *session) finish(cause error, why lossCause) bool {
+	if !s.why.CompareAndSwap(0, int32(why)+1) {
 		return false
 	}
-	s.held++
+	s.cancel(cause)
+	s.timer.Stop()
 	return true
 }
 
-func (k *keeper) detach(s *session) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	s.held--
+// extend moves the trust deadline to at (ns since base) when that is
+// later, unless the deadline has passed or s has ended. It reports
+// whether s is still trusted.
+func (s *session) extend(at int64) bool {
+	for {
+		d := s.deadline.Load()
+		if s.ctx.Err() != nil || s.now() >= d {
+			return false
+		}
+		if at <= d || s.deadline.CompareAndSwap(d, at) {
+			break
+		}
+	}
+	s.timer.Reset(s.left())
+	return s.ctx.Err() == nil // the deadline timer may have won the race
 }
 
-// wakeRenewal wakes the renewal loop: a term ended, or a release reached
-// the database, which may end a drain.
-func (k *keeper) wakeRenewal() { poke(k.wake) }
+// attach counts a term started under s, if s is still trusted; detach
+// uncounts it.
+func (s *session) attach() bool {
+	if !s.trusted() {
+		return false
+	}
+	s.held.Add(1)
+	return true
+}
 
-// sessionID returns the id of the current session, or "" when there is
-// none.
+func (s *session) detach() { s.held.Add(-1) }
+
+// keeper is the session keeper: one goroutine (run) that renews the
+// session of the process, one statement per tick, and serves the acquires
+// that need a new or fresher session.
+type keeper struct {
+	*shared
+	store sessionStore
+	base  time.Time
+
+	current  atomic.Pointer[session]
+	stats    atomic.Pointer[renewalStats]
+	requests chan chan sessionReply // acquires that need the keeper to renew or start a session
+	noticed  chan struct{}          // buffered 1: a renewal returned a notice counter
+	rebinds  chan rebind            // the check of a session's terms after a failover (failover.go)
+	parent   context.Context        // of every session context: Run's, without its cancellation
+}
+
+type sessionReply struct {
+	s   *session
+	err error
+}
+
+// renewalStats are the outcomes of the renewal statements, for Renewal.
+type renewalStats struct {
+	failures    int
+	lastErr     error
+	lastSuccess time.Time
+}
+
+func newKeeper(sh *shared, st sessionStore) *keeper {
+	k := &keeper{shared: sh, store: st, base: time.Now(), requests: make(chan chan sessionReply),
+		noticed: make(chan struct{}, 1), rebinds: make(chan rebind), parent: context.Background()}
+	k.stats.Store(&renewalStats{})
+	return k
+}
+
+// sessionID returns the id of the current session, "" when there is none.
 func (k *keeper) sessionID() string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.sess == nil {
-		return ""
+	if s := k.current.Load(); s != nil && s.ctx.Err() == nil {
+		return s.id
 	}
-	return k.sess.id
+	return ""
 }
 
-// ensureSession returns a session to acquire under, with at least one
-// RenewInterval of trust left: the current one, renewed first when it is
-// close to its deadline, or a new one.
-func (k *keeper) ensureSession(ctx context.Context) (*session, error) {
-	k.create.Lock()
-	defer k.create.Unlock()
-	k.mu.Lock()
-	s := k.sess
-	var left time.Duration
-	alive := s != nil && !s.dead
-	if alive {
-		left = time.Until(s.deadline)
+// acquire returns a session to acquire under, with at least RenewInterval
+// of trust left, marked in use until done is called: the keeper renews a
+// session while terms ride on it or an acquire is under way with it.
+func (k *keeper) acquire(ctx context.Context) (s *session, done func(), err error) {
+	s = k.current.Load()
+	if s == nil || s.ctx.Err() != nil || s.left() <= k.cfg.RenewInterval {
+		reply := make(chan sessionReply, 1)
+		select {
+		case k.requests <- reply:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-k.closing:
+			return nil, nil, ErrClosed
+		}
+		r := <-reply
+		if r.err != nil {
+			return nil, nil, r.err
+		}
+		s = r.s
 	}
-	k.mu.Unlock()
-	if alive && left > k.cfg.RenewInterval {
-		return s, nil
-	}
-	if alive {
+	s.acquiring.Add(1)
+	return s, func() { s.acquiring.Add(-1) }, nil
+}
+
+// serve answers an acquire that needs a session: the current one, renewed
+// first when it is close to its deadline, or a new one.
+func (k *keeper) serve(ctx context.Context) (*session, error) {
+	if s := k.current.Load(); s != nil && s.ctx.Err() == nil {
+		if s.left() > k.cfg.RenewInterval {
+			return s, nil
+		}
 		start := time.Now()
 		ok, notice, err := k.renewSession(ctx, s)
 		k.metrics.renewal(time.Since(start), err)
 		if err != nil {
 			return nil, fmt.Errorf("renew session: %w", err)
 		}
-		if ok && k.sessionRenewed(s, start, notice) {
+		if ok && k.renewed(s, start, notice) {
 			return s, nil
 		}
 		if !ok {
-			k.sessionGone(s)
+			k.gone(s)
 		}
 	}
 	id := uuid.NewString()
@@ -180,167 +192,110 @@ func (k *keeper) ensureSession(ctx context.Context) (*session, error) {
 	if err := k.store.CreateSession(ctx, id, k.holder, k.cfg.TTL); err != nil {
 		return nil, fmt.Errorf("start session: %w", err)
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	ns := &session{id: id, deadline: start.Add(k.cfg.trustWindow())}
-	d := time.Until(ns.deadline)
-	if d <= 0 {
+	sctx, cancel := context.WithCancelCause(k.parent)
+	s := &session{id: id, base: k.base, ctx: sctx, cancel: cancel}
+	s.deadline.Store(int64(start.Sub(k.base) + k.cfg.trustWindow()))
+	if s.left() <= 0 {
+		cancel(ErrSessionLost)
 		return nil, fmt.Errorf("start session: the statement took longer than the trust window (TTL - Margin = %v)", k.cfg.trustWindow())
 	}
-	ns.timer = time.AfterFunc(d, func() { k.sessionDeadline(ns) })
-	k.sess = ns
+	// The timer exists before it can fire: expire reads it.
+	s.timer = time.AfterFunc(time.Duration(math.MaxInt64), func() { k.expire(s) })
+	s.timer.Reset(s.left())
+	k.current.Store(s)
 	k.log.Info("started session", zap.String("session", id))
-	return ns, nil
+	return s, nil
 }
 
-// sessionRenewed moves the trust deadline of s to start + TTL - Margin
-// after a renewal attempted at start succeeded, and notes the notice
-// counter it returned. A renewal that comes back after the trust deadline
-// does not revive the session: it is over, though the database extended
-// it, and the releases of its leases give them back. It reports whether s
-// is still trusted.
-func (k *keeper) sessionRenewed(s *session, start time.Time, notice int64) bool {
-	k.mu.Lock()
-	if s.dead {
-		k.mu.Unlock()
+// expire runs when the deadline timer of s fires.
+func (k *keeper) expire(s *session) {
+	if s.now() < s.deadline.Load() {
+		return // a renewal moved the deadline; it resets the timer
+	}
+	k.lose(s, fmt.Errorf("%w: trust deadline passed without a successful renewal", ErrLeaseLost), lossTrustDeadline)
+}
+
+// renewed moves the trust deadline of s to start + TTL - Margin after a
+// renewal attempted at start succeeded, and notes the notice counter it
+// returned. A renewal that comes back after the deadline does not revive
+// the session. It reports whether s is still trusted.
+func (k *keeper) renewed(s *session, start time.Time, notice int64) bool {
+	left := s.left()
+	if !s.extend(int64(start.Sub(k.base) + k.cfg.trustWindow())) {
+		k.lose(s, fmt.Errorf("%w: trust deadline passed before the renewal completed", ErrLeaseLost), lossLateRenewal)
 		return false
 	}
-	now := time.Now()
-	if !now.Before(s.deadline) {
-		k.mu.Unlock()
-		k.loseSession(s, fmt.Errorf("%w: trust deadline passed before the renewal completed", ErrLeaseLost), lossLateRenewal)
-		return false
-	}
-	defer k.mu.Unlock()
-	k.metrics.headroom(s.deadline.Sub(now))
-	if d := start.Add(k.cfg.trustWindow()); d.After(s.deadline) {
-		s.deadline = d
-		s.timer.Reset(d.Sub(now))
-	}
-	k.noticedLocked(s, notice)
+	k.metrics.headroom(left)
+	k.notice(s, notice)
 	return true
 }
 
-// sessionGone ends s after the database showed it expired: every lease it
-// held is free in the database already.
-func (k *keeper) sessionGone(s *session) {
-	k.loseSession(s, fmt.Errorf("%w: the database shows this process's session expired", ErrLeaseLost), lossSessionGone)
-}
-
-// sessionDeadline runs when the trust deadline timer of s fires.
-func (k *keeper) sessionDeadline(s *session) {
-	k.mu.Lock()
-	if s.dead {
-		k.mu.Unlock()
-		return
-	}
-	if d := time.Until(s.deadline); d > 0 {
-		s.timer.Reset(d) // a renewal moved the deadline while the timer fired
-		k.mu.Unlock()
-		return
-	}
-	k.mu.Unlock()
-	k.loseSession(s, fmt.Errorf("%w: trust deadline passed without a successful renewal", ErrLeaseLost), lossTrustDeadline)
-}
-
-// loseSession ends s, then every term held under it (termSet.loseSession).
-// A session gone (why is lossSessionGone) is one the database showed
-// over, so its terms need no release. Whoever ends s first ends its terms;
-// later calls do nothing.
-func (k *keeper) loseSession(s *session, cause error, why lossCause) {
-	k.mu.Lock()
-	if s.dead {
-		k.mu.Unlock()
-		return
-	}
-	s.lose()
-	if k.sess == s {
-		k.sess = nil
-	}
-	held := s.held
-	k.mu.Unlock()
-	if held > 0 {
-		k.log.Warn("lost session", zap.String("session", s.id), zap.Int("leases", held), zap.Error(cause))
-	}
-	k.terms.loseSession(s, cause, why)
-}
-
-// renewedInFence notes a renewal of s committed inside a fenced
-// transaction, and the notice counter it returned.
-func (k *keeper) renewedInFence(s *session, notice int64) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	s.fenceRenewals++
-	k.noticedLocked(s, notice)
-}
-
-// noticedLocked notes the notice counter a renewal of s returned, and
-// wakes the resign reader when requests are left to read. The counter
-// only grows, so an older value that arrives late is ignored. k.mu must
-// be held.
-func (k *keeper) noticedLocked(s *session, notice int64) {
-	s.notice = max(s.notice, notice)
-	if s.notice != s.handled {
-		select {
-		case k.resignWake <- struct{}{}:
-		default:
+// notice notes a notice counter a renewal of s returned; it only grows.
+func (k *keeper) notice(s *session, n int64) {
+	for {
+		cur := s.notice.Load()
+		if n <= cur || s.notice.CompareAndSwap(cur, n) {
+			break
 		}
 	}
+	poke(k.noticed)
 }
 
-// pendingNotice returns the current session and its notice counter when
-// it has resign requests not read yet.
-func (k *keeper) pendingNotice() (s *session, notice int64, ok bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	s = k.sess
-	if s == nil || s.dead || s.notice == s.handled {
-		return nil, 0, false
-	}
-	return s, s.notice, true
+// gone ends s after the database showed it expired: every lease it held is
+// free in the database already.
+func (k *keeper) gone(s *session) {
+	k.lose(s, fmt.Errorf("%w: the database shows this process's session expired", ErrLeaseLost), lossSessionGone)
 }
 
-// handledNotice notes that the requests of s up to notice have been
-// read, unless an acquire is under way on s: it may have committed terms
-// that are not in the term set yet, and a request for one of them would
-// go unread if the notice counted as handled now. It is read again after
-// the next renewal.
-func (k *keeper) handledNotice(s *session, notice int64) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if s.busy == 0 {
-		s.handled = notice
-	}
-}
-
-// trustDeadline fills in Renewal's TrustDeadline: the current session's.
-func (k *keeper) trustDeadline(st *RenewalState) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if s := k.sess; s != nil && !s.dead {
-		st.TrustDeadline = s.deadline
-	}
-}
-
-// end deletes the session row once Run is done with it, so that it does
-// not linger until it expires. A session under which work was abandoned
-// is left to expire after TTL instead: deleting it would free leases that
-// work may still act under.
-func (k *keeper) end(abandoned bool) {
-	k.mu.Lock()
-	s := k.sess
-	k.sess = nil
-	if s != nil {
-		s.lose()
-	}
-	k.mu.Unlock()
-	if s == nil || abandoned {
+// lose ends s; the first end wins.
+func (k *keeper) lose(s *session, cause error, why lossCause) {
+	if !s.finish(cause, why) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), k.cfg.ShutdownTimeout)
-	defer cancel()
-	if err := k.store.EndSession(ctx, s.id, k.cfg.sessionPrune()); err != nil {
-		k.log.Warn("could not delete the session row; it expires after TTL", zap.String("session", s.id), zap.Error(err))
+	k.current.CompareAndSwap(s, nil)
+	if n := s.held.Load(); n > 0 {
+		k.log.Warn("lost session", zap.String("session", s.id), zap.Int64("leases", n), zap.Error(cause))
+	}
+}
+
+// run renews the current session every RenewInterval while terms ride on
+// it or an acquire is under way, retries failed renewals every
+// RetryInterval until the trust deadline, and serves acquires that need a
+// session, until ctx is done.
+func (k *keeper) run(ctx context.Context) {
+	io := context.WithoutCancel(ctx)
+	timer := time.NewTimer(k.cfg.RenewInterval)
+	defer timer.Stop()
+	retry := backoff.Retry{Policy: backoff.Policy{Interval: k.cfg.RetryInterval}}
+	lastChance := false // the retry brought forward to fit before the deadline
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case reply := <-k.requests:
+			s, err := k.serve(io)
+			reply <- sessionReply{s, err}
+			continue
+		case <-timer.C:
+		}
+		outcome, wait := k.renewOnce(io, &retry)
+		switch outcome {
+		case renewed:
+			lastChance = false
+			timer.Reset(k.cfg.RenewInterval)
+		case renewedInFences:
+			// Try the statement again, early enough that its wait and a
+			// read of the row still fit before the deadline.
+			lastChance = false
+			timer.Reset(min(k.cfg.RenewInterval, k.halfTrustLeft()))
+		default:
+			// A retry due after the trust deadline is of no use: the last
+			// one of an outage comes halfway to it instead.
+			if s := k.current.Load(); s != nil && !lastChance && wait >= s.left() {
+				wait, lastChance = max(s.left()/2, MinInterval), true
+			}
+			timer.Reset(wait)
+		}
 	}
 }
 
@@ -350,83 +305,27 @@ type renewOutcome int
 const (
 	renewed         renewOutcome = iota // renewed, or nothing to renew
 	renewedInFences                     // the statement failed, but fenced transactions renewed the session
-	renewFailed                         // try again soon
+	renewFailed                         // try again after the backoff
 )
 
-// renewLoop renews the session of the held leases with one statement per
-// tick, retries failures with backoff, and runs the bounded drain on
-// shutdown: when ctx is done it calls shutdown, which cancels every lease
-// context, and renews on until the term set is empty or ShutdownTimeout
-// has passed. It never waits on campaign statements, which run in their
-// own goroutine. It reports whether work was abandoned at the shutdown
-// timeout.
-func (k *keeper) renewLoop(ctx context.Context, shutdown func()) (abandoned bool) {
-	io := context.WithoutCancel(ctx)
-	timer := time.NewTimer(k.cfg.RenewInterval)
-	defer timer.Stop()
-	done := ctx.Done()
-	var drain <-chan time.Time
-	failures := 0
-	for {
-		select {
-		case <-done:
-			done = nil
-			shutdown()
-			t := time.NewTimer(k.cfg.ShutdownTimeout)
-			defer t.Stop()
-			drain = t.C
-			if k.terms.count() == 0 {
-				return false
-			}
-			continue
-		case <-drain:
-			return k.terms.abandon()
-		case <-k.wake:
-			if done == nil && k.terms.count() == 0 {
-				return false
-			}
-			continue
-		case <-timer.C:
-		}
-		switch k.renewOnce(io) {
-		case renewed:
-			failures = 0
-			timer.Reset(k.cfg.RenewInterval)
-		case renewedInFences:
-			// Try the statement again, early enough that its wait and a
-			// read of the row still fit before the deadline.
-			failures = 0
-			timer.Reset(min(k.cfg.RenewInterval, k.halfTrustLeft()))
-		default:
-			failures++
-			timer.Reset(k.cfg.backoff(failures))
-		}
+// renewOnce sends the one renewal statement of a tick. Nothing is sent
+// while nothing rides on the session: an idle follower only reads. After
+// a failure, wait is the backoff before the next attempt.
+func (k *keeper) renewOnce(ctx context.Context, retry *backoff.Retry) (outcome renewOutcome, wait time.Duration) {
+	s := k.current.Load()
+	if s == nil || s.ctx.Err() != nil || (s.held.Load() == 0 && s.acquiring.Load() == 0) {
+		return renewed, 0
 	}
-}
-
-// renewOnce sends the one renewal statement of a tick, for the session of
-// the held leases. Nothing is sent when nothing is held or being acquired:
-// an idle follower only reads.
-func (k *keeper) renewOnce(ctx context.Context) renewOutcome {
-	k.mu.Lock()
-	s := k.sess
-	if s == nil || s.dead || (s.held == 0 && s.busy == 0) {
-		k.mu.Unlock()
-		return renewed
-	}
-	n, deadline := s.held, s.deadline
-	k.mu.Unlock()
+	n := int(s.held.Load())
 	afterRenew := k.signals.afterRenew.Load()
 	start := time.Now()
-	left := deadline.Sub(start)
+	left := s.left()
 	if left <= 0 {
-		// The deadline has passed; its timer ends the session.
-		return renewFailed
+		return renewFailed, k.cfg.RetryInterval // its timer ends the session
 	}
 	// A slow renewal that succeeds within the trust window beats a retry,
 	// but a statement stuck on a dead connection must leave time for one
-	// more attempt on another: half the trust left, or RenewInterval when
-	// that is longer, never past the deadline.
+	// more attempt on another.
 	timeout := min(left, max(k.cfg.RenewInterval, left/2))
 	serial := k.store.SerializesWriters()
 	var stopWatch func() bool
@@ -437,10 +336,7 @@ func (k *keeper) renewOnce(ctx context.Context) renewOutcome {
 	ok, notice, err := k.renewSession(opCtx, s)
 	cancel()
 	k.metrics.renewal(time.Since(start), err)
-	covered := false
-	if serial {
-		covered = stopWatch()
-	}
+	covered := serial && stopWatch()
 	if afterRenew != nil {
 		lost := 0
 		if err == nil && !ok {
@@ -451,24 +347,92 @@ func (k *keeper) renewOnce(ctx context.Context) renewOutcome {
 	switch {
 	case err != nil:
 		if serial && (k.trustFromSession(ctx, s) || covered) {
-			k.log.Debug("renewal waited for a writer; fenced transactions renewed the session",
-				zap.Error(err), zap.Int("leases", n))
-			k.renewals.succeeded()
-			return renewedInFences
+			k.log.Debug("renewal waited for a writer; fenced transactions renewed the session", zap.Error(err), zap.Int("leases", n))
+			k.succeeded(retry)
+			return renewedInFences, 0
 		}
-		k.renewals.failed(err)
-		k.log.Warn("renewal failed; retrying until the trust deadline", zap.Error(err),
-			zap.Int("leases", n), zap.Duration("trust_left", time.Until(deadline)))
-		k.events.emit(Event{Kind: EventError, Err: fmt.Errorf("renew the session of %d leases: %w", n, err)})
-		return renewFailed
+		return renewFailed, k.failed(retry, err, n, s)
 	case !ok:
 		// The statement worked but renewed nothing: no success to
 		// report, and no failure of the database either.
-		k.sessionGone(s)
-		return renewed
-	default:
-		k.sessionRenewed(s, start, notice)
+		k.gone(s)
+		return renewed, 0
 	}
-	k.renewals.succeeded()
-	return renewed
+	k.renewed(s, start, notice)
+	k.succeeded(retry)
+	return renewed, 0
+}
+
+// failed records a failed renewal statement: a warning for the first of
+// an outage, debug lines for the rest, and an EventError for each. It
+// returns the wait before the next attempt.
+func (k *keeper) failed(retry *backoff.Retry, err error, n int, s *session) time.Duration {
+	wait, first := retry.Failed()
+	k.stats.Store(&renewalStats{failures: retry.Failures(), lastErr: err, lastSuccess: k.stats.Load().lastSuccess})
+	log := k.log.Debug
+	if first {
+		log = k.log.Warn
+	}
+	log("renewal failed; retrying until the trust deadline", zap.Error(err), zap.Int("leases", n),
+		zap.Duration("trust_left", s.left()), zap.Int("failures", retry.Failures()))
+	k.events.emit(Event{Kind: EventError, Err: fmt.Errorf("renew the session of %d leases: %w", n, err)})
+	return wait
+}
+
+// succeeded records a renewal statement that returned without error.
+func (k *keeper) succeeded(retry *backoff.Retry) {
+	if n, lasted := retry.Succeeded(); n > 0 {
+		k.log.Info("renewals recovered", zap.Int("failures", n), zap.Duration("after", lasted))
+	}
+	k.stats.Store(&renewalStats{lastSuccess: time.Now()})
+}
+
+// end deletes the session row once Run is done with it, so that it does
+// not linger until it expires. A session under which work was abandoned
+// is left to expire after TTL: deleting it would free leases that work
+// may still act under.
+func (k *keeper) end(abandoned bool) {
+	s := k.current.Swap(nil)
+	if s == nil {
+		return
+	}
+	s.finish(ErrClosed, lossShutdownTimeout)
+	if abandoned {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), k.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := k.store.EndSession(ctx, s.id, k.cfg.sessionPrune()); err != nil {
+		k.log.Warn("could not delete the session row; it expires after TTL", zap.String("session", s.id), zap.Error(err))
+	}
+}
+
+// state fills in what Renewal reports of the session and its renewals.
+func (k *keeper) state(st *RenewalState) {
+	if s := k.current.Load(); s != nil && s.ctx.Err() == nil {
+		st.TrustDeadline = s.trustDeadline()
+	}
+	r := k.stats.Load()
+	st.Failures, st.LastError, st.LastSuccess = r.failures, r.lastErr, r.lastSuccess
+}
+
+// halfTrustLeft returns half the trust left of the current session, at
+// least 10ms, and RenewInterval when there is none.
+func (k *keeper) halfTrustLeft() time.Duration {
+	s := k.current.Load()
+	if s == nil {
+		return k.cfg.RenewInterval
+	}
+	return max(s.left()/2, 10*time.Millisecond)
+}
+
+// releaseStray gives up terms the database shows under s that no term of
+// this process has (failover.go).
+func (k *keeper) releaseStray(ctx context.Context, s *session, stray []store.Term) {
+	rctx, cancel := context.WithTimeout(ctx, k.cfg.ShutdownTimeout)
+	defer cancel()
+	if _, err := k.store.Release(rctx, s.id, stray); err != nil {
+		k.log.Warn("could not release terms the new primary shows but this process does not hold; they are free once its session ends",
+			zap.Int("leases", len(stray)), zap.Error(err))
+	}
 }

@@ -131,6 +131,13 @@ func (f flooredOps) Release(ctx context.Context, session string, terms []store.T
 // its membership rides on: the interface the protocol's package declares.
 type poolOps = membership.Store
 
+// poolStore is a pool's: the protocol's slice, and the fencing check of
+// the pool's generation row.
+type poolStore interface {
+	poolOps
+	FenceGeneration(tx *gorm.DB, name string) (store.Row, bool, error)
+}
+
 // resignStore is the resign reader's: the requests for this process's
 // terms (the request itself is the Admin's, adminStore).
 type resignStore interface {

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/leasehold/leasehold/internal/backoff"
 	"github.com/leasehold/leasehold/internal/ctxtime"
 )
 
@@ -76,43 +77,39 @@ func protect(fn func() error) (err error) {
 // is called again under the same term, unless RunOptions says otherwise.
 const maxWorkBackoff = 30 * time.Second
 
-// backoff counts consecutive failures of one work function and says how
-// long to wait before calling it again.
-type backoff struct {
-	base, max time.Duration
-	failures  int
+// workBackoff counts consecutive failures of one work function and says
+// how long to wait before calling it again, by the one retry policy.
+type workBackoff struct {
+	policy   backoff.Policy
+	failures int
 }
 
-// newBackoff returns a backoff that waits base after a failure, doubling
-// per consecutive failure up to max.
-func newBackoff(base, max time.Duration) *backoff {
-	return &backoff{base: base, max: max}
+// newBackoff returns a backoff that waits at least base after a failure,
+// doubling per consecutive failure up to max.
+func newBackoff(base, max time.Duration) *workBackoff {
+	return &workBackoff{policy: backoff.Policy{Interval: base, Max: max}}
 }
 
 // failed records a failure of a run that lasted ran and returns the wait
-// before the next call. A run longer than max was healthy for a while, so
-// the count starts over.
-func (b *backoff) failed(ran time.Duration) time.Duration {
-	if ran > b.max {
+// before the next call. A run longer than the cap was healthy for a while,
+// so the count starts over.
+func (b *workBackoff) failed(ran time.Duration) time.Duration {
+	if ran > b.policy.Max {
 		b.failures = 0
 	}
 	b.failures++
-	d := b.base
-	for i := 1; i < b.failures && d < b.max; i++ {
-		d *= 2
-	}
-	return min(d, b.max)
+	return b.policy.Wait(b.failures)
 }
 
 // succeeded records a run that finished its work: the count starts over.
-func (b *backoff) succeeded() { b.failures = 0 }
+func (b *workBackoff) succeeded() { b.failures = 0 }
 
 // workPolicy is how runWork retries and reports.
 type workPolicy struct {
 	// backoff says how long to wait before calling the function again
 	// after a failure. It is shared by the terms of one Run, so that a
 	// function that fails at once in every new term still backs off.
-	backoff *backoff
+	backoff *workBackoff
 	// report is told of an error or panic. retryIn is the wait before the
 	// function is called again, or 0 when the term is over.
 	report func(err error, retryIn time.Duration)

@@ -50,8 +50,8 @@ func TestPanicIsRecoveredReportedAndCalledAgain(t *testing.T) {
 		if !finished {
 			t.Fatal("runWork = false, want true: the second call returned nil while the term was valid")
 		}
-		if len(calls) != 2 || calls[1] != time.Second {
-			t.Fatalf("calls at %v, want two, the second after the 1s backoff", calls)
+		if len(calls) != 2 || len(r.reports) != 1 || calls[1] != r.reports[0].retryIn {
+			t.Fatalf("calls at %v, reports %v; want two calls, the second after the backoff reported", calls, r.reports)
 		}
 		if len(r.reports) != 1 {
 			t.Fatalf("reports = %v, want the panic once", r.reports)
@@ -63,8 +63,8 @@ func TestPanicIsRecoveredReportedAndCalledAgain(t *testing.T) {
 		if !strings.Contains(string(pe.Stack), "term_test.go") {
 			t.Fatalf("stack does not show the panicking function:\n%s", pe.Stack)
 		}
-		if r.reports[0].retryIn != time.Second {
-			t.Fatalf("retryIn = %v, want 1s", r.reports[0].retryIn)
+		if !jittered(r.reports[0].retryIn, time.Second) {
+			t.Fatalf("retryIn = %v, want 1s plus at most half of it", r.reports[0].retryIn)
 		}
 	})
 }
@@ -89,13 +89,15 @@ func TestErrorsBackOffDoublingWhileValid(t *testing.T) {
 		if len(r.reports) != len(want) {
 			t.Fatalf("reports = %v, want %d", r.reports, len(want))
 		}
+		var waited time.Duration
 		for i, w := range want {
-			if r.reports[i].retryIn != w || !errors.Is(r.reports[i].err, fail) {
-				t.Fatalf("report %d = %+v, want %v with retryIn %v", i, r.reports[i], fail, w)
+			if !jittered(r.reports[i].retryIn, w) || !errors.Is(r.reports[i].err, fail) {
+				t.Fatalf("report %d = %+v, want %v with retryIn %v plus at most half of it", i, r.reports[i], fail, w)
 			}
+			waited += r.reports[i].retryIn
 		}
-		if got := r.reports[4].at; got != 11*time.Second {
-			t.Fatalf("fifth call at %v, want 11s (1+2+4+4)", got)
+		if got := r.reports[4].at; got != waited {
+			t.Fatalf("fifth call at %v, want after the four waits reported, %v", got, waited)
 		}
 	})
 }
@@ -190,13 +192,17 @@ func TestWorkBackoff(t *testing.T) {
 					b.succeeded()
 					continue
 				}
-				if got := b.failed(s.ran); got != s.wantGap {
-					t.Fatalf("step %d: failed(%v) = %v, want %v", i, s.ran, got, s.wantGap)
+				if got := b.failed(s.ran); !jittered(got, s.wantGap) {
+					t.Fatalf("step %d: failed(%v) = %v, want %v plus at most half of it", i, s.ran, got, s.wantGap)
 				}
 			}
 		})
 	}
 }
+
+// jittered reports whether got is the wait d of the retry policy: d plus a
+// random part of at most half of d.
+func jittered(got, d time.Duration) bool { return got >= d && got <= d+d/2 }
 
 func TestProtect(t *testing.T) {
 	errX := errors.New("x")

@@ -3,7 +3,6 @@ package coordination
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -14,248 +13,337 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// termSet owns the terms this process holds: the set of held leases by
-// name, each lease's state, and the count of releases still on their way
-// to the database. A term's trust is its session's, which the session
-// keeper owns: termSet's lock is taken before the keeper's, never after.
-//
-// The campaigner hands it new terms (hold); the keeper, the resign reader
-// and the health gate end them (loseSession, keep, resign, stepDown); a
-// Lease ends its own (Lease.Release); Run drains it on shutdown.
+// termSet owns the terms this process holds and everything that decides
+// them: the campaigns waiting for a lease, the elections and their
+// observers, the leases being attempted, the releases in flight, the
+// give-backs of acquires that may have committed, the hold-offs after a
+// resign and the health state. One goroutine (loop) owns all of it, in a
+// termState no other goroutine sees. Other goroutines hand it operations
+// (call) and do their I/O themselves, so the loop never waits on the
+// database, and nothing it owns needs a lock.
 type termSet struct {
 	*shared
-	keeper     *keeper
-	releaser   *releaser
-	fencer     *fencer
-	campaigner *campaigner // told when a term of an election is released (idle)
+	store  leaseOps
+	resign resignStore
+	keeper *keeper
+	fencer *fencer
 
-	dropped chan struct{} // buffered 1: a term left the set (releaser.awaitReleases)
+	ops     chan func(*termState)
+	stop    chan struct{} // closed by Run once the session has ended
+	started chan struct{} // closed when the loop runs
+	stopped chan struct{} // closed when it has returned
+	drained chan struct{} // closed once, after shutdown began, no term is held or being released
 
-	mu        sync.Mutex
-	parent    context.Context // of every lease context: Run's, without its cancellation
-	held      map[string]*Lease
-	releasing int // releases queued or being sent
+	health healthView // the health state, for readers outside the loop
 }
 
-func newTermSet(sh *shared) *termSet {
-	return &termSet{shared: sh, dropped: make(chan struct{}, 1), held: make(map[string]*Lease)}
+func newTermSet(sh *shared, st leaseOps, rs resignStore, k *keeper, f *fencer) *termSet {
+	t := &termSet{shared: sh, store: st, resign: rs, keeper: k, fencer: f,
+		ops: make(chan func(*termState)), stop: make(chan struct{}), started: make(chan struct{}),
+		stopped: make(chan struct{}), drained: make(chan struct{})}
+	t.health.init(sh.cfg.HealthCheck != nil)
+	return t
 }
 
-// wire gives the set the owners its leases call.
-func (t *termSet) wire(k *keeper, r *releaser, f *fencer, cp *campaigner) {
-	t.keeper, t.releaser, t.fencer, t.campaigner = k, r, f, cp
+// woke hands the loop the names a wake-up named.
+func (t *termSet) woke(names []string) { t.call(func(st *termState) { st.woke(names) }) }
+
+// call runs op on the loop and waits until it has run. It returns false,
+// without running op, once the loop has stopped.
+func (t *termSet) call(op func(*termState)) bool {
+	done := make(chan struct{})
+	select {
+	case t.ops <- func(st *termState) { defer close(done); op(st) }:
+		<-done
+		return true
+	case <-t.stopped:
+		return false
+	}
 }
 
-// start notes Run's context, the parent of every lease context.
-func (t *termSet) start(parent context.Context) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.parent = parent
+// callCtx is call for a caller that may come before Run: it waits for the
+// loop within ctx, and returns ErrClosed once the loop has stopped.
+func (t *termSet) callCtx(ctx context.Context, op func(*termState)) error {
+	done := make(chan struct{})
+	select {
+	case t.ops <- func(st *termState) { defer close(done); op(st) }:
+		<-done
+		return nil
+	case <-t.stopped:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
-// hold starts a term under session s, unless the coordinator is shutting
-// down (ErrClosed) or s lost this process's trust (ErrSessionLost): the
-// lease rides on the session's renewals and shares its trust deadline. e
-// is the election the term is of, nil for a pool membership.
-func (t *termSet) hold(name string, epoch int64, s *session, e *Election) (*Lease, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closingNow() {
+// query is call for a read that has a zero answer before Run and after
+// it: it reports false at once when the loop does not run.
+func (t *termSet) query(op func(*termState)) bool {
+	select {
+	case <-t.started:
+	default:
+		return false
+	}
+	return t.call(op)
+}
+
+// termState is the loop's state.
+type termState struct {
+	t      *termSet
+	ctx    context.Context // Run's: the I/O the loop starts stops with it
+	parent context.Context // of the lease contexts: Run's, without its cancellation
+	wg     sync.WaitGroup  // the goroutines the loop started
+
+	held    map[string]*heldTerm // by lease name
+	leases  map[string]*heldTerm // every unreleased lease, by name: held or ended
+	watched map[*session]func() bool
+	closing bool
+
+	elections  map[string]*electionState
+	campaigns  map[string]*campaign
+	attempting map[string]struct{} // leases an acquire of this process is attempting
+	holdOffs   map[string]time.Time
+	unsure     map[string]unsureAcquire
+	releases   releaseQueue
+	campaign   campaignState
+	healthSt   healthState
+	resigns    resignState
+}
+
+// heldTerm is one term of a lease this process holds or held, and the
+// Lease handed out for it.
+type heldTerm struct {
+	name          string
+	epoch         int64
+	sess          *session
+	ctx           context.Context
+	cancel        context.CancelCauseFunc
+	attrs         metric.MeasurementOption
+	lease         *Lease
+	held          bool // false once ended: lost, resigned, stepped down
+	confirmedLost bool // the database showed it over: its release sends nothing
+	election      *electionState
+}
+
+// loop runs until Run closes stop. ctx is Run's: when it ends, the
+// campaigns and the I/O they started stop.
+func (t *termSet) loop(ctx context.Context, ready <-chan struct{}) {
+	st := &termState{
+		t: t, ctx: ctx, parent: context.WithoutCancel(ctx),
+		held: make(map[string]*heldTerm), leases: make(map[string]*heldTerm), watched: make(map[*session]func() bool),
+		elections: make(map[string]*electionState), campaigns: make(map[string]*campaign),
+		attempting: make(map[string]struct{}), holdOffs: make(map[string]time.Time), unsure: make(map[string]unsureAcquire),
+	}
+	st.campaign.init()
+	st.healthSt.init(t.cfg)
+	st.healthSt.begin(st)
+	close(t.started)
+	defer st.exit()
+	for {
+		select {
+		case op := <-t.ops:
+			op(st)
+		case <-ready:
+			ready = nil
+			st.campaign.ready = true
+			st.wakeRound()
+			st.healthSt.start()
+		case <-st.campaign.timer.C():
+			st.campaign.timer.disarm()
+			st.campaign.due = true
+			st.nextCampaign()
+		case <-t.keeper.noticed:
+			st.readResigns()
+		case r := <-t.keeper.rebinds:
+			r.reply <- st.keep(r.s, r.shown)
+		case <-st.healthSt.tick.C():
+			st.healthSt.tick.disarm()
+			st.healthTick()
+		case <-st.healthSt.overrun.C():
+			st.healthSt.overrun.disarm()
+			st.healthOverran()
+		case <-st.releases.flush.C():
+			st.releases.flush.disarm()
+			st.sendReleases(true)
+		case <-t.stop:
+			return
+		}
+	}
+}
+
+// exit ends the loop: queued releases are failed, observers closed, and
+// the goroutines the loop started are waited for.
+func (st *termState) exit() {
+	close(st.t.stopped)
+	st.releases.fail(ErrClosed)
+	st.closeCampaigns()
+	st.healthSt.stop(st.t)
+	st.wg.Wait()
+}
+
+// spawn runs fn in a goroutine the loop waits for on exit.
+func (st *termState) spawn(fn func()) { st.wg.Go(fn) }
+
+// hold starts a term of name at epoch under session s for g, unless
+// shutdown has begun (ErrClosed) or s is no longer trusted
+// (ErrSessionLost).
+func (st *termState) hold(name string, epoch int64, s *session, g grantee) (*Lease, error) {
+	if st.closing {
 		return nil, ErrClosed
 	}
-	if !t.keeper.attach(s) {
+	if !s.attach() {
 		return nil, ErrSessionLost
 	}
-	lctx, cancel := context.WithCancelCause(t.parent)
-	l := &Lease{t: t, name: name, epoch: epoch, ctx: lctx, cancel: cancel, sess: s, election: e}
-	if e != nil {
-		l.attrs = e.attrs
-	} else {
-		l.attrs = t.metrics.leaseAttrs(name)
-	}
-	t.held[name] = l
-	t.metrics.acquired()
-	t.log.Info("acquired lease", zap.String("lease", name), zap.Int64("epoch", epoch))
-	t.events.emit(Event{Kind: EventElected, Lease: name, Holder: t.holder, Epoch: epoch})
+	st.watch(s)
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	l := &Lease{t: st.t, f: st.t.fencer, name: name, epoch: epoch, sess: s, ctx: ctx, onRelease: g.onRelease}
+	tm := &heldTerm{name: name, epoch: epoch, sess: s, ctx: ctx, cancel: cancel, attrs: g.attrs, lease: l, held: true, election: g.es}
+	st.held[name] = tm
+	st.leases[name] = tm
+	st.t.metrics.acquired()
+	st.t.log.Info("acquired lease", zap.String("lease", name), zap.Int64("epoch", epoch))
+	st.t.events.emit(Event{Kind: EventElected, Lease: name, Holder: st.t.holder, Epoch: epoch})
 	return l, nil
 }
 
-// dropLocked takes l out of the held set. t.mu must be held.
-func (t *termSet) dropLocked(l *Lease) {
-	if t.held[l.name] == l {
-		delete(t.held, l.name)
-		t.keeper.detach(l.sess)
-		poke(t.dropped)
-	}
-}
-
-// loseLocked ends a held term; why is the cause its metrics report.
-// t.mu must be held.
-func (t *termSet) loseLocked(l *Lease, cause error, why lossCause) {
-	if l.state != stateHeld {
+// watch makes the end of s end the terms under it (sessionOver).
+func (st *termState) watch(s *session) {
+	if _, ok := st.watched[s]; ok {
 		return
 	}
-	l.state = stateLost
-	t.dropLocked(l)
-	l.cancel(cause)
+	t := st.t
+	st.watched[s] = context.AfterFunc(s.ctx, func() { t.call(func(st *termState) { st.sessionOver(s) }) })
+}
+
+// sessionOver ends every term held under s, which its keeper ended.
+func (st *termState) sessionOver(s *session) {
+	delete(st.watched, s)
+	for _, tm := range st.held {
+		if tm.sess == s {
+			st.lose(tm, nil, 0)
+		}
+	}
+}
+
+// drop takes tm out of the held terms.
+func (st *termState) drop(tm *heldTerm) {
+	if !tm.held {
+		return
+	}
+	tm.held = false
+	delete(st.held, tm.name)
+	tm.sess.detach()
+}
+
+// settle follows a change to the held terms: a shutdown's releases wait
+// for them, and the drain ends with the last.
+func (st *termState) settle() {
+	st.sendReleases(false)
+	st.checkDrained()
+}
+
+// lose ends a held term with cause; why is the cause its metrics report.
+// A term whose session ended ends with the session's cause, which its
+// context has already: a session the database showed gone has terms that
+// need no release.
+func (st *termState) lose(tm *heldTerm, cause error, why lossCause) {
+	if !tm.held {
+		return
+	}
+	if w, over := tm.sess.over(); over {
+		cause, why = context.Cause(tm.sess.ctx), w
+		tm.confirmedLost = w == lossSessionGone
+	}
+	st.drop(tm)
+	defer st.settle()
+	tm.cancel(cause)
+	t := st.t
 	t.metrics.lost(why)
+	fields := []zap.Field{zap.String("lease", tm.name), zap.Int64("epoch", tm.epoch), zap.Error(cause)}
 	if why == lossResigned || why == lossUnhealthy {
-		t.log.Info("stepping down from lease", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(cause))
+		t.log.Info("stepping down from lease", fields...)
 	} else {
-		t.log.Warn("lost lease", zap.String("lease", l.name), zap.Int64("epoch", l.epoch), zap.Error(cause))
+		t.log.Warn("lost lease", fields...)
 	}
-	t.events.emit(Event{Kind: EventLost, Lease: l.name, Holder: t.holder, Epoch: l.epoch, Err: cause})
-	t.keeper.wakeRenewal()
+	t.events.emit(Event{Kind: EventLost, Lease: tm.name, Holder: t.holder, Epoch: tm.epoch, Err: cause})
 }
 
-// loseSession ends every term held under s, which the keeper has ended.
-// A session gone (why is lossSessionGone) is one the database showed
-// over, so its terms need no release.
-func (t *termSet) loseSession(s *session, cause error, why lossCause) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	confirmed := why == lossSessionGone
-	for _, l := range t.held {
-		if l.sess == s {
-			l.confirmedLost = confirmed
-			t.loseLocked(l, cause, why)
-		}
-	}
-}
-
-// keep is the check of a session's terms after a failover (keeper.
-// keepTerms): each term of s that shown does not have at its epoch ends
-// now, with cause lossFailover, and each it has is taken out of shown,
-// which is left with the terms the database shows but this process does
-// not hold.
-func (t *termSet) keep(s *session, shown map[string]int64) (kept, dropped int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, l := range t.held {
-		if l.sess != s {
+// keep is the check of the terms of s after a failover (failover.go).
+func (st *termState) keep(s *session, shown map[string]int64) rebound {
+	var r rebound
+	for _, tm := range st.held {
+		if tm.sess != s {
 			continue
 		}
-		if epoch, ok := shown[l.name]; ok && epoch == l.epoch {
-			delete(shown, l.name)
-			kept++
+		if epoch, ok := shown[tm.name]; ok && epoch == tm.epoch {
+			delete(shown, tm.name)
+			r.kept++
 			continue
 		}
-		dropped++
-		t.loseLocked(l, errLostInFailover, lossFailover)
+		r.dropped++
+		st.lose(tm, errLostInFailover, lossFailover)
 	}
-	return kept, dropped
+	r.unknown = len(shown)
+	if s.acquiring.Load() > 0 {
+		return r // the terms of the acquire under way may not have been handed over yet
+	}
+	for name, epoch := range shown {
+		r.stray = append(r.stray, store.Term{Name: name, Epoch: epoch})
+	}
+	return r
 }
 
-// electionsOf returns the names of the terms of elections held under s:
-// those a resign request may end.
-func (t *termSet) electionsOf(s *session) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var names []string
-	for name, l := range t.held {
-		if l.sess == s && l.election != nil {
-			names = append(names, name)
-		}
+// shutdown begins the shutdown: no campaign, observer or new term from
+// now on, and every lease context cancelled with ErrClosed.
+func (st *termState) shutdown() {
+	st.closing = true
+	st.closeCampaigns()
+	for _, tm := range st.held {
+		tm.cancel(ErrClosed)
 	}
-	return names
+	st.settle()
 }
 
-// resign ends, with ErrResigned, the terms of s that resign requests name
-// (terms). holdOff is called first, without t.mu, with the names of the
-// terms to end: the process then does not take them again for a while,
-// however soon their work returns.
-func (t *termSet) resign(s *session, terms []store.Term, holdOff func(name string)) {
-	current := func(tm store.Term) *Lease {
-		if l := t.held[tm.Name]; l != nil && l.sess == s && l.epoch == tm.Epoch {
-			return l
-		}
-		return nil // a request for a term that is over already
+// checkDrained closes drained once shutdown has begun and no term is held
+// or being released.
+func (st *termState) checkDrained() {
+	if !st.closing || len(st.held) > 0 || st.releases.pending() > 0 {
+		return
 	}
-	t.mu.Lock()
-	ending := slices.DeleteFunc(slices.Clone(terms), func(tm store.Term) bool { return current(tm) == nil })
-	t.mu.Unlock()
-	for _, tm := range ending {
-		holdOff(tm.Name)
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, tm := range ending {
-		if l := current(tm); l != nil {
-			t.loseLocked(l, fmt.Errorf("%w: lease %q epoch %d: another process asked this holder to hand the lease over",
-				ErrResigned, tm.Name, tm.Epoch), lossResigned)
-		}
+	select {
+	case <-st.t.drained:
+	default:
+		close(st.t.drained)
 	}
 }
 
-// stepDown ends every term held with cause, after failed health checks;
-// first says whether this is the check that reached HealthFailures,
-// which is logged.
-func (t *termSet) stepDown(cause, last error, failures int, first bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if first {
-		t.log.Warn("stepping down: health checks keep failing", zap.Int("failures", failures), zap.Int("leases", len(t.held)),
-			zap.Error(last))
-		t.events.emit(Event{Kind: EventError, Err: cause})
-	}
-	for _, l := range t.held {
-		t.loseLocked(l, cause, lossUnhealthy)
-	}
-}
-
-// cancelAll cancels every lease context with ErrClosed, at the start of
-// shutdown.
-func (t *termSet) cancelAll() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, l := range t.held {
-		l.cancel(ErrClosed)
-	}
-}
-
-// count counts the leases still to be renewed or being released: the
-// drain ends when it reaches zero.
-func (t *termSet) count() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.held) + t.releasing
-}
-
-// left counts the leases held, their releases not queued yet.
-func (t *termSet) left() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.held)
-}
-
-// abandon gives up on terms whose work did not return within the
+// abandon gives up on the terms whose work did not return within the
 // shutdown timeout. They are not released: the work may still be acting.
 // It reports whether there were any.
-func (t *termSet) abandon() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	abandoned := len(t.held) > 0
-	for _, l := range t.held {
+func (st *termState) abandon() bool {
+	t := st.t
+	abandoned := len(st.held) > 0
+	for _, tm := range st.held {
 		err := fmt.Errorf("%w: leader work did not return within ShutdownTimeout (%v); the lease is not released and expires after TTL (%v)",
 			ErrClosed, t.cfg.ShutdownTimeout, t.cfg.TTL)
-		t.log.Error("leader work still running at shutdown timeout", zap.String("lease", l.name),
-			zap.Int64("epoch", l.epoch), zap.Error(err))
-		l.state = stateLost
-		delete(t.held, l.name)
+		t.log.Error("leader work still running at shutdown timeout", zap.String("lease", tm.name), zap.Int64("epoch", tm.epoch), zap.Error(err))
+		tm.held, tm.confirmedLost = false, true
+		delete(st.held, tm.name)
 		t.metrics.lost(lossShutdownTimeout)
-		t.events.emit(Event{Kind: EventLost, Lease: l.name, Holder: t.holder, Epoch: l.epoch, Err: err})
+		t.events.emit(Event{Kind: EventLost, Lease: tm.name, Holder: t.holder, Epoch: tm.epoch, Err: err})
 	}
 	return abandoned
 }
 
+// valid reports whether tm is held and trusted now.
+func (tm *heldTerm) valid() bool { return tm.held && tm.ctx.Err() == nil && tm.sess.trusted() }
+
 // tokens returns the tokens of the leases held and trusted now, by name.
-func (t *termSet) tokens() []Token {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]Token, 0, len(t.held))
-	for _, l := range t.held {
-		if l.validLocked() {
-			out = append(out, l.Token())
+func (st *termState) tokens() []Token {
+	out := make([]Token, 0, len(st.held))
+	for _, tm := range st.held {
+		if tm.valid() {
+			out = append(out, Token{Name: tm.name, Epoch: tm.epoch})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -263,58 +351,38 @@ func (t *termSet) tokens() []Token {
 }
 
 // leads reports whether the lease name is held and trusted now.
-func (t *termSet) leads(name string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	l := t.held[name]
-	return l != nil && l.validLocked()
+func (st *termState) leads(name string) bool {
+	tm := st.held[name]
+	return tm != nil && tm.valid()
 }
 
-// holds reports whether this process has a term of the lease name at
-// epoch, trusted or not.
-func (t *termSet) holds(name string, epoch int64) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	l := t.held[name]
-	return l != nil && l.epoch == epoch
+// holds reports whether this process has a term of name at epoch.
+func (st *termState) holds(name string, epoch int64) bool {
+	tm := st.held[name]
+	return tm != nil && tm.epoch == epoch
 }
 
-// sessionOf returns the session of the term tk when this process holds
-// and trusts it, and nil otherwise.
-func (t *termSet) sessionOf(tk Token) *session {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if l := t.held[tk.Name]; l != nil && l.epoch == tk.Epoch && l.validLocked() {
-		return l.sess
+// sessionOf returns the session of the term tk when it is held and
+// trusted, and nil otherwise.
+func (st *termState) sessionOf(tk Token) *session {
+	if tm := st.held[tk.Name]; tm != nil && tm.epoch == tk.Epoch && tm.valid() {
+		return tm.sess
 	}
 	return nil
 }
 
-// heldState fills in what Coordinator.Renewal reports of the terms: how
-// many are held and trusted.
-func (t *termSet) heldState(st *RenewalState) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, l := range t.held {
-		if l.validLocked() {
-			st.Held++
-		}
-	}
-}
-
-// observe observes the gauges of the held leases and the trust left, and
-// returns the names held, whose elections need no gauge of their own.
-func (t *termSet) observe(o metric.Observer, m *metrics) map[string]bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	names := make(map[string]bool, len(t.held))
-	var trust time.Time // the trust deadline of the leases held and trusted
-	for name, l := range t.held {
-		names[name] = true
-		valid := l.validLocked()
-		o.ObserveInt64(m.held, boolInt(valid), l.attrs)
-		o.ObserveInt64(m.epoch, l.epoch, l.attrs)
-		if d := t.keeper.deadline(l.sess); valid && d.After(trust) {
+// observe observes the gauges of the held leases and the trust left. It
+// returns the names held, and the epoch last seen of each election known
+// to the loop, for the gauges of the elections not held.
+func (st *termState) observe(o metric.Observer, m *metrics) (held map[string]bool, seen map[string]int64) {
+	held = make(map[string]bool, len(st.held))
+	var trust time.Time
+	for name, tm := range st.held {
+		held[name] = true
+		valid := tm.valid()
+		o.ObserveInt64(m.held, boolInt(valid), tm.attrs)
+		o.ObserveInt64(m.epoch, tm.epoch, tm.attrs)
+		if d := tm.sess.trustDeadline(); valid && d.After(trust) {
 			trust = d
 		}
 	}
@@ -323,5 +391,11 @@ func (t *termSet) observe(o metric.Observer, m *metrics) map[string]bool {
 		left = max(time.Until(trust), 0)
 	}
 	o.ObserveFloat64(m.trustRemaining, seconds(left))
-	return names
+	seen = make(map[string]int64)
+	for name, es := range st.elections {
+		if es.seen && es.seenEpoch > 0 {
+			seen[name] = es.seenEpoch
+		}
+	}
+	return held, seen
 }

@@ -152,14 +152,28 @@ func TestTransientErrorsRetriedWithBackoff(t *testing.T) {
 		c, stop := bubbleCoordinator(t, ms, Config{})
 		defer stop()
 		l := bubbleCampaign(t, c, "flaky")
+		var at []time.Duration
+		start := time.Now()
+		record := func(_, _ int, err error) {
+			if err != nil {
+				at = append(at, time.Since(start))
+			}
+		}
+		c.signals.afterRenew.Store(&record)
 		ms.FailRenewals(errInjected)
 		// Fail from the first renewal at 5s until 10s: well inside the 12s
-		// trust window, with several retries in between.
+		// trust window, with retries in between, none sooner than
+		// RetryInterval (2s) after the one before.
 		time.Sleep(10 * time.Second)
 		ms.FailRenewals(nil)
-		attempts := ms.Renewals()
-		if attempts < 4 {
-			t.Fatalf("%d renewal attempts in 5s of failures, want retries with backoff", attempts)
+		synctest.Wait()
+		if len(at) < 2 {
+			t.Fatalf("failed renewal attempts at %v in 5s of failures, want retries", at)
+		}
+		for i := 1; i < len(at); i++ {
+			if gap := at[i] - at[i-1]; gap < 2*time.Second {
+				t.Fatalf("failed renewal attempts at %v: a retry %v after the one before, sooner than RetryInterval", at, gap)
+			}
 		}
 		time.Sleep(5 * time.Second)
 		synctest.Wait()

@@ -17,7 +17,9 @@ func TestTryAcquireBesideItsOwnGiveBack(t *testing.T) {
 	cfg := steady(fastConfig())
 	r := startCoordinator(t, newCoordinator(memstore.New(), testIdentity(t, "node-a"), cfg.withDefaults()))
 	e := election(t, r.Coordinator, GlobalScope, "given-back")
-	kept, done := r.campaigner.acquiring([]string{e.Key()}, uncampaignedLease)
+	var kept []string
+	r.terms.call(func(st *termState) { kept = st.attempt([]string{e.Key()}, uncampaignedLease) })
+	done := func() { r.terms.call(func(st *termState) { st.unattempt(kept) }) }
 	if len(kept) != 1 {
 		t.Fatalf("the give-back kept %v; want %s", kept, e.Key())
 	}

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/leasehold/leasehold/internal/backoff"
 	"github.com/leasehold/leasehold/internal/wake"
 )
 
@@ -176,17 +177,18 @@ func (w *waker) listenLoop(ctx context.Context) {
 // wakeFor until ctx is done, and then returns nil. Each time listening
 // starts or starts again, it calls wakeFor(nil), since wake-ups may have
 // been missed meanwhile; state reports every start and stop. When
-// listening fails it retries after RetryInterval, doubling up to a
-// minute. It returns the reason at once where listening cannot work: an
+// listening fails it retries by the one retry policy, from RetryInterval
+// doubling up to a minute. It returns the reason at once where listening cannot work: an
 // error wrapping wake.ErrNoWakeups or errNeedsTransport, or one marked
 // wake.Final.
 func (w *waker) listen(ctx context.Context, state func(err error)) error {
 	if w.transport == nil {
 		return wake.ErrNoWakeups
 	}
-	for failures := 0; ; {
+	retry := backoff.Retry{Policy: backoff.Policy{Interval: w.cfg.RetryInterval, Max: time.Minute}}
+	for {
 		err := w.transport.Listen(ctx, w.wakeFor, func() {
-			failures = 0
+			retry.Succeeded()
 			state(nil)
 			w.wakeFor(nil)
 		})
@@ -200,8 +202,7 @@ func (w *waker) listen(ctx context.Context, state func(err error)) error {
 			err = errors.New("leasehold: listening ended")
 		}
 		state(err)
-		failures++
-		wait := min(w.cfg.RetryInterval<<min(failures-1, 16), time.Minute)
+		wait, _ := retry.Failed()
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
