@@ -1,6 +1,7 @@
 // Package leaseholdtest runs leasehold on an in-process database, so that
 // tests of your own leader and pool code run on testing/synctest fake
-// time: deterministic, and in milliseconds, whatever the TTLs.
+// time, in milliseconds, whatever the TTLs. Time is deterministic there;
+// the order in which the processes' goroutines run is not.
 //
 // # Use
 //
@@ -53,8 +54,10 @@
 // decides every statement under the same conditions as the SQL statements
 // of each supported database; the store conformance suite runs the same
 // cases on it and on PostgreSQL, MySQL/MariaDB and SQLite, so what a test
-// sees here is what a database would give. Its clock is time.Now. It has
-// no notifications (processes poll, as on MySQL) and no failovers.
+// sees here is what a database would give. Its clock is time.Now. It
+// carries no wake-ups: its processes find a released lease or a pool's
+// change at their next poll (every RetryInterval, a pool's PollInterval),
+// as with DisableNotifications on a database. It has no failovers.
 //
 // Fencing (Lease.Fence, Assignment.Fence, Coordinator.CheckFence) needs,
 // as on a database, the handle of a transaction: that of the test's own
