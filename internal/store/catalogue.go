@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // goldenProbeChannel stands for a listening connection's probe channel
@@ -61,22 +63,22 @@ func Catalogue(name string, render func(q string, args ...any) string) (string, 
 	st("notify a session of a resign request", d.sessions().sqlNotifySession(tables, session))
 	st("read a session's pending resign requests", d.leases().sqlPendingResigns(tables, session, names))
 	st("release three leases", d.leases().sqlRelease(tables, session, three))
-	switch w := d.database.(type) {
-	case notifier:
-		st("release three leases, notifying the listeners at commit", w.sqlReleaseNotify(tables, d.leases().sqlRelease(tables, session, three)))
-		st("notify the listeners (a pool's change)", w.sqlNotify(wakeChannel(tables), "pool|global/orders|generation"))
-		section("listen for notifications", w.sqlListen(wakeChannel(tables)))
-		section("listen for a listening connection's probe, first", w.sqlListen(goldenProbeChannel))
-		st("send a listening connection its probe", w.sqlNotify(goldenProbeChannel, "|leasehold-probe|"))
-		section("stop listening for the probe, once it arrived", w.sqlUnlisten(goldenProbeChannel))
-		section("begin a decision on the listening connection", w.sqlBeginDecide())
-	case fileDatabase:
-		section("the database file, for the wake-up sockets next to it", w.sqlDatabaseFile())
+	switch d.wakes {
+	case wake.Through:
+		st("release three leases, notifying the listeners at commit", d.releaseNotify(tables, d.leases().sqlRelease(tables, session, three)).stmt)
+		st("notify the listeners (a pool's change)", d.sqlNotify(wakeChannel(tables), "pool|global/orders|generation"))
+		section("listen for notifications", pgListen(wakeChannel(tables)))
+		section("listen for a listening connection's probe, first", pgListen(goldenProbeChannel))
+		st("send a listening connection its probe", pgNotify(goldenProbeChannel, "|leasehold-probe|"))
+		section("stop listening for the probe, once it arrived", pgUnlisten(goldenProbeChannel))
+		section("begin a decision on the listening connection", pgBeginDecide)
+	case wake.Sockets:
+		section("the database file, for the wake-up sockets next to it", d.databaseFile)
 	}
 	st("set a term's data (a member's acknowledged generation)", d.pools().sqlSetData(tables, session, one[0], "42"))
-	if w, ok := d.database.(notifier); ok {
+	if d.wakes == wake.Through {
 		st("set a term's data, notifying the listeners at commit (an acknowledgement that wakes the pool's collector)",
-			w.sqlWriteNotify(tables, d.pools().sqlSetData(tables, session, one[0], "42"), "pool|global/orders|wake|a1b2"))
+			d.writeNotify(tables, d.pools().sqlSetData(tables, session, one[0], "42"), "pool|global/orders|wake|a1b2").stmt)
 	}
 	st("publish a pool's next generation (compare-and-set)", d.pools().sqlPublish(tables, "pool|global/orders|generation", 41, "a1b2,c3d4"))
 	lo, hi, _ := prefixRange("pool|global/orders|member|")
@@ -88,7 +90,10 @@ func Catalogue(name string, render func(q string, args ...any) string) (string, 
 	}
 	lockRows := []string{"lock|global/accounts|42", "lock|global/accounts|7"}
 	floors := []Term{{Name: "lockfloor|global/accounts|3", Epoch: 12}, {Name: "lockfloor|global/accounts|9", Epoch: 7}}
-	lockTerms := []Term{{Name: "lock|global/accounts|42", Epoch: 12}, {Name: "lock|global/accounts|7", Epoch: 7}}
+	lockTerms := []FlooredTerm{
+		{Term: Term{Name: "lock|global/accounts|42", Epoch: 12}, Floor: "lockfloor|global/accounts|3"},
+		{Term: Term{Name: "lock|global/accounts|7", Epoch: 7}, Floor: "lockfloor|global/accounts|9"},
+	}
 	if !d.lockFirst() {
 		st("keyed locks, first: take the write lock", d.leases().sqlWriteLock(tables))
 	}
@@ -96,8 +101,9 @@ func Catalogue(name string, render func(q string, args ...any) string) (string, 
 	st("keyed locks: create lock rows (or floor rows) at their floors' epochs", d.floored().sqlInsert(tables, floors))
 	st("keyed locks, release: raise the floors to the epochs released", d.floored().sqlRaiseFloors(tables, floors))
 	st("keyed locks, release: delete the rows of the terms", d.floored().sqlDeleteTerms(tables, session, lockTerms))
-	if w, ok := d.database.(notifier); ok {
-		st("keyed locks, release: delete the rows of the terms, notifying the listeners at commit", w.sqlReleaseNotify(tables, d.floored().sqlDeleteTerms(tables, session, lockTerms)))
+	if d.wakes == wake.Through {
+		st("keyed locks, release: delete the rows of the terms, notifying the listeners at commit",
+			d.releaseNotify(tables, d.floored().sqlDeleteTerms(tables, session, lockTerms)).stmt)
 	}
 	lo, hi, _ = prefixRange("lock|global/accounts|")
 	st("keyed locks, prune: read up to 500 dead lock rows", d.floored().sqlReadDead(tables, lo, hi, 10*ttl, 500))
@@ -136,49 +142,31 @@ func Catalogue(name string, render func(q string, args ...any) string) (string, 
 		section(fmt.Sprintf("record migration %d", m.Version), render(d.schema().sqlRecordVersion(tables, m.Version), m.Description))
 	}
 	section("current schema version", render(d.schema().sqlCurrentVersion(tables)))
-	if c, ok := d.database.(tableCounter); ok {
-		st("does the version table exist", c.sqlCountTables(tables.Migrations))
+	if c := d.sqlCountTables(tables.Migrations); c.q != "" {
+		st("does the version table exist", c)
 	}
-	lockName := migrationLockKey(tables)
-	if _, ok := d.ddl.(mysqlSchema); ok {
-		lockName = mysqlLockName("app", lockName) // "app" stands for DATABASE()
-	}
-	lockArgs := []any{lockName, int64(60)}
+	lockArgs := []any{d.lock.lockName(tables, "app"), int64(60)} // "app" stands for DATABASE()
 	for _, s := range migrationLockSQL(d, tables, time.Minute) {
 		section("migration lock", render(s, lockArgs[:strings.Count(s, "?")]...))
 	}
 
 	if d.cluster != nil {
-		section("start-up: is the server a node of a multi-primary cluster", render(d.cluster.sqlProbeCluster()))
-		if c := d.cluster.clusterDialect("ON"); c != nil {
-			if m, ok := c.database.(deadSessionMarker); ok {
-				st("cluster: acquire, after the lock: change the row of each dead session holding a named lease",
-					m.sqlMarkDeadSessions(tables, session, names))
-			}
-			if w, ok := c.database.(fenceWriter); ok {
-				st("cluster: fencing check, first: change the lease row", w.sqlFenceWrite(tables, "global/billing"))
-			}
-			if w, ok := c.database.(generationFenceWriter); ok {
-				st("cluster: fencing check of a pool's generation, first: change the generation row",
-					w.sqlFenceGenerationWrite(tables, "pool|global/orders|generation"))
-			}
-			if b, ok := c.database.(floorBinder); ok {
-				lockFloored := []FlooredTerm{
-					{Term: lockTerms[0], Floor: "lockfloor|global/accounts|3"},
-					{Term: lockTerms[1], Floor: "lockfloor|global/accounts|9"},
-				}
-				st("cluster: keyed locks: create lock rows at their floors' epochs, read by the insert",
-					b.sqlInsertAtFloors(tables, flooredRows(lockFloored)))
-				st("cluster: keyed locks, release: delete the rows of the terms whose floors are at their epochs",
-					c.floored().sqlDeleteTermsAtFloors(b, tables, session, lockFloored))
-				st("cluster: keyed locks, prune: delete those still dead at the epoch read whose floors are at it",
-					c.floored().sqlDeleteDeadAtFloors(b, tables, lockFloored, 10*ttl))
-				st("cluster: keyed locks, last: is the transaction still open", stmt{q: b.sqlInTransaction()})
-			}
-			if _, ok := c.database.(acquireRechecker); ok {
-				st("cluster: acquire, after the lock: start the terms, of the leases still takeable",
-					c.leases().sqlAcquireTermsIfTakeable(tables, session, holder, three[1:]))
-			}
+		section("start-up: is the server a node of a multi-primary cluster", render(d.cluster.sql))
+		if c := d.cluster.dialect("ON"); c != nil {
+			st("cluster: acquire, after the lock: change the row of each dead session holding a named lease",
+				c.sqlMarkDeadSessions(tables, session, names))
+			st("cluster: fencing check, first: change the lease row", c.sqlFenceWrite(tables, "global/billing"))
+			st("cluster: fencing check of a pool's generation, first: change the generation row",
+				c.sqlFenceGenerationWrite(tables, "pool|global/orders|generation"))
+			st("cluster: keyed locks: create lock rows at their floors' epochs, read by the insert",
+				c.floored().sqlCreate(tables, nil, flooredRows(lockTerms)))
+			st("cluster: keyed locks, release: delete the rows of the terms whose floors are at their epochs",
+				c.floored().sqlDeleteTerms(tables, session, lockTerms))
+			st("cluster: keyed locks, prune: delete those still dead at the epoch read whose floors are at it",
+				c.floored().sqlDeleteDead(tables, lockTerms, 10*ttl))
+			st("cluster: keyed locks, last: is the transaction still open", stmt{q: c.sqlInTransaction()})
+			st("cluster: acquire, after the lock: start the terms, of the leases still takeable",
+				c.leases().sqlAcquireTerms(tables, session, holder, three[1:]))
 		}
 	}
 

@@ -10,6 +10,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/plugin/dbresolver"
+
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // Connection slots, pinned connections, transactions and reads.
@@ -37,10 +39,8 @@ type gate struct {
 	// opts is the statement option every statement carries
 	// (stmtoption.go).
 	opts options
-	// races tells a transaction that lost to a conflicting one (MySQL's
-	// and MariaDB's deadlocks, Galera's failed certifications); nil
-	// where the database does not say.
-	races raceLoser
+	// sql tells a transaction that lost to a conflicting one (lostRace).
+	sql *currentSQL
 }
 
 // slots is a counting semaphore of connection slots, its capacity the
@@ -94,13 +94,13 @@ func (g *gate) takeGeneral(ctx context.Context, n int) error {
 // keep losing to conflicting transactions.
 const lostRaceAttempts = 3
 
-// newGate returns the gate of n connections on db, for the dialect d and
+// newGate returns the gate of n connections on db, for the SQL cur and
 // the tables t.
-func newGate(db *gorm.DB, n int, d *dialect, t Tables) *gate {
-	g := &gate{db: db, maxConns: n, lockFirst: d.lockFirst()}
+func newGate(db *gorm.DB, n int, cur *currentSQL, t Tables) *gate {
+	d := cur.dl()
+	g := &gate{db: db, maxConns: n, lockFirst: d.lockFirst(), sql: cur}
 	g.opts.pool = db
 	g.opts.by, _ = d.database.(stmtOptioner)
-	g.races, _ = d.database.(raceLoser)
 	if n == 1 {
 		g.general = make(slots, 1)
 		g.renewal = g.general
@@ -108,8 +108,8 @@ func newGate(db *gorm.DB, n int, d *dialect, t Tables) *gate {
 	}
 	g.general = make(slots, n-1)
 	g.renewal = make(slots, 1)
-	if nt, ok := d.database.(notifier); ok {
-		g.lend = newLending(g, nt, t, d.leases().sqlNow())
+	if d.wakes == wake.Through {
+		g.lend = newLending(g, t, d.leases().sqlNow())
 	}
 	return g
 }
@@ -147,10 +147,8 @@ func (g *gate) run(ctx context.Context, sem slots, fn func(db *gorm.DB) error) e
 // runOn is run on the pool.
 //
 // fn runs again, at most lostRaceAttempts times in all, when its
-// transaction lost to a conflicting one (raceLoser): it was rolled back
-// whole, so nothing of it took effect. On a Galera cluster that is a
-// failed certification, which a fencing check's write (mysql.go) makes
-// the holder's own release of the lease meet, for one.
+// transaction lost to a conflicting one (lostRace): it was rolled back
+// whole, so nothing of it took effect.
 func (g *gate) runOn(ctx context.Context, sem slots, fn func(db *gorm.DB) error) error {
 	if err := sem.take(ctx); err != nil {
 		return err
@@ -158,7 +156,7 @@ func (g *gate) runOn(ctx context.Context, sem slots, fn func(db *gorm.DB) error)
 	defer sem.give()
 	for attempt := 1; ; attempt++ {
 		err := fn(g.session(ctx))
-		if err == nil || g.races == nil || !g.races.lostRace(err) || attempt == lostRaceAttempts || ctx.Err() != nil {
+		if err == nil || !g.sql.dl().lostRace(err) || attempt == lostRaceAttempts || ctx.Err() != nil {
 			return err
 		}
 	}
@@ -202,6 +200,31 @@ func exec(db *gorm.DB, st stmt) (int64, error) {
 	return res.RowsAffected, res.Error
 }
 
+// execStep runs st, a step a database may not take: an empty st sends
+// nothing.
+func execStep(db *gorm.DB, st stmt) error {
+	if st.q == "" {
+		return nil
+	}
+	_, err := exec(db, st)
+	return err
+}
+
+// execCounted runs c and returns the count of rows it changed.
+func execCounted(db *gorm.DB, c counted) (int64, error) {
+	if !c.byRow {
+		return exec(db, c.stmt)
+	}
+	got, err := queryAll(db, c.stmt, func(rs *sql.Rows, n *int64) error {
+		var empty string
+		return rs.Scan(n, &empty)
+	})
+	if err != nil || len(got) != 1 {
+		return 0, err
+	}
+	return got[0], nil
+}
+
 // chunks calls fn with consecutive pieces of items, at most n each.
 func chunks[T any](items []T, n int, fn func([]T) error) error {
 	for len(items) > 0 {
@@ -229,7 +252,7 @@ func (g *gate) decideTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	if _, ok := db.Statement.ConnPool.(pinnedConn); ok {
 		// The listening connection (PostgreSQL): gorm would only set a
 		// savepoint on it, so the transaction is begun and ended here.
-		return pinnedTx(db, g.lend.sql.sqlBeginDecide(), fn)
+		return pinnedTx(db, pgBeginDecide, fn)
 	}
 	if !g.lockFirst {
 		return db.Transaction(fn)
@@ -282,20 +305,6 @@ func queryAll[T any](db *gorm.DB, st stmt, scan func(rs *sql.Rows, v *T) error) 
 		return nil, err
 	}
 	return out, rs.Close()
-}
-
-// execNotified runs a statement of sqlReleaseNotify or sqlWriteNotify,
-// whose one row is the count of rows it changed and an empty string, and
-// returns that count.
-func execNotified(db *gorm.DB, st stmt) (int64, error) {
-	got, err := queryAll(db, st, func(rs *sql.Rows, n *int64) error {
-		var empty string
-		return rs.Scan(n, &empty)
-	})
-	if err != nil || len(got) != 1 {
-		return 0, err
-	}
-	return got[0], nil
 }
 
 // scanRow reads the first row st returns into dest, as Row().Scan would,

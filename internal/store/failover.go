@@ -94,12 +94,12 @@ func (f *Failover) probeCluster(ctx context.Context) error {
 	}
 	var name, value string
 	err := f.conns.run(ctx, f.conns.general, func(db *gorm.DB) error {
-		return scanRow(db, stmt{q: d.cluster.sqlProbeCluster()}, &name, &value)
+		return scanRow(db, stmt{q: d.cluster.sql}, &name, &value)
 	})
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
-	if c := d.cluster.clusterDialect(value); c != nil {
+	if c := d.cluster.dialect(value); c != nil {
 		f.sql.d.Store(c)
 	}
 	return nil

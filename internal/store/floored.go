@@ -87,11 +87,7 @@ func (s *LockRows) EnsureFloored(ctx context.Context, rows []Floored) error {
 				if len(add) == 0 {
 					return nil
 				}
-				ins := s.sql.dl().floored().sqlInsert(s.tables, add)
-				if b, ok := s.binder(); ok {
-					ins = b.sqlInsertAtFloors(s.tables, addRows)
-				}
-				if _, err := exec(tx, ins); err != nil {
+				if _, err := exec(tx, s.sql.dl().floored().sqlCreate(s.tables, add, addRows)); err != nil {
 					return err
 				}
 				return s.checkOpen(tx)
@@ -173,32 +169,18 @@ func (s *LockRows) ReleaseFloored(ctx context.Context, session string, terms []F
 		return s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) error {
 			var n int64
 			err := s.conns.decideTx(db, func(tx *gorm.DB) error {
-				fl := make([]Floored, len(part))
-				plain := make([]Term, len(part))
-				for i, t := range part {
-					fl[i], plain[i] = Floored{Name: t.Name, Floor: t.Floor}, t.Term
-				}
-				if _, err := s.lockFloors(tx, floorNames(fl)); err != nil {
+				if _, err := s.lockFloors(tx, floorNames(flooredRows(part))); err != nil {
 					return err
 				}
 				if err := s.raiseFloors(tx, part); err != nil {
 					return err
 				}
-				del := s.sql.dl().floored().sqlDeleteTerms(s.tables, session, plain)
-				if b, ok := s.binder(); ok {
-					del = s.sql.dl().floored().sqlDeleteTermsAtFloors(b, s.tables, session, part)
-				}
-				notify, ok := s.sql.dl().database.(notifier)
-				if !ok {
-					var err error
-					if n, err = exec(tx, del); err != nil {
-						return err
-					}
-					return s.checkOpen(tx)
-				}
+				del := s.sql.dl().floored().sqlDeleteTerms(s.tables, session, part)
 				var err error
-				n, err = execNotified(tx, notify.sqlReleaseNotify(s.tables, del))
-				return err
+				if n, err = execCounted(tx, s.sql.dl().releaseNotify(s.tables, del)); err != nil {
+					return err
+				}
+				return s.checkOpen(tx)
 			})
 			if err == nil {
 				total += n
@@ -257,11 +239,7 @@ func (s *LockRows) PruneFloored(ctx context.Context, prefix string, floor func(n
 					return err
 				}
 			}
-			del := fl.sqlDeleteDead(s.tables, dead, grace)
-			if b, ok := s.binder(); ok {
-				del = fl.sqlDeleteDeadAtFloors(b, s.tables, terms, grace)
-			}
-			if n, err = exec(tx, del); err != nil {
+			if n, err = exec(tx, fl.sqlDeleteDead(s.tables, terms, grace)); err != nil {
 				return err
 			}
 			return s.checkOpen(tx)
@@ -270,22 +248,16 @@ func (s *LockRows) PruneFloored(ctx context.Context, prefix string, floor func(n
 	return n, err
 }
 
-// binder returns the database as a floorBinder, where it is one.
-func (s *LockRows) binder() (floorBinder, bool) {
-	b, ok := s.sql.dl().database.(floorBinder)
-	return b, ok
-}
-
 // checkOpen returns ErrRolledBackUnderneath when the database rolled tx
-// back under its statements (floorBinder): the transaction runs again.
-// Elsewhere it sends nothing.
+// back under its statements (sqlInTransaction); elsewhere it sends
+// nothing.
 func (s *LockRows) checkOpen(tx *gorm.DB) error {
-	b, ok := s.binder()
-	if !ok {
+	q := s.sql.dl().sqlInTransaction()
+	if q == "" {
 		return nil
 	}
 	var open int64
-	if err := scanRow(tx, stmt{q: b.sqlInTransaction()}, &open); err != nil {
+	if err := scanRow(tx, stmt{q: q}, &open); err != nil {
 		return err
 	}
 	if open != 1 {

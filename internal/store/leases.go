@@ -62,10 +62,8 @@ func (s *Store) AcquireEach(ctx context.Context, session, holder string, names [
 						return err
 					}
 				}
-				if m, ok := s.sql.dl().database.(deadSessionMarker); ok {
-					if _, err := exec(tx, m.sqlMarkDeadSessions(s.tables, session, part)); err != nil {
-						return err
-					}
+				if err := execStep(tx, s.sql.dl().sqlMarkDeadSessions(s.tables, session, part)); err != nil {
+					return err
 				}
 				if s.sql.dl().acquire == acquireLockThenUpdate {
 					got, err = s.acquireLockThenUpdate(tx, session, holder, part)
@@ -74,10 +72,8 @@ func (s *Store) AcquireEach(ctx context.Context, session, holder string, names [
 				}
 				return err
 			})
-			if r, ok := s.sql.dl().database.(raceLoser); ok && err != nil && r.lostRace(err) {
-				// A conflicting transaction won (a deadlock, or on a
-				// Galera cluster a failed certification): this one was
-				// rolled back whole and took nothing, as if it had found
+			if err != nil && s.sql.dl().lostRace(err) {
+				// Rolled back whole: it took nothing, as if it had found
 				// every lease held.
 				return nil
 			}
@@ -102,11 +98,7 @@ func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names
 	if err != nil || len(locked) == 0 {
 		return nil, err
 	}
-	upd := s.sql.dl().leases().sqlAcquireTerms(s.tables, session, holder, locked)
-	if _, ok := s.sql.dl().database.(acquireRechecker); ok {
-		upd = s.sql.dl().leases().sqlAcquireTermsIfTakeable(s.tables, session, holder, locked)
-	}
-	n, err := exec(tx, upd)
+	n, err := exec(tx, s.sql.dl().leases().sqlAcquireTerms(s.tables, session, holder, locked))
 	if err != nil {
 		return nil, err
 	}
@@ -151,14 +143,11 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 		var total int64
 		err := chunks(terms, WriteChunk, func(part []Term) error {
 			return s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) error {
-				release := s.sql.dl().leases().sqlRelease(s.tables, session, part)
-				notify, ok := s.sql.dl().database.(notifier)
-				if !ok || !wake {
-					n, err := exec(db, release)
-					total += n
-					return err
+				release := counted{stmt: s.sql.dl().leases().sqlRelease(s.tables, session, part)}
+				if wake {
+					release = s.sql.dl().releaseNotify(s.tables, release.stmt)
 				}
-				n, err := execNotified(db, notify.sqlReleaseNotify(s.tables, release))
+				n, err := execCounted(db, release)
 				total += n
 				return err
 			})
@@ -300,46 +289,31 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 }
 
 // Fence reads the lease row inside the caller's transaction tx, locking it
-// against a change of holder until tx ends, and returns it. The caller
-// compares session, epoch and liveness. The statement carries the
-// statement option (stmtoption.go), so that it works behind a transaction
-// pooler whatever the caller's driver settings.
-//
-// On a Galera cluster it first changes the row (sqlFenceWrite), so that
-// the caller's transaction and a takeover committed on another node
-// cannot both commit: one of them fails certification.
-func (s *Store) Fence(tx *gorm.DB, name string) (Row, bool, error) {
-	tx = s.conns.withOption(tx)
-	if w, ok := s.sql.dl().database.(fenceWriter); ok {
-		if _, err := exec(tx, w.sqlFenceWrite(s.tables, name)); err != nil {
-			return Row{}, false, err
-		}
-	}
-	rows, err := queryRows(tx, s.sql.dl().leases().sqlFence(s.tables, name))
-	if err != nil || len(rows) == 0 {
-		return Row{}, false, err
-	}
-	return rows[0], true, nil
+// against a change of holder until tx ends, and returns it; found is false
+// when the lease has no row. The caller compares session, epoch and
+// liveness. On a Galera cluster tx and a takeover committed on another
+// node cannot both commit: one fails certification.
+func (s *Store) Fence(tx *gorm.DB, name string) (row Row, found bool, err error) {
+	d := s.sql.dl()
+	return fence(s.conns.withOption(tx), d, d.sqlFenceWrite(s.tables, name), s.tables, name)
 }
 
 // FenceGeneration is Fence for a pool's generation row, which nobody
-// holds and which every member's fenced transaction reads: a pool moves to
-// a new generation, or moves a partition, by publishing that row.
-//
-// On a Galera cluster it first changes the row (sqlFenceGenerationWrite),
-// so that the caller's transaction and a publish committed on another node
-// cannot both commit: one of them fails certification. The members' fenced
-// transactions then change one row too: on one node they take turns on its
-// lock, and two committed on different nodes at once conflict, so one of
-// them fails at commit and is the caller's to retry.
-func (s *Store) FenceGeneration(tx *gorm.DB, name string) (Row, bool, error) {
-	tx = s.conns.withOption(tx)
-	if w, ok := s.sql.dl().database.(generationFenceWriter); ok {
-		if _, err := exec(tx, w.sqlFenceGenerationWrite(s.tables, name)); err != nil {
-			return Row{}, false, err
-		}
+// holds and every member's fenced transaction reads. On a Galera cluster
+// tx and a publish committed on another node cannot both commit, nor can
+// two members' fenced transactions committed on different nodes at once:
+// the one that fails is the caller's to retry.
+func (s *Store) FenceGeneration(tx *gorm.DB, name string) (row Row, found bool, err error) {
+	d := s.sql.dl()
+	return fence(s.conns.withOption(tx), d, d.sqlFenceGenerationWrite(s.tables, name), s.tables, name)
+}
+
+// fence sends the step write, then d's fencing read of name, on tx.
+func fence(tx *gorm.DB, d *dialect, write stmt, t Tables, name string) (Row, bool, error) {
+	if err := execStep(tx, write); err != nil {
+		return Row{}, false, err
 	}
-	rows, err := queryRows(tx, s.sql.dl().leases().sqlFence(s.tables, name))
+	rows, err := queryRows(tx, d.leases().sqlFence(t, name))
 	if err != nil || len(rows) == 0 {
 		return Row{}, false, err
 	}

@@ -38,24 +38,14 @@ func (s *Schema) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-// tableCounter is a database that counts the tables of a name with a
-// statement of the library's, which carries the statement option
-// (stmtoption.go), rather than gorm's HasTable, which does not
-// (PostgreSQL).
-type tableCounter interface {
-	// sqlCountTables counts the base tables named table in the current
-	// schema.
-	sqlCountTables(table string) stmt
-}
-
 // hasTable reports whether the table exists.
 func (s *Schema) hasTable(db *gorm.DB, table string) (bool, error) {
-	c, ok := s.sql.database.(tableCounter)
-	if !ok {
+	st := s.sql.sqlCountTables(table)
+	if st.q == "" {
 		return db.Migrator().HasTable(table), nil
 	}
 	var n int64
-	err := scanRow(db, c.sqlCountTables(table), &n)
+	err := scanRow(db, st, &n)
 	return n > 0, err
 }
 

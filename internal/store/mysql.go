@@ -9,88 +9,56 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
-// mysqlFacts are the facts of MySQL and MariaDB. They have no UPDATE ...
-// RETURNING. MariaDB detects failovers (incarnation.go); MySQL cannot
-// evaluate the expression, and runs without (Failover.ProbeFailover).
+// mysqlFacts are the facts of MySQL and MariaDB. MariaDB detects
+// failovers (incarnation.go); on MySQL the expression fails and the store
+// runs without (ProbeFailover).
 var mysqlFacts = facts{
-	name:            MySQL,
-	now:             mysqlNow,
-	quote:           quoteBacktick,
-	incarnationExpr: mariadbIncarnation,
-	acquire:         acquireLockThenUpdate,
-	// renewReturnsRows: the notice is the statement's last insert id
-	// instead (see mysqlDB.returning).
+	name:             MySQL,
+	now:              mysqlNow,
+	quote:            quoteBacktick,
+	incarnationExpr:  mariadbIncarnation,
+	acquire:          acquireLockThenUpdate,
 	renewReturnsRows: false,
 	lockRows:         lockClause{suffix: " FOR UPDATE"},
 	firstRows:        limitTail,
-	// types: binary ASCII collation for names, so that names and holders
-	// compare byte for byte, as on the other databases (MySQL's default
-	// collation ignores case).
+	// Names compare byte for byte, as on the other databases.
 	types:       columnTypes{name: "VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin", bigint: "BIGINT", integer: "INT", text: "TEXT"},
 	tableSuffix: " ENGINE=InnoDB",
+	wakes:       wake.None,
 }
 
 // mysqlNow: UTC_TIMESTAMP(6) is constant within a statement and
-// independent of the session time zone; TIMESTAMPDIFF between two DATETIMEs
-// does no time-zone conversion either.
+// independent of the session time zone.
 const mysqlNow = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
 
-// mariadbIncarnation is the MariaDB server answering: its server_id, or
-// "galera" on a Galera cluster node.
-//
-// A failover of MariaDB's replication promotes a replica, and a primary
-// and its replicas have distinct server_ids: replication refuses to run
-// between two servers with the same one. So every promotion changes the
-// server_id answering, and a restart of the same server does not (it is
-// in the configuration). @@server_id is a plain global variable, which
-// any user may read, at no cost in the statements that carry it.
-//
-// No promotion marker is added. A failover from A to B and back to A
-// reads A, B, A, and each change is noticed, since the row names the
-// incarnation last recorded: on A again it names B. It is missed only if
-// no process ran a single statement on B in its whole time as primary (no
-// renewal, campaign round or pool read, each of which records B), and
-// then B granted no term either: nothing can be taken before B is
-// recorded. The one marker MariaDB offers, @@gtid_slave_pos (the last
-// transaction the server applied as a replica, which a promotion
-// freezes), also moves with every write on the active primary of a
-// circular (active-passive master-master) setup, which replicates its own
-// writes back: every write would start a hold-off, and no lease could be
-// taken.
-//
-// A Galera cluster is synchronous and every node may take writes, so a
-// client that moves between nodes loses nothing, and the nodes' distinct
-// server_ids must not read as failovers: all its nodes are one
-// incarnation (wsrep_on). On MySQL, which has no wsrep_on, the expression
-// fails and the store runs without failover detection (ProbeFailover);
-// MySQL's failover is not defended.
+// mariadbIncarnation is the MariaDB server answering: its server_id, which
+// every promotion changes, or "galera" on any node of a Galera cluster.
 const mariadbIncarnation = "IF(@@wsrep_on, 'galera', CAST(@@server_id AS CHAR))"
 
-// mysqlDialect is MySQL and MariaDB (gorm.io/driver/mysql).
+// mysqlDialect is MySQL and MariaDB (gorm.io/driver/mysql); a Galera node
+// gets galeraDialect at start-up.
 func mysqlDialect() *dialect {
 	s := mysqlSchema{facts: mysqlFacts}
-	d := newDialect(mysqlFacts, mysqlDB{}, s, s, s)
-	d.cluster = mysqlCluster{}
+	d := newDialect(mysqlFacts, mysqlDB{}, s)
+	d.cluster = &galeraProbe
 	return d
 }
 
-// mysqlDB is the runtime fragments of MySQL and MariaDB. Their processes
-// wake each other with peer wake-ups (wake.go).
+// mysqlDB is the runtime type of MySQL and MariaDB.
 type mysqlDB struct {
 	inLists
+	plainSteps
 }
 
 var _ database = mysqlDB{}
 
 // returning hands back one column of the row an UPDATE changes as the
-// statement's last insert id: MariaDB and MySQL have no UPDATE ...
-// RETURNING. col = LAST_INSERT_ID(col) leaves the column as it is and
-// makes its value the statement's last insert id, which the server sends
-// back with the affected-row count (renewReturnsRows). The acquire, which
-// needs two columns, locks the rows and then updates them instead
-// (acquireLockThenUpdate).
+// statement's last insert id (col = LAST_INSERT_ID(col)), which the server
+// sends with the affected-row count.
 func (mysqlDB) returning(cols ...string) (afterSet, afterWhere string) {
 	if len(cols) != 1 {
 		panic("leasehold: MySQL hands back one column of an UPDATE, as its last insert id")
@@ -121,14 +89,11 @@ func onDuplicateKeyNothing(ins, key string) string {
 // and ADD COLUMN cannot say "if not exists".
 type mysqlSchema struct {
 	facts
+	inPlaceColumns
 	sqlStrings
 }
 
-var (
-	_ schemaDDL       = mysqlSchema{}
-	_ rowRewriter     = mysqlSchema{}
-	_ migrationLocker = mysqlSchema{}
-)
+var _ schemaType = mysqlSchema{}
 
 func (mysqlSchema) createTableIf(string) string { return createTableIfNotExists }
 
@@ -206,7 +171,7 @@ func (m mysqlSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Durat
 		if err := scanRow(conn, stmt{q: "SELECT DATABASE()"}, &dbName); err != nil {
 			return err
 		}
-		name := mysqlLockName(dbName.String, migrationLockKey(t))
+		name := m.lockName(t, dbName.String)
 		var got sql.NullInt64
 		secs := max(int64(timeout/time.Second), 1)
 		if err := scanRow(conn, stmt{lock.acquire, []any{name, secs}}, &got); err != nil {
@@ -229,187 +194,19 @@ func (m mysqlSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Durat
 	})
 }
 
-// mysqlLockName builds a GET_LOCK name (at most 64 characters) scoped to
-// the database, since MySQL's named locks are server-wide.
-func mysqlLockName(database, key string) string {
-	name := key + "@" + database
+// lockName is a GET_LOCK name (at most 64 characters) scoped to the
+// database, since MySQL's named locks are server-wide.
+func (mysqlSchema) lockName(t Tables, database string) string {
+	name := migrationLockKey(t) + "@" + database
 	if len(name) > 64 {
 		name = fmt.Sprintf("leasehold:migrate:%x", advisoryKey(name))
 	}
 	return name
 }
 
-// MariaDB Galera Cluster
-//
-// Galera replicates every transaction's changed rows to every node and
-// certifies write-write conflicts at commit: of two transactions on
-// different nodes that change one row, the one ordered second fails with
-// ER_LOCK_DEADLOCK (1213) and is rolled back. Row locks (FOR UPDATE, LOCK
-// IN SHARE MODE) are local to a node, a node's reads may lag the others'
-// commits, and a statement that changes no row value replicates nothing
-// and is certified against nothing. So on a cluster every decision the
-// library takes from a read of another process's rows writes a row that
-// process's conflicting write also changes:
-//
-//   - an acquire that finds a lease held by a dead session changes that
-//     session's row (sqlMarkDeadSessions), which the session's renewal
-//     also changes: a renewal committed on another node that this node has
-//     not seen yet and the takeover cannot both commit;
-//   - a fencing check changes the lease row it checks (sqlFenceWrite),
-//     which a takeover also changes: a fenced transaction and a takeover
-//     on another node cannot both commit;
-//   - a pool's fencing check changes the generation row it checks
-//     (sqlFenceGenerationWrite), which a publish of the next generation
-//     also changes: a fenced transaction of a member and a rebalance on
-//     another node cannot both commit.
-//
-// A node's applier that needs a row lock held by a local transaction
-// aborts that transaction (a brute-force abort). The abort is not always
-// reported to the statement running when it lands: the transaction is
-// then rolled back, and the statements the client sends after it run and
-// commit one by one. So the statements that create and delete the rows
-// of keyed locks carry their floor rows themselves (floorBinder): a
-// create takes its epoch from the floor row as it inserts, a delete
-// deletes only a row whose floor row is at or above its epoch. Each is
-// right alone; the transaction then checks that it is still open at its
-// end, and runs again if it is not (ErrRolledBackUnderneath). Likewise
-// the acquire's update repeats the conditions of its locking read
-// (acquireRechecker).
-//
-// Detected once, by the store's start-up probe (ProbeFailover), from
-// @@wsrep_on.
-
-// mysqlCluster is the start-up probe of MySQL and MariaDB: a Galera node
-// (wsrep on) gets galeraDialect. SHOW VARIABLES answers on MySQL too, with
-// no row.
-type mysqlCluster struct{}
-
-func (mysqlCluster) sqlProbeCluster() string { return "SHOW VARIABLES LIKE 'wsrep_on'" }
-
-func (mysqlCluster) clusterDialect(value string) *dialect {
-	if !strings.EqualFold(value, "ON") {
-		return nil
-	}
-	return galeraDialect()
-}
-
-// galeraDialect is MariaDB on a Galera cluster: MySQL's, with the writes
-// that make decisions conflict at certification (see above).
-func galeraDialect() *dialect {
-	s := mysqlSchema{facts: mysqlFacts}
-	return newDialect(mysqlFacts, galeraDB{}, s, s, s)
-}
-
-// galeraDB is the runtime fragments of a Galera cluster: MySQL's, the
-// writes of deadSessionMarker and fenceWriter, the floored rows'
-// statements of floorBinder and the acquire of acquireRechecker.
-type galeraDB struct{ mysqlDB }
-
-var (
-	_ deadSessionMarker     = galeraDB{}
-	_ fenceWriter           = galeraDB{}
-	_ generationFenceWriter = galeraDB{}
-	_ floorBinder           = galeraDB{}
-	_ acquireRechecker      = galeraDB{}
-)
-
-// sqlMarkDeadSessions changes the row of every dead session that holds one
-// of the named leases, other than session: its expiry moves back by one
-// microsecond, so it stays dead and the row changes (a statement that
-// changes nothing is not certified). A renewal of such a session that
-// committed on another node conflicts with it at certification.
-func (galeraDB) sqlMarkDeadSessions(t Tables, session string, names []string) stmt {
-	return stmt{"UPDATE " + quoteBacktick(t.Sessions) + " s JOIN " + quoteBacktick(t.Leases) + " l ON l.session_id = s.id" +
-		" SET s.expires_at_us = s.expires_at_us - 1" +
-		" WHERE l.name IN (" + placeholders(len(names)) + ") AND l.session_id <> ? AND s.expires_at_us < " + mysqlNow,
-		append(namesArgs(names), session)}
-}
-
-// sqlFenceWrite changes the lease row a fencing check reads, when a
-// session holds it: renewed_at_us, which the reads of a row held by a
-// session take from the session's row instead, moves forward by at least
-// one microsecond, so the row always changes. A takeover on another node,
-// which changes the row too, conflicts with the fenced transaction at
-// certification. An unheld row is left alone: a pool's generation row has
-// a statement of its own (sqlFenceGenerationWrite).
-func (galeraDB) sqlFenceWrite(t Tables, name string) stmt {
-	return stmt{"UPDATE " + quoteBacktick(t.Leases) + " SET renewed_at_us = GREATEST(" + mysqlNow + ", renewed_at_us + 1)" +
-		" WHERE name = ? AND session_id <> ''", []any{name}}
-}
-
-// sqlFenceGenerationWrite changes a pool's generation row, which nobody
-// holds, as a pool's fencing check reads it: renewed_at_us, the time of
-// the last publish, moves forward by at least one microsecond, so the row
-// always changes, and the generation and its data stay. A publish on
-// another node, which changes the row too, conflicts with the fenced
-// transaction at certification. So do the fenced transactions of the
-// pool's members on different nodes with each other: the price of a
-// generation that no member can read stale.
-func (galeraDB) sqlFenceGenerationWrite(t Tables, name string) stmt {
-	return stmt{"UPDATE " + quoteBacktick(t.Leases) + " SET renewed_at_us = GREATEST(" + mysqlNow + ", renewed_at_us + 1)" +
-		" WHERE name = ? AND holder = ''", []any{name}}
-}
-
-// recheckAcquire: the acquire's update repeats the conditions of its
-// locking read. A renewal of a session the acquire judged dead, applied
-// on this node after the acquire changed that session's row, aborts the
-// acquire; the update, run alone after an abort no statement reported,
-// then takes nothing from the session now live.
-func (galeraDB) recheckAcquire() {}
-
-// sqlInsertAtFloors inserts the rows with the epochs of their floor
-// rows, read in the statement itself under a lock: a floor row that a
-// release committed on this node before has been raised already, and
-// one that a release is raising waits for it. So a create rolled back
-// under its transaction, whose insert then runs alone, still inserts no
-// row below its floor. A row whose floor row is missing is not inserted.
-func (galeraDB) sqlInsertAtFloors(t Tables, rows []Floored) stmt {
-	q := quoteBacktick(t.Leases)
-	vals := make([]string, len(rows))
-	args := make([]any, 0, 2*len(rows))
-	for i, r := range rows {
-		vals[i] = "SELECT ?, ?"
-		if i == 0 {
-			vals[i] = "SELECT ? AS name, ? AS floor_name"
-		}
-		args = append(args, r.Name, r.Floor)
-	}
-	return stmt{"INSERT INTO " + q + " (name, epoch, expires_at_us) SELECT v.name, f.epoch, " + mysqlNow +
-		" FROM (" + strings.Join(vals, " UNION ALL ") + ") v JOIN " + q + " f ON f.name = v.floor_name FOR UPDATE", args}
-}
-
-// sqlDeleteAtFloors deletes the rows where matches (on l) whose floor
-// rows (f) are at or above their epochs, as the transaction raised them
-// before: a release or a prune rolled back under its transaction, whose
-// delete then runs alone without the raise, deletes nothing.
-func (galeraDB) sqlDeleteAtFloors(t Tables, rows []Floored, where string, args []any) stmt {
-	q := quoteBacktick(t.Leases)
-	var b strings.Builder
-	b.WriteString("DELETE l FROM " + q + " l JOIN " + q + " f ON f.name = CASE l.name")
-	joinArgs := make([]any, 0, 2*len(rows)+len(args))
-	for _, r := range rows {
-		b.WriteString(" WHEN ? THEN ?")
-		joinArgs = append(joinArgs, r.Name, r.Floor)
-	}
-	b.WriteString(" END WHERE " + where + " AND f.epoch >= l.epoch")
-	return stmt{b.String(), append(joinArgs, args...)}
-}
-
-// sqlInTransaction: @@in_transaction is 0 once the transaction was rolled
-// back under the client, whose statements then commit one by one.
-func (galeraDB) sqlInTransaction() string { return "SELECT @@in_transaction" }
-
-// ErrRolledBackUnderneath is a transaction found rolled back under its
-// statements at its end (floorBinder): nothing it meant to do is known to
-// have happened, and it runs again, as one that lost a race.
-var ErrRolledBackUnderneath = errors.New("leasehold: the transaction was rolled back under its statements (a brute-force abort on a Galera node that no statement reported)")
-
-// lostRace reports whether err is a transaction that lost to a
-// conflicting one: a deadlock, or on a Galera cluster a failed
-// certification (both ER_LOCK_DEADLOCK, 1213), or a brute-force abort
-// found at its end (ErrRolledBackUnderneath). The transaction was rolled
-// back whole: it changed nothing, or, in the last case, only what
-// statements correct on their own did.
+// lostRace: a deadlock, or on Galera a failed certification (both
+// ER_LOCK_DEADLOCK, 1213), or a brute-force abort found at the
+// transaction's end (ErrRolledBackUnderneath).
 func (mysqlDB) lostRace(err error) bool {
 	if errors.Is(err, ErrRolledBackUnderneath) {
 		return true

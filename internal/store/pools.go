@@ -23,13 +23,12 @@ import (
 func (s *Store) SetData(ctx context.Context, session string, t Term, data, wakeName string) (bool, error) {
 	set := s.sql.dl().pools().sqlSetData(s.tables, session, t, data)
 	var n int64
+	write := counted{stmt: set}
+	if wakeName != "" {
+		write = s.sql.dl().writeNotify(s.tables, set, wake.Payload([]string{wakeName}))
+	}
 	err := s.conns.run(ctx, s.conns.general, func(db *gorm.DB) (err error) {
-		notify, ok := s.sql.dl().database.(notifier)
-		if !ok || wakeName == "" {
-			n, err = exec(db, set)
-			return err
-		}
-		n, err = execNotified(db, notify.sqlWriteNotify(s.tables, set, wake.Payload([]string{wakeName})))
+		n, err = execCounted(db, write)
 		return err
 	})
 	ok := n == 1

@@ -31,6 +31,7 @@ var postgresFacts = facts{
 	lockRows:         lockClause{suffix: " FOR UPDATE"},
 	firstRows:        limitTail,
 	types:            columnTypes{name: `VARCHAR(255) COLLATE "C"`, bigint: "BIGINT", integer: "INTEGER", text: "TEXT"},
+	wakes:            wake.Through,
 }
 
 // postgresNow: statement_timestamp() is constant within one statement and,
@@ -41,21 +42,20 @@ const postgresNow = "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS
 // postgresDialect is PostgreSQL, through pgx (gorm.io/driver/postgres).
 func postgresDialect() *dialect {
 	s := postgresSchema{facts: postgresFacts}
-	return newDialect(postgresFacts, postgresDB{}, s, s, s)
+	return newDialect(postgresFacts, postgresDB{}, s)
 }
 
-// postgresDB is PostgreSQL's runtime fragments. It wakes the followers
-// with LISTEN/NOTIFY (notifier, wake.go).
+// postgresDB is PostgreSQL's runtime type. It wakes the other processes
+// with LISTEN/NOTIFY.
 type postgresDB struct {
 	returningClause
 	onConflict
+	plainSteps
 }
 
 var (
 	_ database     = postgresDB{}
-	_ notifier     = postgresDB{}
 	_ stmtOptioner = postgresDB{}
-	_ tableCounter = postgresDB{}
 )
 
 // nameIn matches col against the names of one text[] parameter
@@ -97,17 +97,15 @@ func (postgresDB) lockForShare(alias string) (hint, suffix string) {
 // itself, and transactional.
 type postgresSchema struct {
 	facts
+	keyLockName
+	inPlaceColumns
 	guardedDDL
 	onConflictDDL
 	sqlStrings
 	notExistsRename
 }
 
-var (
-	_ schemaDDL       = postgresSchema{}
-	_ rowRewriter     = postgresSchema{}
-	_ migrationLocker = postgresSchema{}
-)
+var _ schemaType = postgresSchema{}
 
 func (postgresSchema) createTableIf(string) string { return createTableIfNotExists }
 
@@ -155,48 +153,45 @@ func (p postgresSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Du
 	})
 }
 
-// The wake-up through the database (notifier, wake.go).
+// The wake-ups through the database (wake.go). The notifications are sent
+// at commit, so nobody is woken for a change that did not happen.
 
-// sqlReleaseNotify is release, the statement of sqlRelease, in one
-// statement that also notifies the listeners of the tables (wake.go) with
-// the names of the leases it freed, when it freed any. The notification is
-// sent at commit, so nobody is woken for a release that did not happen. It
-// returns one row: the count and an empty string.
-func (postgresDB) sqlReleaseNotify(t Tables, release stmt) stmt {
+// releaseNotify is release in one statement that also notifies the
+// listeners of the tables with the names of the leases it freed. Its one
+// row is the count and an empty string.
+func (postgresDB) releaseNotify(t Tables, release stmt) counted {
 	q := quoteDouble(t.Leases)
-	return stmt{"WITH r AS (" + release.q + " RETURNING " + q + ".name), a AS (SELECT count(*) AS n, string_agg(name, E'\\n') AS names FROM r) " +
+	return counted{stmt{"WITH r AS (" + release.q + " RETURNING " + q + ".name), a AS (SELECT count(*) AS n, string_agg(name, E'\\n') AS names FROM r) " +
 		"SELECT n, CASE WHEN n = 0 THEN '' ELSE CAST(pg_notify(?, CASE WHEN octet_length(names) <= " + strconv.Itoa(wake.MaxPayload) +
-		" THEN names ELSE '' END) AS text) END FROM a", append(release.args, wakeChannel(t))}
+		" THEN names ELSE '' END) AS text) END FROM a", append(release.args, wakeChannel(t))}, true}
 }
 
-// sqlWriteNotify is write, an UPDATE, in one statement that also
-// notifies the listeners of the tables (wake.go) with payload when it
-// changed any row. The notification is sent at commit, after the write is
-// visible to whoever it wakes. It returns one row: the count and an empty
-// string.
-func (postgresDB) sqlWriteNotify(t Tables, write stmt, payload string) stmt {
-	return stmt{"WITH w AS (" + write.q + " RETURNING 1), a AS (SELECT count(*) AS n FROM w) " +
+// writeNotify is write in one statement that also notifies the listeners
+// of the tables with payload when it changed a row. Its one row is the
+// count and an empty string.
+func (postgresDB) writeNotify(t Tables, write stmt, payload string) counted {
+	return counted{stmt{"WITH w AS (" + write.q + " RETURNING 1), a AS (SELECT count(*) AS n FROM w) " +
 		"SELECT n, CASE WHEN n = 0 THEN '' ELSE CAST(pg_notify(?, ?) AS text) END FROM a",
-		append(slices.Clone(write.args), wakeChannel(t), payload)}
+		append(slices.Clone(write.args), wakeChannel(t), payload)}, true}
 }
 
-// sqlNotify notifies the listeners of channel (PostgreSQL).
-func (postgresDB) sqlNotify(channel, payload string) stmt {
+func (postgresDB) sqlNotify(channel, payload string) stmt { return pgNotify(channel, payload) }
+
+// pgNotify notifies the listeners of channel.
+func pgNotify(channel, payload string) stmt {
 	return stmt{"SELECT CAST(pg_notify(?, ?) AS text)", []any{channel, payload}}
 }
 
-// sqlListen subscribes the connection to channel's notifications
-// (PostgreSQL). The channels are the lease table's name (wakeChannel) and
-// a listening connection's probe channel (probeChannel): identifiers of
-// ASCII letters, digits and '_', quoted.
-func (postgresDB) sqlListen(channel string) string { return "LISTEN " + quoteDouble(channel) }
+// pgListen subscribes the connection to channel, an identifier of ASCII
+// letters, digits and '_' (wakeChannel, probeChannel).
+func pgListen(channel string) string { return "LISTEN " + quoteDouble(channel) }
 
-// sqlUnlisten ends the connection's subscription to channel (PostgreSQL).
-func (postgresDB) sqlUnlisten(channel string) string { return "UNLISTEN " + quoteDouble(channel) }
+// pgUnlisten ends the connection's subscription to channel.
+func pgUnlisten(channel string) string { return "UNLISTEN " + quoteDouble(channel) }
 
-// sqlBeginDecide begins the transaction of a decision (gate.decideTx)
-// by a statement, on the listening connection (PostgreSQL).
-func (postgresDB) sqlBeginDecide() string { return "BEGIN ISOLATION LEVEL READ COMMITTED" }
+// pgBeginDecide begins the transaction of a decision (gate.decideTx) on
+// the listening connection.
+const pgBeginDecide = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 // pgNameIn matches column against the names of one text[] parameter, as
 // a semi-join with the unnested array, never as "column = ANY(array)".
@@ -271,8 +266,7 @@ func pgTextArray(names []string) string {
 // planned for its own parameters, which is what pgNameIn works around
 // on a prepared statement.
 
-// sqlCountTables is the statement of gorm's HasTable on PostgreSQL
-// (tableCounter).
+// sqlCountTables is the statement of gorm's HasTable on PostgreSQL.
 func (postgresDB) sqlCountTables(table string) stmt {
 	return stmt{"SELECT count(*) FROM information_schema.tables WHERE table_schema = CURRENT_SCHEMA() AND table_name = ? AND table_type = 'BASE TABLE'",
 		[]any{table}}

@@ -218,16 +218,6 @@ func tablesAt(t Tables, version int) []tableAt {
 // LatestVersion is the schema version this build of leasehold needs.
 var LatestVersion = migrations[len(migrations)-1].Version
 
-// tableRebuilder is a database that cannot add a column only if it is
-// missing (SQLite): there DDLFrom creates a missing table in its latest
-// form, and rebuilds a table that lacks columns, rows kept, instead of
-// running the steps that add them.
-type tableRebuilder interface {
-	// rebuildTable gives table the columns want, copying its rows, when it
-	// has the columns before (a prefix of want) or already all of want.
-	rebuildTable(table, pk string, before, want []column) []string
-}
-
 // DDL returns the statements that create the latest schema from nothing,
 // including the version table and its rows, for a DBA who applies schema
 // changes by hand: DDLFrom from version 0.
@@ -268,7 +258,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 	}
 	stmts := []string{sq.createMigrationsTable(t)}
 	rebuild := false
-	rebuilder, rebuilds := d.ddl.(tableRebuilder)
+	rebuilds := d.rebuildsTables
 	if rebuilds {
 		was := tablesAt(t, from)
 		for i, ta := range tablesAt(t, LatestVersion) {
@@ -284,7 +274,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 				before := ta.created
 				for v := 1; v <= LatestVersion; v++ {
 					if cols := tablesAt(t, v)[i].cols; len(cols) > len(before) {
-						stmts = append(stmts, rebuilder.rebuildTable(ta.name, ta.pk, before, cols)...)
+						stmts = append(stmts, d.rebuild.rebuildTable(ta.name, ta.pk, before, cols)...)
 						before = cols
 					}
 				}

@@ -55,11 +55,21 @@ func (d flooredSQL) sqlRaiseFloors(t Tables, floors []Term) stmt {
 	return stmt{b.String(), append(args, inArgs...)}
 }
 
+// sqlCreate inserts the unheld floored rows at the epochs at, those of
+// their floor rows (insertAtFloors).
+func (d flooredSQL) sqlCreate(t Tables, at []Term, rows []Floored) stmt {
+	return d.insertAtFloors(t, rows, d.sqlInsert(t, at))
+}
+
 // sqlDeleteTerms deletes the rows of the given terms of session: a row
-// that is not the session's at that epoch any more is left untouched.
-func (d flooredSQL) sqlDeleteTerms(t Tables, session string, terms []Term) stmt {
-	where, args := sessionTermsWhere(session, terms)
-	return stmt{"DELETE FROM " + d.quote(t.Leases) + where, args}
+// that is not the session's at that epoch any more is left untouched
+// (deleteAtFloors).
+func (d flooredSQL) sqlDeleteTerms(t Tables, session string, terms []FlooredTerm) stmt {
+	plain := plainTerms(terms)
+	where, args := sessionTermsWhere(session, plain)
+	filter, fargs := termsFilterOf("l", plain)
+	return d.deleteAtFloors(t, flooredRows(terms), "l.session_id = ? AND "+filter, append([]any{session}, fargs...),
+		stmt{"DELETE FROM " + d.quote(t.Leases) + where, args})
 }
 
 // sqlReadDead reads, in name order, at most n rows under a name prefix
@@ -74,26 +84,14 @@ func (d flooredSQL) sqlReadDead(t Tables, lo, hi string, grace time.Duration, n 
 }
 
 // sqlDeleteDead deletes those of the given terms whose rows are still
-// at that epoch and still dead.
-func (d flooredSQL) sqlDeleteDead(t Tables, terms []Term, grace time.Duration) stmt {
+// at that epoch and still dead (deleteAtFloors).
+func (d flooredSQL) sqlDeleteDead(t Tables, terms []FlooredTerm, grace time.Duration) stmt {
 	q := d.quote(t.Leases)
-	filter, args := termsFilter(terms)
-	return stmt{"DELETE FROM " + q + " WHERE " + filter + " AND " + d.pools().deadExpr(t, q, grace), args}
-}
-
-// sqlDeleteTermsAtFloors is sqlDeleteTerms on a database whose deletes
-// carry their floor rows (floorBinder): a row goes only once its floor
-// row is at or above its epoch.
-func (d flooredSQL) sqlDeleteTermsAtFloors(b floorBinder, t Tables, session string, terms []FlooredTerm) stmt {
-	filter, args := termsFilterOf("l", plainTerms(terms))
-	return b.sqlDeleteAtFloors(t, flooredRows(terms), "l.session_id = ? AND "+filter, append([]any{session}, args...))
-}
-
-// sqlDeleteDeadAtFloors is sqlDeleteDead on a database whose deletes
-// carry their floor rows (floorBinder).
-func (d flooredSQL) sqlDeleteDeadAtFloors(b floorBinder, t Tables, terms []FlooredTerm, grace time.Duration) stmt {
-	filter, args := termsFilterOf("l", plainTerms(terms))
-	return b.sqlDeleteAtFloors(t, flooredRows(terms), filter+" AND "+d.pools().deadExpr(t, "l", grace), args)
+	plain := plainTerms(terms)
+	filter, args := termsFilter(plain)
+	lfilter, largs := termsFilterOf("l", plain)
+	return d.deleteAtFloors(t, flooredRows(terms), lfilter+" AND "+d.pools().deadExpr(t, "l", grace), largs,
+		stmt{"DELETE FROM " + q + " WHERE " + filter + " AND " + d.pools().deadExpr(t, q, grace), args})
 }
 
 // plainTerms returns the terms of terms, without their floor rows.

@@ -76,22 +76,18 @@ func (d leaseSQL) sqlAcquireLock(t Tables, session, holder string, names []strin
 }
 
 // sqlAcquireTerms is the update of a MySQL acquire: it starts a new term
-// of exactly the terms sqlAcquireLock locked.
+// of exactly the terms sqlAcquireLock locked, and, where recheckAcquire,
+// only of those this session can still take.
 func (d leaseSQL) sqlAcquireTerms(t Tables, session, holder string, terms []Term) stmt {
-	filter, targs := termsFilter(terms)
-	return stmt{"UPDATE " + d.quote(t.Leases) + " SET " + d.acquireSet(t) + " WHERE " + filter,
-		append([]any{holder, session}, targs...)}
-}
-
-// sqlAcquireTermsIfTakeable is sqlAcquireTerms that takes only those of
-// the terms this session can still take, as sqlAcquireLock judged them
-// (acquireRechecker).
-func (d leaseSQL) sqlAcquireTermsIfTakeable(t Tables, session, holder string, terms []Term) stmt {
 	q := d.quote(t.Leases)
 	filter, targs := termsFilter(terms)
 	args := append([]any{holder, session}, targs...)
-	return stmt{"UPDATE " + q + " SET " + d.acquireSet(t) + " WHERE " + filter + " AND " + d.takeable(t, q),
-		append(args, takeableArgs(session, holder)...)}
+	where := " WHERE " + filter
+	if d.recheckAcquire {
+		where += " AND " + d.takeable(t, q)
+		args = append(args, takeableArgs(session, holder)...)
+	}
+	return stmt{"UPDATE " + q + " SET " + d.acquireSet(t) + where, args}
 }
 
 // sqlAcquiredEpochs reads back, in a MySQL acquire's transaction, the

@@ -52,6 +52,27 @@ type schemaDDL interface {
 	insertOnce(ins, q, key, value string) string
 }
 
+// schemaType is a database's schema type, in all its roles.
+type schemaType interface {
+	schemaDDL
+	rowRewriter
+	tableRebuilder
+	migrationLocker
+}
+
+// tableRebuilder rebuilds tables where rebuildsTables (SQLite).
+type tableRebuilder interface {
+	// rebuildTable gives table the columns want, copying its rows, when it
+	// has the columns before (a prefix of want) or already all of want,
+	// where facts.rebuildsTables (SQLite); nil elsewhere.
+	rebuildTable(table, pk string, before, want []column) []string
+}
+
+// inPlaceColumns is rebuildTable where ALTER TABLE adds the columns.
+type inPlaceColumns struct{}
+
+func (inPlaceColumns) rebuildTable(string, string, []column, []column) []string { return nil }
+
 // rowRewriter is what the migration step that renames rows (schema
 // version 3, schema.go) asks one database for: its string functions, and
 // how an UPDATE or an INSERT skips the names taken already.
@@ -85,7 +106,14 @@ type migrationLocker interface {
 	// handle every migration statement goes through. apply runs a step
 	// that must be atomic with the record of its version through stepTx.
 	withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error
+	// lockName is the lock's '?' name, in the database named database.
+	lockName(t Tables, database string) string
 }
+
+// keyLockName is lockName where the key names the lock.
+type keyLockName struct{}
+
+func (keyLockName) lockName(t Tables, _ string) string { return migrationLockKey(t) }
 
 // column describes one column of a table in the schema.
 type column struct {

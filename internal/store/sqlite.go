@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // sqliteFacts are SQLite's facts (gorm.io/driver/sqlite, over the cgo or
@@ -21,9 +23,12 @@ var sqliteFacts = facts{
 	// lockRows is empty: a writing transaction holds the database's write
 	// lock (sqlWriteLock), which excludes every other writer, and
 	// statements never wait on a row (lockFirst is false).
-	lockRows:  lockClause{},
-	firstRows: limitTail,
-	types:     columnTypes{name: "TEXT", bigint: "INTEGER", integer: "INTEGER", text: "TEXT"},
+	lockRows:       lockClause{},
+	firstRows:      limitTail,
+	types:          columnTypes{name: "TEXT", bigint: "INTEGER", integer: "INTEGER", text: "TEXT"},
+	rebuildsTables: true,
+	wakes:          wake.Sockets,
+	databaseFile:   "SELECT file FROM pragma_database_list WHERE name = 'main'",
 }
 
 // sqliteNow: julianday('now') has millisecond resolution and is constant
@@ -34,21 +39,19 @@ const sqliteNow = "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS I
 // sqliteDialect is SQLite.
 func sqliteDialect() *dialect {
 	s := sqliteSchema{facts: sqliteFacts}
-	return newDialect(sqliteFacts, sqliteDB{}, s, s, s)
+	return newDialect(sqliteFacts, sqliteDB{}, s)
 }
 
-// sqliteDB is SQLite's runtime fragments. The processes that share its
-// file wake each other through sockets next to it (fileDatabase, wake.go).
+// sqliteDB is SQLite's runtime type. The processes that share its file
+// wake each other through sockets next to it (wake.go).
 type sqliteDB struct {
 	returningClause
 	onConflict
 	inLists
+	plainSteps
 }
 
-var (
-	_ database     = sqliteDB{}
-	_ fileDatabase = sqliteDB{}
-)
+var _ database = sqliteDB{}
 
 func (s sqliteDB) sqlEnsureRows(t Tables, names []string) stmt {
 	q := quoteDouble(t.Leases)
@@ -61,29 +64,19 @@ func (s sqliteDB) sqlEnsureRows(t Tables, names []string) stmt {
 // commit a write (sqlFence).
 func (sqliteDB) lockForShare(string) (hint, suffix string) { return "", "" }
 
-// sqlDatabaseFile reads the file of the main database, "" for one in
-// memory.
-func (sqliteDB) sqlDatabaseFile() string {
-	return "SELECT file FROM pragma_database_list WHERE name = 'main'"
-}
-
 // sqliteSchema is SQLite's schema: ADD COLUMN cannot say "if not exists",
 // so the migrations guard it with hasColumn and the DDL script rebuilds
 // the tables (tableRebuilder).
 type sqliteSchema struct {
 	facts
+	keyLockName
 	guardedDDL
 	onConflictDDL
 	sqlStrings
 	notExistsRename
 }
 
-var (
-	_ schemaDDL       = sqliteSchema{}
-	_ rowRewriter     = sqliteSchema{}
-	_ migrationLocker = sqliteSchema{}
-	_ tableRebuilder  = sqliteSchema{}
-)
+var _ schemaType = sqliteSchema{}
 
 func (sqliteSchema) createTableIf(string) string { return createTableIfNotExists }
 

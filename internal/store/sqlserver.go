@@ -42,13 +42,14 @@ func sqlserverTop(n int) (top, tail string) { return "TOP (" + strconv.Itoa(n) +
 // sqlserverDialect is SQL Server.
 func sqlserverDialect() *dialect {
 	s := sqlserverSchema{facts: sqlserverFacts}
-	return newDialect(sqlserverFacts, sqlserverDB{}, s, s, s)
+	return newDialect(sqlserverFacts, sqlserverDB{}, s)
 }
 
 // sqlserverDB is SQL Server's runtime fragments. Its processes wake each
 // other with peer wake-ups (wake.go).
 type sqlserverDB struct {
 	inLists
+	plainSteps
 }
 
 var _ database = sqlserverDB{}
@@ -84,15 +85,13 @@ func (sqlserverDB) insertOnceConcurrent(into, values, q, key, value string) stri
 // transactional.
 type sqlserverSchema struct {
 	facts
+	keyLockName
+	inPlaceColumns
 	guardedDDL
 	notExistsRename
 }
 
-var (
-	_ schemaDDL       = sqlserverSchema{}
-	_ rowRewriter     = sqlserverSchema{}
-	_ migrationLocker = sqlserverSchema{}
-)
+var _ schemaType = sqlserverSchema{}
 
 func (sqlserverSchema) createTableIf(table string) string {
 	return "IF OBJECT_ID(N'" + table + "', N'U') IS NULL CREATE TABLE "
@@ -158,7 +157,7 @@ func (s sqlserverSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.D
 	lock := s.migrationLock(t, timeout)
 	return db.Transaction(func(tx *gorm.DB) error {
 		var rc int
-		if err := scanRow(tx, stmt{lock.acquire, []any{migrationLockKey(t)}}, &rc); err != nil {
+		if err := scanRow(tx, stmt{lock.acquire, []any{s.lockName(t, "")}}, &rc); err != nil {
 			return fmt.Errorf("%w: %w", ErrMigrationLock, err)
 		}
 		if rc < 0 {

@@ -134,9 +134,9 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 	}
 	// A fresh session: the caller's scopes and conditions must not leak
 	// into the library's statements.
-	conns := newGate(db.Session(&gorm.Session{NewDB: true}), n, d, t)
 	sql := &currentSQL{}
 	sql.d.Store(d)
+	conns := newGate(db.Session(&gorm.Session{NewDB: true}), n, sql, t)
 	released := &releaseHook{}
 	return &Store{
 		conns: conns, sql: sql, tables: t, released: released, quiet: o.Quiet,

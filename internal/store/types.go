@@ -12,10 +12,19 @@ type Term struct {
 	Epoch int64
 }
 
-// stmt is one statement and its bound arguments.
+// stmt is one statement and its bound arguments; an empty one is a step
+// a database does not take (execStep).
 type stmt struct {
 	q    string
 	args []any
+}
+
+// counted is a statement that changes rows, with how it reports their
+// count: as its affected rows, or (byRow) as the first of the two columns
+// of its one row.
+type counted struct {
+	stmt
+	byRow bool
 }
 
 // Chunk sizes: how many names or terms one statement carries. They keep

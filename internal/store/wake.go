@@ -36,38 +36,6 @@ import (
 //     PostgreSQL's where it is chosen. It is written, renewed and deleted
 //     with the statements of the session rows.
 
-// notifier is a database whose releases wake the other processes through
-// the database itself: PostgreSQL's LISTEN/NOTIFY.
-type notifier interface {
-	// sqlReleaseNotify is release, the statement of sqlRelease, in one
-	// statement that also notifies the listeners of the tables with the
-	// names of the leases it freed, at commit. It returns one row: the
-	// count and an empty string.
-	sqlReleaseNotify(t Tables, release stmt) stmt
-	// sqlWriteNotify is write, an UPDATE, in one statement that also
-	// notifies the listeners of the tables with payload when it changed
-	// any row, at commit. It returns one row: the count and an empty
-	// string.
-	sqlWriteNotify(t Tables, write stmt, payload string) stmt
-	// sqlNotify notifies the listeners of channel.
-	sqlNotify(channel, payload string) stmt
-	// sqlListen subscribes the connection to channel's notifications.
-	sqlListen(channel string) string
-	// sqlUnlisten ends the connection's subscription to channel.
-	sqlUnlisten(channel string) string
-	// sqlBeginDecide begins the transaction of a decision (gate.decideTx)
-	// by a statement, on the listening connection.
-	sqlBeginDecide() string
-}
-
-// fileDatabase is a database in a file that the processes sharing it open
-// on one host (SQLite): they wake each other through sockets next to it.
-type fileDatabase interface {
-	// sqlDatabaseFile reads the file of the main database, "" for one in
-	// memory.
-	sqlDatabaseFile() string
-}
-
 // wakeChannel is the PostgreSQL notification channel of the tables, and
 // the name the SQLite wake-up directory is derived from: the lease
 // table's name, so that two table prefixes never wake each other.
@@ -92,15 +60,7 @@ var (
 )
 
 // Means says how the processes on the store's database wake each other.
-func (w storeWake) Means() wake.Means {
-	switch w.s.sql.dl().database.(type) {
-	case notifier:
-		return wake.Through
-	case fileDatabase:
-		return wake.Sockets
-	}
-	return wake.None
-}
+func (w storeWake) Means() wake.Means { return w.s.sql.dl().wakes }
 
 // Channel is the tables' channel (wakeChannel).
 func (w storeWake) Channel() string { return wakeChannel(w.s.tables) }
@@ -108,13 +68,13 @@ func (w storeWake) Channel() string { return wakeChannel(w.s.tables) }
 // File reads the path of the database file; "" for a database in memory
 // or one that is not in a file.
 func (w storeWake) File(ctx context.Context) (string, error) {
-	f, ok := w.s.sql.dl().database.(fileDatabase)
-	if !ok {
+	q := w.s.sql.dl().databaseFile
+	if q == "" {
 		return "", nil
 	}
 	var files []string
 	err := w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) (err error) {
-		files, err = queryAll(db, stmt{q: f.sqlDatabaseFile()}, func(rs *sql.Rows, f *string) error { return rs.Scan(f) })
+		files, err = queryAll(db, stmt{q: q}, func(rs *sql.Rows, f *string) error { return rs.Scan(f) })
 		return err
 	})
 	if err != nil || len(files) != 1 {
@@ -127,14 +87,11 @@ func (w storeWake) File(ctx context.Context) (string, error) {
 // the database; elsewhere it does nothing. Releases notify by themselves;
 // pools call it after changing their rows.
 func (w storeWake) Notify(ctx context.Context, names []string) error {
-	n, ok := w.s.sql.dl().database.(notifier)
-	if !ok {
+	st := w.s.sql.dl().sqlNotify(wakeChannel(w.s.tables), wake.Payload(names))
+	if st.q == "" {
 		return nil
 	}
-	return w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) error {
-		_, err := exec(db, n.sqlNotify(wakeChannel(w.s.tables), wake.Payload(names)))
-		return err
-	})
+	return w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) error { return execStep(db, st) })
 }
 
 // OnRelease sets what Release calls with the names of the terms it
@@ -216,7 +173,7 @@ func (w storeWake) Listen(ctx context.Context, fn func(c wake.Conn) error) error
 		// it, and PgBouncer 1.18 then ends with "server_proto: server in
 		// bad state" when such a notification meets a cancel request.
 		probe := probeChannel()
-		if err := conn.Exec(l.sql.sqlListen(probe)).Error; err != nil {
+		if err := conn.Exec(pgListen(probe)).Error; err != nil {
 			return fmt.Errorf("LISTEN: %w", err)
 		}
 		c := &lentConn{l: l, conn: conn, raw: raw, probe: probe}
@@ -233,7 +190,6 @@ func (w storeWake) Listen(ctx context.Context, fn func(c wake.Conn) error) error
 // this one. While it is not, they use the pool as usual.
 type lending struct {
 	g      *gate
-	sql    notifier // the statements of the wake-up
 	tables Tables
 	// clock reads the database clock (Listening).
 	clock stmt
@@ -254,8 +210,8 @@ type lending struct {
 	turn  chan struct{} // buffered 1: one statement at a time on conn
 }
 
-func newLending(g *gate, sql notifier, t Tables, clock stmt) *lending {
-	l := &lending{g: g, sql: sql, tables: t, clock: clock, turn: make(chan struct{}, 1)}
+func newLending(g *gate, t Tables, clock stmt) *lending {
+	l := &lending{g: g, tables: t, clock: clock, turn: make(chan struct{}, 1)}
 	l.idle = sync.NewCond(&l.mu)
 	l.up, l.setUp = context.WithCancel(context.Background())
 	return l
@@ -392,7 +348,7 @@ func (c *lentConn) Raw() *sql.Conn { return c.raw }
 // general slot.
 func (c *lentConn) Notify(ctx context.Context, payload string) error {
 	g := c.l.g
-	st := c.l.sql.sqlNotify(c.probe, payload)
+	st := pgNotify(c.probe, payload)
 	if err := g.runOn(ctx, g.renewal, func(db *gorm.DB) error {
 		_, err := exec(db, st)
 		return err
@@ -471,10 +427,10 @@ func (c *lentConn) Listening(ctx context.Context) error {
 	l.users++
 	l.mu.Unlock()
 	err, dead := l.runOn(ctx, c.conn, alive, func(db *gorm.DB) error {
-		if err := db.Exec(l.sql.sqlListen(wakeChannel(l.tables))).Error; err != nil {
+		if err := db.Exec(pgListen(wakeChannel(l.tables))).Error; err != nil {
 			return fmt.Errorf("LISTEN: %w", err)
 		}
-		if err := db.Exec(l.sql.sqlUnlisten(c.probe)).Error; err != nil {
+		if err := db.Exec(pgUnlisten(c.probe)).Error; err != nil {
 			return fmt.Errorf("UNLISTEN: %w", err)
 		}
 		return nil
