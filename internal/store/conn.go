@@ -36,9 +36,6 @@ type gate struct {
 	// listens on (wake.go): on PostgreSQL with two or more connections;
 	// nil otherwise.
 	lend *lending
-	// opts is the statement option every statement carries
-	// (stmtoption.go).
-	opts options
 	// sql tells a transaction that lost to a conflicting one (lostRace).
 	sql *currentSQL
 }
@@ -99,8 +96,6 @@ const lostRaceAttempts = 3
 func newGate(db *gorm.DB, n int, cur *currentSQL, t Tables) *gate {
 	d := cur.dl()
 	g := &gate{db: db, maxConns: n, lockFirst: d.lockFirst(), sql: cur}
-	g.opts.pool = db
-	g.opts.by, _ = d.database.(stmtOptioner)
 	if n == 1 {
 		g.general = make(slots, 1)
 		g.renewal = g.general
@@ -122,11 +117,9 @@ func newGate(db *gorm.DB, n int, cur *currentSQL, t Tables) *gate {
 // and a replica may lag or be another database altogether. The marker is
 // applied per call, so a resolver registered after New is honoured too.
 // Statements still run through gorm's callbacks, so the caller's plugins
-// (logging, tracing) see every one of them. It carries the statement
-// option (stmtoption.go), learned first if need be.
+// (logging, tracing) see every one of them.
 func (g *gate) session(ctx context.Context) *gorm.DB {
-	g.opts.learn(ctx)
-	return g.opts.on(g.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{}))
+	return g.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
 }
 
 // run runs fn with a connection slot of sem taken for its whole duration:
@@ -195,8 +188,7 @@ func (pinnedConn) Rollback() error { return errPinnedNotTx }
 
 // exec runs one statement and returns its affected-row count.
 func exec(db *gorm.DB, st stmt) (int64, error) {
-	q, args := sqlAndArgs(db, st)
-	res := db.Exec(q, args...)
+	res := db.Exec(st.q, st.args...)
 	return res.RowsAffected, res.Error
 }
 
@@ -287,8 +279,7 @@ func pinnedTx(db *gorm.DB, begin string, fn func(tx *gorm.DB) error) (err error)
 // PostgreSQL implicit commit, which take a change back) fails the whole
 // read, so a caller never acts on rows of a statement that failed.
 func queryAll[T any](db *gorm.DB, st stmt, scan func(rs *sql.Rows, v *T) error) ([]T, error) {
-	q, args := sqlAndArgs(db, st)
-	rs, err := db.Raw(q, args...).Rows()
+	rs, err := db.Raw(st.q, st.args...).Rows()
 	if err != nil {
 		return nil, err
 	}
@@ -312,8 +303,7 @@ func queryAll[T any](db *gorm.DB, st stmt, scan func(rs *sql.Rows, v *T) error) 
 // error of a callback of the caller's that failed the statement before it
 // ran, where Row has no *sql.Row to scan and Scan would panic.
 func scanRow(db *gorm.DB, st stmt, dest ...any) error {
-	q, args := sqlAndArgs(db, st)
-	rs, err := db.Raw(q, args...).Rows()
+	rs, err := db.Raw(st.q, st.args...).Rows()
 	if err != nil {
 		if rs != nil {
 			_ = rs.Close()

@@ -94,6 +94,12 @@ type facts struct {
 	// databaseFile reads the path of the database file, where wakes is
 	// wake.Sockets.
 	databaseFile string
+	// serverConn is the id of the server connection a statement runs on,
+	// and keptStatements(alias) counts, as alias, the prepared statements
+	// the server keeps for the connection whose text contains '?': the
+	// start-up check for a transaction pooler (pooler.go; PostgreSQL).
+	serverConn     string
+	keptStatements func(alias string) string
 }
 
 // lockClause is how a read locks its rows: a table hint (after the table's

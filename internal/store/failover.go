@@ -29,6 +29,8 @@ type Failover struct {
 	incarnationRow atomic.Bool
 	// probed is set once ProbeFailover has asked the database.
 	probed atomic.Bool
+	// poolerChecked is set once checkPooler passed.
+	poolerChecked atomic.Bool
 }
 
 // DetectsFailover reports whether the store tells one incarnation of the
@@ -45,10 +47,16 @@ func (f *Failover) DetectsFailover() bool { return f.sql.dl().incarnation != "" 
 // before the store's other statements run: the coordinator does, right
 // after its schema check.
 //
-// It also asks, once, whether the server is a node of a multi-primary
-// cluster (MariaDB Galera), and if so moves the store to that cluster's
-// statements (mysql.go).
+// It first checks, once, that the driver's prepared statements survive a
+// transaction pooler in front of the database, and returns an error
+// wrapping ErrPoolerMode when they do not (pooler.go). It also asks, once,
+// whether the server is a node of a multi-primary cluster (MariaDB
+// Galera), and if so moves the store to that cluster's statements
+// (galera.go).
 func (f *Failover) ProbeFailover(ctx context.Context) (unsupported, err error) {
+	if err := f.checkPooler(ctx); err != nil {
+		return nil, err
+	}
 	if err := f.probeCluster(ctx); err != nil {
 		return nil, err
 	}

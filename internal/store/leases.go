@@ -295,7 +295,7 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 // node cannot both commit: one fails certification.
 func (s *Store) Fence(tx *gorm.DB, name string) (row Row, found bool, err error) {
 	d := s.sql.dl()
-	return fence(s.conns.withOption(tx), d, d.sqlFenceWrite(s.tables, name), s.tables, name)
+	return fence(tx, d, d.sqlFenceWrite(s.tables, name), s.tables, name)
 }
 
 // FenceGeneration is Fence for a pool's generation row, which nobody
@@ -305,7 +305,7 @@ func (s *Store) Fence(tx *gorm.DB, name string) (row Row, found bool, err error)
 // the one that fails is the caller's to retry.
 func (s *Store) FenceGeneration(tx *gorm.DB, name string) (row Row, found bool, err error) {
 	d := s.sql.dl()
-	return fence(s.conns.withOption(tx), d, d.sqlFenceGenerationWrite(s.tables, name), s.tables, name)
+	return fence(tx, d, d.sqlFenceGenerationWrite(s.tables, name), s.tables, name)
 }
 
 // fence sends the step write, then d's fencing read of name, on tx.

@@ -53,7 +53,6 @@ func (s *Store) SetData(ctx context.Context, session string, t Term, data, wakeN
 // reports false when the term is over. MySQL without clientFoundRows
 // counts an unchanged row as 0; the row is then read back in tx.
 func (s *Store) SetDataIn(tx *gorm.DB, session string, t Term, data string) (bool, error) {
-	tx = s.conns.withOption(tx)
 	n, err := exec(tx, s.sql.dl().pools().sqlSetData(s.tables, session, t, data))
 	if err != nil || n == 1 {
 		return n == 1, err

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +31,10 @@ var postgresFacts = facts{
 	firstRows:        limitTail,
 	types:            columnTypes{name: `VARCHAR(255) COLLATE "C"`, bigint: "BIGINT", integer: "INTEGER", text: "TEXT"},
 	wakes:            wake.Through,
+	serverConn:       "pg_backend_pid()",
+	keptStatements: func(alias string) string {
+		return "SELECT count(*) AS " + alias + " FROM pg_prepared_statements WHERE strpos(statement, ?) > 0"
+	},
 }
 
 // postgresNow: statement_timestamp() is constant within one statement and,
@@ -53,10 +56,7 @@ type postgresDB struct {
 	plainSteps
 }
 
-var (
-	_ database     = postgresDB{}
-	_ stmtOptioner = postgresDB{}
-)
+var _ database = postgresDB{}
 
 // nameIn matches col against the names of one text[] parameter
 // (pgNameIn).
@@ -233,92 +233,8 @@ func pgTextArray(names []string) string {
 	return b.String()
 }
 
-// Behind a transaction pooler (stmtOptioner, stmtoption.go).
-//
-// pgx, by default (its DSN setting default_query_exec_mode=cache_statement),
-// prepares each statement text once per client connection as a named
-// statement on the server ("stmtcache_..."), and from then on executes it
-// by name. Behind a pooler that gives each transaction whichever server
-// connection is free (PgBouncer in transaction mode; PgBouncer tracks
-// prepared statements only from 1.21, with max_prepared_statements set),
-// the next transaction's server connection lacks the name ("prepared
-// statement ... does not exist", SQLSTATE 26000) or has it from another
-// client ("already exists", 42P05). Either fails the statement, and inside
-// a transaction the whole transaction: a fencing check that fails so
-// fails the caller's fenced work. pgx forgets the statement after such an
-// error and prepares it again on its next use; it retries nothing.
-// default_query_exec_mode=describe_exec has a similar gap: it describes
-// the unnamed statement in one round trip and executes it in the next,
-// which the pooler may send to another server connection.
-//
-// pgx takes a QueryExecMode in front of a statement's arguments as the
-// mode of that statement alone, also through database/sql, whose driver
-// passes every argument on, and gorm, whose PostgreSQL dialector numbers
-// the placeholders after it. With QueryExecModeExec the statement is
-// parsed, bound and run as the unnamed statement in one round trip: it
-// needs nothing left on the server connection by an earlier one. So every
-// statement of the library carries it, unless the caller's own mode is
-// one of those that are already pooler-safe (exec, simple_protocol,
-// cache_describe), which is then kept. The value must be of pgx's own
-// type, and only package pgnotify imports pgx, so it is made here by
-// reflection from the pgx connection behind a database/sql connection
-// (PgxExecMode). Its generic plans are gone with it: each execution is
-// planned for its own parameters, which is what pgNameIn works around
-// on a prepared statement.
-
 // sqlCountTables is the statement of gorm's HasTable on PostgreSQL.
 func (postgresDB) sqlCountTables(table string) stmt {
 	return stmt{"SELECT count(*) FROM information_schema.tables WHERE table_schema = CURRENT_SCHEMA() AND table_name = ? AND table_type = 'BASE TABLE'",
 		[]any{table}}
-}
-
-// stmtOption is PgxExecMode of the connection.
-func (postgresDB) stmtOption(driverConn any) any { return PgxExecMode(driverConn) }
-
-// pgxSafeModes are the names (QueryExecMode.String) of the pgx exec modes
-// that keep no statement on the server between round trips.
-var pgxSafeModes = map[string]bool{"exec": true, "simple protocol": true, "cache describe": true}
-
-// pgxModeExec is the value of pgx.QueryExecModeExec in pgx v5.
-const pgxModeExec = 4
-
-// PgxExecMode returns pgx.QueryExecModeExec, of pgx's type, when
-// driverConn is a connection of pgx's database/sql driver (stdlib.Conn)
-// whose default exec mode is not pooler-safe (pgxSafeModes); nil
-// otherwise, also when driverConn does not look as pgx v5's does. It
-// reads, by reflection, driverConn.Conn().Config().DefaultQueryExecMode.
-func PgxExecMode(driverConn any) (mode any) {
-	defer func() {
-		if recover() != nil {
-			mode = nil // not shaped as expected: no option
-		}
-	}()
-	call := func(v reflect.Value, method string) reflect.Value {
-		m := v.MethodByName(method)
-		if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
-			return reflect.Value{}
-		}
-		return m.Call(nil)[0]
-	}
-	conn := call(reflect.ValueOf(driverConn), "Conn")
-	if !conn.IsValid() || conn.Kind() != reflect.Pointer || conn.IsNil() {
-		return nil
-	}
-	cfg := call(conn, "Config")
-	if !cfg.IsValid() || cfg.Kind() != reflect.Pointer || cfg.IsNil() {
-		return nil
-	}
-	current := cfg.Elem().FieldByName("DefaultQueryExecMode")
-	if !current.IsValid() || !current.CanInt() {
-		return nil
-	}
-	if s, ok := current.Interface().(fmt.Stringer); !ok || pgxSafeModes[s.String()] {
-		return nil
-	}
-	exec := reflect.New(current.Type()).Elem()
-	exec.SetInt(pgxModeExec)
-	if s, ok := exec.Interface().(fmt.Stringer); !ok || s.String() != "exec" {
-		return nil
-	}
-	return exec.Interface()
 }

@@ -56,7 +56,7 @@ func (s *Sessions) RenewSession(ctx context.Context, id string, ttl time.Duratio
 // counter. It takes effect only if tx commits. It reports whether the
 // session was live to renew.
 func (s *Sessions) RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error) {
-	return s.renew(s.conns.withOption(tx), id, ttl)
+	return s.renew(tx, id, ttl)
 }
 
 // renew sends the renewal statement on db and reads back the notice.

@@ -23,6 +23,13 @@ var (
 	// ErrMigrationLock is returned when the migration lock could not be
 	// taken in time.
 	ErrMigrationLock = errors.New("leasehold: could not take the migration lock")
+	// ErrPoolerMode is returned by the start-up probe (ProbeFailover) when
+	// the database is behind a transaction pooler that gives a client's
+	// transactions different server connections, and the driver keeps
+	// prepared statements on them, which the next one lacks. On
+	// PostgreSQL the DSN then needs default_query_exec_mode=exec (or
+	// simple_protocol, or cache_describe).
+	ErrPoolerMode = errors.New("leasehold: the driver keeps prepared statements behind a transaction pooler")
 )
 
 // DefaultMaxConnections is how many connections the store's statements

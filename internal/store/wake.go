@@ -159,8 +159,6 @@ func (w storeWake) Listen(ctx context.Context, fn func(c wake.Conn) error) error
 	db := g.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
 	return pinned(db, func(conn *gorm.DB) error {
 		raw := conn.Statement.ConnPool.(pinnedConn).Conn
-		g.opts.learnFrom(raw)
-		conn = g.opts.on(conn)
 		// The connection never goes back to the pool with LISTEN on it:
 		// the pool's next user would collect notifications it never reads.
 		defer func() { _ = raw.Raw(func(any) error { return driver.ErrBadConn }) }()

@@ -3,7 +3,6 @@ package coordination_test
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
@@ -16,26 +15,23 @@ import (
 )
 
 // TestFencedTransactionsThroughPgBouncer is a user's report: a fenced
-// global singleton through PgBouncer in transaction mode, with a default
-// gorm PostgreSQL DSN, so with pgx's default statement cache
-// (default_query_exec_mode=cache_statement). The fencing check, a
-// statement of the library inside the caller's transaction, was prepared
-// as a named statement on whichever server connection PgBouncer had given
-// the client, and failed with "prepared statement ... does not exist"
-// (SQLSTATE 26000) or "already exists" (42P05) once the client's later
-// transaction ran on another one. Many fenced transactions, from more
-// client connections than PgBouncer has server connections, must all
-// commit. The program's own statement is one pgx sends without a named
-// statement whatever the setting (an Exec without arguments), as
-// docs/operations.md tells a program behind a transaction pooler to make
-// its own (or to set default_query_exec_mode=exec). One worker's
-// transactions also write the lease's data (Lease.SetDataIn), another
-// statement of the library in the caller's transaction.
+// global singleton through PgBouncer in transaction mode. With pgx's
+// default statement cache (default_query_exec_mode=cache_statement) the
+// fencing check, prepared as a named statement on whichever server
+// connection PgBouncer had given the client, failed with "prepared
+// statement ... does not exist" (SQLSTATE 26000) or "already exists"
+// (42P05) once the client's later transaction ran on another one; the
+// coordinator now refuses that DSN at start-up (store.ErrPoolerMode,
+// TestPoolerCheck in tests/store). With the setting docs/operations.md
+// asks for (default_query_exec_mode=exec), many fenced transactions, from
+// more client connections than PgBouncer has server connections, must all
+// commit. One worker's transactions also write the lease's data
+// (Lease.SetDataIn), another statement of the library in the caller's
+// transaction.
 func TestFencedTransactionsThroughPgBouncer(t *testing.T) {
 	t.Parallel() // see runCasesOn
 	tg := testdb.PgBouncerTarget
 	driver, dsn := tg.OpenDSN(t)
-	dsn = strings.TrimSuffix(dsn, testdb.PgBouncerDSNSetting) // pgx's default
 	db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatalf("open through PgBouncer: %v", err)
@@ -100,9 +96,8 @@ func TestFencedTransactionsThroughPgBouncer(t *testing.T) {
 	if len(failed) > 0 {
 		t.Errorf("%d of %d fenced transactions failed; the first: %v", len(failed), workers*each, errors.Join(failed[:min(3, len(failed))]...))
 	}
-	// The test's own read, with the setting a program behind the pooler
-	// needs.
-	check, err := dbopen.Open(driver, dsn+testdb.PgBouncerDSNSetting, &gorm.Config{Logger: logger.Discard})
+	// The test's own read, on a pool of its own.
+	check, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
