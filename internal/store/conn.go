@@ -14,41 +14,27 @@ import (
 	"github.com/leasehold/leasehold/internal/wake"
 )
 
-// Connection slots, pinned connections, transactions and reads.
-
 // gate bounds how many connections the store's statements use, and runs
-// them: each takes a connection slot for its whole duration, and runs on
-// the pool, or on the connection lent to a wake-up transport (wake.go).
+// them: each takes a connection slot for its whole duration, on the pool
+// or on the connection lent to a wake-up transport (wake.go).
 type gate struct {
 	db *gorm.DB
-	// renewal and general bound the connections in use: renewal carries
-	// the session's own statements (start, renewal, end) and the
-	// releases, general everything else. They are the same slots when
-	// MaxConnections is 1.
+	// renewal carries the session's own statements and the releases,
+	// general everything else; the same slots when MaxConnections is 1.
 	renewal, general slots
-	// multi makes the callers of takeGeneral take their slots in turn.
-	multi    sync.Mutex
-	maxConns int
-	// lockFirst is the dialect's: whether a decision runs under READ
-	// COMMITTED (decideTx).
-	lockFirst bool
-	// lend lends the general slots to the connection a wake-up transport
-	// listens on (wake.go): on PostgreSQL with two or more connections;
-	// nil otherwise.
-	lend *lending
-	// sql tells a transaction that lost to a conflicting one (lostRace).
-	sql *currentSQL
+	multi            sync.Mutex // takeGeneral's callers take in turn
+	maxConns         int
+	lockFirst        bool     // the dialect's (decideTx)
+	lend             *lending // PostgreSQL with two or more connections; nil otherwise
+	sql              *currentSQL
 }
 
-// slots is a counting semaphore of connection slots, its capacity the
-// number of slots: a statement takes one by sending on it and gives it
-// back by receiving. Takers that wait are served in the order they came
-// (a channel's blocked senders are), so none starves behind later ones.
+// slots is a counting semaphore of connection slots; takers that wait are
+// served in the order they came.
 type slots chan struct{}
 
 // take takes a slot, waiting for one until ctx is done. A done ctx fails
-// at once, even with a slot free, so a statement whose caller has given up
-// never starts.
+// at once, even with a slot free.
 func (s slots) take(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -71,10 +57,9 @@ func (s slots) giveN(n int) {
 	}
 }
 
-// takeGeneral takes n general slots, or none if ctx is done first. It
-// takes them one after another, so two callers taking several at once
-// could each hold some and wait for the other's forever: callers take
-// them in turn (multi), each until it has all it asked for.
+// takeGeneral takes n general slots, or none if ctx is done first.
+// Callers take in turn, so two never each hold some and wait for the
+// other's.
 func (g *gate) takeGeneral(ctx context.Context, n int) error {
 	g.multi.Lock()
 	defer g.multi.Unlock()
@@ -110,26 +95,16 @@ func newGate(db *gorm.DB, n int, cur *currentSQL, t Tables) *gate {
 }
 
 // session returns the handle every library statement outside the caller's
-// transactions starts from. It is bound to ctx and carries dbresolver's
-// Write marker, so a read/write-splitting resolver registered on the
-// caller's db (gorm.io/plugin/dbresolver) sends reads as well as writes to
-// a source, never to a replica: lease reads must see the latest commit,
-// and a replica may lag or be another database altogether. The marker is
-// applied per call, so a resolver registered after New is honoured too.
-// Statements still run through gorm's callbacks, so the caller's plugins
-// (logging, tracing) see every one of them.
+// transactions starts from: bound to ctx, through the caller's gorm
+// callbacks, and sent to a source, never a replica, by a dbresolver
+// registered on the caller's db, also after New.
 func (g *gate) session(ctx context.Context) *gorm.DB {
 	return g.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
 }
 
 // run runs fn with a connection slot of sem taken for its whole duration:
-// fn may send several statements, in a transaction or on a pinned
-// connection, but never two at once.
-//
-// The general statements of a store that can lend its general slots to
-// the connection a wake-up transport listens on (PostgreSQL) go through
-// that lending instead: on the listening connection while it is shared,
-// on the pool otherwise (wake.go).
+// fn may send several statements, but never two at once. General
+// statements run on the lent connection while it is shared (wake.go).
 func (g *gate) run(ctx context.Context, sem slots, fn func(db *gorm.DB) error) error {
 	if sem == g.general && g.lend != nil {
 		return g.lend.run(ctx, fn)
@@ -137,11 +112,8 @@ func (g *gate) run(ctx context.Context, sem slots, fn func(db *gorm.DB) error) e
 	return g.runOn(ctx, sem, fn)
 }
 
-// runOn is run on the pool.
-//
-// fn runs again, at most lostRaceAttempts times in all, when its
-// transaction lost to a conflicting one (lostRace): it was rolled back
-// whole, so nothing of it took effect.
+// runOn is run on the pool. fn runs again, lostRaceAttempts times in all
+// at most, while it fails with a lost race: nothing of it took effect.
 func (g *gate) runOn(ctx context.Context, sem slots, fn func(db *gorm.DB) error) error {
 	if err := sem.take(ctx); err != nil {
 		return err
@@ -155,12 +127,9 @@ func (g *gate) runOn(ctx context.Context, sem slots, fn func(db *gorm.DB) error)
 	}
 }
 
-// pinned runs fn with a handle whose statements all use one connection
-// taken from the primary's pool, for work that holds a session-level lock
-// (MySQL's GET_LOCK, SQLite's BEGIN IMMEDIATE). The connection is presented
-// to gorm as a transaction (pinnedConn): that is how gorm and its routing
-// plugins recognise statements that must stay on their connection, while a
-// plain *sql.Conn would be swapped for a pooled source by dbresolver.
+// pinned runs fn with a handle whose statements all use one connection of
+// the primary's pool, presented to gorm as a transaction (pinnedConn), so
+// that routing plugins keep them on it.
 func pinned(db *gorm.DB, fn func(conn *gorm.DB) error) error {
 	return db.Connection(func(conn *gorm.DB) error {
 		c, ok := conn.Statement.ConnPool.(*sql.Conn)
@@ -173,9 +142,8 @@ func pinned(db *gorm.DB, fn func(conn *gorm.DB) error) error {
 }
 
 // pinnedConn is one connection of the pool that a sequence of statements
-// must share. Its Commit and Rollback make it a gorm.TxCommitter so that
-// routing plugins leave it alone; gorm never calls them, since the store
-// neither begins nor ends gorm transactions on it, and they fail if called.
+// shares. It is a gorm.TxCommitter whose Commit and Rollback are never
+// called, and fail.
 type pinnedConn struct{ *sql.Conn }
 
 var errPinnedNotTx = errors.New("leasehold: a pinned connection is not a transaction")
@@ -236,14 +204,12 @@ func usTime(us int64) time.Time {
 	return time.UnixMicro(us).UTC()
 }
 
-// decideTx runs fn in a transaction for statements that decide, from the
-// sessions table, which lease rows to change (acquire, prune): under READ
-// COMMITTED, so that each statement reads the sessions as of its own
-// start, where the database locks rows (dialect.lockFirst).
+// decideTx runs fn in a transaction for statements that decide from the
+// sessions table which lease rows to change: under READ COMMITTED where
+// lockFirst.
 func (g *gate) decideTx(db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	if _, ok := db.Statement.ConnPool.(pinnedConn); ok {
-		// The listening connection (PostgreSQL): gorm would only set a
-		// savepoint on it, so the transaction is begun and ended here.
+		// The listening connection, where gorm would set a savepoint.
 		return pinnedTx(db, pgBeginDecide, fn)
 	}
 	if !g.lockFirst {
@@ -274,10 +240,8 @@ func pinnedTx(db *gorm.DB, begin string, fn func(tx *gorm.DB) error) (err error)
 	return db.Exec("COMMIT").Error
 }
 
-// queryAll runs a query and scans every row with scan. A row error or an
-// error after the last row (SQLite's step that ends the statement, a
-// PostgreSQL implicit commit, which take a change back) fails the whole
-// read, so a caller never acts on rows of a statement that failed.
+// queryAll runs a query and scans every row with scan. An error after the
+// last row (which may take a change back) fails the whole read.
 func queryAll[T any](db *gorm.DB, st stmt, scan func(rs *sql.Rows, v *T) error) ([]T, error) {
 	rs, err := db.Raw(st.q, st.args...).Rows()
 	if err != nil {
@@ -298,10 +262,9 @@ func queryAll[T any](db *gorm.DB, st stmt, scan func(rs *sql.Rows, v *T) error) 
 	return out, rs.Close()
 }
 
-// scanRow reads the first row st returns into dest, as Row().Scan would,
-// and returns sql.ErrNoRows when there is none. Unlike Row, it returns the
-// error of a callback of the caller's that failed the statement before it
-// ran, where Row has no *sql.Row to scan and Scan would panic.
+// scanRow reads the first row st returns into dest, or returns
+// sql.ErrNoRows. Unlike gorm's Row, it returns the error of a caller's
+// callback that failed the statement before it ran.
 func scanRow(db *gorm.DB, st stmt, dest ...any) error {
 	rs, err := db.Raw(st.q, st.args...).Rows()
 	if err != nil {

@@ -11,48 +11,31 @@ import (
 	"gorm.io/gorm"
 )
 
-// Failover detects failovers of the database, where the database can say
-// which incarnation of the server answers (see the top of incarnation.go):
-// it probes whether the server can say it, creates the incarnation row,
-// records a new incarnation when it finds one, and moves a session to it.
-// It decides which SQL the store's statements use: with failover detection,
-// or without it once the probe found that the server cannot say its
-// incarnation.
+// Failover detects failovers of the database (incarnation.go), and runs
+// the start-up probe that decides which SQL the store's statements use.
 type Failover struct {
 	conns  *gate
 	sql    *currentSQL
 	tables Tables
 
-	// hold is Options.FailoverHold.
-	hold time.Duration
-	// incarnationRow is set once the incarnation row is known to exist.
-	incarnationRow atomic.Bool
-	// probed is set once ProbeFailover has asked the database.
-	probed atomic.Bool
-	// poolerChecked is set once checkPooler passed.
-	poolerChecked atomic.Bool
+	hold           time.Duration // Options.FailoverHold
+	incarnationRow atomic.Bool   // the row is known to exist
+	probed         atomic.Bool   // ProbeFailover asked the database
+	poolerChecked  atomic.Bool   // checkPooler passed
 }
 
 // DetectsFailover reports whether the store tells one incarnation of the
-// database server from the next (see the top of incarnation.go).
+// database server from the next.
 func (f *Failover) DetectsFailover() bool { return f.sql.dl().incarnation != "" }
 
-// ProbeFailover reads the server's incarnation once. A server that cannot
-// say it (a PostgreSQL-compatible service without pg_control_system or
-// pg_current_wal_lsn, a role refused them, MySQL, which has no wsrep_on)
-// would fail every statement that names it, so the store then runs
-// without failover detection, as on SQLite, and ProbeFailover returns why
-// in unsupported. err is set when the
-// database could not be asked at all; the caller tries again. Call it
-// before the store's other statements run: the coordinator does, right
-// after its schema check.
-//
-// It first checks, once, that the driver's prepared statements survive a
-// transaction pooler in front of the database, and returns an error
-// wrapping ErrPoolerMode when they do not (pooler.go). It also asks, once,
-// whether the server is a node of a multi-primary cluster (MariaDB
-// Galera), and if so moves the store to that cluster's statements
-// (galera.go).
+// ProbeFailover is the store's start-up probe; call it before the store's
+// other statements run. It returns an error wrapping ErrPoolerMode when
+// the driver's prepared statements do not survive a transaction pooler in
+// front of the database (pooler.go). It moves the store to Galera's
+// statements on a Galera node. It reads the server's incarnation: a server
+// that cannot say it (MySQL, a role refused the functions) runs without
+// failover detection, and unsupported says why. err is set when the
+// database could not be asked; the caller tries again.
 func (f *Failover) ProbeFailover(ctx context.Context) (unsupported, err error) {
 	if err := f.checkPooler(ctx); err != nil {
 		return nil, err
@@ -75,8 +58,7 @@ func (f *Failover) ProbeFailover(ctx context.Context) (unsupported, err error) {
 		if probe == nil {
 			return nil
 		}
-		// The same connection answers a plain query: the expression is
-		// what failed, not the database.
+		// A plain query answers: the expression is what failed.
 		var one int
 		if err := scanRow(db, stmt{q: "SELECT 1"}, &one); err != nil {
 			return probe
@@ -93,8 +75,8 @@ func (f *Failover) ProbeFailover(ctx context.Context) (unsupported, err error) {
 	return unsupported, nil
 }
 
-// probeCluster moves the store to the statements of a multi-primary
-// cluster when the dialect's probe finds the server is a node of one.
+// probeCluster moves the store to a cluster's dialect when the probe finds
+// the server is a node of one.
 func (f *Failover) probeCluster(ctx context.Context) error {
 	d := f.sql.dl()
 	if d.cluster == nil {
@@ -114,7 +96,7 @@ func (f *Failover) probeCluster(ctx context.Context) error {
 }
 
 // ensureIncarnation creates the incarnation row, once per store, before
-// the first acquire: without it no lease can be taken.
+// the first acquire.
 func (f *Failover) ensureIncarnation(db *gorm.DB) error {
 	if f.sql.dl().incarnation == "" || f.incarnationRow.Load() {
 		return nil

@@ -10,28 +10,13 @@ import (
 )
 
 // Floored rows are the lease rows of keyed locks: a row exists only while
-// its key is held or about to be, and is deleted when it is released or
-// its holder died, so a table used with any number of distinct keys keeps
-// only the rows of the keys in use. Their epochs still never repeat and
-// never go back, also across a delete and a re-create: each floored row
-// has a floor row, a lease row of its own that is never deleted, shared
-// by many floored rows (the caller picks which, Floored.Floor):
-//
-//   - a delete first raises the floor to at least the epoch of the row it
-//     deletes;
-//   - a create gives the new row the floor's epoch, and its first term
-//     the next one (nextEpoch);
-//   - both run in one transaction that locks the floor row first (on
-//     SQLite, the database's write lock), so no create reads a floor that
-//     a delete has not raised yet, and no two creates of one row meet.
-//
-// Hence every epoch of a floored row is above every epoch its earlier
-// incarnations had. An acquire or a renewal of an existing floored row
-// touches no floor row. Floor rows are created, at epoch 0, by the first
-// create that needs them, before any delete could raise them.
+// its key is held or about to be, yet its epochs never repeat, also across
+// a delete and a re-create. Each has a floor row (Floored.Floor), never
+// deleted: a delete first raises the floor to the row's epoch, a create
+// starts the row at the floor's epoch, and both lock the floor row first.
 
 // LockRows is the owner of the floored rows: their creation, release and
-// pruning. The Store's other statements never delete a lease row.
+// pruning. No other statement deletes a lease row.
 type LockRows struct {
 	conns    *gate
 	sql      *currentSQL
@@ -52,9 +37,8 @@ type FlooredTerm struct {
 }
 
 // EnsureFloored creates the floored rows that do not exist yet, unheld,
-// each with the epoch of its floor row, in one transaction of at most
-// WriteChunk rows per chunk. A floor row that does not exist is created
-// at epoch 0.
+// each at the epoch of its floor row (created at 0 if missing), in one
+// transaction per chunk of at most WriteChunk rows.
 func (s *LockRows) EnsureFloored(ctx context.Context, rows []Floored) error {
 	return chunks(rows, WriteChunk, func(part []Floored) error {
 		return s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
@@ -156,16 +140,12 @@ func (s *LockRows) raiseFloors(tx *gorm.DB, terms []FlooredTerm) error {
 }
 
 // ReleaseFloored gives up the given terms of session and deletes their
-// rows, in one transaction of at most WriteChunk terms per chunk that
-// first locks their floor rows and raises each to the epoch of the terms
-// it covers. It returns how many terms were still held. A term that is
-// not the session's at that epoch any more is left untouched. The
-// release wakes the processes waiting for the rows as Release does.
+// rows, after raising their floor rows, in one transaction per chunk of at
+// most WriteChunk terms. It returns how many were still held; a term not
+// the session's at that epoch is left untouched. It wakes as Release does.
 func (s *LockRows) ReleaseFloored(ctx context.Context, session string, terms []FlooredTerm) (int64, error) {
 	var total int64
 	err := chunks(terms, WriteChunk, func(part []FlooredTerm) error {
-		// On the renewal's connection, as Release: a release is never
-		// queued behind the campaign rounds.
 		return s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) error {
 			var n int64
 			err := s.conns.decideTx(db, func(tx *gorm.DB) error {
@@ -192,14 +172,10 @@ func (s *LockRows) ReleaseFloored(ctx context.Context, session string, terms []F
 	return total, err
 }
 
-// PruneFloored deletes up to limit floored rows whose names start with
-// prefix and that nobody holds or is about to hold: unheld for longer
-// than grace, or held by a session expired (or gone) for longer than
-// grace, by the database clock. floor names the floor row of each. It
-// runs one transaction that reads at most limit candidates, locks and
-// raises their floor rows, and deletes those still dead at the epoch
-// read, so its work is bounded however many rows the prefix has. It
-// returns how many rows it deleted.
+// PruneFloored deletes, in one transaction, up to limit floored rows under
+// prefix that nobody holds or is about to hold (dead for longer than
+// grace, as PruneDead judges), after raising their floor rows (floor names
+// each one's). It returns how many it deleted.
 func (s *LockRows) PruneFloored(ctx context.Context, prefix string, floor func(name string) string, grace time.Duration, limit int) (int64, error) {
 	lo, hi, err := prefixRange(prefix)
 	if err != nil {
@@ -234,7 +210,6 @@ func (s *LockRows) PruneFloored(ctx context.Context, prefix string, floor func(n
 				return err
 			}
 			if s.sql.dl().lockFirst() {
-				// Decide on a snapshot taken after the locks (lockFirst).
 				if _, err := lockNames(tx, s.sql.dl().leases().sqlLockRows(s.tables, names)); err != nil {
 					return err
 				}

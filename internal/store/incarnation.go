@@ -5,47 +5,26 @@ import (
 	"time"
 )
 
-// Failover of the database
+// Failover of the database. Where the database names the server
+// incarnation answering (facts.incarnationExpr), a failover that may have
+// lost acknowledged writes is defended against in the statements:
 //
-// Every guarantee of leasehold rests on the database remembering the lease
-// rows. A failover to an asynchronous standby breaks that: the last
-// acquires, renewals and releases the old primary acknowledged may be
-// missing on the new one. A lease can then look free while a process still
-// trusts a term the old primary granted, and its epoch is one the old
-// primary already handed out.
-//
-// Where the database can say which incarnation of the server answers
-// (facts.incarnationExpr: PostgreSQL's system identifier and timeline,
-// MariaDB's server_id, SQL Server's instance name), the store defends
-// against this in three places:
-//
-//   - The incarnation table's one row records the incarnation the lease
-//     rows were last known to live in. The first process to see another
-//     one adopts it (sqlAdopt): no lease may be taken for a hold-off, the
-//     longest session TTL (at least the adopter's) by the new server's
-//     clock, so that every term the old primary granted has passed its
-//     holder's trust deadline; and every epoch from then on goes above a
-//     floor 2^32 past the highest epoch the new server has, so that no
-//     epoch the old primary may have issued since is issued again.
-//   - Every acquire and every pool publish requires, in its own
-//     statement, that the row names the incarnation answering and that the
-//     hold-off has passed (takingAllowed), and takes its epoch above the
-//     floor (nextEpoch). Safety does not wait for anyone to notice.
-//   - Each session records the incarnation it was last checked in, and
-//     its renewal succeeds only there (sameIncarnation). After a failover
-//     the holder's renewal fails, and the holder checks its terms against
-//     the new server's rows (Rebind) before it trusts any of them again:
-//     a term the new server does not have is dropped at once.
-//
-// MySQL (whose probe fails: mysql.go) and SQLite have no incarnation
-// here: their leases assume that what the server acknowledged it keeps.
+//   - the first process to see a new incarnation adopts it (sqlAdopt): no
+//     lease may be taken for a hold-off of the longest session TTL, and
+//     every epoch from then on goes above a floor epochJump past the
+//     highest the new server has;
+//   - every acquire and publish requires the recorded incarnation and the
+//     end of the hold-off (takingAllowed), and takes its epoch above the
+//     floor (nextEpoch);
+//   - a session renews only in the incarnation it was last checked in
+//     (sameIncarnation), so its holder checks its terms (Rebind) before it
+//     trusts them again.
 
 // incarnationID is the key of the incarnation table's one row.
 const incarnationID = "1"
 
 // epochJump is how far above the highest epoch it has a new incarnation's
-// epochs start: more than the old primary could have issued for one lease
-// in the time its writes were not yet on the standby.
+// epochs start.
 const epochJump = int64(1) << 32
 
 // sameIncarnation is a condition, starting with " AND ", that the row
@@ -76,10 +55,9 @@ func (d *dialect) nextEpoch(t Tables) string {
 	return "CASE WHEN epoch >= " + floor + " THEN epoch ELSE " + floor + " END + 1"
 }
 
-// takingAllowed is a condition, starting with " AND ", that a lease may be
-// taken now: the incarnation row names the incarnation answering and its
-// hold-off has passed by the database clock. "" where failovers are not
-// detected.
+// takingAllowed is a condition, starting with " AND ", that the
+// incarnation row names the incarnation answering and its hold-off has
+// passed; "" where failovers are not detected.
 func (d *dialect) takingAllowed(t Tables) string {
 	if d.incarnation == "" {
 		return ""
@@ -88,10 +66,9 @@ func (d *dialect) takingAllowed(t Tables) string {
 		" AND i.incarnation = " + d.incarnation + " AND i.hold_until_us <= " + d.now + ")"
 }
 
-// incarnationColumns are the two columns every lease read ends with: until
-// when no lease may be taken (-1 when the incarnation row is missing or
-// names another incarnation, which the reader adopts), and the epoch
-// floor. Constant zeros where failovers are not detected.
+// incarnationColumns end every lease read: the end of the hold-off (-1
+// when the row is missing or names another incarnation) and the epoch
+// floor; zeros where failovers are not detected.
 func (d *dialect) incarnationColumns(t Tables) string {
 	if d.incarnation == "" {
 		return "0 AS hold_until_us, 0 AS epoch_floor"
@@ -100,8 +77,7 @@ func (d *dialect) incarnationColumns(t Tables) string {
 		", -1) AS hold_until_us, COALESCE(" + d.incarnationRow(t, "i.epoch_floor") + ", 0) AS epoch_floor"
 }
 
-// incarnationSQL builds the statements of the incarnation row, and of a
-// session's move to the incarnation answering.
+// incarnationSQL builds the statements of the incarnation row.
 type incarnationSQL struct{ *dialect }
 
 // sqlEnsureIncarnation creates the incarnation row, naming the incarnation
@@ -113,11 +89,10 @@ func (d incarnationSQL) sqlEnsureIncarnation(t Tables) stmt {
 	return stmt{d.insertOnceConcurrent(into, row, q, "id", incarnationID), nil}
 }
 
-// sqlAdopt records the incarnation answering in the row, if it names
-// another, and starts the hold-off and raises the floor (see the top of
-// this file). hold is the least hold-off: the adopter's own TTL. The
-// assignments that read the old incarnation come before the one that
-// changes it, which MySQL's left-to-right UPDATE would need.
+// sqlAdopt records the incarnation answering, if the row names another,
+// starts the hold-off (at least hold) and raises the floor. The
+// assignments that read the old incarnation come first (MySQL assigns
+// left to right).
 func (d incarnationSQL) sqlAdopt(t Tables, hold time.Duration) stmt {
 	sessTTL := "COALESCE((SELECT MAX(s.expires_at_us - s.renewed_at_us) FROM " + d.quote(t.Sessions) + " s), 0)"
 	maxEpoch := "COALESCE((SELECT MAX(l.epoch) FROM " + d.quote(t.Leases) + " l), 0)"
@@ -129,10 +104,7 @@ func (d incarnationSQL) sqlAdopt(t Tables, hold time.Duration) stmt {
 }
 
 // sqlRebind moves a live session to the incarnation answering, whichever
-// it was last checked in: it matches the session whenever it is live, so
-// that of two concurrent checks of one session (a renewal tick and an
-// acquire's renewal) the second, finding it moved already, does not take
-// it for gone. It does not extend the session.
+// it was last checked in, without extending it.
 func (d incarnationSQL) sqlRebind(t Tables, id string) stmt {
 	return stmt{"UPDATE " + d.quote(t.Sessions) + " SET incarnation = " + d.incarnation + " WHERE id = ? AND expires_at_us >= " +
 		d.now, []any{id}}

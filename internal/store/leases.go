@@ -28,26 +28,18 @@ func (s *Store) EnsureRows(ctx context.Context, names []string) error {
 // them is held by someone else, or has no row (EnsureRows). When the
 // session itself has expired it takes nothing.
 //
-// A term becomes durable only once this process has its epoch: where a
-// statement waiting on a lock does not notice its client giving up, the
-// acquire runs in a transaction that commits after the epochs arrived.
-//
-// A chunk whose statement or transaction failed contributes no terms, even
-// when its rows had already arrived: they are returned before the commit,
-// which may then fail and take them back. Such a chunk may or may not have
-// committed; a lease it did take is held by session with no term running,
-// and the next Acquire for the session takes it again with a new epoch.
+// A chunk that failed contributes no terms, though it may have committed:
+// a lease it took is held by session with no term running, and the next
+// Acquire for the session takes it again with a new epoch.
 func (s *Store) Acquire(ctx context.Context, session, holder string, names []string) ([]Term, error) {
 	var out []Term
 	_, err := s.AcquireEach(ctx, session, holder, names, func(got []Term) { out = append(out, got...) })
 	return out, err
 }
 
-// AcquireEach is Acquire for a caller that starts each term as soon as it
-// has it: the terms of each statement are handed to took once that
-// statement has succeeded, before the next is sent. It stops at the first
-// statement that fails and returns the names of its chunk, failed, which
-// started no term though the statement may have committed (see Acquire).
+// AcquireEach is Acquire that hands the terms of each chunk to took before
+// the next chunk is sent. It stops at the first chunk that fails and
+// returns its names, failed (see Acquire).
 func (s *Store) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]Term)) (failed []string, err error) {
 	err = chunks(names, WriteChunk, func(part []string) error {
 		var out []Term
@@ -102,8 +94,6 @@ func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names
 	if err != nil {
 		return nil, err
 	}
-	// The rows are locked and every match changes its epoch, so the count
-	// is exact with or without clientFoundRows.
 	if n != int64(len(locked)) {
 		return nil, fmt.Errorf("leasehold: acquire updated %d of %d locked leases", n, len(locked))
 	}
@@ -123,10 +113,8 @@ func (s *Store) acquireLockThenUpdate(tx *gorm.DB, session, holder string, names
 
 // Release gives up the given terms of session, in statements of at most
 // WriteChunk terms, and returns how many were still held. A term that is
-// not the session's at that epoch any more is left untouched, so a stale
-// release can never end a newer term. The release of a lease wakes the
-// processes waiting for it (wake.go), unless Options.Quiet says it is
-// one nobody waits for.
+// not the session's at that epoch any more is left untouched. It wakes the
+// processes waiting for the leases, but those Options.Quiet names.
 func (s *Store) Release(ctx context.Context, session string, terms []Term) (int64, error) {
 	loud, quiet := terms, []Term(nil)
 	if s.quiet != nil {
@@ -152,8 +140,6 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 				return err
 			})
 		})
-		// Set only for the transports the release statement does not
-		// notify by itself (OnRelease, wake.go).
 		if wake {
 			s.released.after(total, len(terms), func(i int) string { return terms[i].Name })
 		}
@@ -169,23 +155,19 @@ func (s *Store) Release(ctx context.Context, session string, terms []Term) (int6
 }
 
 // RequestResign records a resign request for the current term of the
-// lease name, in one transaction that locks the row first: it reads the
-// row, hands it to check, which refuses the request by returning an error
-// (a lease that is free, say), and otherwise records the request fenced
-// by the term's session and epoch (sqlRequestResign) and bumps the notice
-// counter of that session (sqlNotifySession). prefer is that of
-// sqlRequestResign; check returns the window the preference lasts.
-// It returns the row as read, and found false when the lease has no row.
-// notified is false when the holder's session was gone by the time its
-// notice was to be bumped: nothing is recorded then.
+// lease name, in one transaction that locks the row, reads it and hands it
+// to check, which refuses by returning an error, or returns the window of
+// the preference prefer (sqlRequestResign). It then bumps the notice
+// counter of the holder's session. It returns the row as read; found is
+// false when the lease has no row, notified false (and nothing recorded)
+// when the holder's session was gone.
 func (s *Store) RequestResign(ctx context.Context, name, prefer string,
 	check func(Row) (window time.Duration, err error)) (row Row, found, notified bool, err error) {
 	err = s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
 		return s.conns.decideTx(db, func(tx *gorm.DB) error {
 			lock := s.sql.dl().leases().sqlLockRows(s.tables, []string{name})
 			if !s.sql.dl().lockFirst() {
-				// SQLite: take the write lock before the read, so the
-				// writes that follow cannot find the read's snapshot stale.
+				// SQLite: the write lock before the read.
 				lock = s.sql.dl().leases().sqlWriteLock(s.tables)
 			}
 			if _, err := lockNames(tx, lock); err != nil {
@@ -203,8 +185,6 @@ func (s *Store) RequestResign(ctx context.Context, name, prefer string,
 			if _, err := exec(tx, s.sql.dl().leases().sqlRequestResign(s.tables, row.Session, Term{Name: name, Epoch: row.Epoch}, prefer, window)); err != nil {
 				return err
 			}
-			// notice + 1 always changes the row: the count is exact with
-			// or without MySQL's clientFoundRows.
 			n, err := exec(tx, s.sql.dl().sessions().sqlNotifySession(s.tables, row.Session))
 			if err != nil {
 				return err
@@ -240,9 +220,9 @@ func (s *Store) PendingResigns(ctx context.Context, session string, names []stri
 }
 
 // Get reads the named leases with the database clock, in statements of at
-// most ReadChunk names. Names without a row are absent from the result.
-// A read that finds the database failed over records that (adoptIfStale)
-// and reads again, so the rows show the hold-off.
+// most ReadChunk names; names without a row are absent. A read that finds
+// an unrecorded failover records it and reads again, so the rows show the
+// hold-off.
 func (s *Store) Get(ctx context.Context, names []string) ([]Row, error) {
 	return s.failover.readAdopting(ctx, func() ([]Row, error) {
 		var out []Row

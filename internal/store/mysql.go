@@ -112,15 +112,14 @@ func (mysqlSchema) hasColumn(table, col string) string {
 
 func (m mysqlSchema) hasDataColumnAsReleased(table string) string { return m.hasColumn(table, "data") }
 
-// addDataColumn: a nullable MEDIUMTEXT, since TEXT columns take no default
-// before MySQL 8.0.13; reads use COALESCE.
+// addDataColumn: a nullable MEDIUMTEXT (TEXT takes no default before
+// MySQL 8.0.13); reads use COALESCE.
 func (m mysqlSchema) addDataColumn(table string) string {
 	return "ALTER TABLE " + m.quote(table) + " ADD COLUMN data MEDIUMTEXT NULL"
 }
 
-// unlessCounted: MySQL cannot say "if not exists" in ALTER TABLE ... ADD
-// COLUMN, so a prepared statement is either s or DO 0. The statements must
-// run on one connection (a session variable carries the choice).
+// unlessCounted: a prepared statement that is either s or DO 0, chosen
+// through a session variable.
 func (mysqlSchema) unlessCounted(check, s string) []string {
 	return []string{
 		"SET @leasehold_ddl = IF((" + check + ") = 0, " + quoteLiteral(s) + ", 'DO 0')",
@@ -139,16 +138,13 @@ func (mysqlSchema) lastSlash(col string) string {
 	return "(LENGTH(" + col + ") - LOCATE('/', REVERSE(" + col + ")) + 1)"
 }
 
-// renameUnlessTaken: MySQL cannot read the table it updates in a
-// subquery. IGNORE skips the rows whose new name is taken; it can hide
-// nothing else here, since the new name has the old one's length and no
-// other column changes.
+// renameUnlessTaken: IGNORE skips the rows whose new name is taken (MySQL
+// cannot read the table it updates in a subquery).
 func (mysqlSchema) renameUnlessTaken(q string, newName, where func(col string) string) string {
 	return "UPDATE IGNORE " + q + " SET name = " + newName("name") + " WHERE " + where("name")
 }
 
-// insertUnlessTaken: IGNORE skips names taken already (see
-// renameUnlessTaken).
+// insertUnlessTaken: IGNORE skips names taken already.
 func (mysqlSchema) insertUnlessTaken(ins, _, _ string) string {
 	return strings.Replace(ins, "INSERT INTO", "INSERT IGNORE INTO", 1)
 }
@@ -158,12 +154,10 @@ func (mysqlSchema) migrationLock(Tables, time.Duration) lockSQL {
 	return lockSQL{acquire: "SELECT GET_LOCK(?, ?)", release: "SELECT RELEASE_LOCK(?)"}
 }
 
-// withMigrationLock: DDL commits implicitly on MySQL, so a transaction
-// cannot hold the lock: a named lock on one pinned connection does. It is
-// released explicitly, and by the server if the connection dies. A step of
-// data changes runs in a transaction begun and ended by statements on that
-// connection: gorm would take the pinned connection for a transaction
-// already and only set a savepoint.
+// withMigrationLock holds a named lock on one pinned connection (DDL
+// commits implicitly), released explicitly or by the server when the
+// connection dies; a step of data changes runs in a transaction begun and
+// ended by statements there.
 func (m mysqlSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
 	lock := m.migrationLock(t, timeout)
 	return pinned(db, func(conn *gorm.DB) error {
@@ -215,37 +209,25 @@ func (mysqlDB) lostRace(err error) bool {
 	return ok && n == 1213
 }
 
-// MySQLLostRace is lostRace on MySQL and MariaDB, for the store's tests
-// that build the driver's errors (tests/store), outside this module.
+// MySQLLostRace is lostRace on MySQL and MariaDB, for tests/store.
 func MySQLLostRace(err error) bool { return mysqlDB{}.lostRace(err) }
 
-// The MySQL driver's error, read without linking the driver.
-//
-// gorm.io/driver/mysql runs on github.com/go-sql-driver/mysql, whose
-// server errors are a *mysql.MySQLError with the server's error number in
-// its exported Number field. The store needs that number (mysql.go,
-// lostRace) and nothing else of the driver. Naming the type would link the
-// driver into every program that imports the library, on any database, and
-// register "mysql" with database/sql there; so the store recognises the
-// type by its package path and name, and reads the field by reflection.
-// TestMySQLErrorNumberReadsTheDriversType (tests/store) holds these
-// names to the driver's.
-
-// MySQLDriverPackage and MySQLErrorType name the driver's error type.
+// MySQLDriverPackage and MySQLErrorType name the MySQL driver's error
+// type, whose Number MySQLErrorNumber reads without linking the driver
+// (TestMySQLErrorNumberReadsTheDriversType holds them to the driver's).
 const (
 	MySQLDriverPackage = "github.com/go-sql-driver/mysql"
 	MySQLErrorType     = "MySQLError"
 )
 
 // MySQLErrorNumber returns the server's error number of the first MySQL
-// driver error in err's chain, searched as errors.As does (Unwrap() error
-// and Unwrap() []error, depth first), and whether there was one.
+// driver error in err's chain, searched as errors.As does, and whether
+// there was one.
 func MySQLErrorNumber(err error) (uint16, bool) {
 	for err != nil {
 		if n, ok := mysqlNumberOf(err); ok {
 			return n, true
 		}
-		// This is the walk errors.As makes, for a type it cannot name.
 		switch u := err.(type) { //nolint:errorlint // it follows the wrapping itself
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
@@ -263,8 +245,7 @@ func MySQLErrorNumber(err error) (uint16, bool) {
 	return 0, false
 }
 
-// mysqlNumberOf returns err's Number if err itself is a *MySQLError of the
-// driver.
+// mysqlNumberOf returns err's Number if err is the driver's *MySQLError.
 func mysqlNumberOf(err error) (uint16, bool) {
 	v := reflect.ValueOf(err)
 	if v.Kind() != reflect.Pointer || v.IsNil() {

@@ -12,14 +12,10 @@ import (
 // The rows of partitioned pools: generations and memberships.
 
 // SetData writes data into a row this session holds at this epoch, while
-// the session is live. It reports false when the term is over. Unless
-// wakeName is "", a write wakes the processes for that name, which need
-// not name a row (a pool member's, Rows.Wake of package membership): an
-// acknowledgement and the wake-up of the member that gathers them. Where
-// the database carries wake-ups (notifier, PostgreSQL) the two are one
-// statement, whose notification the server sends at commit; the
-// transports the database does not carry are told after the write
-// (OnRelease), as after a release.
+// the session is live; it reports false when the term is over. Unless
+// wakeName is "", the write wakes the processes for that name (on
+// PostgreSQL in the same statement, at commit; through OnRelease after
+// it).
 func (s *Store) SetData(ctx context.Context, session string, t Term, data, wakeName string) (bool, error) {
 	set := s.sql.dl().pools().sqlSetData(s.tables, session, t, data)
 	var n int64

@@ -18,11 +18,8 @@ var postgresFacts = facts{
 	name:  Postgres,
 	now:   postgresNow,
 	quote: quoteDouble,
-	// incarnationExpr is the cluster's system identifier, which a restore
-	// into a new cluster changes, and the timeline of the WAL being
-	// written, which every promotion and point-in-time recovery raises.
-	// Both are readable by any role, and only on a server that accepts
-	// writes.
+	// The cluster's system identifier and the timeline of the WAL being
+	// written.
 	incarnationExpr: "(SELECT CAST(system_identifier AS TEXT) FROM pg_control_system()) || '/' || " +
 		"substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)",
 	acquire:          acquireReturning,
@@ -37,9 +34,8 @@ var postgresFacts = facts{
 	},
 }
 
-// postgresNow: statement_timestamp() is constant within one statement and,
-// unlike now(), advances inside a long transaction, which matters for the
-// fencing check that runs inside the caller's transaction.
+// postgresNow: statement_timestamp() is constant within one statement and
+// advances inside a long transaction, such as the caller's fenced one.
 const postgresNow = "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT)"
 
 // postgresDialect is PostgreSQL, through pgx (gorm.io/driver/postgres).
@@ -64,9 +60,8 @@ func (postgresDB) nameIn(col string, names []string) (string, []any) {
 	return pgNameIn(col), []any{pgTextArray(names)}
 }
 
-// whereTerms: PostgreSQL plans a long OR list slowly; a join with the
-// terms as two arrays (one parameter each, see sqlSelect) is one hash
-// join.
+// whereTerms: a join with the terms as two array parameters, one hash
+// join where a long OR list plans slowly.
 func (postgresDB) whereTerms(q, session string, terms []Term) (string, []any) {
 	if len(terms) <= 1 {
 		return sessionTermsWhere(session, terms)
@@ -93,8 +88,8 @@ func (postgresDB) lockForShare(alias string) (hint, suffix string) {
 	return "", " FOR SHARE OF " + alias
 }
 
-// postgresSchema is PostgreSQL's schema: DDL that says "if not exists"
-// itself, and transactional.
+// postgresSchema is PostgreSQL's schema: DDL that says "if not exists",
+// and transactional.
 type postgresSchema struct {
 	facts
 	keyLockName
@@ -138,8 +133,7 @@ func (postgresSchema) migrationLock(t Tables, timeout time.Duration) lockSQL {
 	}
 }
 
-// withMigrationLock: DDL is transactional on PostgreSQL: lock, migrate and
-// record in one transaction; the lock ends with it.
+// withMigrationLock: lock, migrate and record in one transaction.
 func (p postgresSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
 	lock := p.migrationLock(t, timeout)
 	return db.Transaction(func(tx *gorm.DB) error {
@@ -153,8 +147,7 @@ func (p postgresSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Du
 	})
 }
 
-// The wake-ups through the database (wake.go). The notifications are sent
-// at commit, so nobody is woken for a change that did not happen.
+// The wake-ups through the database (wake.go), sent at commit.
 
 // releaseNotify is release in one statement that also notifies the
 // listeners of the tables with the names of the leases it freed. Its one
@@ -194,24 +187,8 @@ func pgUnlisten(channel string) string { return "UNLISTEN " + quoteDouble(channe
 const pgBeginDecide = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 // pgNameIn matches column against the names of one text[] parameter, as
-// a semi-join with the unnested array, never as "column = ANY(array)".
-//
-// pgx's default statement cache prepares each statement text once per
-// connection, and after five executions PostgreSQL may keep a generic
-// plan, made without the parameter's value. A generic plan made while the
-// lease table was small (a new deployment, never analyzed) scans the table
-// and, for "= ANY($1)", compares every row with every element of the
-// array in turn: the array is a parameter, so it is not hashed. The plan
-// stays until the table is analyzed. One process that held 10,000 leases
-// and campaigned for 90,000 more then read 1,000 names in 200 to 300 ms at
-// 15,000 rows, so its round spent 20 s in its reads before acquiring
-// anything, and stalled (the renew section of the bench; a thousand "?"
-// per statement behaved the same way, the array in a generic plan being
-// of parameters). A semi-join's generic plan on a small table hashes the
-// names and scans the table once, a few milliseconds at 50,000 rows (the
-// test TestNamesMatchedFastOnGenericPlansOfASmallTable: 10,000 names read
-// in 0.14 s, where "= ANY" took 4.3 s); with statistics it looks each
-// name up in the primary key.
+// a semi-join with the unnested array, whose generic plan stays fast on a
+// table that was small when it was planned (never "= ANY(array)").
 func pgNameIn(column string) string {
 	return column + " IN (SELECT unnest(CAST(? AS text[])))"
 }

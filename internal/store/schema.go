@@ -14,9 +14,7 @@ const DefaultTablePrefix = "leasehold_"
 // identifier limits of all supported databases (63 bytes on PostgreSQL).
 const MaxTablePrefixLen = 40
 
-// prefixPattern is deliberately narrow: the prefix becomes part of
-// identifiers written into SQL, so only characters that need no quoting on
-// any database are allowed.
+// prefixPattern allows only what needs no quoting on any database.
 var prefixPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ValidateTablePrefix checks a table prefix. The empty prefix is valid (the
@@ -64,20 +62,14 @@ type Migration struct {
 	Version     int
 	Description string
 	statements  func(s schemaSQL, t Tables) []string
-	// applied, when set, returns a query counting what the step creates.
-	// It guards steps whose DDL is not idempotent on a dialect where DDL
-	// is not transactional either (MySQL): a run that died between the DDL
-	// and recording the version must not fail the next run.
+	// applied, when set, returns a query counting what the step creates,
+	// where its DDL is neither idempotent nor transactional (MySQL).
 	applied func(s schemaSQL, t Tables) string
-	// columns are the columns the step creates a table with or adds to
-	// it, as SQLite declares them. SQLite cannot add a column only if it
-	// is missing, so DDLFrom creates or rebuilds its tables with these
-	// instead of running the step's statements.
+	// columns are the columns the step creates a table with or adds to it,
+	// which DDLFrom creates or rebuilds tables with where rebuildsTables.
 	columns *tableColumns
-	// transactional marks a step of data changes only. Where a migration
-	// run is not one transaction (MySQL, whose DDL commits implicitly), the
-	// step and the record of its version still run in one, so a run that
-	// dies midway leaves the step either done and recorded or not begun.
+	// transactional marks a step of data changes only, which runs in one
+	// transaction with the record of its version.
 	transactional bool
 }
 
@@ -185,12 +177,10 @@ func incarnationTable(t Tables) string { return t.Incarnation }
 // tableAt is a table of the schema and its columns at some version, in the
 // order the steps added them; no columns when the table does not exist.
 type tableAt struct {
-	name string
-	pk   string
-	cols []column
-	// created are the columns of the step that created the table, which
-	// every version that has the table has.
-	created []column
+	name    string
+	pk      string
+	cols    []column
+	created []column // the columns of the step that created it
 }
 
 // tablesAt lists the tables that migration steps create, with their
@@ -218,31 +208,22 @@ func tablesAt(t Tables, version int) []tableAt {
 // LatestVersion is the schema version this build of leasehold needs.
 var LatestVersion = migrations[len(migrations)-1].Version
 
-// DDL returns the statements that create the latest schema from nothing,
-// including the version table and its rows, for a DBA who applies schema
-// changes by hand: DDLFrom from version 0.
+// DDL is DDLFrom from version 0: the latest schema from nothing.
 func DDL(dialectName, prefix string) ([]string, error) {
 	return DDLFrom(dialectName, prefix, 0)
 }
 
 // DDLFrom returns the statements that take a schema at version from (0:
-// no tables yet) to LatestVersion, with the rows of the version table, for
-// a DBA who applies schema changes by hand. Applying them has the effect
-// of Migrate on a schema at that version, and applying them again changes
-// nothing: every statement is guarded on every dialect (IF NOT EXISTS and
-// its equivalents, version rows inserted only when absent, MySQL's column
-// additions through a prepared statement chosen by a look at
-// information_schema). SQLite cannot guard a column addition, so there a
-// missing table is created in its latest form, and a table that lacks
-// columns at from is rebuilt with them, rows kept, all in one transaction
-// (BEGIN IMMEDIATE ... COMMIT), once for each step that added columns to
-// it. Each copy works whether the table has that step's columns or not,
-// so a from above the real version loses no row there; on the other
-// dialects such a from leaves out the steps between.
+// no tables) to LatestVersion, with the rows of the version table, for a
+// DBA who applies schema changes by hand. Applying them has the effect of
+// Migrate, and applying them again changes nothing. On SQLite a missing
+// table is created in its latest form and a table that lacks columns is
+// rebuilt, rows kept, in one transaction (BEGIN IMMEDIATE ... COMMIT), so
+// a from above the real version loses no row there; elsewhere such a from
+// leaves out the steps between.
 //
 // The statements must run on one connection, in order; a caller that stops
-// at a failed statement must roll back (on SQLite the transaction holds the
-// database's write lock).
+// at a failed statement must roll back.
 func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 	d, err := lookupDialect(dialectName)
 	if err != nil {
@@ -267,9 +248,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 				stmts = append(stmts, sq.createTable(ta.name, ta.pk, ta.cols))
 			case len(had) < len(ta.cols):
 				// One rebuild per step that added columns, whatever
-				// from says: each copy works whether the table has
-				// that step's columns already or not, so a table
-				// really older than from keeps its rows too.
+				// from says.
 				rebuild = true
 				before := ta.created
 				for v := 1; v <= LatestVersion; v++ {
@@ -311,8 +290,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 }
 
 // Script is DDLFrom as one script for a dialect's command-line client, each
-// statement ending with ';' (and followed by GO on SQL Server, so that each
-// is compiled after the ones before it have run).
+// statement ending with ';' (and GO on SQL Server).
 func Script(dialectName, prefix string, from int) (string, error) {
 	d, err := lookupDialect(dialectName)
 	if err != nil {
@@ -340,38 +318,11 @@ func Script(dialectName, prefix string, from int) (string, error) {
 	return b.String(), nil
 }
 
-// Schema version 3 renames the rows of pools. Earlier versions named them
-//
-//	pool/<key>/generation
-//	pool/<key>/member/<instance>
-//
-// which collide when one pool's key extends another's: the member prefix
-// "pool/global/a/member/" of pool "a" also covers the generation row of
-// pool "a/member/x". The new keys (coordination/names.go) put '|', which no
-// name contains, around <key>:
-//
-//	pool|<key>|generation
-//	pool|<key>|member|<instance>
-//
-// Old rows are classified by what only one kind of row can look like:
-//
-//   - a generation row ends in "/generation" and was never acquired
-//     (acquired_at_us = 0: generation rows are only ever published, never
-//     acquired);
-//   - a member row ends in "/member/<instance>", where the instance is
-//     the part after the last '/' (instance ids contain no '/'), and the
-//     key is what lies between "pool/" and that "/member/".
-//
-// The renames keep every other column, so epochs, holders, expiry and
-// data carry over: generations go on growing, and a member's row stays
-// live exactly until the expiry its last successful renewal set, which is
-// what the revoke-then-assign barrier of the remaining members relies on.
-// A row whose new key already exists is left alone. Then a tombstone takes
-// each old key: held by "leasehold:renamed" (not a valid holder) until
-// the year 9999. A process of an earlier version that still runs loses
-// its membership at its next renewal, cannot take it or any other old row
-// back, and cannot publish a generation, so it can no longer be assigned
-// work (docs/operations.md).
+// Schema version 3 renames the pool rows "pool/<key>/generation" and
+// "pool/<key>/member/<instance>", which collide when one pool's key
+// extends another's, to "pool|<key>|generation" and
+// "pool|<key>|member|<instance>", every other column kept, and puts a
+// tombstone, held until 9999, under each old name.
 
 // renamedHolder holds the tombstones of old pool rows.
 const renamedHolder = "leasehold:renamed"

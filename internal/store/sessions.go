@@ -11,9 +11,8 @@ import (
 )
 
 // Sessions runs the statements of the session rows: a process's one row,
-// which one renewal statement keeps alive however many leases ride on it,
-// and its end. Every statement of the session's own row runs on the
-// renewal's connection slot; ReadSession on the general ones.
+// which one renewal keeps alive however many leases ride on it. Those of
+// the session's own row run on the renewal's connection slot.
 type Sessions struct {
 	conns  *gate
 	sql    *currentSQL
@@ -22,13 +21,6 @@ type Sessions struct {
 
 // CreateSession starts session id of holder, live for ttl by the database
 // clock. The id must be new: sessions are never reused.
-//
-// It runs on the renewal's connection slot, like every statement of the
-// session's own row: a session is only started where its renewals can
-// run. On PostgreSQL the general statements may run on the listening
-// connection (wake.go), which outlives the pool when the caller closes
-// its *sql.DB; a coordinator whose renewals fail must not start session
-// after session there.
 func (s *Sessions) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
 	return s.conns.run(ctx, s.conns.renewal, func(db *gorm.DB) error {
 		_, err := exec(db, s.sql.dl().sessions().sqlCreateSession(s.tables, id, holder, ttl))
@@ -69,16 +61,12 @@ func (s *Sessions) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, no
 		}
 		return true, got[0], nil
 	}
-	// MySQL: the notice comes back as the statement's last insert id
-	// (sqlRenewSession). The statement still goes through gorm, so the
-	// caller's callbacks see it.
+	// MySQL: the notice is the statement's last insert id.
 	res := gorm.WithResult()
 	tx := db.Clauses(res).Exec(st.q, st.args...)
 	if tx.Error != nil {
 		return false, 0, tx.Error
 	}
-	// Every match changes renewed_at_us, so the count is 1 with or without
-	// MySQL's clientFoundRows.
 	if tx.RowsAffected != 1 {
 		return false, 0, nil
 	}
@@ -91,9 +79,8 @@ func (s *Sessions) renew(db *gorm.DB, id string, ttl time.Duration) (ok bool, no
 }
 
 // ReadSession reads session id; ok is false when it is gone. It runs on
-// the general connections: it is how the renewal loop learns, while its
-// own statement waits for a writer, that fenced transactions renewed the
-// session (SerializesWriters).
+// the general slots, beside a renewal waiting for a writer
+// (SerializesWriters).
 func (s *Sessions) ReadSession(ctx context.Context, id string) (sess Session, ok bool, err error) {
 	err = s.conns.run(ctx, s.conns.general, func(db *gorm.DB) error {
 		st := s.sql.dl().sessions().sqlReadSession(s.tables, id)

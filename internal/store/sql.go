@@ -7,14 +7,11 @@ import (
 	"time"
 )
 
-// SQL helpers shared by the statements of every database.
-
 func quoteDouble(s string) string   { return `"` + s + `"` }
 func quoteBacktick(s string) string { return "`" + s + "`" }
 func quoteBracket(s string) string  { return "[" + s + "]" }
 
-// quoteLiteral renders a string literal; only used for the library's own
-// constant descriptions when printing DDL.
+// quoteLiteral renders a string literal of the library's own text.
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // placeholders returns "?, ?, ?" for n values.
@@ -34,7 +31,7 @@ func namesArgs(names []string) []any {
 func us(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
 
 // termsFilter matches exactly the given terms: "(name = ? AND epoch = 7)
-// OR ...", an index range per term on every database.
+// OR ...".
 func termsFilter(terms []Term) (string, []any) { return termsFilterOf("", terms) }
 
 // termsFilterOf is termsFilter for the rows of the table aliased alias
@@ -53,19 +50,14 @@ func termsFilterOf(alias string, terms []Term) (string, []any) {
 	return "(" + strings.Join(parts, " OR ") + ")", args
 }
 
-// prefixFilter matches the names that start with a prefix, as a range of
-// the primary key: "name >= lo AND name < hi" with the bounds from
-// prefixRange. Every name column compares byte for byte (see the name
-// column type in each database's facts), so the range is exact on every
-// database. LIKE is not: on SQLite it ignores the case of ASCII letters,
-// so the prefix of pool "a" would also match the rows of pool "A".
+// prefixFilter matches the names that start with a prefix, byte for byte,
+// as a range of the primary key with the bounds from prefixRange (LIKE
+// ignores case on SQLite).
 const prefixFilter = "name >= ? AND name < ?"
 
 // prefixRange returns the bounds of prefixFilter for a non-empty prefix:
-// the prefix itself, and the smallest string above every string that
-// starts with it (the prefix with its last byte incremented, after
-// dropping trailing 0xff bytes). Names are ASCII, so a prefix made only of
-// 0xff bytes is refused.
+// the prefix, and the smallest string above all that start with it. A
+// prefix of 0xff bytes only is refused.
 func prefixRange(prefix string) (lo, hi string, err error) {
 	b := []byte(prefix)
 	for len(b) > 0 && b[len(b)-1] == 0xff {
@@ -78,8 +70,7 @@ func prefixRange(prefix string) (lo, hi string, err error) {
 	return prefix, string(b), nil
 }
 
-// limitTail limits a SELECT to its first n rows with LIMIT at its end
-// (PostgreSQL, MySQL, SQLite).
+// limitTail limits a SELECT to its first n rows with LIMIT.
 func limitTail(n int) (top, tail string) { return "", " LIMIT " + strconv.Itoa(n) }
 
 // valuesNow renders "(?, NOW), (?, NOW)" for n names, with the database
@@ -89,13 +80,13 @@ func valuesNow(now string, n int) string {
 }
 
 // sessionTermsWhere is the WHERE clause that matches exactly the given
-// terms of session: an OR list (termsFilter).
+// terms of session.
 func sessionTermsWhere(session string, terms []Term) (string, []any) {
 	filter, args := termsFilter(terms)
 	return " WHERE session_id = ? AND " + filter, append([]any{session}, args...)
 }
 
-// Implementations that several databases share, embedded in their types.
+// Implementations that several databases embed.
 
 // returningClause hands back the rows an UPDATE changes with RETURNING
 // after the WHERE clause (PostgreSQL, SQLite).
@@ -126,8 +117,7 @@ func (onConflict) insertOnceConcurrent(into, values, _, key, _ string) string {
 }
 
 // touchUnheld ends an INSERT into the lease table q (quoted) of rows that
-// may exist: an existing row that nobody holds gets expires_at_us = now
-// (sqlEnsureRows).
+// may exist: an unheld one gets expires_at_us = now (sqlEnsureRows).
 func (onConflict) touchUnheld(q, now string) string {
 	return " ON CONFLICT (name) DO UPDATE SET expires_at_us = " + now + " WHERE " + q + ".holder = ''"
 }
@@ -168,9 +158,7 @@ func (notExistsRename) renameUnlessTaken(q string, newName, where func(col strin
 }
 
 // guardedDDL is the schema where a statement guards itself or runs in one
-// transaction with its version record: no prepared statement chooses
-// whether it runs, and schema version 2 was released without a check
-// (everywhere but MySQL).
+// transaction with its version record (everywhere but MySQL).
 type guardedDDL struct{}
 
 func (guardedDDL) hasDataColumnAsReleased(string) string { return "" }

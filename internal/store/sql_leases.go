@@ -6,42 +6,31 @@ import (
 	"time"
 )
 
-// The statements of the lease table, as every database shares them.
-
-// leaseSQL builds the statements of the lease rows that elections take:
-// acquires, releases, resign requests, reads and the fencing read.
+// leaseSQL builds the statements of the lease rows.
 type leaseSQL struct{ *dialect }
 
-// takeable is true for a lease row (table or alias l) that session may
-// take: free, expired, held by a dead session, or held by session itself;
-// only while session itself is live; and only when no unexpired resign
-// preference (prefer_holder, until prefer_until_us by the database clock)
-// names another process. Arguments: takeableArgs.
+// takeable is true for a lease row (table or alias l) that the live
+// session may take (Row.Takeable). Arguments: takeableArgs.
 func (d leaseSQL) takeable(t Tables, l string) string {
 	return "(NOT " + d.heldExpr(t, l) + " OR " + l + ".session_id = ?) AND " + d.sessionLive(t, "?", "") +
 		" AND (" + l + ".prefer_until_us < " + d.now + " OR " + l + ".prefer_holder IN (?, ?, ?))" + d.takingAllowed(t)
 }
 
-// takeableArgs are the arguments of takeable: the session twice, then the
-// three forms of the holder a preference may name (HolderForms).
+// takeableArgs are the arguments of takeable.
 func takeableArgs(session, holder string) []any {
 	f := HolderForms(holder)
 	return []any{session, session, f[0], f[1], f[2]}
 }
 
-// acquireSet starts a new term: the epoch goes up by one (above the
-// incarnation's floor, incarnation.go) in the same statement, and a resign request or preference left from an earlier term
-// is cleared. Arguments: holder, session.
+// acquireSet starts a new term at the next epoch, clearing a resign
+// request or preference. Arguments: holder, session.
 func (d leaseSQL) acquireSet(t Tables) string {
 	return "holder = ?, session_id = ?, epoch = " + d.nextEpoch(t) + ", acquired_at_us = " + d.now + ", renewed_at_us = " + d.now +
 		", expires_at_us = " + heldForever + ", resign_epoch = 0, prefer_holder = '', prefer_until_us = 0"
 }
 
-// sqlAcquire takes, for the live session, every named lease that is free,
-// expired, held by a dead session or by this session, and starts a new
-// term of each. It returns (name, epoch) of each term started, except on
-// MySQL (acquireLockThenUpdate), where sqlAcquireLock and
-// sqlAcquireTerms do the same in two statements.
+// sqlAcquire starts a new term of every named lease the session may take,
+// and returns (name, epoch) of each (acquireReturning).
 func (d leaseSQL) sqlAcquire(t Tables, session, holder string, names []string) stmt {
 	q := d.quote(t.Leases)
 	in, inArgs := d.nameIn("name", names)
@@ -52,22 +41,22 @@ func (d leaseSQL) sqlAcquire(t Tables, session, holder string, names []string) s
 	return stmt{"UPDATE " + q + " SET " + d.acquireSet(t) + afterSet + where + afterWhere, args}
 }
 
-// sqlLockRows locks the rows of the named leases (lockFirst) for the
-// rest of the caller's transaction, in name order.
+// sqlLockRows locks the named rows for the rest of the transaction, in
+// name order.
 func (d leaseSQL) sqlLockRows(t Tables, names []string) stmt {
 	in, args := d.nameIn("name", names)
 	return d.lockRowsWhere(t, in, args)
 }
 
-// lockRowsWhere locks the lease rows that match where, in name order,
-// for the rest of the caller's transaction, and reads their names.
+// lockRowsWhere locks the rows that match where, in name order, for the
+// rest of the transaction, and reads their names.
 func (d *dialect) lockRowsWhere(t Tables, where string, args []any) stmt {
 	hint, suffix := d.lockRows.hint, d.lockRows.suffix
 	return stmt{"SELECT name FROM " + d.quote(t.Leases) + hint + " WHERE " + where + " ORDER BY name" + suffix, args}
 }
 
-// sqlAcquireLock is the locking read of a MySQL acquire: it locks the
-// named leases this session can take and reads their epochs.
+// sqlAcquireLock locks the named leases the session may take and reads
+// their epochs (acquireLockThenUpdate).
 func (d leaseSQL) sqlAcquireLock(t Tables, session, holder string, names []string) stmt {
 	q := d.quote(t.Leases)
 	args := append(namesArgs(names), takeableArgs(session, holder)...)
@@ -90,11 +79,8 @@ func (d leaseSQL) sqlAcquireTerms(t Tables, session, holder string, terms []Term
 	return stmt{"UPDATE " + q + " SET " + d.acquireSet(t) + where, args}
 }
 
-// sqlAcquiredEpochs reads back, in a MySQL acquire's transaction, the
-// epochs sqlAcquireTerms gave the terms it started: where failovers are
-// detected, a new epoch goes above the incarnation's floor, so it is not
-// always the locked epoch + 1. The rows are the transaction's, locked by
-// sqlAcquireLock.
+// sqlAcquiredEpochs reads back the epochs sqlAcquireTerms gave, which the
+// incarnation's floor may have raised above the locked epoch + 1.
 func (d leaseSQL) sqlAcquiredEpochs(t Tables, session string, terms []Term) stmt {
 	names := make([]string, len(terms))
 	for i, term := range terms {
@@ -104,19 +90,17 @@ func (d leaseSQL) sqlAcquiredEpochs(t Tables, session string, terms []Term) stmt
 	return stmt{"SELECT name, epoch FROM " + d.quote(t.Leases) + " WHERE " + in + " AND session_id = ?", append(args, session)}
 }
 
-// sqlRelease gives up the given terms of a session: the holder is cleared
-// and the lease is free at once. The epoch is kept, so it is never reused.
-// A term that is not this session's at that epoch is left untouched.
+// sqlRelease frees the given terms of a session at once, keeping their
+// epochs; a term not the session's at that epoch is left untouched.
 func (d leaseSQL) sqlRelease(t Tables, session string, terms []Term) stmt {
 	q := d.quote(t.Leases)
 	where, args := d.whereTerms(q, session, terms)
 	return stmt{"UPDATE " + q + " SET holder = '', session_id = '', expires_at_us = " + d.now + where, args}
 }
 
-// sqlRequestResign records a resign request for one term of a lease,
-// fenced by session and epoch, so it never touches a later term. prefer,
-// when set, names the process that should take the lease next, and holds
-// every other one off until window has passed by the database clock.
+// sqlRequestResign records a resign request for one term, fenced by
+// session and epoch; prefer, when set, names the process that should take
+// the lease next, holding every other off for window.
 func (d leaseSQL) sqlRequestResign(t Tables, session string, term Term, prefer string, window time.Duration) stmt {
 	until := "0"
 	if prefer != "" {
@@ -127,9 +111,8 @@ func (d leaseSQL) sqlRequestResign(t Tables, session string, term Term, prefer s
 		" WHERE name = ? AND epoch = " + e + " AND session_id = ?", []any{prefer, term.Name, session}}
 }
 
-// sqlWriteLock takes, where writers exclude each other (SQLite), the
-// database's write lock for the rest of the caller's transaction without
-// changing a row, and returns no rows.
+// sqlWriteLock takes SQLite's write lock for the rest of the transaction,
+// changing and returning nothing.
 func (d leaseSQL) sqlWriteLock(t Tables) stmt {
 	return stmt{"UPDATE " + d.quote(t.Leases) + " SET epoch = epoch WHERE 1 = 0 RETURNING name", nil}
 }
@@ -143,9 +126,8 @@ func (d leaseSQL) sqlPendingResigns(t Tables, session string, names []string) st
 }
 
 // sessionColumn reads a column of the row's session, or fallback for a row
-// not held by a session. joined says the session table is joined as s;
-// otherwise a subquery reads it, which takes no lock that lasts when the
-// outer query locks the lease row (sqlFence).
+// not held by a session: from the session table joined as s, or else by a
+// subquery, which keeps no lock (sqlFence).
 func (d leaseSQL) sessionColumn(t Tables, l, col, fallback string, joined bool) string {
 	sess := "s." + col
 	if !joined {
@@ -154,9 +136,7 @@ func (d leaseSQL) sessionColumn(t Tables, l, col, fallback string, joined bool) 
 	return "CASE WHEN " + l + ".session_id = '' THEN " + l + "." + col + " ELSE COALESCE(" + sess + ", " + fallback + ") END"
 }
 
-// rowColumns is the column list read back for a lease aliased l: the
-// renewal and expiry of its holder's session, the resign request and
-// preference, and the database clock.
+// rowColumns are the columns of a Row, for a lease aliased l.
 func (d leaseSQL) rowColumns(t Tables, joined bool) string {
 	return "l.name, l.holder, l.session_id, l.epoch, l.acquired_at_us, " +
 		d.sessionColumn(t, "l", "renewed_at_us", "l.renewed_at_us", joined) + ", " +
@@ -164,15 +144,12 @@ func (d leaseSQL) rowColumns(t Tables, joined bool) string {
 		"l.resign_epoch, l.prefer_holder, l.prefer_until_us, " + d.now + " AS now_us, " + d.incarnationColumns(t)
 }
 
-// readFrom is the FROM clause of a plain read: each lease with its
-// session, joined.
+// readFrom is the FROM clause of a plain read.
 func (d leaseSQL) readFrom(t Tables) string {
 	return " FROM " + d.quote(t.Leases) + " l LEFT JOIN " + d.quote(t.Sessions) + " s ON s.id = l.session_id"
 }
 
-// sqlSelect reads the named leases together with the database clock.
-// PostgreSQL gets the names as one text[] parameter, matched with a
-// semi-join (pgNameIn).
+// sqlSelect reads the named leases with the database clock.
 func (d leaseSQL) sqlSelect(t Tables, names []string) stmt {
 	in, args := d.nameIn("l.name", names)
 	return stmt{"SELECT " + d.rowColumns(t, true) + d.readFrom(t) + " WHERE " + in, args}
@@ -194,14 +171,8 @@ func (d leaseSQL) sqlNow() stmt {
 }
 
 // sqlFence reads one lease inside the caller's transaction and locks its
-// row, and only its row, against a change of holder until that transaction
-// ends: a share lock on PostgreSQL and MySQL, a held shared row lock on
-// SQL Server. The session's expiry is read by a subquery, which takes no
-// lock that lasts (MySQL does not lock a subquery's rows for a locking
-// read of the outer query), so a fenced transaction never holds off the
-// renewal of the holder's session. SQLite needs no lock hint: a writing
-// transaction already excludes every other writer, and a deferred one that
-// read a stale snapshot cannot commit a write.
+// row, and only its row, against a change of holder until the transaction
+// ends; the holder's session row stays free for its renewal.
 func (d leaseSQL) sqlFence(t Tables, name string) stmt {
 	hint, suffix := d.lockForShare("l")
 	return stmt{"SELECT " + d.rowColumns(t, false) + " FROM " + d.quote(t.Leases) + " l" + hint + " WHERE l.name = ?" + suffix, []any{name}}

@@ -9,46 +9,32 @@ import (
 	"gorm.io/gorm"
 )
 
-// The DDL of the schema, the statements of the version table and the
-// migration lock, as every database shares them. schema.go lists the
-// migration steps.
-
 // schemaDDL is how one database creates and alters the coordination
 // tables, so that every statement may be applied twice.
 type schemaDDL interface {
 	// createTableIf starts a CREATE TABLE of table that does nothing when
 	// the table exists, up to the table's quoted name.
 	createTableIf(table string) string
-	// addColumn adds a NOT NULL column with a default to a table,
-	// idempotently where the database can say so in the statement
-	// (PostgreSQL, SQL Server). Elsewhere the step guards it with
-	// hasColumn (MySQL), or the migration runs in one transaction with its
-	// version record (SQLite).
+	// addColumn adds a NOT NULL column with a default, idempotently where
+	// the statement can say so (PostgreSQL, SQL Server; elsewhere the step
+	// is guarded by hasColumn or runs in one transaction).
 	addColumn(table string, c column) string
-	// addColumns adds NOT NULL columns with defaults to a table, in one
-	// statement where the database allows several in one ALTER TABLE (so a
-	// MySQL step that adds them is done or not begun), one statement each
-	// on SQLite. On SQL Server the first column's absence guards them all:
-	// the migration there is one transaction.
+	// addColumns adds NOT NULL columns with defaults, in one statement
+	// where ALTER TABLE takes several (one each on SQLite).
 	addColumns(table string, cols []column) []string
-	// hasColumn counts a column, where ADD COLUMN cannot say "if not
+	// hasColumn counts a column where ADD COLUMN cannot say "if not
 	// exists" (MySQL, SQLite); "" elsewhere.
 	hasColumn(table, col string) string
 	// hasDataColumnAsReleased is the guard of schema version 2 as it was
-	// released: MySQL's only.
+	// released (MySQL's only).
 	hasDataColumnAsReleased(table string) string
-	// addDataColumn adds the text column that pool rows use for their
-	// member list and member rows for their acknowledged generation.
+	// addDataColumn adds the text column of pool rows.
 	addDataColumn(table string) string
-	// unlessCounted returns statements that run s only when the query
-	// check counts nothing, for a database that cannot say "if not exists"
-	// in ALTER TABLE ... ADD COLUMN (MySQL). The statements must run on
-	// one connection. Other databases guard their statements themselves
-	// and get s.
+	// unlessCounted returns statements, for one connection, that run s
+	// only when the query check counts nothing (MySQL); s elsewhere.
 	unlessCounted(check, s string) []string
 	// insertOnce makes ins, an INSERT of one row into the table q
-	// (quoted), do nothing when a row with key = value exists, for DDL
-	// that may be applied twice.
+	// (quoted), do nothing when a row with key = value exists.
 	insertOnce(ins, q, key, value string) string
 }
 
@@ -63,8 +49,8 @@ type schemaType interface {
 // tableRebuilder rebuilds tables where rebuildsTables (SQLite).
 type tableRebuilder interface {
 	// rebuildTable gives table the columns want, copying its rows, when it
-	// has the columns before (a prefix of want) or already all of want,
-	// where facts.rebuildsTables (SQLite); nil elsewhere.
+	// has the columns before (a prefix of want) or already all of want;
+	// nil where ALTER TABLE adds columns.
 	rebuildTable(table, pk string, before, want []column) []string
 }
 
@@ -73,9 +59,8 @@ type inPlaceColumns struct{}
 
 func (inPlaceColumns) rebuildTable(string, string, []column, []column) []string { return nil }
 
-// rowRewriter is what the migration step that renames rows (schema
-// version 3, schema.go) asks one database for: its string functions, and
-// how an UPDATE or an INSERT skips the names taken already.
+// rowRewriter is what the step that renames rows (schema version 3) asks
+// one database for.
 type rowRewriter interface {
 	// concat joins string expressions.
 	concat(parts ...string) string
@@ -86,14 +71,12 @@ type rowRewriter interface {
 	// lastSlash is the 1-based position of the last '/' in col, which must
 	// contain one.
 	lastSlash(col string) string
-	// renameUnlessTaken renders an UPDATE of the lease table q (quoted)
-	// that sets name to newName(col) on the rows matching where, except
-	// rows whose new name is taken already. col is how the statement
-	// refers to the row's name.
+	// renameUnlessTaken is an UPDATE of the lease table q (quoted) that
+	// sets name to newName(col) on the rows where(col) matches, but those
+	// whose new name is taken; col is the statement's name column.
 	renameUnlessTaken(q string, newName, where func(col string) string) string
-	// insertUnlessTaken turns ins, "INSERT INTO q (...) SELECT ... WHERE
-	// ..." into the lease table q (quoted), into one that skips rows whose
-	// name (the SQL expression name) is taken.
+	// insertUnlessTaken makes ins, "INSERT INTO q (...) SELECT ... WHERE
+	// ...", skip the rows whose name (an SQL expression) is taken.
 	insertUnlessTaken(ins, q, name string) string
 }
 
@@ -102,9 +85,8 @@ type rowRewriter interface {
 type migrationLocker interface {
 	// migrationLock returns the lock statements for one schema.
 	migrationLock(t Tables, timeout time.Duration) lockSQL
-	// withMigrationLock runs apply with the migration lock of t held, on a
-	// handle every migration statement goes through. apply runs a step
-	// that must be atomic with the record of its version through stepTx.
+	// withMigrationLock runs apply with the migration lock of t held, on
+	// the handle of every migration statement.
 	withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error
 	// lockName is the lock's '?' name, in the database named database.
 	lockName(t Tables, database string) string
@@ -126,8 +108,8 @@ func nameCol(t columnTypes) string   { return t.name }
 func bigintCol(t columnTypes) string { return t.bigint }
 func intCol(t columnTypes) string    { return t.integer }
 
-// textCol is the type of the data column where it takes a default: not on
-// MySQL, whose TEXT columns took none before 8.0.13 (see addDataColumn).
+// textCol is the type of the data column where it takes a default (not
+// MySQL's, see addDataColumn).
 func textCol(t columnTypes) string { return t.text }
 
 // columnDef declares the NOT NULL column c, with its default, in the
@@ -151,13 +133,11 @@ func createTable(f facts, ddl schemaDDL, table string, pk string, cols []column)
 		f.tableSuffix
 }
 
-// createTableIfNotExists starts a CREATE TABLE that does nothing when the
-// table exists, on every database but SQL Server.
+// createTableIfNotExists is createTableIf but on SQL Server.
 const createTableIfNotExists = "CREATE TABLE IF NOT EXISTS "
 
-// alterAdd adds the columns cols to a table in one ALTER TABLE, each
-// clause starting with add ("ADD COLUMN "), for the database of the facts
-// f.
+// alterAdd adds cols to a table in one ALTER TABLE, each clause starting
+// with add ("ADD COLUMN ").
 func alterAdd(f facts, table, add string, cols []column) string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
@@ -166,8 +146,7 @@ func alterAdd(f facts, table, add string, cols []column) string {
 	return "ALTER TABLE " + f.quote(table) + " " + strings.Join(parts, ", ")
 }
 
-// schemaSQL builds the statements of the schema: the version table's, and
-// the migration steps' (schema.go).
+// schemaSQL builds the statements of the schema.
 type schemaSQL struct{ *dialect }
 
 // createTable renders an idempotent CREATE TABLE.
@@ -195,8 +174,8 @@ func (d schemaSQL) sqlCurrentVersion(t Tables) string {
 	return "SELECT COALESCE(MAX(version), 0) FROM " + d.quote(t.Migrations)
 }
 
-// recordVersionOnce records an applied step unless its row exists, for
-// DDL that may be applied twice. description is an SQL literal.
+// recordVersionOnce records an applied step unless its row exists;
+// description is an SQL literal.
 func (d schemaSQL) recordVersionOnce(t Tables, version int, description string) string {
 	q := d.quote(t.Migrations)
 	v := strconv.Itoa(version)
@@ -204,28 +183,21 @@ func (d schemaSQL) recordVersionOnce(t Tables, version int, description string) 
 		q, "version", v)
 }
 
-// ----------------------------------------------------------------------
-// Migration lock
-
-// lockSQL holds the statements that serialise migrations on one dialect.
+// lockSQL holds the statements that serialise migrations on one database.
 type lockSQL struct {
-	// setup runs first, inside the migration transaction (PostgreSQL).
-	setup string
-	// acquire takes the lock; for MySQL and SQL Server it returns a status
-	// row. '?' is the lock name (MySQL, SQL Server) and then the timeout in
-	// seconds (MySQL).
+	setup string // runs first, in the migration's transaction (PostgreSQL)
+	// acquire takes the lock; on MySQL and SQL Server it returns a status
+	// row, and '?' is the lock name, then the timeout in seconds (MySQL).
 	acquire string
-	// release frees the lock; empty where the transaction end frees it.
-	release string
+	release string // "" where the transaction's end frees it
 }
 
 // migrationApply applies the migration steps on tx, with the migration
-// lock held. It runs a step that must be atomic with the record of its
-// version through stepTx.
+// lock held; a step that must be atomic with the record of its version
+// runs through stepTx.
 type migrationApply func(tx *gorm.DB, stepTx func(func() error) error) error
 
-// inRun is the stepTx of a migration run that is one transaction as a
-// whole: the step runs in it.
+// inRun is the stepTx of a migration run that is one transaction.
 func inRun(fn func() error) error { return fn() }
 
 // migrationLockSQL lists the lock statements, for the golden files.
@@ -240,8 +212,7 @@ func migrationLockSQL(d *dialect, t Tables, timeout time.Duration) []string {
 	return out
 }
 
-// migrationLockKey derives the name of the lock that serialises concurrent
-// migrations of one schema (one prefix in one database).
+// migrationLockKey names the lock of one schema's migrations.
 func migrationLockKey(t Tables) string { return "leasehold:migrate:" + t.Prefix }
 
 // advisoryKey maps the lock name to PostgreSQL's 64-bit advisory lock key.

@@ -11,8 +11,7 @@ import (
 )
 
 // sqliteFacts are SQLite's facts (gorm.io/driver/sqlite, over the cgo or
-// the pure-Go driver). One writer runs at a time, and it detects no
-// failovers (incarnation.go).
+// the pure-Go driver): one writer at a time, no failover detection.
 var sqliteFacts = facts{
 	name:             SQLite,
 	now:              sqliteNow,
@@ -20,9 +19,7 @@ var sqliteFacts = facts{
 	acquire:          acquireReturning,
 	serialWriters:    true,
 	renewReturnsRows: true,
-	// lockRows is empty: a writing transaction holds the database's write
-	// lock (sqlWriteLock), which excludes every other writer, and
-	// statements never wait on a row (lockFirst is false).
+	// The write lock (sqlWriteLock) excludes every other writer.
 	lockRows:       lockClause{},
 	firstRows:      limitTail,
 	types:          columnTypes{name: "TEXT", bigint: "INTEGER", integer: "INTEGER", text: "TEXT"},
@@ -31,9 +28,8 @@ var sqliteFacts = facts{
 	databaseFile:   "SELECT file FROM pragma_database_list WHERE name = 'main'",
 }
 
-// sqliteNow: julianday('now') has millisecond resolution and is constant
-// within one statement. The value is stored in microseconds like the
-// others.
+// sqliteNow: julianday('now'), constant within one statement, to the
+// millisecond.
 const sqliteNow = "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000)"
 
 // sqliteDialect is SQLite.
@@ -59,14 +55,11 @@ func (s sqliteDB) sqlEnsureRows(t Tables, names []string) stmt {
 		namesArgs(names)}
 }
 
-// lockForShare is empty: a writing transaction already excludes every
-// other writer, and a deferred one that read a stale snapshot cannot
-// commit a write (sqlFence).
+// lockForShare is empty: writers exclude each other already (sqlFence).
 func (sqliteDB) lockForShare(string) (hint, suffix string) { return "", "" }
 
 // sqliteSchema is SQLite's schema: ADD COLUMN cannot say "if not exists",
-// so the migrations guard it with hasColumn and the DDL script rebuilds
-// the tables (tableRebuilder).
+// so the migrations guard it with hasColumn and DDLFrom rebuilds tables.
 type sqliteSchema struct {
 	facts
 	keyLockName
@@ -103,8 +96,8 @@ func (s sqliteSchema) addDataColumn(table string) string {
 
 func (sqliteSchema) concat(parts ...string) string { return strings.Join(parts, " || ") }
 
-// lastSlash: SQLite has no REVERSE: trimming every character but '/' from
-// the right leaves the name up to its last '/'.
+// lastSlash: no REVERSE; trimming all but '/' from the right leaves the
+// name up to its last '/'.
 func (sqliteSchema) lastSlash(col string) string {
 	return "LENGTH(RTRIM(" + col + ", REPLACE(" + col + ", '/', '')))"
 }
@@ -114,9 +107,8 @@ func (sqliteSchema) migrationLock(Tables, time.Duration) lockSQL {
 	return lockSQL{acquire: "BEGIN IMMEDIATE", release: "COMMIT"}
 }
 
-// withMigrationLock: BEGIN IMMEDIATE takes the write lock up front
-// (waiting up to the busy timeout), whatever _txlock the caller's DSN
-// sets, and the run is one transaction.
+// withMigrationLock: BEGIN IMMEDIATE takes the write lock up front,
+// whatever _txlock the DSN sets; the run is one transaction.
 func (s sqliteSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Duration, apply migrationApply) error {
 	lock := s.migrationLock(t, timeout)
 	return pinned(db, func(conn *gorm.DB) error {
@@ -131,16 +123,9 @@ func (s sqliteSchema) withMigrationLock(db *gorm.DB, t Tables, timeout time.Dura
 	})
 }
 
-// rebuildTable gives a SQLite table the columns want, copying its rows,
-// when it has the columns before (a prefix of want) or already all of
-// want: SQLite cannot add a column only if it is missing, and this copy
-// works on either. The columns want adds to before take their defaults from
-// one row; a NATURAL LEFT JOIN with that row has no column in common with a
-// table that lacks them all (each row gets the defaults), and only those in
-// common with one that has them all (each row keeps its own values). The
-// columns of one migration step come and go together, so a rebuild per step
-// copies a table at any version. A missing table is created as before
-// first. Run it inside one transaction.
+// rebuildTable gives table the columns want, copying its rows, when it has
+// the columns before or already all of want; a missing table is created as
+// before first. Run it inside one transaction.
 func (s sqliteSchema) rebuildTable(table, pk string, before, want []column) []string {
 	q, tmp := s.quote(table), table+"_rebuild"
 	names := make([]string, len(want))
@@ -153,9 +138,6 @@ func (s sqliteSchema) rebuildTable(table, pk string, before, want []column) []st
 	}
 	cols := strings.Join(names, ", ")
 	return []string{
-		// A table the script expects but that is not there yet is
-		// created as it was first, so that the copy and the rename
-		// below still make it.
 		createTable(s.facts, s, table, pk, before),
 		"DROP TABLE IF EXISTS " + s.quote(tmp),
 		createTable(s.facts, s, tmp, pk, want),

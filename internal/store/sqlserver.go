@@ -15,21 +15,14 @@ var sqlserverFacts = facts{
 	name:  SQLServer,
 	now:   sqlserverNow,
 	quote: quoteBracket,
-	// incarnationExpr is the name of the server instance answering: an
-	// availability group's failover moves the primary to another instance
-	// (incarnation.go).
+	// The name of the server instance answering.
 	incarnationExpr:  "CAST(COALESCE(@@SERVERNAME, N'') AS NVARCHAR(255))",
 	acquire:          acquireReturning,
 	renewReturnsRows: true,
 	lockRows:         lockClause{hint: " WITH (UPDLOCK, ROWLOCK)"},
 	firstRows:        sqlserverTop,
-	// types: NVARCHAR names because go-mssqldb binds Go strings as
-	// NVARCHAR: a VARCHAR key compared with an NVARCHAR parameter is
-	// converted row by row and loses its index seek. Binary collation:
-	// byte-for-byte comparison, as on the others.
-	types: columnTypes{name: "NVARCHAR(255) COLLATE Latin1_General_BIN2", bigint: "BIGINT", integer: "INT", text: "NVARCHAR(MAX)"},
-	// batchEnd is GO, so that each statement is compiled after the ones
-	// before it have run.
+	// NVARCHAR names, as go-mssqldb binds strings; binary collation.
+	types:    columnTypes{name: "NVARCHAR(255) COLLATE Latin1_General_BIN2", bigint: "BIGINT", integer: "INT", text: "NVARCHAR(MAX)"},
 	batchEnd: "GO\n",
 }
 
@@ -45,8 +38,7 @@ func sqlserverDialect() *dialect {
 	return newDialect(sqlserverFacts, sqlserverDB{}, s)
 }
 
-// sqlserverDB is SQL Server's runtime fragments. Its processes wake each
-// other with peer wake-ups (wake.go).
+// sqlserverDB is SQL Server's runtime type.
 type sqlserverDB struct {
 	inLists
 	plainSteps
@@ -60,8 +52,7 @@ func (sqlserverDB) returning(cols ...string) (afterSet, afterWhere string) {
 	return " OUTPUT inserted." + strings.Join(cols, ", inserted."), ""
 }
 
-// sqlEnsureRows: UPDLOCK+HOLDLOCK take a key-range lock, so two concurrent
-// inserts queue instead of one failing with a duplicate key.
+// sqlEnsureRows: UPDLOCK+HOLDLOCK make concurrent inserts queue.
 func (sqlserverDB) sqlEnsureRows(t Tables, names []string) stmt {
 	q := quoteBracket(t.Leases)
 	args := append(namesArgs(names), namesArgs(names)...)
@@ -74,8 +65,7 @@ func (sqlserverDB) sqlEnsureRows(t Tables, names []string) stmt {
 // lockForShare holds a shared row lock until the transaction ends.
 func (sqlserverDB) lockForShare(string) (hint, suffix string) { return " WITH (HOLDLOCK, ROWLOCK)", "" }
 
-// insertOnceConcurrent: UPDLOCK+HOLDLOCK take a key-range lock, so two
-// concurrent inserts queue instead of one failing with a duplicate key.
+// insertOnceConcurrent: UPDLOCK+HOLDLOCK make concurrent inserts queue.
 func (sqlserverDB) insertOnceConcurrent(into, values, q, key, value string) string {
 	return into + "SELECT " + values + " WHERE NOT EXISTS (SELECT 1 FROM " + q + " WITH (UPDLOCK, HOLDLOCK) WHERE " + key + " = " +
 		value + ")"
@@ -107,8 +97,8 @@ func (s sqlserverSchema) addColumn(table string, c column) string {
 	return "IF COL_LENGTH(N'" + table + "', N'" + c.name + "') IS NULL ALTER TABLE " + s.quote(table) + " ADD " + s.unicodeColumnDef(c)
 }
 
-// addColumns guards every column by the first one's absence: the
-// migration is one transaction.
+// addColumns guards every column by the first one's absence (the
+// migration is one transaction).
 func (s sqlserverSchema) addColumns(table string, cols []column) []string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {

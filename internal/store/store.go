@@ -23,11 +23,10 @@ var (
 	// ErrMigrationLock is returned when the migration lock could not be
 	// taken in time.
 	ErrMigrationLock = errors.New("leasehold: could not take the migration lock")
-	// ErrPoolerMode is returned by the start-up probe (ProbeFailover) when
-	// the database is behind a transaction pooler that gives a client's
-	// transactions different server connections, and the driver keeps
-	// prepared statements on them, which the next one lacks. On
-	// PostgreSQL the DSN then needs default_query_exec_mode=exec (or
+	// ErrPoolerMode is returned by ProbeFailover when the database is
+	// behind a transaction pooler and the driver keeps prepared statements
+	// on server connections, which the client's next transaction may not
+	// have: the PostgreSQL DSN needs default_query_exec_mode=exec (or
 	// simple_protocol, or cache_describe).
 	ErrPoolerMode = errors.New("leasehold: the driver keeps prepared statements behind a transaction pooler")
 )
@@ -41,39 +40,22 @@ type Options struct {
 	// TablePrefix selects the tables ("" means DefaultTablePrefix).
 	TablePrefix string
 	// FailoverHold is the least time no lease may be taken after a
-	// failover of the database (incarnation.go): the TTL of the process.
-	// The longest TTL among the sessions on record counts when it is
-	// longer.
+	// failover of the database (the process's TTL; a longer session TTL
+	// on record counts instead).
 	FailoverHold time.Duration
-	// MaxConnections bounds how many statements of the store run at once,
-	// and so how many connections of the caller's pool they use. With two
-	// or more, one is kept for the session's renewal and the releases, so
-	// that reads and acquires can never delay them. Statements run in the
-	// caller's transactions (Fence, RenewSessionIn) are not counted: they
-	// use the caller's connection. 0 means DefaultMaxConnections.
+	// MaxConnections bounds how many connections of the caller's pool the
+	// store's statements use at once; with two or more, one is kept for
+	// the session's renewal and the releases. Statements in the caller's
+	// transactions are not counted. 0 means DefaultMaxConnections.
 	MaxConnections int
-	// Quiet, unless nil, reports the leases whose release wakes nobody:
-	// rows nobody waits to take, whose holder announces the change itself
-	// (a pool member's row, which its member announces once it published
-	// the generation without it).
+	// Quiet, unless nil, reports the leases whose release wakes nobody
+	// (rows nobody waits to take).
 	Quiet func(name string) bool
 }
 
-// Store runs the coordination statements on one database. It runs the
-// statements of the lease and pool rows itself, and hands the rest to the
-// owners it is made of, each with its own part of the state:
-//
-//   - the connection gate (gate, conn.go): the connection slots every
-//     statement takes, the transactions of decisions, and the PostgreSQL
-//     connection lent to a wake-up transport (wake.go);
-//   - the session rows (Sessions, sessions.go): a process's one row, its
-//     renewal, and its end;
-//   - the schema (Schema, migrate.go): its version, its check, and the
-//     migrations;
-//   - the failover detection (Failover, failover.go): the database's
-//     incarnation, and which SQL the statements use;
-//   - the rows of keyed locks (LockRows, floored.go): created at their
-//     floor's epoch, deleted when released or dead.
+// Store runs the coordination statements on one database: those of the
+// lease and pool rows itself, the rest through its owners (Sessions,
+// Schema, Failover, LockRows).
 type Store struct {
 	conns  *gate
 	sql    *currentSQL
@@ -84,21 +66,16 @@ type Store struct {
 	failover *Failover
 	lockRows *LockRows
 
-	// released is what a release that freed any lease calls, here and in
-	// lockRows.
-	released *releaseHook
-	// quiet is Options.Quiet.
-	quiet func(name string) bool
+	released *releaseHook // here and in lockRows
+	quiet    func(name string) bool
 }
 
-// releaseHook is called after a release that freed any lease, with the
-// names of its terms, for the transports the release statement does not
-// notify by itself (wake.go, OnRelease); fn is nil otherwise. It is set
-// before the first release.
+// releaseHook is what a release that freed any lease calls with the names
+// of its terms (OnRelease); fn is set before the first release, or nil.
 type releaseHook struct{ fn func(names []string) }
 
-// after calls the hook, when set, with the names of the n terms a release
-// gave up (name(i) of each), once it freed any (total > 0).
+// after calls the hook with name(i) of the n terms of a release that freed
+// total > 0 leases.
 func (h *releaseHook) after(total int64, n int, name func(i int) string) {
 	if total == 0 || h.fn == nil {
 		return
@@ -110,10 +87,9 @@ func (h *releaseHook) after(total int64, n int, name func(i int) string) {
 	h.fn(names)
 }
 
-// currentSQL is the SQL of the store's statements: the dialect with
-// failover detection, or without it once ProbeFailover found that the
-// server cannot say its incarnation (failover.go). It is set before the
-// coordinator's loops start and never changes after.
+// currentSQL is the dialect of the store's statements, which only
+// ProbeFailover changes (Galera, no incarnation), before the coordinator's
+// loops start.
 type currentSQL struct{ d atomic.Pointer[dialect] }
 
 // dl returns the dialect in use.
@@ -139,10 +115,9 @@ func New(db *gorm.DB, o Options) (*Store, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("leasehold: MaxConnections (%d) must be at least 1", n)
 	}
-	// A fresh session: the caller's scopes and conditions must not leak
-	// into the library's statements.
 	sql := &currentSQL{}
 	sql.d.Store(d)
+	// A fresh session: no scope or condition of the caller's leaks in.
 	conns := newGate(db.Session(&gorm.Session{NewDB: true}), n, sql, t)
 	released := &releaseHook{}
 	return &Store{
@@ -175,10 +150,8 @@ func (s *Store) Tables() Tables { return s.tables }
 // MaxConnections returns the bound on the connections the store uses.
 func (s *Store) MaxConnections() int { return s.conns.maxConns }
 
-// SerializesWriters reports whether a writing transaction on this database
-// excludes every other writer until it ends, whichever rows it touches
-// (SQLite). A fenced transaction then keeps the session's renewal out for
-// as long as it is open; RenewSessionIn lets the fenced transaction renew
-// the session itself, and ReadSession sees the result once it commits,
-// without waiting for the writer.
+// SerializesWriters reports whether a writing transaction excludes every
+// other writer until it ends (SQLite): a fenced transaction then holds off
+// the session's renewal, so it renews the session itself (RenewSessionIn),
+// and ReadSession sees that once it commits.
 func (s *Store) SerializesWriters() bool { return s.sql.dl().serialWriters }

@@ -27,10 +27,8 @@ type counted struct {
 	byRow bool
 }
 
-// Chunk sizes: how many names or terms one statement carries. They keep
-// every statement within SQL Server's 2,100 bound parameters (the
-// smallest limit of the four) with room to spare, and keep each
-// statement's work bounded however many leases a process holds.
+// Chunk sizes: how many names or terms one statement carries, within SQL
+// Server's 2,100 bound parameters (the smallest limit of the four).
 const (
 	// ReadChunk is how many names one read carries (one parameter each).
 	ReadChunk = 1000
@@ -49,14 +47,12 @@ type Row struct {
 	Epoch   int64
 	// AcquiredAt is when the current (or last) term began.
 	AcquiredAt time.Time
-	// RenewedAt and ExpiresAt are those of the holder's session (of the
-	// row itself when it has no session). ExpiresAt is zero when the
-	// session is gone.
+	// RenewedAt and ExpiresAt are the holder's session's (the row's own
+	// when it has none); ExpiresAt is zero when the session is gone.
 	RenewedAt, ExpiresAt time.Time
 	Data                 string
 	// ResignEpoch is the epoch of the term a resign request was recorded
-	// for; 0 when none. It asks the holder to resign only while it equals
-	// Epoch.
+	// for (0 for none); it asks only while it equals Epoch.
 	ResignEpoch int64
 	// PreferredHolder names the process a resign request prefers as the
 	// next holder (a holder string, node or instance id), until
@@ -65,42 +61,35 @@ type Row struct {
 	PreferredUntil  time.Time
 	// Now is the database clock at the read.
 	Now time.Time
-	// HoldUntil is, after a failover of the database (incarnation.go),
-	// when leases may be taken again by the database clock; zero when
-	// there is no hold-off.
+	// HoldUntil is when leases may be taken again after a failover of the
+	// database; zero when there is no hold-off.
 	HoldUntil time.Time
 	// EpochFloor is the floor every new epoch goes above (incarnation.go):
 	// a pool whose generation is below it publishes its next one.
 	EpochFloor int64
 
-	// incarnationStale is set when the read found the incarnation row
-	// missing or naming another incarnation than the one answering.
+	// incarnationStale: the incarnation row was missing or named another
+	// incarnation.
 	incarnationStale bool
 }
 
-// HeldOff reports whether, at the read, no lease could be taken because
-// the database failed over less than a hold-off ago.
+// HeldOff reports whether no lease could be taken at the read, after a
+// failover of the database.
 func (r Row) HeldOff() bool { return r.HoldUntil.After(r.Now) }
 
-// Live reports whether the lease was held and unexpired at the read. It is
-// the same rule as the SQL the store writes (heldExpr in sql_sessions.go).
+// Live reports whether the lease was held and unexpired at the read, as
+// heldExpr decides in SQL.
 func (r Row) Live() bool { return r.Holder != "" && !r.ExpiresAt.Before(r.Now) }
 
-// ReservedAgainst reports whether, at the read, an unexpired resign
-// preference named another process than holder: an acquire by holder
-// would not take the lease (takeable in sql_leases.go).
+// ReservedAgainst reports whether an unexpired resign preference named
+// another process than holder at the read.
 func (r Row) ReservedAgainst(holder string) bool {
 	return r.PreferredHolder != "" && !r.PreferredUntil.Before(r.Now) && !Prefers(r.PreferredHolder, holder)
 }
 
 // Takeable reports whether an acquire by holder under session ("" for
-// none) would take the lease of r, as the acquire statement decides
-// (takeable in sql_leases.go): the lease is free, expired, held by a dead
-// session or by session itself; no unexpired resign preference names
-// another process; and no failover of the database is less than a
-// hold-off ago. It is the one statement of the rule in Go: the
-// coordinator reads rows with it to decide whether to send an acquire,
-// and the in-memory store of its tests applies it.
+// none) would take the lease, as the acquire statement decides: it is not
+// live or is session's, not reserved against holder, and not held off.
 func (r Row) Takeable(session, holder string) bool {
 	return (!r.Live() || (session != "" && r.Session == session)) && !r.ReservedAgainst(holder) && !r.HeldOff()
 }
@@ -120,9 +109,9 @@ type Session struct {
 // Live reports whether the session was unexpired at the read.
 func (s Session) Live() bool { return !s.ExpiresAt.Before(s.Now) }
 
-// HolderForms returns the three strings a resign preference may use to
-// name the process with this holder string ("node/cluster/instance"): the
-// holder string itself, its node and its instance id.
+// HolderForms returns the three names a resign preference may give the
+// process of holder ("node/cluster/instance"): holder, its node and its
+// instance id.
 func HolderForms(holder string) [3]string {
 	node, instance := holder, holder
 	if i := strings.IndexByte(holder, '/'); i >= 0 {

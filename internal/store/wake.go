@@ -17,33 +17,20 @@ import (
 	"github.com/leasehold/leasehold/internal/wake"
 )
 
-// The store's side of the wake-ups (package internal/wake): the SQL, and
-// the connection a transport through the database listens on.
-//
-//   - PostgreSQL (notifier): the release statement calls pg_notify, which
-//     the server delivers at commit, and Notify sends a NOTIFY. A transport
-//     that talks to the driver (pgnotify) listens on one connection,
-//     which the store lends it (Listen): it also carries the store's
-//     general statements, so that listening costs no connection beyond
-//     the bound.
-//   - SQLite (fileDatabase): the store reads the database file's path
-//     (File) for the sockets next to it, and tells the socket transport of
-//     each release (OnRelease).
-//   - every database (storeWake's wake.Directory): a row of the session
-//     table that holds no lease advertises where each listening process
-//     receives peer wake-ups and their key (schema version 10), for the
-//     peer transport: the one of MySQL, MariaDB and SQL Server, and
-//     PostgreSQL's where it is chosen. It is written, renewed and deleted
-//     with the statements of the session rows.
+// The store's side of the wake-ups (package internal/wake):
+//   - PostgreSQL: releases notify at commit, and a transport listens on a
+//     connection the store lends it (Listen), which also carries the
+//     store's general statements, so listening costs no extra connection;
+//   - SQLite: File names the database file for the sockets next to it;
+//   - every database: session rows that hold no lease advertise the peer
+//     wake-ups of their process (wake.Directory).
 
-// wakeChannel is the PostgreSQL notification channel of the tables, and
-// the name the SQLite wake-up directory is derived from: the lease
-// table's name, so that two table prefixes never wake each other.
+// wakeChannel is the tables' notification channel, and what the SQLite
+// wake-up directory is named after: the lease table's name.
 func wakeChannel(t Tables) string { return t.Leases }
 
-// probeChannel returns a new channel for the probe of one listening
-// connection (storeWake.Listen): a name nobody else listens to, so that
-// only that connection's probes are ever sent to it.
+// probeChannel returns a new channel for the probes of one listening
+// connection.
 func probeChannel() string {
 	return "leasehold_probe_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 }
@@ -83,9 +70,8 @@ func (w storeWake) File(ctx context.Context) (string, error) {
 	return files[0], nil
 }
 
-// Notify wakes the processes listening on the tables for names, through
-// the database; elsewhere it does nothing. Releases notify by themselves;
-// pools call it after changing their rows.
+// Notify wakes the processes listening for names through the database;
+// elsewhere it does nothing. Releases notify by themselves.
 func (w storeWake) Notify(ctx context.Context, names []string) error {
 	st := w.s.sql.dl().sqlNotify(wakeChannel(w.s.tables), wake.Payload(names))
 	if st.q == "" {
@@ -94,14 +80,11 @@ func (w storeWake) Notify(ctx context.Context, names []string) error {
 	return w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) error { return execStep(db, st) })
 }
 
-// OnRelease sets what Release calls with the names of the terms it
-// released, when it freed any, and what SetData calls with the name of
-// the wake-up it is given.
+// OnRelease sets what a release that freed any lease calls with the
+// names released, and what SetData calls with its wake-up's name.
 func (w storeWake) OnRelease(fn func(names []string)) { w.s.released.fn = fn }
 
-// Advertise creates the advertising row id of holder, live for ttl. It
-// runs on the general connections: it is not a session's own row, whose
-// statements have the renewal's slot.
+// Advertise creates the advertising row id of holder, live for ttl.
 func (w storeWake) Advertise(ctx context.Context, id, holder string, a wake.Advert, ttl time.Duration) error {
 	return w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) error {
 		_, err := exec(db, w.s.sql.dl().sessions().sqlCreateSessionAdvertised(w.s.tables, id, holder, ttl, a.Addrs, a.Key))
@@ -109,8 +92,7 @@ func (w storeWake) Advertise(ctx context.Context, id, holder string, a wake.Adve
 	})
 }
 
-// Readvertise extends the advertising row id, with the renewal statement
-// of a session, on the general connections; false when it had expired.
+// Readvertise extends the advertising row id; false when it had expired.
 func (w storeWake) Readvertise(ctx context.Context, id string, ttl time.Duration) (ok bool, err error) {
 	err = w.s.conns.run(ctx, w.s.conns.general, func(db *gorm.DB) (err error) {
 		ok, _, err = w.s.sessions.renew(db, id, ttl)
@@ -140,9 +122,9 @@ func (w storeWake) Peers(ctx context.Context, grace time.Duration) ([]wake.Adver
 	return out, err
 }
 
-// Listen lends the transport a connection to listen on (wake.Conn): it
-// takes every general slot, so that the statements on the pool end first
-// and the listening connection stands for all of them while it is there.
+// Listen lends the transport a connection to listen on (wake.Conn), with
+// every general slot: the general statements run on it while it is shared
+// (lentConn.Share).
 func (w storeWake) Listen(ctx context.Context, fn func(c wake.Conn) error) error {
 	g, l := w.s.conns, w.s.conns.lend
 	if l == nil {
@@ -159,17 +141,9 @@ func (w storeWake) Listen(ctx context.Context, fn func(c wake.Conn) error) error
 	db := g.db.WithContext(ctx).Clauses(dbresolver.Write).Session(&gorm.Session{})
 	return pinned(db, func(conn *gorm.DB) error {
 		raw := conn.Statement.ConnPool.(pinnedConn).Conn
-		// The connection never goes back to the pool with LISTEN on it:
-		// the pool's next user would collect notifications it never reads.
+		// Never back to the pool with LISTEN on it.
 		defer func() { _ = raw.Raw(func(any) error { return driver.ErrBadConn }) }()
-		// It listens to its own probe channel first, and to the tables'
-		// channel only once a probe has arrived (Listening). Behind a
-		// transaction pooler the LISTEN stays on whichever server
-		// connection ran it, which the pooler hands to other clients:
-		// were it the tables' channel, every release would send that
-		// server connection a notification while no client is linked to
-		// it, and PgBouncer 1.18 then ends with "server_proto: server in
-		// bad state" when such a notification meets a cancel request.
+		// The tables' channel only once a probe arrived (Listening).
 		probe := probeChannel()
 		if err := conn.Exec(pgListen(probe)).Error; err != nil {
 			return fmt.Errorf("LISTEN: %w", err)
@@ -180,12 +154,9 @@ func (w storeWake) Listen(ctx context.Context, fn func(c wake.Conn) error) error
 	})
 }
 
-// lending is how the general statements of a PostgreSQL store run on the
-// connection it lent a transport (storeWake.Listen). While that connection
-// is shared, it holds every general connection slot, and the general
-// statements run on it, one at a time, interrupting the transport's wait
-// for notifications: so a process uses at most its renewal connection and
-// this one. While it is not, they use the pool as usual.
+// lending runs the general statements of a PostgreSQL store on the
+// connection lent to a transport while it is shared, one at a time,
+// interrupting the transport's wait; on the pool otherwise.
 type lending struct {
 	g      *gate
 	tables Tables
@@ -194,15 +165,14 @@ type lending struct {
 
 	mu   sync.Mutex
 	idle *sync.Cond // signalled when users drops to 0
-	// conn is the shared connection's handle, nil while none is shared;
-	// alive is what the transport said tells whether it still works.
+	// conn is the shared connection, nil while none is; alive tells
+	// whether it still works.
 	conn  *gorm.DB
 	alive func() bool
 	users int                // statements that use or wait for conn
 	stop  context.CancelFunc // ends the transport's wait in progress
-	// up is cancelled (by setUp) when conn is set, and replaced when it
-	// is cleared: a statement waiting for a pool slot, which the
-	// transport may hold, goes to conn instead once it is there.
+	// up is cancelled when conn is set, and replaced when it is cleared:
+	// a statement waiting for a pool slot then goes to conn.
 	up    context.Context
 	setUp context.CancelFunc
 	turn  chan struct{} // buffered 1: one statement at a time on conn
@@ -216,9 +186,7 @@ func newLending(g *gate, t Tables, clock stmt) *lending {
 }
 
 // poolAllows returns an error wrapping ErrNoWakeups when the caller's pool
-// is capped below two open connections: the listening connection is taken
-// from it for as long as listening runs, and the session's renewal must
-// still find one.
+// allows fewer than two open connections: listening holds one.
 func (l *lending) poolAllows() error {
 	sqlDB, err := l.g.db.DB()
 	if err != nil {
@@ -259,13 +227,9 @@ func (l *lending) run(ctx context.Context, fn func(db *gorm.DB) error) error {
 	}
 }
 
-// runOn runs fn on the shared connection conn, which alive (if not nil)
-// says still works; the caller counted itself in users. When the connection has broken by the time fn's turn comes
-// (a statement before it gave up mid-query, and the driver closed the
-// connection), it runs nothing and reports dead: the connection is no
-// longer shared, and the caller goes to the pool, as it would have had
-// the connection broken on the pool. Only the statement that was running
-// on it fails, as on the pool.
+// runOn runs fn on the shared connection conn, counted in users by the
+// caller. If conn broke before fn's turn (alive), it runs nothing and
+// reports dead: conn is no longer shared, and the caller goes to the pool.
 func (l *lending) runOn(ctx context.Context, conn *gorm.DB, alive func() bool, fn func(db *gorm.DB) error) (err error, dead bool) {
 	defer func() {
 		l.mu.Lock()
@@ -288,10 +252,8 @@ func (l *lending) runOn(ctx context.Context, conn *gorm.DB, alive func() bool, f
 	return fn(conn.WithContext(ctx).Session(&gorm.Session{})), false
 }
 
-// broke stops sharing conn, which broke: the statements that come next go
-// to the pool, where they wait for the slots the transport holds until it
-// notices the broken connection (its next wait, once no statement is left
-// on the connection, fails at once) and ends its Listen.
+// broke stops sharing conn, which broke; the transport's next wait fails
+// and ends its Listen, which frees the slots.
 func (l *lending) broke(conn *gorm.DB) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -301,9 +263,8 @@ func (l *lending) broke(conn *gorm.DB) {
 	l.unshareLocked()
 }
 
-// unshareLocked makes the statements that come next take the pool: it
-// clears the shared connection and starts a new up for the next Share.
-// The caller holds l.mu.
+// unshareLocked sends the statements that come next to the pool. The
+// caller holds l.mu.
 func (l *lending) unshareLocked() {
 	l.conn, l.alive = nil, nil
 	l.up, l.setUp = context.WithCancel(context.Background())
@@ -341,9 +302,8 @@ var _ wake.Conn = (*lentConn)(nil)
 // Raw is the connection.
 func (c *lentConn) Raw() *sql.Conn { return c.raw }
 
-// Notify sends payload to the connection's probe channel from the
-// renewal's connection slot, on the pool: the transport holds every
-// general slot.
+// Notify sends payload to the connection's probe channel, from the
+// renewal's slot.
 func (c *lentConn) Notify(ctx context.Context, payload string) error {
 	g := c.l.g
 	st := pgNotify(c.probe, payload)
@@ -404,16 +364,10 @@ func (c *lentConn) Idle(ctx context.Context, deadline time.Time) (context.Contex
 	}
 }
 
-// Listening subscribes the connection to the tables' channel, and ends
-// its subscription to its probe channel, now that a probe has shown that
-// its LISTEN holds (storeWake.Listen). It runs on the connection, which
-// the store's general statements share by now, in their turn.
-//
-// It then makes sure the pool holds a connection for the renewal's
-// slot. The listening connection is the one the pool had; without this, a
-// follower woken by a release would open a connection (on PostgreSQL a
-// new server process: milliseconds) to start its session, on the critical
-// path of the handoff. A failure there only leaves that for later.
+// Listening subscribes the connection to the tables' channel instead of
+// its probe channel, now that a probe showed its LISTEN holds. It then
+// has the pool open a connection for the renewal's slot, off the critical
+// path of a handoff; a failure there is left for later.
 func (c *lentConn) Listening(ctx context.Context) error {
 	l := c.l
 	l.mu.Lock()

@@ -15,7 +15,7 @@ import (
 	"github.com/leasehold/leasehold/internal/testdb"
 )
 
-// The hazards of a multi-primary Galera cluster (mysql.go): a node's reads
+// The hazards of a multi-primary Galera cluster (galera.go): a node's reads
 // lag the others' commits, and only write-write conflicts on one row are
 // caught, at commit. These tests make one node lag on purpose: a
 // transaction on it that replicates nothing (wsrep_on off) holds a row
