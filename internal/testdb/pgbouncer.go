@@ -135,12 +135,12 @@ func writePgBouncerConfig(s *Server, upstreamPort int) error {
 }
 
 // PgBouncerDSNSetting ends the DSNs of PgBouncerTarget: the pgx setting
-// that a program's own statements need behind a transaction pooler
-// (PgBouncer before 1.21 keeps no prepared statement across
-// transactions). pgx's default, cache_statement, prepares each statement
-// as a named one on whichever server connection the pooler gave the
-// client at the time. A test of the library's own statements under that
-// default cuts it off.
+// that the library and a program's own statements need behind a
+// transaction pooler (PgBouncer before 1.21 keeps no prepared statement
+// across transactions). pgx's default, cache_statement, prepares each
+// statement as a named one on whichever server connection the pooler gave
+// the client at the time; the store's start-up probe refuses it there
+// (store.ErrPoolerMode). A test of that default cuts the setting off.
 const PgBouncerDSNSetting = " default_query_exec_mode=exec"
 
 // PgBouncerTarget is the target "pgbouncer": PostgreSQL behind a private
