@@ -15,9 +15,10 @@ import (
 // The start-up check for a transaction pooler (PostgreSQL, facts.serverConn).
 //
 // It fails only on evidence: a client connection that keeps a prepared
-// statement (pg_prepared_statements shows it), that then runs a
-// transaction on another server connection, where that statement fails.
-// A direct connection never moves, so it always passes; so does a pooler
+// statement (pg_prepared_statements shows it) runs a transaction on
+// another server connection, where that statement fails, or finds its
+// server connection given to another client and no other to be had. A
+// direct connection never moves, so it always passes; so does a pooler
 // that carries prepared statements across server connections (PgBouncer
 // 1.21 and later with max_prepared_statements) or pins a client that
 // prepares to one (RDS Proxy). A quiet pooler hands a connection its last
