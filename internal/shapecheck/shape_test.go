@@ -205,22 +205,6 @@ func TestShape(t *testing.T) {
 	})
 }
 
-// receiverType is the name of a method's receiver type, without pointer
-// or type parameters.
-func receiverType(e ast.Expr) string {
-	switch x := e.(type) {
-	case *ast.StarExpr:
-		return receiverType(x.X)
-	case *ast.IndexExpr:
-		return receiverType(x.X)
-	case *ast.IndexListExpr:
-		return receiverType(x.X)
-	case *ast.Ident:
-		return x.Name
-	}
-	return "?"
-}
-
 // directRequirements lists the modules go.mod requires without an
 // "// indirect" comment.
 func directRequirements(t *testing.T, path string) []string {
