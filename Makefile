@@ -8,7 +8,7 @@ GOLANGCI_VER  := v2.15.0
 TEST_TIMEOUT  ?= 12m
 
 .DEFAULT_GOAL := help
-.PHONY: help modules test lint fmt vet tidy cli ddl demo chaos bench
+.PHONY: help modules check test lint fmt vet tidy cli ddl demo chaos bench
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,28 +29,11 @@ MODULES       := . tests cmd/leasehold internal/dbopen internal/testdb sample to
 GOTESTSUM     := $(GOBIN)/gotestsum
 TEST_REPORT   := $(CURDIR)/test-report.json
 # TEST_PARALLEL is how many tests of one package run at once (go test
-# -parallel). Most of the library's tests wait on leases and timers, not on
-# the CPU, so it is above the two cores: eight lets the conformance suite's
-# eight targets (PostgreSQL, MariaDB, Galera, both SQLite drivers,
-# PgBouncer and the two replicated pairs) run at once instead of the last
-# ones waiting for the first to end. With five, a run used the two cores
-# about half the time and took 11 min; with eight, 9.5 min, and
-# 10.7 min with another process keeping a core busy. Since the
-# coordination package's real-database tests run together after its
-# conformance suite (tests/coordination/harness_test.go, runCasesOn) and the
-# chaos round runs two dialects at once, 6.5 min, and 7 min with a core
-# kept busy. On a slower two-core machine (2026-11-28) eight was too many:
-# the database servers of the targets starved each other, statements took
-# more than a second, and five cases failed for it (12 min); with five,
-# 13 min with a cold build and one such failure, since fixed.
+# -parallel); most tests wait on leases and timers, not on the CPU, but
+# more than five starves the database servers on two cores.
 TEST_PARALLEL ?= 5
-# TEST_PACKAGES is how many test binaries run at once (go test -p; the
-# default is the number of cores). With two, coordination's tests take one
-# slot for the whole round and every other package of the library queues
-# behind the other one, for about as long; with three, on a slower
-# two-core machine (2026-11-28), the pure-Go SQLite target of the workers'
-# tests beside coordination's starved for CPU, its renewals taking
-# seconds, and a case failed for it.
+# TEST_PACKAGES is how many test binaries run at once (go test -p); more
+# than two starves the pure-Go SQLite targets on two cores.
 TEST_PACKAGES ?= 2
 # -race turns on the compiler's checkptr instrumentation everywhere; in the
 # pure-Go SQLite (modernc.org, C translated to Go, all unsafe pointer
@@ -108,6 +91,9 @@ TEST_JSON     := status=0; side=$$(mktemp -d); \
 	(cd tests && $(GO) test $(TEST_FLAGS) -parallel 1 -run "$(ALONE_ROUND)" ./coordination/) || status=1; \
 	(cd tools && $(GO) test $(TEST_FLAGS) -run "$(CHAOS_ROUND)" ./chaos/) || status=1; \
 	exit $$status
+
+check: ## the library's own tests, no database server (under a minute): the inner loop
+	GOWORK=off $(GO) test -count=1 ./...
 
 test: $(GOTESTSUM) ## run every test with -race on every dialect (starts private PostgreSQL and MariaDB), then the short chaos round
 	@echo "make test: compiling the tests of every module first"; $(TEST_BUILD)
