@@ -26,86 +26,56 @@ type adminStore interface {
 	CheckSchema(ctx context.Context) error
 }
 
-// AdminConfig tunes an Admin. The zero value is valid and gives the
-// documented defaults. NewAdmin checks it, and every error names the field
-// and its value.
-type AdminConfig struct {
-	// TablePrefix is prepended to the names of the coordination tables,
-	// as Config.TablePrefix: give the prefix the coordinators use. Only
-	// ASCII letters, digits and '_' are allowed, starting with a letter
-	// or '_', at most 40 bytes. Defaults to "leasehold_".
-	TablePrefix string
-
-	// Logger receives a line for each resign request recorded. Defaults
-	// to a no-op logger.
-	Logger *zap.Logger
-}
-
-// Admin reads and administers the coordination tables of one database from
-// any process: it lists leases and pools, asks the holder of a lease to
-// hand it over, and checks fencing tokens. It has no identity and nothing
-// to run: it holds no lease, writes no session, and each method is one or
-// two statements on the primary. It never migrates; on tables older than
-// this build, Resign says how to migrate. A command-line tool, a status
-// page or an operator's script uses one; NewAdmin builds it from a
-// *gorm.DB, and Coordinator.Admin returns the one on a coordinator's
-// database. It is safe for concurrent use.
-//
-// Having no identity, it never says whose a lease is to it: LeaseInfo.Mine
-// is always false, and CheckFence checks that a term is current, not who
-// holds it. Coordinator.Leases, Coordinator.Pools, Coordinator.Resign and
-// Coordinator.CheckFence are the same methods with the coordinator's
-// process as "this process".
+// Admin reads and administers the coordination tables of one database,
+// from any process. It holds no lease, writes no session and never
+// migrates; each method is one or two statements. NewAdmin builds one;
+// Coordinator.Admin returns a coordinator's. It is safe for concurrent use.
 type Admin struct {
 	store adminStore
 	log   *zap.Logger
-	// ttl is the preference window's TTL when the row of a lease does not
-	// show its holder's (holderTTL): the coordinator's TTL, or DefaultTTL.
+	// ttl is the holder's TTL when a lease row does not show it: the
+	// coordinator's TTL, or the default.
 	ttl time.Duration
 }
 
-// NewAdmin returns an admin client on db's coordination tables with the
-// prefix cfg.TablePrefix. It does no I/O. It returns an error wrapping
-// ErrInvalidConfig for a nil db or an invalid TablePrefix, and one wrapping
-// ErrUnsupportedDialect for a database leasehold does not support.
-func NewAdmin(db *gorm.DB, cfg AdminConfig) (*Admin, error) {
+// NewAdmin returns an admin client on db's coordination tables, using
+// only cfg's TablePrefix and Logger. It does no I/O; a nil db, an invalid
+// TablePrefix or a database leasehold does not support gives an error
+// wrapping ErrInvalidConfig.
+func NewAdmin(db *gorm.DB, cfg Config) (*Admin, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: db is nil", ErrInvalidConfig)
 	}
 	prefix := cmp.Or(cfg.TablePrefix, store.DefaultTablePrefix)
 	if err := store.ValidateTablePrefix(prefix); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, invalid(err)
 	}
-	st, err := store.New(db, store.Options{TablePrefix: prefix})
+	st, err := store.Open(db, store.Options{TablePrefix: prefix})
 	if err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Admin{store: newDBStore(st), log: log.Named("leasehold"), ttl: DefaultTTL}, nil
+	return &Admin{store: st, log: log.Named("leasehold"), ttl: defaultTTL}, nil
 }
 
-// Admin returns an admin client on the coordinator's database and tables.
-// Its statements share the coordinator's connections (Config.MaxConnections),
-// and its log lines carry the coordinator's identity. It works whether or
-// not Run runs.
+// Admin returns an admin client on the coordinator's database and tables,
+// sharing its connections and log identity, whether or not Run runs.
 func (c *Coordinator) Admin() *Admin { return c.admin }
 
-// leaseInfo is the lease of row r, with Mine set when self, a holder
-// string, holds it; "" is nobody.
-func leaseInfo(r store.Row, self string) LeaseInfo {
+// leaseInfo is the lease of row r.
+func leaseInfo(r store.Row) LeaseInfo {
 	return LeaseInfo{
-		Name: r.Name, Holder: r.Holder, Epoch: r.Epoch,
+		Key: r.Name, Holder: r.Holder, Epoch: r.Epoch,
 		AcquiredAt: r.AcquiredAt, RenewedAt: r.RenewedAt, ExpiresAt: r.ExpiresAt, DatabaseTime: r.Now,
-		Live: r.Live(), Mine: self != "" && r.Holder == self, Data: r.Data,
+		Live: r.Live(), Data: r.Data,
 	}
 }
 
-// Leases lists every lease in the database, ordered by name, by the
-// database clock, in one statement. The rows of pool memberships
-// ("pool|..." names) are among them; Pools reads them as pools.
+// Leases lists every row of the lease table (package doc, "Names and
+// rows"), ordered by name, by the database clock, in one statement.
 func (a *Admin) Leases(ctx context.Context) ([]LeaseInfo, error) {
 	rows, err := a.store.List(ctx, "")
 	if err != nil {
@@ -113,7 +83,7 @@ func (a *Admin) Leases(ctx context.Context) ([]LeaseInfo, error) {
 	}
 	out := make([]LeaseInfo, len(rows))
 	for i, r := range rows {
-		out[i] = leaseInfo(r, "")
+		out[i] = leaseInfo(r)
 	}
 	return out, nil
 }
@@ -138,7 +108,7 @@ func (a *Admin) Pools(ctx context.Context) ([]PoolState, error) {
 	for key, rs := range byKey {
 		out = append(out, poolStateOf(key, poolRowsFor(key), rs))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Pool < out[j].Pool })
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
 }
 
@@ -146,62 +116,38 @@ func (a *Admin) Pools(ctx context.Context) ([]PoolState, error) {
 // is renewed with), a preferred holder has the lease reserved for it.
 const preferWindowTTLs = 2
 
-// maxPreferredHolderLen bounds ResignOptions.PreferredHolder: it is stored
-// in a column as wide as a holder string.
+// maxPreferredHolderLen bounds a preferred holder: it is stored in a
+// column as wide as a holder string.
 const maxPreferredHolderLen = 255
 
-// ResignOptions tune Admin.Resign (and Coordinator.Resign).
-type ResignOptions struct {
-	// PreferredHolder, when set, names the process that should take the
-	// lease next: its holder string ("node/cluster/instance", as
-	// LeaseInfo.Holder and Coordinator.Holder show it), its node, or its
-	// instance id. Until twice the holder's TTL (the TTL its session is
-	// renewed with, as the database shows it) after the request, by the
-	// database clock, no other process takes the lease; then anyone may.
-	// A node name matches every process of that node. It must not name
-	// the current holder, and is at most 255 bytes of printable ASCII:
-	// Resign refuses it otherwise, with an error wrapping
-	// ErrInvalidConfig. Resign does not check that a process answers to
-	// it (a follower has no row until it acquires): a name that nobody
-	// answers to keeps the lease without a leader for the whole window.
-	// Admin.CheckPreferred checks it beforehand. Defaults to "" (anyone
-	// may take the lease next).
-	PreferredHolder string
-}
-
-// Resign asks the current holder of the lease name to hand it over. name
-// is the full lease name, as LeaseInfo.Name and Election.Key report it:
-// "cluster/eu/reports" or "global/billing", say.
+// Resign asks the holder of the lease key (as LeaseInfo.Key reports it) to
+// hand over its current term, and returns the lease as it was when the
+// request was recorded. At its next renewal the holder ends that term,
+// never a later one, with ErrResigned; the lease is released once the work
+// under it has returned, and the holder holds off taking it again for one
+// TTL or until it sees another holder.
 //
-// The request is recorded in the lease row, fenced by the epoch of the
-// current term: it ends that term and never a later one. Resign returns
-// the lease as it was when the request was recorded. The holder sees the
-// request at its next renewal (within RenewInterval), ends the term with
-// cause ErrResigned (its work's context is cancelled; an EventLost
-// carries the cause), and releases the lease once its work has returned
-// (Election.Run and the workers do; a holder that uses Campaign releases
-// it itself, as after any end of term). It then holds off taking the
-// lease again for one TTL, or until it sees another holder, so that a
-// follower takes over; with no follower, it takes it back after the
-// hold-off.
+// preferred, when not "", names the process to take the lease next (its
+// holder string, node or instance id; CheckPreferred checks one answers):
+// no other takes it until twice the holder's TTL after the request, by the
+// database clock. It is at most 255 bytes of printable ASCII and must not
+// name the current holder (ErrInvalidConfig otherwise).
 //
-// Resign does not migrate, and on a schema older than this build it
-// returns an error wrapping ErrSchemaMissing that says how to migrate. It
-// returns an error wrapping ErrUnknownLease when the lease has no row, and
-// ErrNotHeld when it has no live holder. Pool memberships ("pool|..."
-// rows) are refused: to move a pool's work off a process, stop its
-// Pool.Run, or let its health check fail (Config.HealthCheck).
-func (a *Admin) Resign(ctx context.Context, name string, opts ResignOptions) (LeaseInfo, error) {
-	pref := opts.PreferredHolder
+// Errors wrap ErrNotHeld when the lease has no row or no live holder, and
+// ErrSchemaMissing on a schema older than this build. Only elections
+// resign: a key with '|' (a pool membership, keyed lock or semaphore slot)
+// is refused; stop a member's Pool.Run, or let its health check fail.
+func (a *Admin) Resign(ctx context.Context, key, preferred string) (LeaseInfo, error) {
+	name, pref := key, preferred
 	switch {
 	case strings.Contains(name, keySep):
 		return LeaseInfo{}, fmt.Errorf("coordination: resign lease %q: a pool membership cannot be asked to resign; "+
 			"stop the member's Pool.Run, or let its health check fail", name)
 	case len(pref) > maxPreferredHolderLen:
-		return LeaseInfo{}, fmt.Errorf("%w: ResignOptions.PreferredHolder %q is %d bytes long; the limit is %d",
+		return LeaseInfo{}, fmt.Errorf("%w: preferred holder %q is %d bytes long; the limit is %d",
 			ErrInvalidConfig, pref, len(pref), maxPreferredHolderLen)
 	case strings.IndexFunc(pref, func(r rune) bool { return r < ' ' || r > '~' }) >= 0:
-		return LeaseInfo{}, fmt.Errorf("%w: ResignOptions.PreferredHolder %q has a byte outside printable ASCII, which no holder string has",
+		return LeaseInfo{}, fmt.Errorf("%w: preferred holder %q has a byte outside printable ASCII, which no holder string has",
 			ErrInvalidConfig, pref)
 	}
 	refused := false
@@ -214,14 +160,14 @@ func (a *Admin) Resign(ctx context.Context, name string, opts ResignOptions) (Le
 			return 0, fmt.Errorf("lease %q is held by %q, a build of leasehold without sessions, which cannot be asked to resign",
 				r.Name, r.Holder)
 		case pref != "" && store.Prefers(pref, r.Holder):
-			return 0, fmt.Errorf("%w: ResignOptions.PreferredHolder %q names the current holder %q", ErrInvalidConfig, pref, r.Holder)
+			return 0, fmt.Errorf("%w: preferred holder %q names the current holder %q", ErrInvalidConfig, pref, r.Holder)
 		}
 		return preferWindowTTLs * holderTTL(r, a.ttl), nil
 	})
 	switch {
 	case err != nil && !refused && ctx.Err() == nil:
-		// A schema older than this build lacks the columns of the request:
-		// say so, and how to migrate, rather than which column is missing.
+		// On an old schema, say how to migrate rather than which column
+		// is missing.
 		if serr := a.store.CheckSchema(ctx); errors.Is(serr, ErrSchemaMissing) {
 			err = serr
 		}
@@ -230,22 +176,20 @@ func (a *Admin) Resign(ctx context.Context, name string, opts ResignOptions) (Le
 		return LeaseInfo{}, fmt.Errorf("coordination: resign lease %q: %w", name, err)
 	case !found:
 		return LeaseInfo{}, fmt.Errorf("%w: %q has no lease row (list the leases with `leasehold status` or Admin.Leases)",
-			ErrUnknownLease, name)
+			ErrNotHeld, name)
 	case !notified:
 		return LeaseInfo{}, fmt.Errorf("coordination: resign lease %q: %w: the session of its holder %q ended meanwhile; nothing to resign",
 			name, ErrNotHeld, row.Holder)
 	}
 	a.log.Info("requested resign", zap.String("lease", name), zap.String("holder", row.Holder),
 		zap.Int64("epoch", row.Epoch), zap.String("preferred_holder", pref))
-	return leaseInfo(row, ""), nil
+	return leaseInfo(row), nil
 }
 
-// holderTTL is the TTL the holder of r renews its session with, as the
-// database shows it (the session's expiry less its last renewal), or
-// fallback when the row does not tell: the preference then lasts for the
-// holder's TTL, not for the requester's.
+// holderTTL is the TTL the holder of r renews its session with (its expiry
+// less its last renewal), or fallback when the row does not tell.
 func holderTTL(r store.Row, fallback time.Duration) time.Duration {
-	if ttl := r.ExpiresAt.Sub(r.RenewedAt); ttl > 0 && ttl <= MaxTTL {
+	if ttl := r.ExpiresAt.Sub(r.RenewedAt); ttl > 0 && ttl <= maxTTL {
 		return ttl
 	}
 	return fallback
@@ -262,17 +206,12 @@ func notHeld(r store.Row) error {
 // maxListedHolders bounds the live holders CheckPreferred's error lists.
 const maxListedHolders = 20
 
-// CheckPreferred reads the leases and returns an error wrapping
-// ErrInvalidConfig when no live process answers to preferred, a
-// ResignOptions.PreferredHolder for the lease name: no live lease or pool
-// membership is held by a process with that holder string, node or
-// instance id. Resign does not check it, since a process that holds
-// nothing has no row to show it; call CheckPreferred first where a typo
-// would do harm, as the leasehold command's resign does unless -force is
-// given: a name nobody answers to keeps the lease without a leader for
-// twice its holder's TTL. The error lists the live holders other than the
-// current holder of name, at most 20. It returns nil for an empty
-// preferred, and for a lease that has no row: Resign reports that.
+// CheckPreferred returns an error wrapping ErrInvalidConfig, listing up to
+// 20 other live holders, when no live lease or pool membership is held
+// under preferred as a holder string, node or instance id: as Resign's
+// preferred holder it would leave the lease name without a leader for
+// twice its holder's TTL. It returns nil for an empty preferred, and for a
+// lease with no row.
 func (a *Admin) CheckPreferred(ctx context.Context, name, preferred string) error {
 	if preferred == "" {
 		return nil
@@ -315,22 +254,18 @@ func (a *Admin) CheckPreferred(ctx context.Context, name, preferred string) erro
 		}
 		live += " (a node name or an instance id will do too)"
 	}
-	return fmt.Errorf("%w: ResignOptions.PreferredHolder %q: no live process answers to it; %s",
+	return fmt.Errorf("%w: preferred holder %q: no live process answers to it; %s",
 		ErrInvalidConfig, preferred, live)
 }
 
-// CheckFence asserts, inside the caller's transaction tx, that the term t
-// is current: the lease t.Name is held at epoch t.Epoch, by whichever
-// process, and unexpired by the database clock. It locks the lease row
-// until tx ends, so the term cannot end before tx does. It returns an
-// error wrapping ErrFenced (a *FenceError) when not, and the caller must
-// roll back. A process that was handed a token by a holder, with a request
-// say, checks with it that the holder's term still runs when its own write
-// commits. tx must be a transaction on the same database; a handle that
-// is nil or not inside a transaction is refused with an error wrapping
-// ErrNotInTransaction.
+// CheckFence asserts, inside the caller's transaction tx on the same
+// database, that the term t is current (the lease t.Key held at epoch
+// t.Epoch, by whichever process, unexpired by the database clock), and
+// locks the lease row until tx ends; its errors are Lease.Fence's. A
+// process handed a token by a holder checks with it that the holder's
+// term still runs when its own write commits.
 func (a *Admin) CheckFence(tx *gorm.DB, t Token) error {
-	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", t.Name, t.Epoch)); err != nil {
+	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", t.Key, t.Epoch)); err != nil {
 		return err
 	}
 	return a.checkFence(tx, t, "")
@@ -339,12 +274,12 @@ func (a *Admin) CheckFence(tx *gorm.DB, t Token) error {
 // checkFence is the fencing check of term t inside tx, with holder the
 // holder string that must hold it, or "" for any.
 func (a *Admin) checkFence(tx *gorm.DB, t Token, holder string) error {
-	row, ok, err := a.store.Fence(tx, t.Name)
+	row, ok, err := a.store.Fence(tx, t.Key)
 	if err != nil {
-		return fmt.Errorf("coordination: fencing check of lease %q: %w", t.Name, err)
+		return fmt.Errorf("coordination: fencing check of lease %q: %w", t.Key, err)
 	}
 	fail := func(format string, args ...any) error {
-		return &FenceError{Name: t.Name, Epoch: t.Epoch, Reason: fmt.Sprintf(format, args...)}
+		return fenced(fmt.Sprintf("lease %q epoch %d", t.Key, t.Epoch), fmt.Sprintf(format, args...))
 	}
 	switch {
 	case !ok:
@@ -363,47 +298,9 @@ func (a *Admin) checkFence(tx *gorm.DB, t Token, holder string) error {
 	return nil
 }
 
-// The methods below are the Admin's, for this process: they were the
-// coordinator's before the Admin existed, and are kept so that callers
-// need not change.
-
-// Leases lists every lease in the database, ordered by name, as
-// Admin.Leases does; LeaseInfo.Mine reports whether this process holds
-// it.
-func (c *Coordinator) Leases(ctx context.Context) ([]LeaseInfo, error) {
-	out, err := c.Admin().Leases(ctx)
-	for i := range out {
-		out[i].Mine = out[i].Holder == c.holder
-	}
-	return out, err
-}
-
-// Pools reads every pool in the database, as Admin.Pools does. It needs
-// no running coordinator.
-func (c *Coordinator) Pools(ctx context.Context) ([]PoolState, error) {
-	return c.Admin().Pools(ctx)
-}
-
-// Resign asks the current holder of the lease name to hand it over, as
-// Admin.Resign does; the LeaseInfo it returns says whether this process
-// holds the lease. It needs no running coordinator: it works before and
-// without Run.
-func (c *Coordinator) Resign(ctx context.Context, name string, opts ResignOptions) (LeaseInfo, error) {
-	info, err := c.Admin().Resign(ctx, name, opts)
-	info.Mine = info.Holder == c.holder
-	return info, err
-}
-
-// CheckFence asserts, inside the caller's transaction tx, that this process
-// holds the lease t.Name at epoch t.Epoch and that it is unexpired by the
-// database clock, locking the lease row until tx ends: Admin.CheckFence,
-// and the holder must be this process. It returns an error wrapping
-// ErrFenced when not, and the caller must roll back. tx must be a
-// transaction on the same database as the coordinator; a handle that is
-// nil or not inside a transaction is refused with an error wrapping
-// ErrNotInTransaction. On SQLite, when this process holds and trusts the
-// term, it also renews the process's session inside tx, as Lease.Fence
-// describes.
+// CheckFence is Admin.CheckFence that also requires this process to be
+// the holder. On SQLite, when this process holds and trusts the term, it
+// also renews the session inside tx, as Lease.Fence describes.
 func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
 	var s *session
 	c.terms.query(func(st *termState) { s = st.sessionOf(t) })

@@ -40,7 +40,7 @@ func ExampleAdmin() {
 	}
 
 	// The operator's tool: the same database and table prefix.
-	admin, err := coordination.NewAdmin(db, coordination.AdminConfig{})
+	admin, err := coordination.NewAdmin(db, coordination.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -49,7 +49,7 @@ func ExampleAdmin() {
 		panic(err)
 	}
 	for _, l := range leases {
-		fmt.Printf("%s: epoch %d, live %v, held by node-a: %v\n", l.Name, l.Epoch, l.Live, l.Holder == coord.Holder())
+		fmt.Printf("%s: epoch %d, live %v, held by node-a: %v\n", l.Key, l.Epoch, l.Live, l.Holder == coord.Holder())
 	}
 
 	// A token handed over by the leader is checked inside a transaction:
@@ -57,11 +57,11 @@ func ExampleAdmin() {
 	err = db.Transaction(func(tx *gorm.DB) error { return admin.CheckFence(tx, lease.Token()) })
 	fmt.Println("fence check of the current term:", err)
 
-	info, err := admin.Resign(ctx, lease.Key(), coordination.ResignOptions{})
+	info, err := admin.Resign(ctx, lease.Key(), "")
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("asked the holder of %s to hand over epoch %d\n", info.Name, info.Epoch)
+	fmt.Printf("asked the holder of %s to hand over epoch %d\n", info.Key, info.Epoch)
 	<-lease.Context().Done() // at the holder's next renewal
 	fmt.Println("term ended by the request:", errors.Is(context.Cause(lease.Context()), coordination.ErrResigned))
 	_ = lease.Release(ctx)

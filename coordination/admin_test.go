@@ -12,11 +12,11 @@ import (
 // TestNewAdminValidates: a nil db and a bad prefix are refused with errors
 // that name them.
 func TestNewAdminValidates(t *testing.T) {
-	if _, err := NewAdmin(nil, AdminConfig{}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "db is nil") {
+	if _, err := NewAdmin(nil, Config{}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "db is nil") {
 		t.Errorf("NewAdmin(nil) = %v, want ErrInvalidConfig saying db is nil", err)
 	}
 	for _, prefix := range []string{"1bad", "has-dash_", strings.Repeat("x", 41)} {
-		_, err := NewAdmin(&gorm.DB{}, AdminConfig{TablePrefix: prefix})
+		_, err := NewAdmin(&gorm.DB{}, Config{TablePrefix: prefix})
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "TablePrefix") || !strings.Contains(err.Error(), prefix) {
 			t.Errorf("NewAdmin(TablePrefix %q) = %v, want ErrInvalidConfig naming the field and the value", prefix, err)
 		}

@@ -15,13 +15,11 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// The campaigns of a process. A round reads every lease campaigned for or
-// observed, with one statement per thousand names, and acquires those that
-// are free, expired or held by this process's own session; a wake-up for a
-// campaigned lease attempts it at once, without the read. The loop starts
-// one round or one woken attempt at a time, in a goroutine of its own, and
-// the round comes back to the loop for every decision: which names to
-// take, and whom each term goes to.
+// A campaign round reads every lease campaigned for or observed and
+// acquires those that are free, expired or held by this process's own
+// session; a wake-up for a campaigned lease attempts it at once, without
+// the read. One round or woken attempt runs at a time, in a goroutine of
+// its own, and comes back to the loop for every decision.
 
 // electionState is the loop's state of one election.
 type electionState struct {
@@ -207,23 +205,22 @@ func (st *termState) roundNames() []string {
 	return names
 }
 
-// startRound starts a round in a goroutine: the read and acquire of the
-// names campaigned for and observed, then the give-back of acquires that
-// may have committed though they reported failure.
+// startRound starts a round in a goroutine: the read and acquire, then
+// the give-backs of acquires that may have committed.
 func (st *termState) startRound() {
 	c := &st.campaign
 	c.due = false
 	t, ctx := st.t, st.ctx
 	names := st.roundNames()
+	// After failed rounds the next has twice the time, up to eight times,
+	// so a round a loaded database cannot finish in time is not cut short
+	// at the same point forever.
+	timeout := t.cfg.roundTimeout(len(names)) << min(c.outage.Failures(), 3)
 	back := st.claimGiveBacks()
-	after := t.signals.afterRound.Load()
 	c.running = true
 	st.spawn(func() {
 		if len(names) > 0 {
-			t.round(ctx, names)
-		}
-		if after != nil {
-			(*after)(len(names))
+			t.round(ctx, names, timeout)
 		}
 		if len(back) > 0 {
 			t.giveBack(ctx, back)
@@ -233,9 +230,9 @@ func (st *termState) startRound() {
 }
 
 // round reads names and acquires, in one batch, the campaigned ones that
-// are free, expired, or held by this process's own session.
-func (t *termSet) round(ctx context.Context, names []string) {
-	opCtx, cancel := context.WithTimeout(ctx, t.cfg.roundTimeout(len(names)))
+// are free, expired, or held by this process's own session, within timeout.
+func (t *termSet) round(ctx context.Context, names []string, timeout time.Duration) {
+	opCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	readStart := time.Now()
 	rows, err := t.store.Get(opCtx, names)
@@ -291,10 +288,9 @@ func (st *termState) sawRound(names []string, byName map[string]store.Row, mine 
 	return st.attempt(want, campaignedLease)
 }
 
-// saw emits EventLeaderChanged when a campaigned or observed lease shows
-// another live holder or epoch than at the previous look, and offers the
-// lease to the election's observers. It reports whether the lease is
-// campaigned for.
+// saw offers a lease just read to its election's observers, and emits
+// EventLeaderChanged when it shows another live holder or epoch than at
+// the previous look. It reports whether the lease is campaigned for.
 func (st *termState) saw(name string, r store.Row, exists bool) (campaigned bool) {
 	es := st.elections[name]
 	if c := st.campaigns[name]; c != nil {
@@ -304,12 +300,12 @@ func (st *termState) saw(name string, r store.Row, exists bool) (campaigned bool
 		return false
 	}
 	if len(es.observers) > 0 {
-		info := LeaseInfo{Name: name}
+		info := LeaseInfo{Key: name}
 		if exists {
-			info = leaseInfo(r, st.t.holder)
+			info = leaseInfo(r)
 		}
 		if !info.Live {
-			info.Holder, info.Mine = "", false
+			info.Holder = ""
 		}
 		for _, o := range es.observers {
 			o.offer(info)
@@ -323,7 +319,7 @@ func (st *termState) saw(name string, r store.Row, exists bool) (campaigned bool
 		return campaigned
 	}
 	es.seen, es.seenHolder, es.seenEpoch = true, holder, epoch
-	st.t.events.emit(Event{Kind: EventLeaderChanged, Lease: name, Holder: holder, Epoch: epoch})
+	st.t.events.emit(Event{Kind: EventLeaderChanged, Key: name, Holder: holder, Epoch: epoch})
 	return campaigned
 }
 
@@ -343,9 +339,8 @@ func takeable(r store.Row, exists bool, mine, holder string) bool {
 }
 
 // grant turns a round's or a wake-up's term into a Lease for the waiting
-// campaign, or gives it back when nobody waits any more, shutdown has
-// begun or the session lost this process's trust. gap is the handoff gap
-// before the acquire, negative when unknown.
+// campaign, or gives it back when none can have it. gap is the handoff
+// gap before the acquire, negative when unknown.
 func (st *termState) grant(name string, epoch int64, s *session, gap time.Duration) {
 	c := st.campaigns[name]
 	var l *Lease
@@ -365,10 +360,9 @@ func (st *termState) grant(name string, epoch int64, s *session, gap time.Durati
 }
 
 // startTerm turns a term taken outside the rounds (TryAcquire, a keyed
-// lock's first attempt, a pool join) into a Lease of es (nil for a pool
-// membership). When shutdown has begun (ErrClosed), or the session lost
-// this process's trust meanwhile (ErrSessionLost), the term is given
-// back and the error returned.
+// lock's first attempt, a pool join) into a Lease for g. When shutdown has
+// begun (ErrClosed), or the session lost this process's trust meanwhile
+// (ErrLeaseLost), the term is given back and the error returned.
 func (st *termState) startTerm(name string, epoch int64, s *session, g grantee) (*Lease, error) {
 	l, err := st.hold(name, epoch, s, g)
 	switch {
@@ -416,32 +410,24 @@ func (st *termState) startWoken() {
 	}
 	clear(c.woken)
 	t, ctx, at := st.t, st.ctx, c.wokenAt
-	after := t.signals.afterWoken.Load()
 	c.running = true
 	st.spawn(func() {
-		attempted, failed, err := t.acquireUnread(ctx, want, campaignedLease, func(st *termState, name string, epoch int64, s *session) {
+		_, failed, err := t.acquireUnread(ctx, want, campaignedLease, func(st *termState, name string, epoch int64, s *session) {
 			st.grant(name, epoch, s, time.Since(at))
 		})
 		t.acquireFailed(failed, err)
-		if after != nil {
-			(*after)(attempted)
-		}
 		t.call(func(st *termState) { st.campaignDone(false) })
 	})
 }
 
-// acquire is the one acquire path of the coordinator, run by the
-// goroutine that attempts: a round's, a woken attempt's, TryAcquire's, a
-// keyed lock's, a pool join's. It creates the rows named in missing, takes
-// a session with at least RenewInterval of trust left, and acquires names
-// under it, one statement per chunk of store.WriteChunk names. Each
-// chunk's terms go to grant, on the loop, as soon as its statement has
-// succeeded and while the session is still in use. A name that gets no
-// term is held by another live session.
-//
-// It stops at the first error. failed is then the chunk whose acquire
-// failed, which started no term though its statement may have committed,
-// or nil when the rows or the session could not be had.
+// acquire is the one acquire path of the coordinator, run by the goroutine
+// that attempts. It creates the rows named in missing, takes a session with
+// at least RenewInterval of trust left, and acquires names under it, one
+// statement per chunk; each chunk's terms go to grant, on the loop, while
+// the session is still in use. A name that gets no term is held by another
+// live session. At the first error it stops: failed is the chunk whose
+// statement failed (and may have committed), nil when the rows or the
+// session could not be had.
 func (t *termSet) acquire(ctx context.Context, names, missing []string, grant func(st *termState, name string, epoch int64, s *session)) (failed []string, err error) {
 	if t.health.unhealthy() {
 		return nil, errUnhealthyNow
@@ -476,15 +462,11 @@ func (t *termSet) acquire(ctx context.Context, names, missing []string, grant fu
 	return nil, nil
 }
 
-// acquireUnread attempts names at once, without a read of their rows: a
-// wake-up's attempt and a keyed lock's first. The acquire statement takes
-// only a lease that is free, expired or held by a dead session, not
-// reserved for another process and not held off after a failover, so a
-// stale wake-up, or a key another process holds, takes nothing. Leases
-// this process resigned and holds off are left out, and nothing is
-// attempted while the health gate is closed. A released lock row was
-// deleted: it is created again first. attempted is how many names were
-// left once the hold-offs were left out.
+// acquireUnread attempts names at once, without a read of their rows (a
+// wake-up's attempt, a keyed lock's first): the acquire statement itself
+// takes only what is takeable, so a stale wake-up takes nothing. Leases
+// this process holds off are left out, and nothing is attempted while the
+// health gate is closed; attempted counts the names left.
 func (t *termSet) acquireUnread(ctx context.Context, names []string, of attemptOf, grant func(st *termState, name string, epoch int64, s *session)) (attempted int, failed []string, err error) {
 	var kept []string
 	t.call(func(st *termState) {
@@ -520,11 +502,10 @@ func (t *termSet) acquireFailed(failed []string, err error) {
 	case failed == nil:
 		t.campaignFailed(err)
 	default:
-		// The acquire may or may not have committed: each lease is
-		// reported, so that an epoch taken without a term is accounted
-		// for.
+		// The acquire may have committed: each lease is reported, so that
+		// an epoch taken without a term is accounted for.
 		for _, name := range failed {
-			t.events.emit(Event{Kind: EventError, Lease: name, Err: err})
+			t.events.emit(Event{Kind: EventError, Key: name, Err: err})
 		}
 		t.logFailure(err, zap.Int("leases", len(failed)))
 	}
@@ -643,9 +624,8 @@ func (t *termSet) tryAcquire(ctx context.Context, e *Election, onRelease func())
 
 // acquireDirect takes a lease that only this process ever competes for (a
 // pool member row) without going through the rounds. Its error wraps
-// ErrNotAcquired when another live session has the row, and
-// ErrSessionLost when this process stopped trusting its session while the
-// row was taken.
+// ErrNotAcquired when another live session has the row, and ErrLeaseLost
+// when this process stopped trusting its session while the row was taken.
 func (t *termSet) acquireDirect(ctx context.Context, name string) (*Lease, error) {
 	if err := t.waitReady(ctx); err != nil {
 		return nil, err

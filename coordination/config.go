@@ -14,215 +14,136 @@ import (
 	"github.com/leasehold/leasehold/internal/wake"
 )
 
-// Defaults of Config. A zero field takes its default; fields whose default
-// depends on TTL scale with a TTL you set.
+// Defaults and bounds of Config, as its fields' docs state them.
 const (
-	// DefaultTTL is how long a lease lives in the database after each
-	// successful acquire or renewal.
-	DefaultTTL = 15 * time.Second
-	// DefaultRetryInterval is how often a follower tries to acquire.
-	DefaultRetryInterval = 2 * time.Second
-	// DefaultShutdownTimeout bounds how long Run waits, after its context
-	// is cancelled, for leader work to return before giving up on release.
-	DefaultShutdownTimeout = 10 * time.Second
-	// MinTTL is the smallest TTL accepted.
-	MinTTL = 10 * time.Millisecond
-	// MaxTTL is the largest TTL accepted. A crashed holder keeps its lease
-	// for up to TTL, so a longer TTL has no use, and the cap keeps every
-	// duration derived from TTL (the trust deadline, the retention of dead
-	// pool members, ten TTLs, and the recovery bounds) far from the limit
-	// of time.Duration, about 292 years.
-	MaxTTL = 24 * time.Hour
-	// DefaultMaxConnections is how many connections the coordinator's own
-	// statements use at most.
-	DefaultMaxConnections = store.DefaultMaxConnections
-	// MinInterval is the smallest RenewInterval, RetryInterval and
-	// HealthInterval accepted: shorter ones would make the renewal,
-	// campaign or health loop run back to back.
-	MinInterval = time.Millisecond
-	// DefaultHealthFailures is how many health checks in a row must fail
-	// before a process steps down.
-	DefaultHealthFailures = 3
+	defaultTTL             = 15 * time.Second
+	defaultRetryInterval   = 2 * time.Second
+	defaultShutdownTimeout = 10 * time.Second
+	minTTL                 = 10 * time.Millisecond
+	maxTTL                 = 24 * time.Hour
+	defaultMaxConnections  = store.DefaultMaxConnections
+	// minInterval is the least RenewInterval, RetryInterval and
+	// HealthInterval.
+	minInterval           = time.Millisecond
+	defaultHealthFailures = 3
 )
 
-// Config tunes a Coordinator. The zero value is valid and gives the
-// documented defaults. Invariants are checked by New, and every error names
-// the field and the values involved.
-//
-// Timing in brief: a holder renews its session every RenewInterval; each
-// successful renewal, attempted at time t on the holder's monotonic clock,
-// makes every lease of the session live in the database until at least
-// t+TTL by the database clock, and the holder trusts them until
-// t+TTL-Margin. Failed renewals are retried
-// with jittered backoff until then. Followers retry every RetryInterval
-// plus a random 0-5% of it, at most 25ms more.
+// Config tunes a Coordinator. The zero value is valid: a zero field takes
+// its default, and defaults derived from TTL scale with it. New refuses
+// negative durations and values outside the bounds below with an error
+// wrapping ErrInvalidConfig that names them. docs/configuration.md
+// explains each field and how to choose timings.
 type Config struct {
 	// TTL is how long a lease stays live in the database after an acquire
-	// or renewal, measured by the database clock. A crashed holder is
-	// replaced at most TTL plus one RetryInterval (and its jitter) later.
-	// Must be at least MinTTL (10ms) and at most MaxTTL (24h). Defaults to
-	// 15s.
+	// or renewal, by the database clock; a crashed holder is replaced within
+	// TTL plus one RetryInterval and its jitter. 10ms to 24h; defaults to 15s.
 	TTL time.Duration
 
-	// RenewInterval is the time between renewals of the leases this
-	// process holds. All held leases ride on one session row, renewed by
-	// one single-row statement, however many they are.
-	// Must be at most (TTL - Margin) / 2, so that a failed renewal can be
-	// retried before the trust deadline, and at least MinInterval (1ms).
-	// Defaults to TTL/3 (5s).
+	// RenewInterval is the time between renewals of the process's session,
+	// one statement for all its leases. At least 1ms and at most
+	// (TTL - Margin)/2. Defaults to TTL/3 (5s).
 	RenewInterval time.Duration
 
-	// RetryInterval is the time between a follower's attempts to acquire
-	// (its polls); each wait adds a random 0-5%, at most 25ms, so that
-	// followers do not act in step. Where notifications work (see
-	// DisableNotifications), a release wakes followers at once and the
-	// polls only catch crashes and lost notifications.
-	// It is also the ceiling of the backoff between failed renewals.
-	// Must be at least MinInterval (1ms) and at most TTL. Defaults to 2s,
-	// or TTL/4 when that is shorter.
+	// RetryInterval is the time between a follower's attempts to acquire,
+	// plus a random 0-5% (at most 25ms), and between retries of a failed
+	// renewal, plus up to half of it. At least 1ms and at most TTL.
+	// Defaults to 2s, or TTL/4 when that is shorter.
 	RetryInterval time.Duration
 
-	// Margin is subtracted from TTL to get the trust deadline: the leader's
-	// work context is cancelled Margin before the earliest moment another
-	// process could take the lease. It covers the time leader work needs to
-	// notice cancellation, and clock rate drift. Must be less than TTL.
-	// Defaults to TTL/5 (3s).
+	// Margin is subtracted from TTL for the trust deadline (package doc,
+	// "Time and trust"): the time leader work has to stop, and room for
+	// clock rate drift. Less than TTL. Defaults to TTL/5 (3s).
 	Margin time.Duration
 
-	// ShutdownTimeout bounds the shutdown after Run's context is
-	// cancelled: leader work is cancelled at once, and Run keeps renewing
-	// the leases until the work has returned and released them, for at
-	// most this long. Leases whose work is still running then are not
-	// released (they expire after TTL) and the overrun is logged as an
-	// error. It also bounds each Release. Defaults to 10s.
+	// ShutdownTimeout bounds how long a cancelled Run waits for the work
+	// under its leases (see Coordinator.Run), and each Release. Leases whose
+	// work has not returned by then are not released: they expire after
+	// TTL, and the overrun is logged as an error. Defaults to 10s.
 	ShutdownTimeout time.Duration
 
-	// MaxConnections bounds how many connections of db the coordinator's
-	// own statements use at once, shutdown and recovery from an outage
-	// included: the library enforces it, whatever the pool allows. With two
-	// or more, one is kept for the session's renewal and the releases, so
-	// that campaigns and reads never delay them. Fencing checks run in the
-	// caller's transaction and use its connection. Must be at least 1 (on
-	// SQLite, 2 or more lets the renewal loop read while a fenced
-	// transaction holds off its statement). Defaults to 2.
+	// MaxConnections bounds the connections of db the coordinator's own
+	// statements use at once; with 2 or more, one is kept for the renewal
+	// and the releases. Fencing checks use the caller's transaction. At
+	// least 1; notifications on PostgreSQL need 2 or more. Defaults to 2.
 	MaxConnections int
 
-	// TablePrefix is prepended to the names of the coordination tables.
-	// Only ASCII letters, digits and '_' are allowed, starting with a
-	// letter or '_', at most 40 bytes. Defaults to "leasehold_".
+	// TablePrefix prefixes the coordination tables' names: ASCII letters,
+	// digits and '_', not starting with a digit, at most 40 bytes. Defaults
+	// to "leasehold_".
 	TablePrefix string
 
-	// DisableNotifications turns off release notifications. With them, a
-	// release wakes the processes campaigning for the lease, and a change
-	// to a pool wakes its members, so that they act at once instead of at
-	// their next poll: on PostgreSQL through LISTEN/NOTIFY, which needs
-	// Notifications set, on one listening connection per process that
-	// also carries the reads and acquires (so within MaxConnections, which
-	// must be 2 or more for it); on SQLite through sockets next to the
-	// database file, between processes on one host; on MySQL, MariaDB and
-	// SQL Server through peer wake-ups, UDP datagrams between the
-	// processes (see WakeAddress). Notifications are hints: safety never
-	// depends on them, and polling goes on with them. Defaults to false
-	// (notifications on).
+	// DisableNotifications turns off wake-ups: with them, a release wakes
+	// the processes campaigning for the lease, and a pool change the pool's
+	// members, at once rather than at their next poll. They are hints;
+	// polling goes on. Defaults to false (wake-ups on).
 	DisableNotifications bool
 
-	// Notifications receives release notifications on PostgreSQL: set it
-	// to pgnotify.New() (package github.com/leasehold/leasehold/pgnotify),
-	// which listens through the pgx driver, or to PeerWakeups() where
-	// LISTEN cannot work, behind a pooler in transaction mode (PgBouncer).
-	// pgnotify is a separate package so that programs on other databases
-	// do not link pgx. Without either, followers on PostgreSQL poll every
-	// RetryInterval, and Run logs one warning saying so when it starts;
-	// this process's releases and pool changes still wake the processes
-	// that listen through pgnotify. It is ignored on other databases and
-	// when DisableNotifications is set. Defaults to nil.
+	// Notifications receives wake-ups on PostgreSQL: pgnotify.New()
+	// (package github.com/leasehold/leasehold/pgnotify), or PeerWakeups()
+	// behind a transaction pooler. With nil, the default, this process
+	// polls (Run warns once), and its releases still wake those that
+	// listen. Ignored on other databases and with DisableNotifications.
 	Notifications NotificationTransport
 
-	// WakeAddress is the UDP address, host:port, on which this process
-	// receives peer wake-ups: on MySQL, MariaDB and SQL Server, and on
-	// PostgreSQL with Notifications set to PeerWakeups(). An empty host
-	// listens on every interface, port 0 on a port the system picks. Each
-	// session row this process creates advertises where it listens
-	// (WakeAdvertise) and a random key; a release, or a pool change, sends
-	// one datagram, authenticated with that key, to each other live
-	// process on the same tables. The processes must reach each other's
-	// advertised addresses over UDP, and their clocks agree within 30s.
-	// Defaults to ":0".
+	// WakeAddress is the UDP host:port on which this process receives peer
+	// wake-ups (MySQL, MariaDB, SQL Server; PostgreSQL with PeerWakeups()):
+	// an IP or empty host (every interface), port 0 for one the system
+	// picks. The processes must reach each other's advertised addresses over
+	// UDP, their clocks agreeing within 30s. Defaults to ":0".
 	WakeAddress string
 
-	// WakeAdvertise lists the addresses other processes send peer
-	// wake-ups to, as IP addresses (the port WakeAddress bound is added)
-	// or IP:port (behind a port mapping). Set it where the host's
-	// addresses are not the ones the others reach: in Kubernetes, the
-	// pod IP (status.podIP, through the downward API). A loopback address
-	// is only used by processes on the same host. Defaults to the IP of
-	// WakeAddress when it names one, and otherwise to every unicast
-	// address of the host's interfaces (loopback only when there is no
-	// other).
+	// WakeAdvertise lists where the others send this process's peer
+	// wake-ups: unicast IPs (the bound port is added) or IP:port; in
+	// Kubernetes, the pod IP. Defaults to WakeAddress's IP if it names one,
+	// else every unicast address of the host's interfaces (loopback only
+	// when there is no other).
 	WakeAdvertise []string
 
-	// DisableAutoMigrate turns off the schema migration Run performs on
-	// start. Run then only checks the schema version and fails with
-	// ErrSchemaMissing, saying how to migrate, when it is behind.
-	// Defaults to false (migrate on start).
+	// DisableAutoMigrate makes Run check the schema version, failing with
+	// ErrSchemaMissing when behind, instead of migrating. Defaults to false.
 	DisableAutoMigrate bool
 
-	// Logger receives the coordinator's logs. Every line carries the
-	// holder identity, and lease lines the lease name and epoch.
-	// Defaults to a no-op logger.
+	// Logger receives the logs, every line with the holder identity and
+	// lease lines with the lease and epoch. Defaults to a no-op logger.
 	Logger *zap.Logger
 
-	// MeterProvider receives the coordinator's metrics through the
-	// OpenTelemetry metric API: whether each lease is held and its epoch,
-	// acquisitions, losses by cause, releases, renewal round trips and
-	// errors, the trust headroom left at each renewal, handoff gaps, and
-	// each pool's generation, members, assignment and rebalance time. The
-	// instruments are named under "leasehold." (docs/operations.md lists
-	// them). Pass the provider of your OpenTelemetry SDK or bridge.
-	// Defaults to a no-op provider, with which nothing is recorded.
+	// MeterProvider receives the coordinator's OpenTelemetry metrics,
+	// named under "leasehold." (docs/operations.md lists them). Defaults to
+	// a no-op provider: nothing is recorded.
 	MeterProvider metric.MeterProvider
 
-	// HealthCheck, when set, is called every HealthInterval by Run to
-	// tell whether this process is fit to lead; a nil error means healthy.
-	// Until a first check passes, and while the last check failed, the
-	// process does not campaign: it
-	// attempts no acquire, Election.TryAcquire returns an error wrapping
-	// ErrUnhealthy, and its pools do not take it back in. After
-	// HealthFailures failed checks in a row, it steps down: every term it
-	// holds, of elections and pool memberships alike, ends with cause
-	// ErrUnhealthy and is released once its work has returned, so that
-	// healthy processes take over. It campaigns again, and rejoins its
-	// pools, once a check passes. A check that returns an error, panics,
-	// or has not returned after HealthInterval (its context is then
-	// cancelled) has failed; while an overrunning check is still running,
-	// no other starts and each tick counts as failed. A check should
-	// return once its context is done: Run waits for it, for at most
-	// ShutdownTimeout, when it stops. Defaults to nil (always healthy).
+	// HealthCheck, when set, is called by Run every HealthInterval; nil
+	// means fit to lead. A check that errs, panics or overruns HealthInterval
+	// (its context is then cancelled) fails, as does each tick while it
+	// overruns. Until a check passes, and while the last failed, the process
+	// attempts no acquire (ErrUnhealthy) and joins no pool; after
+	// HealthFailures failures in a row, its terms end with ErrUnhealthy. Run
+	// waits for a running check, at most ShutdownTimeout, when it stops.
+	// Defaults to nil (always healthy).
 	HealthCheck func(ctx context.Context) error
 
 	// HealthInterval is the time between the starts of two health checks,
-	// and the longest a check may take. Must be at least MinInterval (1ms).
-	// Ignored without HealthCheck. Defaults to RetryInterval.
+	// and the longest a check may take. At least 1ms; ignored without
+	// HealthCheck. Defaults to RetryInterval.
 	HealthInterval time.Duration
 
 	// HealthFailures is how many health checks in a row must fail before
-	// this process steps down from every term it holds (see HealthCheck).
-	// One failed check already stops it campaigning. Must be at least 1.
-	// Defaults to 3.
+	// this process steps down from every term it holds; one already stops
+	// it campaigning. At least 1. Defaults to 3.
 	HealthFailures int
 }
 
 // withDefaults returns a copy with zero fields set to their defaults.
 func (c Config) withDefaults() Config {
-	c.TTL = cmp.Or(c.TTL, DefaultTTL)
+	c.TTL = cmp.Or(c.TTL, defaultTTL)
 	c.RenewInterval = cmp.Or(c.RenewInterval, c.TTL/3)
-	c.RetryInterval = cmp.Or(c.RetryInterval, min(DefaultRetryInterval, c.TTL/4))
+	c.RetryInterval = cmp.Or(c.RetryInterval, min(defaultRetryInterval, c.TTL/4))
 	c.Margin = cmp.Or(c.Margin, c.TTL/5)
-	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
-	c.MaxConnections = cmp.Or(c.MaxConnections, DefaultMaxConnections)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, defaultShutdownTimeout)
+	c.MaxConnections = cmp.Or(c.MaxConnections, defaultMaxConnections)
 	c.TablePrefix = cmp.Or(c.TablePrefix, store.DefaultTablePrefix)
 	c.HealthInterval = cmp.Or(c.HealthInterval, c.RetryInterval)
-	c.HealthFailures = cmp.Or(c.HealthFailures, DefaultHealthFailures)
+	c.HealthFailures = cmp.Or(c.HealthFailures, defaultHealthFailures)
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -249,10 +170,10 @@ func (c Config) validate() error {
 		}
 	}
 	switch {
-	case c.TTL < MinTTL:
-		return bad("TTL (%v) must be at least %v", c.TTL, MinTTL)
-	case c.TTL > MaxTTL:
-		return bad("TTL (%v) must be at most %v", c.TTL, MaxTTL)
+	case c.TTL < minTTL:
+		return bad("TTL (%v) must be at least %v", c.TTL, minTTL)
+	case c.TTL > maxTTL:
+		return bad("TTL (%v) must be at most %v", c.TTL, maxTTL)
 	case c.Margin >= c.TTL:
 		return bad("Margin (%v) must be less than TTL (%v)", c.Margin, c.TTL)
 	case c.RenewInterval > c.trustWindow()/2:
@@ -262,14 +183,14 @@ func (c Config) validate() error {
 		return bad("RetryInterval (%v) must be at most TTL (%v)", c.RetryInterval, c.TTL)
 	case c.RenewInterval == 0 || c.RetryInterval == 0 || c.Margin == 0:
 		return bad("TTL (%v) is too short to derive RenewInterval, RetryInterval and Margin; set them explicitly", c.TTL)
-	case c.RenewInterval < MinInterval:
-		return bad("RenewInterval (%v) must be at least %v", c.RenewInterval, MinInterval)
-	case c.RetryInterval < MinInterval:
-		return bad("RetryInterval (%v) must be at least %v", c.RetryInterval, MinInterval)
+	case c.RenewInterval < minInterval:
+		return bad("RenewInterval (%v) must be at least %v", c.RenewInterval, minInterval)
+	case c.RetryInterval < minInterval:
+		return bad("RetryInterval (%v) must be at least %v", c.RetryInterval, minInterval)
 	case c.MaxConnections < 1:
 		return bad("MaxConnections (%d) must be at least 1", c.MaxConnections)
-	case c.HealthInterval < MinInterval:
-		return bad("HealthInterval (%v) must be at least %v", c.HealthInterval, MinInterval)
+	case c.HealthInterval < minInterval:
+		return bad("HealthInterval (%v) must be at least %v", c.HealthInterval, minInterval)
 	case c.HealthFailures < 1:
 		return bad("HealthFailures (%d) must be at least 1", c.HealthFailures)
 	}
@@ -284,31 +205,24 @@ func (c Config) validate() error {
 		}
 	}
 	if err := store.ValidateTablePrefix(c.TablePrefix); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return err
 	}
 	return nil
 }
 
-// Durations derived from the config. Each is computed here and nowhere
-// else; the loops and the pool members ask for them by name.
+// Durations derived from the config are computed here and nowhere else.
 
 // trustWindow is how long the holder trusts its session after the start
 // of a successful renewal, or of the session's creation: TTL - Margin.
-// The trust deadline of every lease of the session is that start plus it.
 func (c Config) trustWindow() time.Duration { return c.trustFor(c.TTL) }
 
-// trustFor is how long the holder may trust a session that the database
-// shows live for left more, counted from the start of the read: left, at
-// most TTL, less Margin (fencerenew.go).
+// trustFor is how long the holder may trust, from the start of a read, a
+// session the read shows live for left more.
 func (c Config) trustFor(left time.Duration) time.Duration { return min(left, c.TTL) - c.Margin }
 
-// peerConfig is the configuration of the peer wake-ups of holder. The
-// row that advertises the process lives for TTL and is renewed every
-// three quarters of it; it is still sent to for two RetryIntervals after
-// its expiry, should a renewal be late. The peers are read again at most
-// every RetryInterval, so that a process started since is woken at its
-// own poll at worst (a process that starts listening also tells the
-// others).
+// peerConfig is the configuration of the peer wake-ups of holder: a peer
+// is still sent to for two RetryIntervals after its row expired, and the
+// peers are read again at most every RetryInterval.
 func (c Config) peerConfig(holder string) wake.PeerConfig {
 	return wake.PeerConfig{
 		Listen:    c.WakeAddress,
@@ -324,38 +238,26 @@ func (c Config) peerConfig(holder string) wake.PeerConfig {
 // expired before a process ending its own session deletes it.
 const sessionPruneAfter = 10
 
-// sessionPrune is sessionPruneAfter TTLs (Sessions.EndSession's pruneAfter).
 func (c Config) sessionPrune() time.Duration { return sessionPruneAfter * c.TTL }
 
-// deadMemberGrace is how long, in TTLs, a member row that nobody holds (it
-// was released, or its session expired) is kept before it is pruned. A
-// row is only a record of a membership that has ended: its member id
-// never returns (memberID). A row created or released moments ago is
-// never pruned, so a member about to acquire its row never finds it gone.
+// deadMemberGrace is how long, in TTLs, a member row nobody holds is kept
+// before it is pruned; a row created or released moments ago is never
+// pruned, so a member about to acquire its row never finds it gone.
 const deadMemberGrace = 10
 
-// deadMemberPrune is deadMemberGrace TTLs (Store.PruneDead's grace).
 func (c Config) deadMemberPrune() time.Duration { return deadMemberGrace * c.TTL }
 
 // resignHoldOff is how long a process holds off taking a lease again
-// after it resigned it, unless it sees another holder first: one TTL.
+// after it resigned it, unless it sees another holder first.
 func (c Config) resignHoldOff() time.Duration { return c.TTL }
 
-// roundTimeout bounds one campaign round over n names: for each statement
-// it may send (a read per thousand names, an insert and an acquire per
-// five hundred, the session's), long enough on a loaded database; short
-// enough that a round stuck behind a row lock does not hold up the next
-// for long.
+// roundTimeout bounds one campaign round over n names: a share for each
+// statement it may send.
 func (c Config) roundTimeout(n int) time.Duration {
 	statements := 3 + n/1000 + 2*(n/500)
 	return time.Duration(statements) * max(c.RenewInterval, 2*c.RetryInterval)
 }
 
-// poolStepTimeout bounds one step of a pool member. A join sends up to
-// seven statements, in a transaction among them, and a step cut short on
-// a loaded database only fails again at the next one: the driver may
-// close the connection of a statement it cancels, so the next step must
-// open one as well. So a step may take a campaign round for one name or a
-// TTL, whichever is longer; safety never depends on it (the membership's
-// lease and the generation fence the work).
+// poolStepTimeout bounds one step of a pool member; safety never depends
+// on it (the membership and the generation fence the work).
 func (c Config) poolStepTimeout() time.Duration { return max(c.roundTimeout(1), c.TTL) }

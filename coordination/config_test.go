@@ -21,9 +21,9 @@ func TestConfigDefaults(t *testing.T) {
 	if err := c.validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
-	if c.HealthCheck != nil || c.HealthInterval != c.RetryInterval || c.HealthFailures != DefaultHealthFailures {
+	if c.HealthCheck != nil || c.HealthInterval != c.RetryInterval || c.HealthFailures != defaultHealthFailures {
 		t.Fatalf("health defaults: interval %v, failures %d; want RetryInterval (%v) and %d",
-			c.HealthInterval, c.HealthFailures, c.RetryInterval, DefaultHealthFailures)
+			c.HealthInterval, c.HealthFailures, c.RetryInterval, defaultHealthFailures)
 	}
 	// Setting only the TTL scales the derived defaults with it.
 	c = Config{TTL: 3 * time.Second}.withDefaults()
@@ -51,7 +51,7 @@ func TestConfigValidation(t *testing.T) {
 		{"RetryAboveTTL", Config{TTL: 4 * time.Second, RetryInterval: 5 * time.Second}, []string{"RetryInterval (5s)", "TTL (4s)"}},
 		{"BadPrefix", Config{TablePrefix: "x; DROP TABLE y"}, []string{`"x; DROP TABLE y"`, "TablePrefix"}},
 		{"MaxInt64TTL", Config{TTL: math.MaxInt64}, []string{"TTL (2562047h47m16.854775807s)", "at most 24h0m0s"}},
-		{"TTLAboveMax", Config{TTL: MaxTTL + time.Nanosecond}, []string{"TTL (24h0m0.000000001s)", "at most 24h0m0s"}},
+		{"TTLAboveMax", Config{TTL: maxTTL + time.Nanosecond}, []string{"TTL (24h0m0.000000001s)", "at most 24h0m0s"}},
 		{"MaxInt64Renew", Config{RenewInterval: math.MaxInt64}, []string{"RenewInterval (2562047h47m16.854775807s)", "half of TTL - Margin"}},
 		{"MaxInt64Retry", Config{RetryInterval: math.MaxInt64}, []string{"RetryInterval (2562047h47m16.854775807s)", "TTL (15s)"}},
 		{"MaxInt64Margin", Config{Margin: math.MaxInt64}, []string{"Margin (2562047h47m16.854775807s)", "TTL (15s)"}},
@@ -83,10 +83,10 @@ func TestConfigValidation(t *testing.T) {
 
 func TestConfigBoundsAccepted(t *testing.T) {
 	for _, c := range []Config{
-		{TTL: MinTTL},
-		{TTL: MaxTTL},
-		{TTL: MaxTTL, RetryInterval: MaxTTL},
-		{RenewInterval: MinInterval, RetryInterval: MinInterval},
+		{TTL: minTTL},
+		{TTL: maxTTL},
+		{TTL: maxTTL, RetryInterval: maxTTL},
+		{RenewInterval: minInterval, RetryInterval: minInterval},
 		{WakeAddress: "0.0.0.0:7946", WakeAdvertise: []string{"10.1.2.3", "[2001:db8::1]:7946"}},
 	} {
 		if err := c.withDefaults().validate(); err != nil {
@@ -108,16 +108,16 @@ func TestNewRejectsBadInput(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	good := []string{"reports", "outbox.publisher", "a/b:c-d_e", strings.Repeat("n", MaxNameLen),
+	good := []string{"reports", "outbox.publisher", "a/b:c-d_e", strings.Repeat("n", maxNameLen),
 		".hidden", "a/...", "v1..2/x.y", "a/b/c"}
 	for _, n := range good {
-		if err := ValidateName(n); err != nil {
-			t.Errorf("ValidateName(%q) = %v", n, err)
+		if err := validateName(n); err != nil {
+			t.Errorf("validateName(%q) = %v", n, err)
 		}
 	}
 	bad := map[string]string{
 		"":                                "empty",
-		strings.Repeat("n", MaxNameLen+1): "129 bytes",
+		strings.Repeat("n", maxNameLen+1): "129 bytes",
 		"has space":                       `' ' at byte 3`,
 		"quote'":                          `'\'' at byte 5`,
 		"naïve":                           "at byte 2",
@@ -132,9 +132,9 @@ func TestNames(t *testing.T) {
 		"/":                               `"/" has an empty segment at byte 0`,
 	}
 	for n, want := range bad {
-		err := ValidateName(n)
-		if !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), want) {
-			t.Errorf("ValidateName(%q) = %v, want ErrInvalidName containing %q", n, err, want)
+		err := validateName(n)
+		if !errors.Is(err, errInvalidName) || !strings.Contains(err.Error(), want) {
+			t.Errorf("validateName(%q) = %v, want errInvalidName containing %q", n, err, want)
 		}
 	}
 	for _, tc := range []struct {
@@ -146,7 +146,7 @@ func TestNames(t *testing.T) {
 			t.Errorf("leaseName(%v) = %q, %v; want %q", tc.scope, got, err, tc.want)
 		}
 	}
-	if _, err := leaseName(Scope(7), "eu-1", "jobs"); !errors.Is(err, ErrInvalidName) {
+	if _, err := leaseName(Scope(7), "eu-1", "jobs"); !errors.Is(err, errInvalidName) {
 		t.Errorf("bad scope: %v", err)
 	}
 }
@@ -157,16 +157,16 @@ func TestPoolConfigValidation(t *testing.T) {
 		want string // "" when valid; else what the error must contain
 	}{
 		{0, ""},
-		{MinPollInterval, ""},
+		{minPollInterval, ""},
 		{time.Second, ""},
-		{MaxPollInterval, ""},
+		{maxPollInterval, ""},
 		{-time.Second, "PollInterval (-1s) must not be negative"},
 		{time.Nanosecond, "PollInterval (1ns) must be at least 10ms"},
-		{MinPollInterval - 1, "PollInterval (9.999999ms) must be at least 10ms"},
-		{MaxPollInterval + time.Second, "PollInterval (24h0m1s) must be at most 24h0m0s"},
+		{minPollInterval - 1, "PollInterval (9.999999ms) must be at least 10ms"},
+		{maxPollInterval + time.Second, "PollInterval (24h0m1s) must be at most 24h0m0s"},
 		{math.MaxInt64, "PollInterval (2562047h47m16.854775807s) must be at most 24h0m0s"},
 	} {
-		err := PoolConfig{PollInterval: tc.poll}.Validate()
+		err := PoolConfig{PollInterval: tc.poll}.validate()
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("PollInterval %v: %v", tc.poll, err)
@@ -177,24 +177,24 @@ func TestPoolConfigValidation(t *testing.T) {
 }
 
 func TestPoolRejectsBadInput(t *testing.T) {
-	c := newCoordinator(memstore.New(), testIdentity(t, "node-a"), Config{TTL: MinTTL}.withDefaults())
-	if _, err := c.Pool(GlobalScope, "../..", PoolConfig{}); !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), `"../.."`) {
-		t.Errorf("Pool named ../..: %v, want ErrInvalidName naming it", err)
+	c := newCoordinator(memstore.New(), testIdentity(t, "node-a"), Config{TTL: minTTL}.withDefaults())
+	if _, err := c.Pool(GlobalScope, "../..", PoolConfig{}); !errors.Is(err, errInvalidName) || !strings.Contains(err.Error(), `"../.."`) {
+		t.Errorf("Pool named ../..: %v, want errInvalidName naming it", err)
 	}
 	_, err := c.Pool(GlobalScope, "orders", PoolConfig{PollInterval: time.Nanosecond})
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "PollInterval (1ns)") || !strings.Contains(err.Error(), `"global/orders"`) {
 		t.Errorf("Pool with a 1ns poll: %v, want ErrInvalidConfig naming the pool, the field and the value", err)
 	}
 	// The default poll is the RetryInterval (2.5ms for a 10ms TTL), raised
-	// to MinPollInterval.
+	// to minPollInterval.
 	p, err := c.Pool(GlobalScope, "orders", PoolConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.poll != MinPollInterval {
-		t.Errorf("default poll for RetryInterval %v = %v, want %v", c.cfg.RetryInterval, p.poll, MinPollInterval)
+	if p.poll != minPollInterval {
+		t.Errorf("default poll for RetryInterval %v = %v, want %v", c.cfg.RetryInterval, p.poll, minPollInterval)
 	}
-	if _, err := c.Election(GlobalScope, "a//b"); !errors.Is(err, ErrInvalidName) {
-		t.Errorf("Election named a//b: %v, want ErrInvalidName", err)
+	if _, err := c.Election(GlobalScope, "a//b"); !errors.Is(err, errInvalidName) {
+		t.Errorf("Election named a//b: %v, want errInvalidName", err)
 	}
 }

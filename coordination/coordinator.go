@@ -24,10 +24,9 @@ const (
 	stateStopped
 )
 
-// Coordinator hands out named elections and pools for one process
-// identity. Every lease it holds rides on one session row, which one
-// renewal statement per tick keeps alive, however many leases there are.
-// Create it with New, start it with Run. It is safe for concurrent use.
+// Coordinator hands out the elections, pools, keyed locks and semaphores
+// of one process identity (see the package doc). Create it with New, start
+// it with Run. It is safe for concurrent use.
 type Coordinator struct {
 	*shared
 	id    identity.Identity
@@ -46,15 +45,14 @@ type Coordinator struct {
 }
 
 // shared is what every owner reads and nobody changes after New: the
-// configuration, the holder string, the log, events, metrics, the test
-// signals, and the channels that say the coordinator is ready or closing.
+// configuration, the holder string, the log, events, metrics, and the
+// channels that say the coordinator is ready or closing.
 type shared struct {
 	cfg     Config
 	holder  string
 	log     *zap.Logger
 	events  *broadcaster
 	metrics *metrics
-	signals *testSignals
 
 	ready   chan struct{} // closed once the schema is in place and loops run
 	closing chan struct{} // closed when shutdown begins
@@ -86,26 +84,6 @@ func (s *shared) waitReady(ctx context.Context) error {
 	return nil
 }
 
-// testSignals are hooks for tests: every one is unset in production, and
-// an unset hook costs one atomic load where it would be called.
-type testSignals struct {
-	// afterRenew is called after every renewal attempt with the number
-	// of leases it covered, the number it found lost and the error.
-	afterRenew atomic.Pointer[func(terms, lost int, err error)]
-	// afterRound is called after every campaign round with the number of
-	// names it read.
-	afterRound atomic.Pointer[func(names int)]
-	// afterWoken is called after every attempt of leases named by a
-	// wake-up with the number it attempted.
-	afterWoken atomic.Pointer[func(attempted int)]
-	// dropWakes drops every wake-up received.
-	dropWakes atomic.Bool
-	// lockTaken is called by Locks.Do with each lease Lock returned to it,
-	// before Do checks the lease and calls the function: a process paused
-	// there resumes with a term that may be past its trust deadline.
-	lockTaken atomic.Pointer[func(*Lease)]
-}
-
 // New returns a coordinator for the process identity id on db. It checks
 // id and cfg and does no I/O: the database may be down until Run.
 func New(db *gorm.DB, id identity.Identity, cfg Config) (*Coordinator, error) {
@@ -116,12 +94,16 @@ func New(db *gorm.DB, id identity.Identity, cfg Config) (*Coordinator, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: db is nil", ErrInvalidConfig)
 	}
-	st, err := store.New(db, store.Options{TablePrefix: cfg.TablePrefix, MaxConnections: cfg.MaxConnections, FailoverHold: cfg.TTL,
-		Quiet: poolMemberRow})
+	st, err := store.Open(db, storeOptions(cfg))
 	if err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
-	return newCoordinator(newDBStore(st), id, cfg), nil
+	return newCoordinator(st, id, cfg), nil
+}
+
+// storeOptions are the options of the store of a coordinator with cfg.
+func storeOptions(cfg Config) store.Options {
+	return store.Options{TablePrefix: cfg.TablePrefix, MaxConnections: cfg.MaxConnections, FailoverHold: cfg.TTL, Quiet: poolMemberRow}
 }
 
 // checkNew checks id and cfg as New does, and returns cfg with its
@@ -137,9 +119,8 @@ func checkNew(id identity.Identity, cfg Config) (Config, error) {
 	return cfg, nil
 }
 
-// newCoordinator builds the owners in dependency order, each with the
-// slice of st it uses. st is nil for a coordinator built only for its
-// Admin (tests).
+// newCoordinator builds the owners, each with the slice of st it uses; st
+// is nil for a coordinator built only for its Admin (tests).
 func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinator {
 	holder := id.Holder()
 	log := cfg.Logger.Named("leasehold").With(zap.String("identity", holder))
@@ -150,7 +131,6 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	sh := &shared{
 		cfg: cfg, holder: holder, log: log, metrics: m,
 		events:  &broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
-		signals: &testSignals{},
 		ready:   make(chan struct{}),
 		closing: make(chan struct{}),
 	}
@@ -169,9 +149,6 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	c.pools = &poolDeps{shared: sh, terms: c.terms, handles: c.handles, store: st, wakes: c.wakes}
 	return c
 }
-
-// Identity returns the process identity.
-func (c *Coordinator) Identity() identity.Identity { return c.id }
 
 // Holder returns the holder string this process writes into leases.
 func (c *Coordinator) Holder() string { return c.holder }
@@ -202,12 +179,7 @@ func jitter(d time.Duration) time.Duration {
 const maxPollJitter = 25 * time.Millisecond
 
 // pollJitter returns the wait between two campaign rounds for a poll
-// interval d: d plus a random 0-5% of d, at most maxPollJitter. Never less
-// than d, so an idle follower reads at most once per RetryInterval; never
-// much more, so that a release is noticed within about one RetryInterval
-// where there are no notifications, and an expiry within TTL plus that.
-// The small random part keeps followers that started together from
-// polling in step.
+// interval d: d plus a random 0-5% of d, at most maxPollJitter.
 func pollJitter(d time.Duration) time.Duration {
 	return d + rand.N(min(d/20, maxPollJitter)+1)
 }

@@ -9,9 +9,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Election is one named election of a coordinator: a lease that at most
-// one process holds at a time. Get it with Coordinator.Election; the same
-// scope and name always return the same Election. It is safe for
+// Election is a lease that at most one process holds at a time;
+// Coordinator.Election returns the same one for the same scope and name.
+// It is safe for
 // concurrent use, but at most one Campaign, Run or TryAcquire is active on
 // it at a time in one process, and none while a Lease of it is unreleased
 // (they get ErrBusy).
@@ -25,8 +25,8 @@ type Election struct {
 	onRelease func()                   // what the first Release of its leases calls, for a transient one
 }
 
-// Election returns the election with the given scope and name. The name
-// is checked by ValidateName.
+// Election returns the election with the given scope and name; an invalid
+// name gives an error wrapping ErrInvalidConfig.
 func (c *Coordinator) Election(scope Scope, name string) (*Election, error) {
 	key, err := leaseName(scope, c.id.Cluster, name)
 	if err != nil {
@@ -40,15 +40,11 @@ func (c *Coordinator) Election(scope Scope, name string) (*Election, error) {
 // Key returns the full lease name of the election.
 func (e *Election) Key() string { return e.key }
 
-// Scope returns the election's scope.
-func (e *Election) Scope() Scope { return e.scope }
-
 // Campaign blocks until this process holds the lease, ctx is done, or the
-// coordinator stops (ErrClosed). The coordinator tries at once and then
-// every RetryInterval (plus at most 25ms of jitter), and at once when a
-// release of the lease is notified; campaigns for many names share one read
-// per attempt. The caller must Release the returned lease after the work
-// done under it has returned.
+// coordinator stops (ErrClosed). It tries at once, then every
+// RetryInterval (with jitter) and whenever a release of the lease is
+// notified. The caller must Release the returned lease after the work done
+// under it has returned.
 func (e *Election) Campaign(ctx context.Context) (*Lease, error) {
 	c := &campaign{grantee: grantee{onRelease: e.onRelease}, result: make(chan *Lease, 1)}
 	var err error
@@ -85,43 +81,12 @@ func (e *Election) abort(c *campaign) {
 	}
 }
 
-// TryAcquire makes exactly one attempt to take the election's lease and
-// returns at once. It takes the lease when the database shows it free,
-// expired by the database clock, or held by a session that has expired,
-// and then returns a Lease just like Campaign's: a new term whose epoch
-// the acquiring statement incremented, riding on the process's session
-// and trusted until that session's deadline. The caller must Release it
-// after the work done under it has returned.
-//
-// When another live holder has the lease, TryAcquire changes nothing in
-// the database and returns an error wrapping ErrNotAcquired that names the
-// lease, its holder and its epoch; so it does when a resign prefers
-// another holder for the lease, or this process holds off after resigning
-// it. It costs one read then, and otherwise the read and the acquire, plus
-// a statement to create the lease's row the first time and one to start
-// or renew the session when it needs one.
-//
-// When this process stops trusting its own session while the lease is
-// being taken (the session's trust deadline passed without a successful
-// renewal, or a renewal found it gone), TryAcquire gives back whatever the
-// acquire took and returns an error wrapping ErrSessionLost, never
-// ErrNotAcquired: the lease may well be free, and a later attempt starts a
-// new session.
-//
-// An attempt whose acquire statement failed returns that error, never a
-// lease; if the statement committed nonetheless, the epoch it took is
-// never used: this process gives the grant back, unless its next acquire
-// takes the lease again first, under a new epoch. An attempt made while
-// this process is giving that grant back returns an error wrapping ErrBusy
-// (try again), not ErrNotAcquired: no other holder has the lease.
-//
-// Like Campaign, TryAcquire waits, within ctx, for the coordinator to be
-// ready, and returns ErrClosed once it is stopping or has stopped. It
-// returns an error wrapping ErrBusy while a Campaign or Run of the same
-// Election is in progress in this process, or a Lease of it has not been
-// released; and while it runs, a Campaign or Run of the Election gets
-// ErrBusy. The attempt is bounded by ctx and by a timeout of its own, as
-// long as a campaign round over one name.
+// TryAcquire makes one attempt to take the election's lease, free or
+// expired, and returns a Lease as Campaign does; the caller must Release
+// it. Otherwise it changes nothing and returns an error wrapping
+// ErrNotAcquired, ErrBusy, ErrUnhealthy or ErrLeaseLost (see each). It
+// waits within ctx for the coordinator to be ready, and returns ErrClosed
+// once it stops.
 func (e *Election) TryAcquire(ctx context.Context) (*Lease, error) {
 	var err error
 	if cerr := e.t.callCtx(ctx, func(st *termState) { err = st.claim(e, nil) }); cerr != nil {
@@ -151,46 +116,30 @@ func (e *Election) IsLeader() bool {
 }
 
 // Leader reads who holds the election's lease, by the database clock.
-// For a lease never acquired it returns a LeaseInfo with only Name set.
+// For a lease never acquired it returns a LeaseInfo with only Key set.
 func (e *Election) Leader(ctx context.Context) (LeaseInfo, error) {
 	r, exists, err := readOne(ctx, e.t.store, e.key)
 	if err != nil {
 		return LeaseInfo{}, fmt.Errorf("coordination: read lease %q: %w", e.key, err)
 	}
 	if !exists {
-		return LeaseInfo{Name: e.key}, nil
+		return LeaseInfo{Key: e.key}, nil
 	}
-	return leaseInfo(r, e.t.holder), nil
+	return leaseInfo(r), nil
 }
 
 // Observe follows who leads the election without campaigning for it: the
-// returned channel carries the lease as the database shows it, first as
-// soon as it has been read and then each time the holder or the epoch
-// changes. Holder is empty, and Live false, when nobody holds the lease:
-// it was released, expired by the database clock, or never acquired; the
-// values describe the last term then (Epoch is 0 for a lease never
-// acquired). Mine reports whether the holder is this process.
+// channel carries the lease as the database shows it, once read and then
+// at each change of holder or epoch (with nobody holding it, Holder is
+// empty, Live false and Epoch the last term's), read every RetryInterval
+// and on a wake-up with the campaigns' reads.
 //
-// The lease is read by the coordinator's campaign loop, in the one
-// statement per thousand names that already reads every lease this
-// process campaigns for, every RetryInterval (with jitter) and on a
-// release notification: observing adds
-// no statement per name, and any number of observers of any number of
-// elections share that read.
-//
-// Values are hints, for dashboards, routing and logs; act as leader only
-// under a Lease. The channel holds at most one value: when the observer
-// has not taken the previous one, the newer value replaces it, so the
-// observer always comes to the latest state the loop read but may miss
-// the ones in between, and a term that began and ended between two reads
-// is never seen. Each change also emits EventLeaderChanged to
-// Subscribe.
-//
-// The channel is closed when ctx is done or the coordinator stops. Observe
-// returns ErrClosed once the coordinator is stopping or has stopped.
-// Called before Run, it waits for Run to start, within ctx. Observe may
-// be called any number of times, alongside Campaign, Run and TryAcquire
-// of the same election.
+// Values are hints: act as leader only under a Lease. The channel holds
+// the latest value only, so states and terms between two reads may be
+// missed; it is closed when ctx is done or the coordinator stops. Observe
+// returns ErrClosed once it is stopping, and, called before Run, waits
+// within ctx for Run to start. Any number of observers may follow an
+// election beside its Campaign, Run and TryAcquire.
 func (e *Election) Observe(ctx context.Context) (<-chan LeaseInfo, error) {
 	o := &observer{ch: make(chan LeaseInfo, 1)}
 	var err error
@@ -266,31 +215,21 @@ func (o *observer) close() {
 	close(o.ch)
 }
 
-// LeaderFunc is leader work. ctx is cancelled when the term ends (trust
-// deadline, confirmed loss, coordinator shutdown) or Run's context is
-// cancelled; lease gives the epoch for fencing and the synchronous Valid
-// check. It should return promptly once ctx is done.
+// LeaderFunc is leader work under lease. ctx is cancelled when the term
+// ends (see Lease) or Run's context is; the work should return promptly.
 type LeaderFunc func(ctx context.Context, lease *Lease) error
 
 // Run campaigns for the election and calls fn each time this process
 // becomes leader, until ctx is cancelled (then it returns nil) or the
-// coordinator stops (ErrClosed). After fn returns for the last time in a
-// term, and only then, the lease is released, so a follower can take over
-// on its next attempt. Run is the one term loop of leasehold: the workers
-// package's singleton workers run on it too.
+// coordinator stops (ErrClosed). The lease is released only after fn has
+// returned for the last time in a term.
 //
-// If fn returns an error or panics while the term is still valid, the
-// error (a *PanicError for a panic, with its stack) is logged and reported
-// as an EventError, and fn is called again under the same term after
-// RetryInterval, doubling with each consecutive failure up to 30s. When fn
-// returns nil while the term is valid, its work for the term is done: the
-// lease is released and Run waits one RetryInterval (with jitter) before
-// campaigning again, giving other processes a fair chance.
-//
-// opts, at most one, changes the backoff, reports failures elsewhere, and
-// calls back at the start and end of each term (see RunOptions); an
-// invalid one makes Run return an error wrapping ErrInvalidConfig at once.
-func (e *Election) Run(ctx context.Context, fn LeaderFunc, opts ...RunOptions[*Lease]) error {
+// If fn fails (an error, or a panic as a *PanicError) while the term is
+// valid, it is reported and called again under the same term after a
+// backoff. Once fn returns nil while the term is valid, the term's work is
+// done: the lease is released, and Run waits before campaigning again,
+// giving other processes a chance. RunOptions tunes the waits and reports.
+func (e *Election) Run(ctx context.Context, fn LeaderFunc, opts *RunOptions[*Lease]) error {
 	r, err := newTermLoop(e.t.shared, "leader work", opts)
 	if err != nil {
 		return fmt.Errorf("coordination: run election %q: %w", e.key, err)
@@ -298,10 +237,9 @@ func (e *Election) Run(ctx context.Context, fn LeaderFunc, opts ...RunOptions[*L
 	return runTerms(ctx, e.key, e.Campaign, fn, r)
 }
 
-// runTerms is the loop of Election.Run and Semaphore.Run: it waits for a
-// term with acquire, runs fn for it (runTerm), and waits again, until ctx
-// is cancelled (nil) or acquire fails otherwise. key names what is
-// acquired in errors.
+// runTerms is the loop of Election.Run and Semaphore.Run: a term from
+// acquire, fn under it (runTerm), and again, until ctx is cancelled (nil)
+// or acquire fails otherwise. key names what is acquired in errors.
 func runTerms(ctx context.Context, key string, acquire func(context.Context) (*Lease, error), fn LeaderFunc, r *termLoop[*Lease]) error {
 	for {
 		l, err := acquire(ctx)
@@ -311,7 +249,7 @@ func runTerms(ctx context.Context, key string, acquire func(context.Context) (*L
 			return nil
 		case r.opts.RetryBusy && errors.Is(err, ErrBusy):
 			// Code outside this Run campaigns for the same election.
-			if !sleepCtx(ctx, r.busy(key, "", fmt.Errorf("campaign for %q: %w", key, err))) {
+			if !sleepCtx(ctx, r.busy(key, fmt.Errorf("campaign for %q: %w", key, err))) {
 				return nil
 			}
 			continue
@@ -343,5 +281,5 @@ func runTerm(ctx context.Context, l *Lease, fn LeaderFunc, r *termLoop[*Lease]) 
 		_ = l.Release(ctx)
 		r.end(l, cause)
 	}()
-	return r.work(work, l, l.Valid, l.name, l.epoch, "", func(ctx context.Context) error { return fn(ctx, l) })
+	return r.work(work, l, l.Valid, l.name, l.epoch, func(ctx context.Context) error { return fn(ctx, l) })
 }

@@ -70,7 +70,7 @@ func Example() {
 		fmt.Println("leading", lease.Key(), "at epoch", lease.Epoch())
 		cancel() // stop the example; a real leader works until ctx is done
 		return nil
-	})
+	}, nil)
 	<-coord.Done()
 	// Output: leading cluster/eu-1/reports at epoch 1
 }
@@ -154,7 +154,7 @@ func ExampleElection_Leader() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(info.Name, "live:", info.Live, "mine:", info.Mine, "epoch:", info.Epoch)
+	fmt.Println(info.Key, "live:", info.Live, "mine:", info.Holder == coord.Holder(), "epoch:", info.Epoch)
 
 	_ = lease.Release(ctx)
 	cancel()
@@ -213,7 +213,7 @@ func ExamplePool_Run() {
 				}
 				<-ctx.Done()
 				return nil
-			})
+			}, nil)
 		}()
 	}
 
@@ -239,7 +239,7 @@ wait:
 	indexes := []coordination.Assignment{latest["node-a"], latest["node-b"]}
 	sort.Slice(indexes, func(i, j int) bool { return indexes[i].Index < indexes[j].Index })
 	for _, a := range indexes {
-		fmt.Printf("%s: index %d of %d\n", a.Pool, a.Index, a.Count)
+		fmt.Printf("%s: index %d of %d\n", a.Key, a.Index, a.Count)
 	}
 
 	stopPools()
@@ -330,7 +330,7 @@ func ExampleElection_Observe() {
 		}
 	}
 	info := next()
-	fmt.Println(info.Name, "led by", names[info.Holder], "at epoch", info.Epoch)
+	fmt.Println(info.Key, "led by", names[info.Holder], "at epoch", info.Epoch)
 
 	outbox, _ := leader.Election(coordination.GlobalScope, "outbox")
 	lease, err := outbox.Campaign(ctx)
@@ -338,11 +338,11 @@ func ExampleElection_Observe() {
 		panic(err)
 	}
 	info = next()
-	fmt.Println(info.Name, "led by", names[info.Holder], "at epoch", info.Epoch)
+	fmt.Println(info.Key, "led by", names[info.Holder], "at epoch", info.Epoch)
 
 	_ = lease.Release(ctx)
 	info = next()
-	fmt.Println(info.Name, "led by", names[info.Holder], "at epoch", info.Epoch, "live:", info.Live)
+	fmt.Println(info.Key, "led by", names[info.Holder], "at epoch", info.Epoch, "live:", info.Live)
 
 	cancel()
 	<-observer.Done()
@@ -357,7 +357,7 @@ func ExampleElection_Observe() {
 // even one that never runs its coordinator (a command-line tool), records
 // the request; the leader sees it at its next renewal, its work's context
 // ends with ErrResigned, and a follower takes over.
-func ExampleCoordinator_Resign() {
+func ExampleAdmin_Resign_deploy() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
 	cfg := coordination.Config{TTL: 3 * time.Second} // renewals every second
@@ -375,7 +375,7 @@ func ExampleCoordinator_Resign() {
 		}
 		wg.Go(func() { _ = coord.Run(ctx) })
 		reports, _ := coord.Election(coordination.ClusterScope, "reports")
-		wg.Go(func() { _ = reports.Run(ctx, work) })
+		wg.Go(func() { _ = reports.Run(ctx, work, nil) })
 	}
 	resigned := make(chan error, 1)
 	start("node-a", func(ctx context.Context, lease *coordination.Lease) error {
@@ -395,7 +395,7 @@ func ExampleCoordinator_Resign() {
 
 	id, _ := identity.New("deploy-tool", "eu-1")
 	tool, _ := coordination.New(db, id, cfg) // never run
-	info, err := tool.Resign(ctx, "cluster/eu-1/reports", coordination.ResignOptions{})
+	info, err := tool.Admin().Resign(ctx, "cluster/eu-1/reports", "")
 	if err != nil {
 		panic(err)
 	}
@@ -441,7 +441,7 @@ func ExampleConfig_healthCheck() {
 		fmt.Println("stepped down:", context.Cause(ctx))
 		cancel() // stop the example
 		return nil
-	})
+	}, nil)
 	<-coord.Done()
 	// Output:
 	// leading at epoch 1

@@ -9,14 +9,9 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// A failover of the database to an asynchronous standby can lose the last
-// writes the old primary acknowledged. The store records the change of
-// incarnation, holds every lease off for a TTL and takes new epochs above
-// anything the old primary could have issued (internal/store). What is
-// left to the holder is its own terms: a session's renewal succeeds only
-// in the incarnation it was last checked in, so the first renewal after a
-// failover fails, and the session's terms are checked against the new
-// primary's rows before any of them is trusted again.
+// After a failover of the database, a session's first renewal renews
+// nothing, and its terms are checked against the new primary's rows
+// (rebind) before any of them is trusted again.
 
 // errLostInFailover is the cause of a term that a failover of the
 // database lost: the new primary does not show it.

@@ -29,8 +29,8 @@ func TestRequireTransaction(t *testing.T) {
 		{"sql.Conn", on(&sql.Conn{}), false},
 	} {
 		err := requireTransaction(tc.tx, `lease "global/x" epoch 3`)
-		if tc.ok != (err == nil) || (err != nil && (!errors.Is(err, ErrNotInTransaction) || !strings.Contains(err.Error(), `lease "global/x" epoch 3`))) {
-			t.Errorf("%s: requireTransaction = %v, want ok=%v or ErrNotInTransaction naming the lease", tc.name, err, tc.ok)
+		if tc.ok != (err == nil) || (err != nil && (!errors.Is(err, errNotTransaction) || !strings.Contains(err.Error(), `lease "global/x" epoch 3`))) {
+			t.Errorf("%s: requireTransaction = %v, want ok=%v or errNotTransaction naming the lease", tc.name, err, tc.ok)
 		}
 	}
 }

@@ -9,18 +9,11 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// An acquire that reports failure may have committed all the same (the
-// connection broke after COMMIT, or its context ended while the server
-// still ran it). Its rows are then held by this process's session, renewed
-// with every other lease, yet no term knows them. A campaign takes such a
-// row again on its next round, but a row nothing campaigns for would stay
-// held while the session lives: a keyed lock whose caller gave up, a
-// TryAcquire not repeated, a pool join retried under a new member id.
-//
-// So the loop notes the names of such an acquire and, after each round for
-// one TTL (a late commit comes within that), gives back those its session
-// holds at an epoch no term of this process has and nothing campaigns for.
-// The release names the epoch it read, so it touches that grant only.
+// An acquire that reports failure may have committed all the same. For one
+// TTL after it, each round gives back the rows of its names that its
+// session holds at an epoch no term of this process has and nothing
+// campaigns for; the release names that epoch, so it touches that grant
+// only.
 
 // unsureAcquire is an acquire that reported failure but may have
 // committed: its session, and until when a late commit is looked for.
@@ -38,10 +31,9 @@ func (st *termState) noteUnsure(session string, names []string) {
 	}
 }
 
-// claimGiveBacks returns the names to look at, by name with their
-// sessions: those nothing campaigns for and no acquire attempts, marked
-// attempted until the give-back is done. Names whose time has passed are
-// forgotten.
+// claimGiveBacks returns the names to give back, with their sessions:
+// those nothing campaigns for and no acquire attempts, marked attempted
+// until the give-back is done.
 func (st *termState) claimGiveBacks() map[string]string {
 	now := time.Now()
 	var names []string
@@ -62,10 +54,8 @@ func (st *termState) claimGiveBacks() map[string]string {
 	return back
 }
 
-// giveBack releases the rows that an acquire which reported failure took
-// anyway: held, at the read, by the session it was made under, with no
-// term of this process at that epoch. A failed read or release is tried
-// again after the next round.
+// giveBack releases the rows an acquire that reported failure took anyway.
+// A failed read or release is tried again after the next round.
 func (t *termSet) giveBack(ctx context.Context, back map[string]string) {
 	names := make([]string, 0, len(back))
 	for name := range back {

@@ -93,11 +93,9 @@ func (h *handles) run(key string) *poolRun {
 	return h.running[key]
 }
 
-// memberID returns the member id of a new membership of pool key: the
-// instance id for the process's first join of the pool, "<instance>.<n>"
-// for its n-th. Every join takes a member row never used before: a row
-// pruned and created again would start its epochs at 1, handing out a
-// fencing token an earlier membership had.
+// memberID returns the member id of a new membership of pool key, never
+// used before: the instance id for the process's first join of the pool,
+// "<instance>.<n>" for its n-th.
 func (h *handles) memberID(key string) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()

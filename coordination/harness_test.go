@@ -170,3 +170,10 @@ func check(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// heldTokens returns the tokens of the leases c holds and trusts now.
+func heldTokens(c *Coordinator) []Token {
+	var out []Token
+	c.terms.query(func(st *termState) { out = st.tokens() })
+	return out
+}

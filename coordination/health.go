@@ -10,13 +10,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// Health-based step-down. With Config.HealthCheck the loop calls the check
-// every HealthInterval, each call in a goroutine of its own bounded by
-// HealthInterval. Until a first check passes, and after a failed one, the
-// process is unhealthy: it does not campaign (acquires are refused) but
-// keeps its terms. After HealthFailures failed checks in a row it steps
-// down: every term it holds ends with ErrUnhealthy. A passing check makes
-// it healthy again at once. One line is logged per transition.
+// Health-based step-down (Config.HealthCheck): the loop starts each check
+// in a goroutine of its own, bounded by HealthInterval, and logs one line
+// per transition between healthy and unhealthy.
 
 // errUnhealthyNow is what an acquire returns until a health check passed,
 // and while the last one failed.
@@ -153,9 +149,8 @@ func (st *termState) healthOverran() {
 	st.healthResult(fmt.Errorf("the health check did not return within HealthInterval (%v)", st.t.cfg.HealthInterval))
 }
 
-// callHealthCheck calls check under the panic policy of every user
-// callback: a panic becomes a *PanicError, reported like a panic of work,
-// and is the check's failure.
+// callHealthCheck calls check; a panic becomes a *PanicError, reported
+// like a panic of work, and is the check's failure.
 func (t *termSet) callHealthCheck(ctx context.Context, check func(context.Context) error) error {
 	err := protect(func() error { return check(ctx) })
 	var pe *PanicError

@@ -20,8 +20,7 @@ func TestHealthCheckPanicIsReportedLikeWork(t *testing.T) {
 	cfg.HealthInterval = 20 * time.Millisecond
 	c, stop := bubbleCoordinator(t, ms, cfg)
 	defer stop()
-	events, unsubscribe := c.Subscribe(64)
-	defer unsubscribe()
+	events := c.Subscribe(t.Context(), 64)
 	ev := recvEvent(t, events, func(ev Event) bool { return ev.Kind == EventError && errors.Is(ev.Err, ErrPanicked) })
 	var pe *PanicError
 	if !errors.As(ev.Err, &pe) || pe.Value != "sick" || !strings.Contains(string(pe.Stack), "TestHealthCheckPanicIsReportedLikeWork") {

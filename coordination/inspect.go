@@ -9,8 +9,7 @@ import (
 )
 
 // poolKeyOf returns the pool key of a pool row key ("pool|<key>|..."), and
-// false for any other key. The first '|' after "pool|" ends the key, since
-// keys never contain '|' (see names.go).
+// false for any other key.
 func poolKeyOf(rowKey string) (string, bool) {
 	rest, ok := strings.CutPrefix(rowKey, "pool"+keySep)
 	if !ok {
@@ -20,16 +19,14 @@ func poolKeyOf(rowKey string) (string, bool) {
 	return key, ok && key != ""
 }
 
-// poolStateOf builds the state of the pool with the given key from its
-// rows, as read by one statement.
+// poolStateOf builds the state of the pool key from its rows.
 func poolStateOf(key string, rows membership.Rows, rs []store.Row) PoolState {
 	return poolStateFrom(key, membership.StateOf(rows, rs))
 }
 
-// poolStateFrom is the pool with the given key as the member protocol
-// read it.
+// poolStateFrom is the pool key as the member protocol read it.
 func poolStateFrom(key string, s membership.State) PoolState {
-	st := PoolState{Pool: key, Generation: s.Generation, List: s.List, DBNow: s.DBNow, HoldUntil: s.HoldUntil}
+	st := PoolState{Key: key, Generation: s.Generation, List: s.List, DatabaseTime: s.DBNow, HoldUntil: s.HoldUntil}
 	if s.Members != nil {
 		st.Members = make([]Member, len(s.Members))
 		for i, m := range s.Members {
@@ -39,49 +36,36 @@ func poolStateFrom(key string, s membership.State) PoolState {
 	return st
 }
 
-// RenewalState is the state of a coordinator's renewal loop and of its
-// health checks (Config.HealthCheck), for health checks and status pages.
-// Coordinator.Renewal returns it.
+// RenewalState is what Coordinator.Renewal reports.
 type RenewalState struct {
-	// Running reports whether Run is serving: Ready is closed and Done
-	// is not.
-	Running bool
-	// Held is the number of leases and pool memberships this process
-	// holds and trusts now.
-	Held int
-	// TrustDeadline is the trust deadline of the process's session, on
-	// this process's clock: without a successful renewal, every lease it
-	// holds ends then. Zero when there is no session.
-	TrustDeadline time.Time
-	// Failures is the number of consecutive failed renewal statements
-	// of the renewal loop since its last successful one. The loop renews
-	// only while the process holds something, so the count stays as it
-	// was while nothing is held; renewals made on the way to an acquire
-	// are not counted.
-	Failures int
-	// LastError is the error of the last renewal statement; nil after a
-	// success.
-	LastError error
-	// LastSuccess is when the last successful renewal statement returned,
-	// on this process's clock; zero before the first.
-	LastSuccess time.Time
-	// Unhealthy reports whether the health checks keep this process
-	// from campaigning: a HealthCheck is set, and no check has passed
-	// yet or the last one failed. The process keeps the terms it holds
-	// until HealthFailures checks in a row failed. Always false without
-	// a HealthCheck.
-	Unhealthy bool
-	// HealthChanged is when Unhealthy last changed, on this process's
-	// clock: a passing check after failed ones, or the reverse. Until
-	// then it is when Run started, unhealthy until a first check passes.
-	// Zero without a HealthCheck, and before Run.
-	HealthChanged time.Time
-	// HealthError is the error of the last health check (its own, or
-	// why it counted as failed: a panic, an overrun of HealthInterval);
-	// nil after a passing check, and before the first check returns.
-	// Its text is the application's: think before showing it to whoever
-	// can reach a status page.
-	HealthError error
+	// Running reports whether Run is serving: Ready is closed, Done is not.
+	Running bool `json:"running"`
+	// Held counts the leases and pool memberships held and trusted now.
+	Held int `json:"held"`
+	// TrustDeadline is when, on this process's clock, every lease it holds
+	// ends without a successful renewal; zero when there is no session.
+	TrustDeadline time.Time `json:"trust_deadline,omitzero"`
+	// Failures counts the renewal loop's failed statements since its last
+	// success; renewals made for an acquire are not counted.
+	Failures int `json:"failures"`
+	// LastError is the last renewal statement's error; nil after a success.
+	LastError error `json:"-"`
+	// LastSuccess is when the last successful renewal returned, on this
+	// process's clock; zero before the first.
+	LastSuccess time.Time `json:"last_success,omitzero"`
+	// Unhealthy reports whether the health checks keep this process from
+	// campaigning (Config.HealthCheck); always false without a HealthCheck.
+	Unhealthy bool `json:"unhealthy"`
+	// HealthChanged is when Unhealthy last changed (until then, when Run
+	// started), on this process's clock; zero without a HealthCheck, and
+	// before Run.
+	HealthChanged time.Time `json:"health_changed,omitzero"`
+	// HealthError is why the last health check failed; nil after a passing
+	// check, and before the first returns. Its text is the application's:
+	// think before showing it on a status page.
+	HealthError error `json:"-"`
+	// Listening reports whether this process receives wake-ups.
+	Listening bool `json:"listening"`
 }
 
 // Renewal reports the state of the renewal loop and of the health checks,
@@ -106,5 +90,6 @@ func (c *Coordinator) Renewal() RenewalState {
 	})
 	c.keeper.state(&st)
 	c.terms.health.state(&st)
+	st.Listening = c.wakes.listening.Load()
 	return st
 }

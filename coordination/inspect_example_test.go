@@ -12,7 +12,7 @@ import (
 // Pools lists every pool of the database with its members, by the
 // database clock, from any process: the coordinator reading it need not
 // run.
-func ExampleCoordinator_Pools() {
+func ExampleAdmin_Pools() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
 
@@ -38,16 +38,16 @@ func ExampleCoordinator_Pools() {
 			close(working)
 			<-ctx.Done()
 			return nil
-		})
+		}, nil)
 	}()
 	<-working
 
-	pools, err := coord.Pools(ctx)
+	pools, err := coord.Admin().Pools(ctx)
 	if err != nil {
 		panic(err)
 	}
 	for _, st := range pools {
-		fmt.Printf("%s: generation %d, %d in the list\n", st.Pool, st.Generation, len(st.List))
+		fmt.Printf("%s: generation %d, %d in the list\n", st.Key, st.Generation, len(st.List))
 		for i, id := range st.List {
 			for _, m := range st.Members {
 				if m.ID == id {

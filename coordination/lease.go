@@ -6,38 +6,36 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// Token is a fencing token: a lease name and the epoch of one term. Epochs
-// of a name only grow, and every new term gets a new one, so a resource
-// that remembers the highest epoch it accepted can refuse writes from an
-// older term. CheckFence does that against the lease row itself.
+// Token is a fencing token: a lease name and the epoch of one term. A
+// resource that remembers the highest epoch it accepted can refuse writes
+// of older terms; CheckFence checks against the lease row itself.
 type Token struct {
-	Name  string // full lease name: the row key (see "Names and rows" in the package doc)
+	Key   string // full lease name: the row key (see "Names and rows" in the package doc)
 	Epoch int64
 }
 
 // String formats the token as name@epoch.
-func (t Token) String() string { return fmt.Sprintf("%s@%d", t.Name, t.Epoch) }
+func (t Token) String() string { return fmt.Sprintf("%s@%d", t.Key, t.Epoch) }
 
 // Lease is one term of one lease held by this process. It is safe for
 // concurrent use.
 //
-// The term ends, and Context is cancelled, at the first of: the trust
-// deadline of the process's session passing without a successful renewal,
-// the database showing that session expired, Release, a resign request
-// (Coordinator.Resign), a step-down after failed health checks
-// (Config.HealthCheck), or the coordinator shutting down. context.Cause
-// of Context tells which (ErrLeaseLost, ErrReleased, ErrResigned,
-// ErrUnhealthy, ErrClosed). Whoever obtained the lease must call Release once the work
-// done under it has returned, including after a loss.
+// The term ends, and Context is cancelled, when the session's trust
+// deadline passes without a successful renewal or the database shows the
+// session expired or the term gone (ErrLeaseLost), on Release
+// (ErrReleased), a resign
+// (ErrResigned), a step-down after failed health checks (ErrUnhealthy) or
+// shutdown (ErrClosed): context.Cause of Context tells which. Whoever
+// obtained the lease must Release it once the work done under it has
+// returned, also after a loss.
 //
 // Which liveness probe to use when:
-//   - Context (or Done): pass it to the work, so that everything the work
+//   - Context: pass it to the work, so that everything the work
 //     waits on stops when the term ends. This is the main one.
 //   - Valid (or Check, which returns the error): before each unit of work
 //     that must not run outside the term. It reads the monotonic clock
@@ -62,38 +60,31 @@ type Lease struct {
 	released  atomic.Bool // Release has been called
 }
 
-// Key returns the full lease name, the key of its row: such as
-// "cluster/eu-1/reports" or "global/billing" for elections, and
-// "pool|global/orders|member|<instance>" for pool membership.
+// Key returns the full lease name, the key of its row (package doc, "Names
+// and rows"), such as "cluster/eu-1/reports".
 func (l *Lease) Key() string { return l.name }
 
 // Epoch returns the fencing epoch of this term.
 func (l *Lease) Epoch() int64 { return l.epoch }
 
 // Token returns the fencing token of this term.
-func (l *Lease) Token() Token { return Token{Name: l.name, Epoch: l.epoch} }
+func (l *Lease) Token() Token { return Token{Key: l.name, Epoch: l.epoch} }
 
 // Context returns a context that is cancelled when the term ends. Leader
 // work must run under it.
 func (l *Lease) Context() context.Context { return l.ctx }
 
-// Done is shorthand for Context().Done().
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
-
-// TrustDeadline returns the current trust deadline: the moment, on this
-// process's monotonic clock, after which it must no longer act as holder
-// unless a renewal extends it.
+// TrustDeadline returns the moment after which this process must no longer
+// act as holder, unless a renewal moves it later.
 func (l *Lease) TrustDeadline() time.Time { return l.sess.trustDeadline() }
 
-// Valid reports whether it is safe to act as holder right now. It reads
-// the monotonic clock itself and needs no goroutine to have run, so a
-// process resumed after a long pause sees false at once, even before the
-// timer that cancels Context has fired. Call it before each unit of work.
+// Valid reports whether it is safe to act as holder right now, by the
+// monotonic clock itself (see Lease).
 func (l *Lease) Valid() bool { return l.ctx.Err() == nil && l.sess.trusted() }
 
 // Check returns nil when Valid would report true, and otherwise an error
-// that wraps the reason the term ended (ErrLeaseLost, ErrReleased,
-// ErrClosed).
+// wrapping why the term ended: context.Cause of Context, or ErrLeaseLost
+// when the trust deadline passed before Context was cancelled.
 func (l *Lease) Check() error {
 	if l.Valid() {
 		return nil
@@ -105,32 +96,22 @@ func (l *Lease) Check() error {
 }
 
 // Fence asserts, inside the caller's transaction tx, that this term still
-// holds the lease: same holder and epoch, and unexpired by the database
-// clock. It locks the lease row so the holder cannot change until tx ends.
-// When the check fails it returns an error wrapping ErrFenced and the
-// caller must roll back.
+// holds the lease (same holder and epoch, unexpired by the database
+// clock), and locks the lease row until tx ends. When the term is over it
+// returns an error wrapping ErrFenced, and the caller must roll back; a tx
+// that is not a transaction (from db.Transaction or db.Begin), or nil,
+// gives an error wrapping ErrInvalidConfig.
 //
-// On PostgreSQL, MySQL and SQL Server the lock is on the lease row only,
-// and the renewal of the process's session, a row of its own, never waits
-// for it. On SQLite a writing transaction excludes every other writer, so
-// tx holds off the session's renewal until it ends; there Fence also
-// renews the session inside tx, which makes tx a writing transaction at
-// the check, and the holder trusts such a renewal once it sees it
-// committed. Its terms then survive any run of fenced transactions in
-// which less than TTL - Margin passes from one committed check to the
-// commit of the next: back to back, each shorter than (TTL - Margin)/2,
-// which RenewInterval never exceeds. A transaction that rolls back renews
-// nothing.
-//
-// tx must be the handle of a transaction (the one db.Transaction passes to
-// its function, or one from db.Begin); any other handle, and nil, is
-// refused with an error wrapping ErrNotInTransaction.
+// The lock never holds up the session's renewal, except on SQLite, where
+// Fence renews the session inside tx: the terms survive back-to-back
+// fenced transactions each shorter than (TTL - Margin)/2, and one that
+// rolls back renews nothing.
 func (l *Lease) Fence(tx *gorm.DB) error {
 	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", l.name, l.epoch)); err != nil {
 		return err
 	}
 	if !l.Valid() {
-		return &FenceError{Name: l.name, Epoch: l.epoch, Reason: "this process no longer trusts the term (" + l.Check().Error() + ")"}
+		return fenced(fmt.Sprintf("lease %q epoch %d", l.name, l.epoch), "this process no longer trusts the term ("+l.Check().Error()+")")
 	}
 	return l.fence(tx)
 }
@@ -142,11 +123,10 @@ func (l *Lease) fence(tx *gorm.DB) error { return l.f.check(tx, l.Token(), l.ses
 func (l *Lease) sessionID() string { return l.sess.id }
 
 // Release ends the term and, unless the database already showed it over,
-// gives the lease up in the database so a follower can take it on its next
-// attempt. Call it after the work done under the lease has returned. It
-// works even when ctx is already cancelled (it runs with ShutdownTimeout),
-// and it is idempotent. The release statement only matches this holder
-// and epoch, so it can never touch a newer term.
+// gives the lease up so a follower can take it at its next attempt. Call
+// it after the work done under the lease has returned. It is idempotent,
+// and works even when ctx is already cancelled (it runs with
+// ShutdownTimeout).
 func (l *Lease) Release(ctx context.Context) error {
 	if !l.released.CompareAndSwap(false, true) {
 		return nil
@@ -165,28 +145,13 @@ func (l *Lease) Release(ctx context.Context) error {
 	if !first || r.done == nil {
 		return nil // the database showed the term over
 	}
-	t := l.t
-	err := <-r.done
-	log := t.log.With(zap.String("lease", l.name), zap.Int64("epoch", l.epoch))
-	if err != nil {
-		err = fmt.Errorf("coordination: release lease %q epoch %d (it is free once its session expires): %w", l.name, l.epoch, err)
-		log.Warn("release failed", zap.Error(err))
-		t.events.emit(Event{Kind: EventError, Lease: l.name, Epoch: l.epoch, Err: err})
-		return err
-	}
-	if r.wasHeld {
-		t.metrics.released()
-		log.Info("released lease")
-		t.events.emit(Event{Kind: EventReleased, Lease: l.name, Holder: t.holder, Epoch: l.epoch})
-	}
-	return nil
+	return <-r.done
 }
 
-// requireTransaction returns an error wrapping ErrNotInTransaction unless
-// tx is inside a transaction, that is, its statements run on a connection
-// gorm can commit (*sql.Tx, or gorm's prepared-statement transaction). A
-// fencing check outside a transaction would hold its row lock only for its
-// own statement. what names the lease or pool in the message.
+// requireTransaction returns an error wrapping ErrInvalidConfig unless tx
+// runs on a connection gorm can commit: a fencing check outside a
+// transaction would hold its row lock only for its own statement. what
+// names the lease or pool in the message.
 func requireTransaction(tx *gorm.DB, what string) error {
 	var pool gorm.ConnPool
 	if tx != nil && tx.Statement != nil {
@@ -197,8 +162,8 @@ func requireTransaction(tx *gorm.DB, what string) error {
 		return nil
 	case nil:
 		return fmt.Errorf("%w: %s: tx is nil or has no connection; pass the handle db.Transaction gives its function",
-			ErrNotInTransaction, what)
+			errNotTransaction, what)
 	}
 	return fmt.Errorf("%w: %s: tx runs on a %T, not a transaction; pass the handle db.Transaction gives its function, or one from db.Begin",
-		ErrNotInTransaction, what, pool)
+		errNotTransaction, what, pool)
 }

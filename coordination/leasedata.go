@@ -10,18 +10,13 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// MaxDataLen is the longest data an election's lease row carries
-// (Lease.SetData, Lease.SetDataIn), in bytes: 60 KiB, within the 64 KiB
-// of MySQL's TEXT column.
+// MaxDataLen is the longest data, in bytes, a lease row carries
+// (Lease.SetData): 60 KiB, within the 64 KiB of MySQL's TEXT column.
 const MaxDataLen = 60 << 10
 
-// Every lease row has a data column. A pool's rows use it for their
-// protocol (generations, acknowledgements); an election's row is the
-// holder's to use: a string kept with the lease across terms, written only
-// under a term (the holder's session and epoch, live by the database
-// clock), so a paused or partitioned ex-holder can never overwrite what a
-// newer term wrote. Scheduled workers (package workers) keep their
-// progress in it.
+// An election's lease row carries data of its holders', kept across terms
+// and written only under a term, so a paused or partitioned ex-holder can
+// never overwrite what a newer term wrote.
 
 // Data reads the data of the lease row, and the database clock at the
 // read. Any process may read it; it is what the last term that wrote it
@@ -37,35 +32,30 @@ func (l *Lease) Data(ctx context.Context) (data string, now time.Time, err error
 	return rows[0].Data, rows[0].Now, nil
 }
 
-// SetData writes data into the lease row, only while this term holds the
-// lease: same session and epoch, unexpired by the database clock. When the
-// term is over it writes nothing and returns an error wrapping ErrFenced
-// (a *FenceError). Only an election's lease carries data of its holder's;
-// a pool membership's is refused with ErrInvalidConfig, as is data longer
-// than MaxDataLen.
+// SetData writes data into the lease row while this term holds the lease
+// (same session and epoch, unexpired by the database clock); otherwise it
+// writes nothing and returns an error wrapping ErrFenced. Data longer than
+// MaxDataLen, or for a pool membership, is refused with ErrInvalidConfig.
 func (l *Lease) SetData(ctx context.Context, data string) error {
 	if err := l.checkData(data); err != nil {
 		return err
 	}
 	if !l.Valid() {
-		return &FenceError{Name: l.name, Epoch: l.epoch, Reason: "this process no longer trusts the term (" + l.Check().Error() + ")"}
+		return fenced(fmt.Sprintf("lease %q epoch %d", l.name, l.epoch), "this process no longer trusts the term ("+l.Check().Error()+")")
 	}
 	ok, err := l.f.writeData(ctx, l.sess.id, store.Term{Name: l.name, Epoch: l.epoch}, data)
 	if err != nil {
 		return fmt.Errorf("coordination: write the data of lease %q epoch %d: %w", l.name, l.epoch, err)
 	}
 	if !ok {
-		return &FenceError{Name: l.name, Epoch: l.epoch, Reason: "the term is over by the database (data not written)"}
+		return fenced(fmt.Sprintf("lease %q epoch %d", l.name, l.epoch), "the term is over by the database (data not written)")
 	}
 	return nil
 }
 
-// SetDataIn writes data into the lease row inside the caller's transaction
-// tx, after the fencing check of Fence: the write commits with tx or not
-// at all, so the caller's own changes and the data commit together, and
-// only under this term. On an error the caller must roll back; it wraps
-// ErrFenced when the term is over, ErrNotInTransaction for a handle that
-// is not a transaction, ErrInvalidConfig as SetData says.
+// SetDataIn is SetData inside the caller's transaction tx, after Fence's
+// check: the data commits with tx or not at all, and only under this term.
+// Its errors are Fence's and SetData's; on one the caller must roll back.
 func (l *Lease) SetDataIn(tx *gorm.DB, data string) error {
 	if err := l.checkData(data); err != nil {
 		return err
@@ -78,7 +68,7 @@ func (l *Lease) SetDataIn(tx *gorm.DB, data string) error {
 		return fmt.Errorf("coordination: write the data of lease %q epoch %d: %w", l.name, l.epoch, err)
 	}
 	if !ok {
-		return &FenceError{Name: l.name, Epoch: l.epoch, Reason: "the term is over by the database (data not written)"}
+		return fenced(fmt.Sprintf("lease %q epoch %d", l.name, l.epoch), "the term is over by the database (data not written)")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package coordination
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,21 +18,20 @@ const migrateTimeout = 30 * time.Second
 
 // Run migrates the schema (unless disabled), then serves elections and
 // renews the session of the held leases until ctx is cancelled. It blocks,
-// so it composes with errgroup.
+// so it composes with errgroup. A database that is unreachable at start or
+// later never makes it fail: it retries, and recovers when the database
+// returns. It returns an error only for a schema it must not fix
+// (ErrSchemaMissing with DisableAutoMigrate), a transaction pooler the
+// driver's prepared statements do not survive (ErrInvalidConfig, naming
+// the DSN setting that fixes it), or a second call (ErrClosed).
 //
-// A database that is unreachable at start or later never makes Run fail:
-// it logs, retries with backoff and recovers when the database returns.
-// Run returns an error only for a schema it must not fix (ErrSchemaMissing
-// with DisableAutoMigrate) or when called twice.
-//
-// On cancellation, Run cancels every lease context, stops campaigning and
-// keeps renewing until the work under each lease has returned and released
-// it, for at most ShutdownTimeout. The releases of all leases go out
-// together, in as few statements as their number allows. Then Run ends the
+// On cancellation, Run cancels every lease context with ErrClosed, stops
+// campaigning and keeps renewing until the work under each lease has
+// returned and released it, for at most ShutdownTimeout; then it ends the
 // session and returns nil.
 func (c *Coordinator) Run(ctx context.Context) error {
 	if !c.state.CompareAndSwap(int32(stateIdle), int32(stateRunning)) {
-		return ErrAlreadyRunning
+		return errAlreadyRunning
 	}
 	c.keeper.parent = context.WithoutCancel(ctx)
 	unregister := c.registerMetrics()
@@ -112,8 +112,13 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 			}
 			return nil
 		}
-		if errors.Is(err, store.ErrSchemaMissing) {
+		switch {
+		case errors.Is(err, store.ErrSchemaMissing):
 			c.log.Error("coordination schema missing", zap.Error(err))
+			return err
+		case errors.Is(err, store.ErrPoolerMode):
+			err = fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+			c.log.Error("the database connection does not suit the pooler in front of it", zap.Error(err))
 			return err
 		}
 		if ctx.Err() != nil {

@@ -12,25 +12,14 @@ import (
 
 // Locks is a namespace of keyed locks: mutual exclusion per key, for keys
 // known only at run time (an account id, a file name), across every
-// process that shares the database. Get it with Coordinator.Locks; the
-// same scope and name always return the same Locks. It is safe for
-// concurrent use.
+// process that shares the database. Coordinator.Locks returns the same one
+// for the same scope and name. It is safe for concurrent use.
 //
-// A lock is a lease like an election's: each grant is a *Lease with its
-// own fencing epoch (Fence), context (cancelled at the trust deadline,
-// Margin before anyone else could take the key) and Release. Held keys
-// ride the process's session row, so renewing them costs the one
-// renewal statement per tick that every lease of the process shares,
-// however many keys are held. A release deletes the key's row and wakes
-// the processes waiting for the key where wake-ups exist; rows left by
-// holders that died are deleted by a bounded prune, so the table keeps
-// only the rows of keys in use. The epochs of a key never repeat and
-// never go back, also across such a delete: see "Keyed locks" in the
-// package doc.
-//
-// Within one process, at most one goroutine holds or waits for a key in
-// the database at a time; the others wait in the process for it, in no
-// particular order.
+// Each grant is a *Lease of the key. A release deletes the key's row and
+// wakes the processes waiting for it, and dead holders' rows are pruned;
+// the epochs of a key still only grow. Within one process, at most one
+// goroutine holds or waits for a key in the database at a time; the others
+// wait in the process, in no particular order.
 type Locks struct {
 	t      *termSet
 	store  flooredStore  // the prune of dead holders' rows
@@ -53,11 +42,9 @@ type keyGate struct {
 	refs  int           // goroutines holding or waiting for the gate
 }
 
-// Locks returns the namespace of keyed locks with the given scope and
-// name (checked by ValidateName). A ClusterScope namespace locks a key
-// within the cluster (identity.Identity.Cluster); a GlobalScope one
-// across every cluster that shares the database. Its name is no
-// election's or pool's: their rows never meet.
+// Locks returns the namespace of keyed locks with the given scope (see
+// Scope) and name, apart from any election or pool of that name. An
+// invalid name gives an error wrapping ErrInvalidConfig.
 func (c *Coordinator) Locks(scope Scope, name string) (*Locks, error) {
 	key, err := leaseName(scope, c.id.Cluster, name)
 	if err != nil {
@@ -72,36 +59,26 @@ func (c *Coordinator) Locks(scope Scope, name string) (*Locks, error) {
 // Key returns the namespace's scoped key, such as "global/accounts".
 func (l *Locks) Key() string { return l.key }
 
-// Scope returns the namespace's scope.
-func (l *Locks) Scope() Scope { return l.scope }
-
 // row checks key and returns its row key.
 func (l *Locks) row(key string) (string, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := validateKey(key); err != nil {
 		return "", err
 	}
 	row := lockRow(l.key, key)
 	if len(row) > maxRowName {
 		return "", fmt.Errorf("%w: lock key %q: its row key %q is %d bytes long; the limit is %d (a shorter namespace name leaves more room)",
-			ErrInvalidName, key, row, len(row), maxRowName)
+			errInvalidName, key, row, len(row), maxRowName)
 	}
 	return row, nil
 }
 
 // Lock blocks until this process holds key, ctx is done, or the
-// coordinator stops (ErrClosed). The caller tries the key at once itself,
-// with the acquire statement alone (after the statement that creates the
-// key's row, which a release deletes), so a free key is taken without
-// waiting for the campaign loop. Only when that attempt takes nothing
-// (another process holds the key) does Lock wait as Election.Campaign
-// does: the key is read and tried at once, then every RetryInterval, and
-// at once when a release of it is notified. While another first attempt
-// of this process is under way (at most one per connection of
-// Config.MaxConnections but the renewal's), Lock waits as Campaign does
-// from the start, so that a burst of Locks is batched by the loop's
-// rounds. The caller must Release the returned lease after the work done
-// under it has returned, also after the lease was lost; until then no
-// other goroutine of this process gets the key.
+// coordinator stops (ErrClosed): a free key is taken at once, a held one
+// waited for as Election.Campaign waits. The caller must Release the lease
+// after the work under it has returned, also after a loss; until then no
+// other goroutine of this process gets the key. A key is 1 to 100 bytes
+// of printable ASCII, and its row key (package doc, "Names and rows") at
+// most 255 bytes (ErrInvalidConfig otherwise).
 func (l *Locks) Lock(ctx context.Context, key string) (*Lease, error) {
 	row, err := l.row(key)
 	if err != nil {
@@ -123,13 +100,9 @@ func (l *Locks) Lock(ctx context.Context, key string) (*Lease, error) {
 	return lease, nil
 }
 
-// attempt is Lock's first attempt at e's row, made by the caller rather
-// than by the rounds: the acquire without a read. It returns nil and no
-// error when it took nothing: the key is held or reserved, a hold-off or
-// the health gate keeps this process from taking it, a round is
-// attempting it, another first attempt of this process is under way, this
-// process stopped trusting its session meanwhile, or the attempt failed.
-// Lock then campaigns.
+// attempt is Lock's first attempt at e's row, made by the caller: the
+// acquire without a read, while a direct turn is free. It returns nil and
+// no error when it took nothing, for whatever reason: Lock then campaigns.
 func (l *Locks) attempt(ctx context.Context, e *Election) (*Lease, error) {
 	if err := l.t.waitReady(ctx); err != nil {
 		return nil, err
@@ -143,11 +116,10 @@ func (l *Locks) attempt(ctx context.Context, e *Election) (*Lease, error) {
 	return l.t.attemptLock(ctx, e, e.onRelease)
 }
 
-// TryLock makes one attempt to take key and returns at once, as
-// Election.TryAcquire does: a Lease when the key was free (or its holder
-// dead), and otherwise an error wrapping ErrNotAcquired that names the
-// holder, also when another goroutine of this process holds or waits for
-// the key. The caller must Release the returned lease.
+// TryLock makes one attempt to take key, as Election.TryAcquire does,
+// returning an error wrapping ErrNotAcquired also while another goroutine
+// of this process holds or waits for the key. The caller must Release the
+// returned lease.
 func (l *Locks) TryLock(ctx context.Context, key string) (*Lease, error) {
 	row, err := l.row(key)
 	if err != nil {
@@ -166,35 +138,35 @@ func (l *Locks) TryLock(ctx context.Context, key string) (*Lease, error) {
 	return lease, nil
 }
 
-// Do holds key while fn runs: it waits for the key as Lock does, calls
-// fn, and releases the key once fn has returned, whatever happened. The
-// context fn gets is cancelled when ctx is, and at the lease's trust
-// deadline: Margin before any other process could take the key, so work
-// that stops when its context does never overlaps the next holder's.
-// Commit the work's effects under lease.Fence to be safe also from a
-// pause. Do returns fn's error, or the error of the wait.
-//
-// fn is only ever called under a term that is valid when it is called,
-// as Election.Run's function is: a term that ended between the key being
-// taken and fn's call (the process was paused past its trust deadline,
-// and another process may hold the key by now) is given back, and Do
-// waits for the key again.
+// Do holds key while fn runs: it waits for the key as Lock does, calls fn
+// under a term valid at the call (a term that ended before is given back
+// and the key waited for again), and releases the key once fn has
+// returned, whatever happened. fn's context ends with ctx and with the
+// term; commit the work under lease.Fence to be safe also from a pause.
+// Do returns fn's error, or the wait's.
 func (l *Locks) Do(ctx context.Context, key string, fn func(ctx context.Context, lease *Lease) error) error {
 	for {
 		lease, err := l.Lock(ctx, key)
 		if err != nil {
 			return err
 		}
-		if hook := l.t.signals.lockTaken.Load(); hook != nil {
-			(*hook)(lease)
+		if ran, err := l.runIfValid(ctx, lease, fn); ran {
+			return err
 		}
-		if lease.Valid() {
-			return l.run(ctx, lease, fn)
-		}
-		// The term's loss is logged and emitted where it ended; the key's
-		// gate opens once it is given back.
-		_ = lease.Release(ctx)
 	}
+}
+
+// runIfValid calls fn under lease, and then releases it, when the term is
+// still valid: a process paused since Lock returned may hold a term past
+// its trust deadline, which it gives back without calling fn (ran is
+// false). The term's loss is logged and emitted where it ended; the key's
+// gate opens once the lease is given back.
+func (l *Locks) runIfValid(ctx context.Context, lease *Lease, fn func(ctx context.Context, lease *Lease) error) (ran bool, err error) {
+	if !lease.Valid() {
+		_ = lease.Release(ctx)
+		return false, nil
+	}
+	return true, l.run(ctx, lease, fn)
 }
 
 // run calls fn under lease and then releases it.
@@ -209,11 +181,9 @@ func (l *Locks) run(ctx context.Context, lease *Lease, fn func(ctx context.Conte
 	return fn(work, lease)
 }
 
-// election is the election a campaign or attempt for a lock row goes
-// through: made for the one call, never registered, so a million keys
-// leave nothing behind. The key's gate keeps two of this process's calls
-// from campaigning for one row at once; the first Release of its lease
-// opens the gate and, when due, prunes the namespace's dead rows.
+// election is the transient election of one call for a lock row, which
+// leaves nothing behind once idle. The first Release of its lease opens
+// the key's gate and, when due, prunes the namespace's dead rows.
 func (l *Locks) election(row string, g *keyGate) *Election {
 	return &Election{t: l.t, scope: l.scope, name: l.name, key: row, attrs: l.attrs, transient: true,
 		onRelease: func() {
@@ -278,12 +248,9 @@ func (l *Locks) drop(row string, g *keyGate) {
 	}
 }
 
-// pruneIfDue deletes, at most once per TTL per namespace and process,
-// up to store.WriteChunk rows of the namespace that nobody holds or is
-// about to hold: unheld, or held by a session expired, both for longer
-// than TTL. Releases delete their own rows; this removes those of
-// holders that died. One statement reads the candidates, so the work is
-// bounded however many rows the namespace has.
+// pruneIfDue deletes, at most once per TTL per namespace and process, up
+// to lockPruneChunk rows of the namespace that have been unheld, or held
+// by an expired session, for longer than TTL: those of holders that died.
 func (l *Locks) pruneIfDue() {
 	ttl := l.t.cfg.TTL
 	l.mu.Lock()

@@ -10,21 +10,18 @@ import (
 	"github.com/leasehold/leasehold/coordination/internal/membership"
 )
 
-// The member protocol of a pool is package membership: Pool.Run drives one
-// membership.Member per run, and poolRun is what it hands that member
-// from the coordinator: the health gate and the campaigner to join, the
-// pool set for member ids and what Run last saw, the wake-ups, Run's term
-// loop for the work, and the events and metrics.
+// poolRun is what one Pool.Run hands its membership.Member from the
+// coordinator: joining, member ids, wake-ups, the term loop for the work,
+// events and metrics.
 type poolRun struct {
 	p    *Pool
 	fn   AssignmentFunc
 	run  *termLoop[Assignment] // Run's term loop: options and backoff
 	wake chan struct{}         // buffered 1: a wake-up for the pool's rows
-	// parts runs the partitions of RunPartitions; nil for Run.
+	// parts runs a sticky pool's partitions; nil otherwise.
 	parts membership.PartitionWorker
 
-	// Written by the run's goroutine; read by Current, wake-ups and the
-	// metrics.
+	// Written by the run's goroutine; read by wake-ups and the metrics.
 	member  atomic.Pointer[string]     // the member id of the last join
 	current atomic.Pointer[Assignment] // the assignment worked on, nil for none
 	read    atomic.Pointer[poolRead]   // the current generation at the last read
@@ -44,7 +41,7 @@ func (r *poolRun) memberID() string {
 	return ""
 }
 
-// member returns the membership of one Run, logging to log.
+// newMember returns the membership of one Run, logging to log.
 func (r *poolRun) newMember(log *zap.Logger) *membership.Member {
 	p, d := r.p, r.p.deps
 	return membership.New(membership.Config{
@@ -70,10 +67,9 @@ func (l memberLease) Session() string { return l.sessionID() }
 // MayJoin holds off joining while the health checks fail.
 func (r *poolRun) MayJoin() bool { return !r.p.deps.terms.health.unhealthy() }
 
-// NewID returns a member id never used in this pool by this process. A
-// static member's id is always its MemberID after membership.StaticPrefix:
-// its row is not pruned while it may come back, so its epochs go on
-// growing.
+// NewID returns a member id never used in this pool by this process, or a
+// static member's fixed id, whose row is not pruned while it may come
+// back.
 func (r *poolRun) NewID() string {
 	if r.p.static != "" {
 		return membership.StaticPrefix + r.p.static
@@ -97,13 +93,11 @@ func (r *poolRun) Join(ctx context.Context, row string) (membership.Lease, error
 func (r *poolRun) Notify(ctx context.Context, row string) { r.p.deps.wakes.notify(ctx, row) }
 
 // Start records the assignment as the pool's current one and returns its
-// work: fn under the policy Election.Run follows too, where fn is called
-// again after an error or a panic while the assignment is current, and a
-// nil return leaves the index idle until the next generation.
+// work: fn on Run's term loop.
 func (r *poolRun) Start(w membership.Assignment) func(ctx context.Context) {
 	p := r.p
 	a := Assignment{
-		Pool: p.key, Index: w.Index, Count: w.Count, Generation: w.Generation, Epoch: w.Lease.Epoch(),
+		Key: p.key, Index: w.Index, Count: w.Count, Generation: w.Generation, Epoch: w.Lease.Epoch(),
 		Members: w.Members, p: p, member: w.Lease.(memberLease).Lease,
 	}
 	r.current.Store(&a)
@@ -120,7 +114,7 @@ func (r *poolRun) Read(generation int64, members int) {
 
 // Failed reports a failure of the member as an EventError.
 func (r *poolRun) Failed(err error) {
-	r.p.deps.events.emit(Event{Kind: EventError, Lease: r.p.key, Pool: r.p.key, Err: err})
+	r.p.deps.events.emit(Event{Kind: EventError, Key: r.p.key, Err: poolModeError(err)})
 }
 
 // Rebalanced records a rebalance time in the pool's histogram.

@@ -13,43 +13,14 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// Metrics go through the OpenTelemetry metric API to the MeterProvider of
-// Config; the package never depends on an SDK. The instruments, named
-// under "leasehold.", are:
-//
-//	name                              kind       unit          attributes
-//	leasehold.lease.held              gauge      {lease}       lease
-//	leasehold.lease.epoch             gauge      {epoch}       lease
-//	leasehold.lease.acquisitions      counter    {term}
-//	leasehold.lease.losses            counter    {term}        cause
-//	leasehold.lease.releases          counter    {term}
-//	leasehold.lease.acquire.duration  histogram  s
-//	leasehold.lease.handoff.gap       histogram  s
-//	leasehold.session.renew.duration  histogram  s
-//	leasehold.session.renew.errors    counter    {error}
-//	leasehold.session.trust.headroom  histogram  s
-//	leasehold.session.trust.remaining gauge      s
-//	leasehold.health.unhealthy        gauge      {process}
-//	leasehold.pool.generation         gauge      {generation}  pool
-//	leasehold.pool.members            gauge      {member}      pool
-//	leasehold.pool.assigned           gauge      {index}       pool
-//	leasehold.pool.rebalance.duration histogram  s             pool
-//
-// docs/operations.md explains each. The gauges are observed by one
-// callback, registered when Run starts and unregistered when it returns,
-// which reads each owner's state under its lock: trust.remaining
-// is read then from the trust deadline, on the monotonic clock, so it
-// falls while renewals stall, when the headroom histogram, recorded at
-// successful renewals only, has nothing to record. health.unhealthy is
-// observed only with a Config.HealthCheck. The loops only add
-// to counters and record to histograms, with attribute sets made once per
-// lease, pool or cause, never per tick. A nil MeterProvider (the default)
-// turns all of it off: no instrument is recorded to and no callback is
-// registered.
-//
-// The callback takes the locks of the owners whose state it reads, one at
-// a time, and some counters are added to while one of them is held. That is safe with any SDK whose synchronous instruments do
-// not wait for a collection in progress, as OpenTelemetry's does not.
+// Metrics go through the OpenTelemetry metric API to Config.MeterProvider
+// (docs/operations.md lists the instruments); a no-op provider turns them
+// all off. The gauges are observed by one callback, registered while Run
+// runs; the loops only add to counters and record to histograms, with
+// attribute sets made once per lease, pool or cause. The callback takes
+// the owners' locks one at a time, and some counters are added to while
+// one is held: safe with any SDK whose synchronous instruments do not wait
+// for a collection in progress, as OpenTelemetry's do not.
 
 // meterName is the instrumentation scope of the instruments.
 const meterName = "github.com/leasehold/leasehold/coordination"
@@ -86,27 +57,21 @@ const (
 type lossCause int
 
 const (
-	// lossTrustDeadline: the trust deadline passed without a successful
-	// renewal (the renewals failed or took too long).
+	// lossTrustDeadline: no successful renewal before the trust deadline.
 	lossTrustDeadline lossCause = iota
-	// lossLateRenewal: a renewal succeeded in the database, but came back
-	// after the trust deadline.
+	// lossLateRenewal: a renewal succeeded, but came back after the trust
+	// deadline.
 	lossLateRenewal
-	// lossSessionGone: the database showed the session expired, so every
-	// lease of it may have been taken over already.
+	// lossSessionGone: the database showed the session expired.
 	lossSessionGone
-	// lossShutdownTimeout: leader work did not return within
-	// ShutdownTimeout; the lease is left to expire.
+	// lossShutdownTimeout: the work did not return within ShutdownTimeout;
+	// the lease is left to expire.
 	lossShutdownTimeout
-	// lossResigned: a resign was requested for the term
-	// (Coordinator.Resign); it is released once its work has returned.
+	// lossResigned: a resign was requested for the term.
 	lossResigned
-	// lossUnhealthy: the process stepped down after HealthFailures failed
-	// health checks in a row; it is released once its work has returned.
+	// lossUnhealthy: a step-down after HealthFailures failed health checks.
 	lossUnhealthy
-	// lossFailover: the database failed over, and the new primary does not
-	// show this process holding the term: the old primary's record of it
-	// was lost.
+	// lossFailover: the new primary after a failover does not show the term.
 	lossFailover
 	numLossCauses
 )
@@ -115,9 +80,7 @@ var lossCauseNames = [numLossCauses]string{"trust_deadline", "late_renewal", "se
 
 func (c lossCause) String() string { return lossCauseNames[c] }
 
-// durationBuckets are the histogram bounds, in seconds, from 1ms to 60s:
-// statement round trips, trust headroom (up to TTL - Margin) and handoff
-// gaps (up to TTL plus a RetryInterval) of the usual configurations.
+// durationBuckets are the histogram bounds, in seconds, from 1ms to 60s.
 var durationBuckets = []float64{
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 20, 30, 60,
 }

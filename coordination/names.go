@@ -32,23 +32,20 @@ func (s Scope) String() string {
 	return fmt.Sprintf("Scope(%d)", int(s))
 }
 
-// MaxNameLen is the longest election name accepted.
-const MaxNameLen = 128
+// maxNameLen is the longest election name accepted.
+const maxNameLen = 128
 
-// ValidateName checks an election, pool or worker name: 1 to MaxNameLen
-// bytes of ASCII letters, digits, '.', '_', '-', ':' and '/'. The '/'
-// separates segments, like a path: every segment must be non-empty (no
-// leading, trailing or doubled '/') and neither "." nor "..", so that a
-// name reads the same everywhere it is shown or used as a key. Every other
-// byte, '|' in particular, is reserved: row keys use '|' as a separator, so
-// no name can produce the key of another election or pool. The error names
-// the value and the first bad byte or segment.
-func ValidateName(name string) error {
+// validateName checks an election, pool or worker name: 1 to maxNameLen
+// bytes of ASCII letters, digits, '.', '_', '-', ':' and '/', where '/'
+// separates non-empty segments other than "." and "..". Every other byte,
+// '|' above all, is reserved for row keys. The error names the value and
+// the first bad byte or segment.
+func validateName(name string) error {
 	if name == "" {
-		return fmt.Errorf("%w: name is empty", ErrInvalidName)
+		return fmt.Errorf("%w: name is empty", errInvalidName)
 	}
-	if len(name) > MaxNameLen {
-		return fmt.Errorf("%w: name %q is %d bytes long; the limit is %d", ErrInvalidName, name, len(name), MaxNameLen)
+	if len(name) > maxNameLen {
+		return fmt.Errorf("%w: name %q is %d bytes long; the limit is %d", errInvalidName, name, len(name), maxNameLen)
 	}
 	for i := 0; i < len(name); i++ {
 		b := name[i]
@@ -57,7 +54,7 @@ func ValidateName(name string) error {
 			continue
 		}
 		return fmt.Errorf("%w: name %q has %q at byte %d; allowed are ASCII letters, digits, '.', '_', '-', ':' and '/'",
-			ErrInvalidName, name, rune(b), i)
+			errInvalidName, name, rune(b), i)
 	}
 	start := 0
 	for i := 0; i <= len(name); i++ {
@@ -67,66 +64,33 @@ func ValidateName(name string) error {
 		switch seg := name[start:i]; seg {
 		case "":
 			return fmt.Errorf("%w: name %q has an empty segment at byte %d; '/' must not start or end a name or follow another '/'",
-				ErrInvalidName, name, start)
+				errInvalidName, name, start)
 		case ".", "..":
 			return fmt.Errorf("%w: name %q has the segment %q at byte %d; '.' and '..' are not allowed as segments",
-				ErrInvalidName, name, seg, start)
+				errInvalidName, name, seg, start)
 		}
 		start = i + 1
 	}
 	return nil
 }
 
-// Row keys. Every row of the lease table is named by the functions below and by no
-// other code. The keys are:
-//
-//	cluster/<cluster>/<name>               election, ClusterScope
-//	global/<name>                          election, GlobalScope
-//	pool|<key>|generation                  a pool's generation row
-//	pool|<key>|member|<member id>           a pool member's lease
-//	lock|<key>|<lock key>                  a keyed lock's row (Locks)
-//	lockfloor|<key>|<bucket>               a floor row of keyed locks
-//	sem|<key>|<slot>                       a slot of a semaphore
-//
-// <key> is the pool's own scoped key, built like an election key. Names
-// (ValidateName) and cluster names (package identity) never contain '|',
-// and cluster names never contain '/'. Hence:
-//
-//   - an election key has no '|' and a pool row key starts with "pool|", so
-//     no election key equals or extends a pool row key, or the reverse;
-//   - in a pool row key the first '|' ends <key>, so the rows that start
-//     with "pool|<key>|" are exactly the rows of that pool, and those that
-//     start with "pool|<key>|member|" are exactly its member rows, whatever
-//     other pools are called (pools "a" and "a/member/x" have the prefixes
-//     "pool|global/a|" and "pool|global/a/member/x|");
-//   - an election key is "global/" followed by the name, or "cluster/", a
-//     cluster name without '/', '/' and the name, so it decodes to exactly
-//     one scope, cluster and name.
-//
-// The same holds of the rows of keyed locks and semaphores: <key> is the
-// namespace's scoped key, built like an election key, so the first '|'
-// after "lock|" ends it and a lock key after it may contain any byte
-// ValidateKey allows, '|' included. The rows that start with
-// "lock|<key>|" are exactly that namespace's lock rows, and a floor row
-// ("lockfloor|", not "lock|") is never among them.
-//
-// Listing a pool and pruning its dead members therefore only ever touch
-// that pool's rows. '|' needs no escaping in a LIKE pattern on any
-// supported database, and the store matches prefixes by byte range, not
-// LIKE. Schema version 3 renamed the pool rows of earlier versions
-// ("pool/<key>/generation", "pool/<key>/member/<instance>"), which could
-// collide (see internal/store/schema.go).
+// Row keys: every row of the lease table is named by the functions below
+// and by no other code (the package doc lists the keys). Names and cluster
+// names never contain '|', and cluster names never contain '/'. So an
+// election key decodes to one scope, cluster and name; the first '|' after
+// "pool|", "lock|" or "sem|" ends the owner's scoped key; and the rows
+// under a prefix such as "pool|<key>|" or "pool|<key>|member|" are exactly
+// that pool's (members'), whatever other pools are called. Listing a pool
+// and pruning its dead members only ever touch that pool's rows.
 
-// keySep separates the parts of a pool row key. ValidateName and package
-// identity reject it, which is what makes the keys unambiguous.
+// keySep separates the parts of a row key; no name or cluster name has it.
 const keySep = "|"
 
-// leaseName encodes a scoped election name as the lease row name:
-// "cluster/<cluster>/<name>" or "global/<name>". The same string is a
-// pool's key. Cluster names cannot contain '/', so the encoding cannot
-// collide.
+// leaseName encodes a scoped election name as its lease row name,
+// "cluster/<cluster>/<name>" or "global/<name>", which is also the key of
+// a pool, a lock namespace or a semaphore of that scope and name.
 func leaseName(scope Scope, cluster, name string) (string, error) {
-	if err := ValidateName(name); err != nil {
+	if err := validateName(name); err != nil {
 		return "", err
 	}
 	switch scope {
@@ -135,26 +99,20 @@ func leaseName(scope Scope, cluster, name string) (string, error) {
 	case GlobalScope:
 		return "global/" + name, nil
 	}
-	return "", fmt.Errorf("%w: scope %d is neither ClusterScope nor GlobalScope", ErrInvalidName, int(scope))
+	return "", fmt.Errorf("%w: scope %d is neither ClusterScope nor GlobalScope", errInvalidName, int(scope))
 }
 
-// poolRowsFor names the rows of the pool with the given key (from
-// leaseName): its prefix, its generation row, and the prefix of its
-// member rows, after which comes the member id. Wake-ups for one member
-// ("pool|<key>|wake|<member id>", membership.Rows.Wake) are names of
-// wake-ups only: no row is called so.
+// poolRowsFor names the rows of the pool with the given key; its
+// "pool|<key>|wake|<member id>" names are wake-ups only, never rows.
 func poolRowsFor(key string) membership.Rows {
 	prefix := "pool" + keySep + key + keySep
 	return membership.Rows{Prefix: prefix, Generation: prefix + "generation", Members: prefix + "member" + keySep,
 		Wakes: prefix + "wake" + keySep}
 }
 
-// poolMemberRow reports whether name is a pool's member row
-// (poolRowsFor). Nobody waits to take one, and its member announces its
-// release itself once it published the generation without it
-// (membership.Member.Leave), so the release wakes nobody
-// (store.Options.Quiet): woken by it, every member would race the leaver
-// to publish that generation.
+// poolMemberRow reports whether name is a pool's member row, whose
+// release wakes nobody (store.Options.Quiet): its member announces the
+// generation without it itself.
 func poolMemberRow(name string) bool {
 	rest, ok := strings.CutPrefix(name, "pool"+keySep)
 	if !ok {
@@ -164,38 +122,35 @@ func poolMemberRow(name string) bool {
 	return ok && strings.HasPrefix(rest, "member"+keySep)
 }
 
-// Keyed locks: the prefixes of their rows and the number of floor rows of
-// a namespace (store/floored.go): a lock row's epochs continue from one
-// of them, picked by a hash of the lock key.
+// Keyed locks: the prefixes of their rows, and the number of floor rows of
+// a namespace, from one of which a lock row's epochs continue.
 const (
 	lockRowPrefix   = "lock" + keySep
 	lockFloorPrefix = "lockfloor" + keySep
 	lockFloors      = 64
 )
 
-// MaxKeyLen is the longest lock key accepted (ValidateKey). The row key,
+// maxKeyLen is the longest lock key accepted (validateKey). The row key,
 // "lock|" + the namespace's scoped key + "|" + the lock key, must also
 // fit the 255 bytes of the name column.
-const MaxKeyLen = 100
+const maxKeyLen = 100
 
 // maxRowName is the longest row key the name column holds.
 const maxRowName = 255
 
-// ValidateKey checks a lock key (Locks): 1 to MaxKeyLen bytes of
-// printable ASCII, space included, so that it compares byte for byte on
-// every database. Any other byte is refused; the error names the value
-// and the first bad byte.
-func ValidateKey(key string) error {
+// validateKey checks a lock key: 1 to maxKeyLen bytes of printable ASCII,
+// space included. The error names the value and the first bad byte.
+func validateKey(key string) error {
 	if key == "" {
-		return fmt.Errorf("%w: lock key is empty", ErrInvalidName)
+		return fmt.Errorf("%w: lock key is empty", errInvalidName)
 	}
-	if len(key) > MaxKeyLen {
-		return fmt.Errorf("%w: lock key %q is %d bytes long; the limit is %d", ErrInvalidName, key, len(key), MaxKeyLen)
+	if len(key) > maxKeyLen {
+		return fmt.Errorf("%w: lock key %q is %d bytes long; the limit is %d", errInvalidName, key, len(key), maxKeyLen)
 	}
 	for i := 0; i < len(key); i++ {
 		if b := key[i]; b < 0x20 || b > 0x7e {
 			return fmt.Errorf("%w: lock key %q has byte 0x%02x at %d; allowed is printable ASCII (0x20 to 0x7e)",
-				ErrInvalidName, key, b, i)
+				errInvalidName, key, b, i)
 		}
 	}
 	return nil

@@ -10,29 +10,27 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// Buckets is the number of buckets of Bucket and IntBucket: a stored
-// bucket column holds a value in [0, Buckets).
-const Buckets = 4096
+// buckets is the number of buckets of Bucket and IntBucket: a stored
+// bucket column holds a value in [0, 4096).
+const buckets = 4096
 
-// Bucket returns the bucket of a string key, in [0, Buckets): the 32-bit
-// FNV-1a hash of the key's UTF-8 bytes, xor-folded to 12 bits,
-// ((h >> 12) ^ h) & 4095. It never changes between releases, so a bucket
-// stored with a row stays right. SQLite has no hash function, so no
-// database computes it: write it in Go when the row is inserted, into a
-// bucket column with an index, and select with Assignment.BucketScope.
+// Bucket returns the bucket of a string key, in [0, 4096): the 32-bit
+// FNV-1a hash of its UTF-8 bytes xor-folded to 12 bits, ((h >> 12) ^ h) &
+// 4095, the same in every release. Store it in an indexed bucket column
+// when the row is inserted, and select with Assignment.BucketScope.
 func Bucket(key string) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
 	s := h.Sum32()
-	return int((s>>12 ^ s) & (Buckets - 1))
+	return int((s>>12 ^ s) & (buckets - 1))
 }
 
-// IntBucket returns the bucket of an integer key, in [0, Buckets): its
-// floor modulo 4096, also for negative keys. Every database computes the
-// same as ((k % 4096) + 4096) % 4096, so the bucket column can be a stored
+// IntBucket returns the bucket of an integer key, in [0, 4096): its
+// floor modulo 4096, which every database computes as
+// ((k % 4096) + 4096) % 4096, so the bucket column can be a stored
 // generated column (docs/workers.md, "Partitioned queries").
 func IntBucket(key int64) int {
-	return int(floorMod(key, Buckets))
+	return int(floorMod(key, buckets))
 }
 
 func floorMod(k int64, m int) int64 {
@@ -44,11 +42,9 @@ func floorMod(k int64, m int) int64 {
 }
 
 // share is what a member owns of a pool's keys: the keys whose floor
-// modulo mod is one of parts, and the buckets [r*Buckets/mod,
-// (r+1)*Buckets/mod) of each r in parts. Under index/count a member's
-// share is {Index} modulo Count; a mode of P fixed partitions, where each
-// member owns an explicit set of them, is its set modulo P. Either way the
-// shares of one generation partition every key and every bucket.
+// modulo mod is one of parts, and the buckets [r*buckets/mod,
+// (r+1)*buckets/mod) of each r in parts. The shares of one generation
+// partition every key and every bucket.
 type share struct {
 	mod   int
 	parts []int // sorted, distinct, each in [0, mod)
@@ -59,9 +55,9 @@ type share struct {
 func (a Assignment) share() (share, error) {
 	switch {
 	case a.Count < 1:
-		return share{}, fmt.Errorf("assignment of pool %q: Count (%d) must be at least 1", a.Pool, a.Count)
+		return share{}, fmt.Errorf("assignment of pool %q: Count (%d) must be at least 1", a.Key, a.Count)
 	case a.Index < 0 || a.Index >= a.Count:
-		return share{}, fmt.Errorf("assignment of pool %q: Index (%d) must lie in [0, Count (%d))", a.Pool, a.Index, a.Count)
+		return share{}, fmt.Errorf("assignment of pool %q: Index (%d) must lie in [0, Count (%d))", a.Key, a.Index, a.Count)
 	}
 	return share{mod: a.Count, parts: []int{a.Index}}, nil
 }
@@ -82,7 +78,7 @@ func (s share) owns(key int64) bool {
 func (s share) bucketRanges() [][2]int {
 	var out [][2]int
 	for _, p := range s.parts {
-		lo, hi := p*Buckets/s.mod, (p+1)*Buckets/s.mod
+		lo, hi := p*buckets/s.mod, (p+1)*buckets/s.mod
 		if lo == hi {
 			continue
 		}
@@ -99,7 +95,7 @@ func (s share) bucketRanges() [][2]int {
 // range of one of its parts (bucketRanges, without building them).
 func (s share) ownsBucket(bucket int) bool {
 	for _, p := range s.parts {
-		if bucket >= p*Buckets/s.mod && bucket < (p+1)*Buckets/s.mod {
+		if bucket >= p*buckets/s.mod && bucket < (p+1)*buckets/s.mod {
 			return true
 		}
 	}
@@ -116,43 +112,38 @@ func (a Assignment) Owns(key int64) bool {
 
 // OwnsBucket reports whether the bucket (from Bucket or IntBucket) is
 // this assignment's under BucketScope's rule: it lies in
-// [Index*Buckets/Count, (Index+1)*Buckets/Count).
+// [Index*4096/Count, (Index+1)*4096/Count).
 func (a Assignment) OwnsBucket(bucket int) bool {
 	s, err := a.share()
 	return err == nil && s.ownsBucket(bucket)
 }
 
 // Scope is a gorm scope that selects the rows this assignment owns by the
-// integer column named column: those whose key's floor modulo Count is
-// Index, as Owns decides, negative keys included. The scopes of the
-// members of one generation select every row with a non-NULL key exactly
-// once:
+// integer column named column (a name or table.name): those whose key's
+// floor modulo Count is Index, as Owns decides. The scopes of the members
+// of one generation select every row with a non-NULL key exactly once:
 //
 //	db.Scopes(a.Scope("id")).Where("state = ?", "pending").Find(&orders)
 //
-// The predicate, ((id % Count) + Count) % Count = Index, cannot use an
-// index on the column: the database reads every row the rest of the query
-// leaves. For a large table use BucketScope over an indexed bucket column.
-// column is a name or table.name; an invalid one, a database leasehold
-// does not support, or an assignment with no valid Index and Count makes
-// the query fail with an error naming it, before anything is sent.
+// The predicate cannot use an index on the column; for a large table use
+// BucketScope. An invalid column, a database leasehold does not support,
+// or an assignment with no valid Index and Count makes the query fail with
+// an error naming it, before anything is sent.
 func (a Assignment) Scope(column string) func(*gorm.DB) *gorm.DB {
 	return modScope(column, a.share)
 }
 
 // BucketScope is a gorm scope that selects the rows this assignment owns
-// by a bucket column, which holds Bucket(key) for a string key or
-// IntBucket(key) for an integer key: those whose bucket lies in
-// [Index*Buckets/Count, (Index+1)*Buckets/Count), as OwnsBucket decides.
-// The predicate is a range, bucket >= lo AND bucket < hi, so an index
-// whose leading columns are the query's equality columns and then the
-// bucket column turns the query into a range scan:
+// by a bucket column, which holds Bucket(key) or IntBucket(key): those
+// whose bucket lies in [Index*4096/Count, (Index+1)*4096/Count), as
+// OwnsBucket decides. The predicate is a range, so an index on the query's
+// equality columns and then the bucket column makes it a range scan:
 //
 //	CREATE INDEX orders_state_bucket ON orders (state, bucket);
 //	db.Scopes(a.BucketScope("bucket")).Where("state = ?", "pending").Find(&orders)
 //
 // The scopes of the members of one generation select every row whose
-// bucket lies in [0, Buckets) exactly once. Errors are Scope's.
+// bucket lies in [0, 4096) exactly once. Errors are Scope's.
 func (a Assignment) BucketScope(column string) func(*gorm.DB) *gorm.DB {
 	return bucketScope(column, a.share)
 }

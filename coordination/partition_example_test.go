@@ -36,7 +36,7 @@ func ExampleAssignment_Scope() {
 	if sqlDB, err := db.DB(); err == nil {
 		defer sqlDB.Close()
 	}
-	a := coordination.Assignment{Pool: "global/orders", Index: 1, Count: 3}
+	a := coordination.Assignment{Key: "global/orders", Index: 1, Count: 3}
 
 	var batch []Order
 	q := db.Scopes(a.Scope("id")).Where("state = ?", "pending").Find(&batch)
@@ -50,12 +50,12 @@ func ExampleAssignment_Scope() {
 	// true false
 }
 
-// A partition of a sticky pool has the same scopes: Scope selects the
-// keys whose floor modulo the pool's Partitions is the partition,
-// BucketScope its range of the buckets. Here the queries of partition 5
-// of 256 are only rendered, on SQLite; in a pool, pt is the argument of
-// the RunPartitions function.
-func ExamplePartition_Scope() {
+// In a pool with Partitions, an assignment is one partition, with the
+// same scopes: Scope selects the keys whose floor modulo the pool's
+// Partitions is the partition, BucketScope its range of the buckets. Here
+// the queries of partition 5 of 256 are only rendered, on SQLite; in a
+// pool, pt is the argument of the pool's function.
+func ExampleAssignment_Scope_partition() {
 	db, err := gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: "file::memory:"}), &gorm.Config{DryRun: true, Logger: logger.Discard})
 	if err != nil {
 		panic(err)
@@ -63,7 +63,7 @@ func ExamplePartition_Scope() {
 	if sqlDB, err := db.DB(); err == nil {
 		defer sqlDB.Close()
 	}
-	pt := coordination.Partition{Pool: "global/orders", Partition: 5, Count: 256}
+	pt := coordination.Assignment{Key: "global/orders", Index: 5, Count: 256}
 
 	var batch []Order
 	q := db.Scopes(pt.Scope("id")).Where("state = ?", "pending").Find(&batch)

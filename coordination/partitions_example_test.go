@@ -12,12 +12,12 @@ import (
 	"github.com/leasehold/leasehold/identity"
 )
 
-// A sticky pool has a fixed number of partitions, spread over its live
-// members; each partition is worked on in its own call, whose ctx ends
-// only when that partition moves. Here two coordinators stand for two
-// processes sharing eight partitions, and each partition's work commits
-// its writes in transactions fenced by Partition.Fence.
-func ExamplePool_RunPartitions() {
+// A pool with Partitions spreads a fixed number of partitions over its
+// live members; each partition is worked on in its own call, whose ctx
+// ends only when that partition moves. Here two coordinators stand for
+// two processes sharing eight partitions, and each partition's work
+// commits its writes in transactions fenced by Assignment.Fence.
+func ExamplePool_Run_partitions() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
 
@@ -54,8 +54,8 @@ func ExamplePool_RunPartitions() {
 		pools.Add(1)
 		go func() {
 			defer pools.Done()
-			_ = orders.RunPartitions(poolCtx, func(ctx context.Context, pt coordination.Partition) error {
-				// Work on the items with hash(item) % pt.Count == pt.Partition
+			_ = orders.Run(poolCtx, func(ctx context.Context, pt coordination.Assignment) error {
+				// Work on the items with hash(item) % pt.Count == pt.Index
 				// until ctx ends: the partition moved, membership was lost,
 				// or shutdown. Each write is fenced.
 				err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -68,11 +68,11 @@ func ExamplePool_RunPartitions() {
 				if err != nil {
 					return err
 				}
-				events <- event{node, pt.Partition, true}
+				events <- event{node, pt.Index, true}
 				<-ctx.Done()
-				events <- event{node, pt.Partition, false}
+				events <- event{node, pt.Index, false}
 				return nil
-			})
+			}, nil)
 		}()
 	}
 

@@ -13,46 +13,21 @@ import (
 	"github.com/leasehold/leasehold/coordination/internal/membership"
 )
 
-// A Pool splits work across every live process that runs it: each member
-// gets an Assignment {Index, Count, Generation, Epoch}, where the indexes
-// of one generation are distinct and cover 0..Count-1, and Count is the
-// number of members in that generation.
+// A Pool splits work across every live process that runs it. Run by index
+// and count, each member gets an Assignment {Index, Count, Generation,
+// Epoch}: the indexes of one generation are distinct and cover
+// 0..Count-1, and Count is the number of members in it. A join or a leave
+// makes a new generation, in which members that stay keep their order and
+// joiners come last, so a join moves no index. With
+// PoolConfig.Partitions, each member gets the partitions it owns.
 //
-// # Rows
-//
-// A pool is rows of the lease table, where <key> is the pool's Name. Each
-// member holds a lease named "pool|<key>|member|<member id>", so membership
-// is renewed by the same single statement as every other lease of the
-// process and has the same trust deadline. The row "pool|<key>|generation"
-// holds the current generation in its epoch and the member list of that
-// generation in its data, in index order. Each member row's data is the
-// member's acknowledgement: the newest generation for which it has stopped
-// all work of older generations. Names never contain '|', so the rows of
-// one pool can never be read, counted or pruned as rows of another pool
-// or of an election, however the names nest ("a", "a/member/x").
-//
-// # Revoke, then assign
-//
-// Every member reads the pool every PollInterval. When the live members
-// differ from the published list, the member that notices publishes the
-// next generation by compare-and-set on the generation number; the list
-// keeps the order of members that stay and appends joiners, so indexes are
-// sticky. On seeing a newer generation, a member cancels its work, waits
-// for it to return, and acknowledges. It starts work in the new generation
-// only when every live member row acknowledges it. A member whose row has
-// expired has passed its own trust deadline, so the context of its work
-// was cancelled by then. Hence no index is ever assigned to two members at
-// overlapping times, and Count always matches the list the indexes came
-// from. Work that ignores its cancelled context and goes on writing is no
-// longer assigned: Assignment.Fence refuses its transactions.
-//
-// A rebalance costs one barrier. While a barrier is pending, members read
-// four times as often, and every member also reads just after another
-// member's row would expire unless renewed. Every member works in the new
-// generation within RebalanceBound (1.25 PollInterval) of a join or a
-// graceful leave, and within CrashRebalanceBound (TTL + PollInterval/4 +
-// 2ms) of a crash, plus the time of a few statements and of the work
-// returning once cancelled.
+// No index or partition is ever worked on by two members at overlapping
+// times: work in a generation starts once every live member has stopped
+// its work of older ones, and Assignment.Fence refuses work that ignores
+// its cancelled context. Every member works in the new generation within
+// 1.25 PollInterval of a join or a graceful leave, and within TTL +
+// PollInterval/4 + 2ms of a crash, plus the time of a few statements and
+// of the work returning once cancelled.
 type Pool struct {
 	deps       *poolDeps
 	scope      Scope
@@ -78,111 +53,78 @@ type poolDeps struct {
 
 // Bounds of PoolConfig.PollInterval.
 const (
-	// MinPollInterval is the shortest PollInterval accepted. Every read
-	// fetches all of the pool's rows, and during a rebalance a member reads
-	// four times per PollInterval.
-	MinPollInterval = 10 * time.Millisecond
-	// MaxPollInterval is the longest PollInterval accepted, MaxTTL: a
-	// rebalance takes about one PollInterval, so a longer one has no use.
-	MaxPollInterval = MaxTTL
+	minPollInterval = 10 * time.Millisecond
+	maxPollInterval = maxTTL
 )
 
-// RebalanceBound returns how long after a member joins or leaves
-// gracefully every member of a settled pool polling every poll works in
-// the new generation, at most: poll + poll/4. The other members notice the
-// new generation on their next read, at most one poll later, and
-// acknowledge it; each then sees every acknowledgement on its next read,
-// which comes a quarter poll later while a rebalance is pending. The
-// bound leaves out the time the members' statements take and the time
-// their work takes to return once cancelled.
-func RebalanceBound(poll time.Duration) time.Duration { return poll + poll/4 }
+// rebalanceBound is the longest, after a member joins or leaves
+// gracefully, until every member of a settled pool polling every poll
+// works in the new generation, statements and the work's return left out.
+func rebalanceBound(poll time.Duration) time.Duration { return poll + poll/4 }
 
-// CrashRebalanceBound returns how long after a member of a settled pool
-// crashes every other member works in a generation without it, at most:
-// ttl + poll/4 + 2ms, for the coordinator's TTL and the pool's poll
-// interval. The crashed member's row expires by the database clock at most
-// ttl after its last renewal, hence after the crash. Every member has read
-// that expiry time and reads the pool again just after it (2ms later, for
-// SQLite's millisecond clock), however far its next poll is. The first of
-// them publishes the next generation and acknowledges it, the others
-// acknowledge it on the same read (reading again at once when they lose
-// the race to publish), and each sees every acknowledgement on its next
-// read, a quarter poll later. The bound leaves out, as RebalanceBound
-// does, the time of the statements and of the work returning.
-func CrashRebalanceBound(ttl, poll time.Duration) time.Duration {
+// crashRebalanceBound is the longest, after a member of a settled pool
+// crashes, until every other member works in a generation without it, for
+// the coordinator's TTL and the pool's poll, as rebalanceBound counts.
+func crashRebalanceBound(ttl, poll time.Duration) time.Duration {
 	return ttl + poll/4 + membership.ExpiryMargin
 }
 
-// PoolConfig tunes a pool. The zero value is valid.
+// PoolConfig tunes a pool. The zero value is valid; docs/configuration.md
+// explains each field.
 type PoolConfig struct {
-	// PollInterval is how often a member reads the pool; four times as
-	// often while a rebalance is pending, and also just after another
-	// member's row would expire, when that comes first. It sets the
-	// rebalance bounds (see RebalanceBound and CrashRebalanceBound).
-	// Must be between
-	// MinPollInterval (10ms) and MaxPollInterval (24h). Defaults to the
-	// coordinator's RetryInterval, or MinPollInterval when that is
-	// shorter.
+	// PollInterval is how often a member reads the pool, more often during
+	// a rebalance; it sets the rebalance bounds (see Pool). 10ms to 24h.
+	// Defaults to the coordinator's RetryInterval, or 10ms if that is less.
 	PollInterval time.Duration
 
-	// Partitions, when set, makes the pool sticky: it has this many
-	// partitions, spread over the live members so that a join or a leave
-	// moves only what balance requires and the partitions that do not
-	// move keep running. Run it with RunPartitions (see Partition). Every
-	// member of a pool must set the same value. Must be between 0 and
-	// MaxPartitions (4096). Defaults to 0: the pool gives each member an
-	// index of a count (Run).
+	// Partitions, when set, makes the pool sticky, of this many partitions:
+	// Run calls its function once per partition owned, a join or a leave
+	// moves only what balance requires, and partitions that stay keep
+	// running. Every member must set the same value. At most 4096. Defaults
+	// to 0: each member gets an index of a count.
 	Partitions int
 
-	// MemberID, with Partitions, makes this process a static member: its
-	// stable identity in the pool, the same after a restart (a pod name
-	// of a StatefulSet, say), which no other live process of the pool
-	// may use. A static member that stops, or crashes, keeps its
-	// partitions for one TTL after its membership ended; when it comes
-	// back within that time it gets them back without a rebalance. Only
-	// after that are they spread over the others. 1 to MaxMemberIDLen
-	// (64) bytes of ASCII letters, digits, '.', '_' and '-'. Defaults to
-	// none: a dynamic member, whose partitions move as soon as it leaves.
+	// MemberID, with Partitions, makes this process a static member under
+	// this stable id (a StatefulSet pod name, say), which no other live
+	// process of the pool may use. It keeps its partitions for one TTL after
+	// its membership ends, so a restart within that time gets them back
+	// without a rebalance. 1 to 64 bytes of ASCII letters, digits, '.', '_'
+	// and '-'. Defaults to none: a dynamic member, whose partitions move as
+	// soon as it leaves.
 	MemberID string
 }
 
 // Bounds of PoolConfig.Partitions and PoolConfig.MemberID.
 const (
-	// MaxPartitions is the most partitions a sticky pool may have: the
-	// partition map of a generation is one row's data, read by every
-	// fenced transaction.
-	MaxPartitions = 4096
-	// MaxMemberIDLen is the longest static member id accepted.
-	MaxMemberIDLen = 64
+	maxPartitions  = 4096
+	maxMemberIDLen = 64
 )
 
-// Validate checks the config. A zero PollInterval takes its default; any
-// other must lie between MinPollInterval and MaxPollInterval. The error
-// wraps ErrInvalidConfig and names the field and its value.
-func (cfg PoolConfig) Validate() error {
+// validate checks cfg; a zero PollInterval takes its default. Errors wrap
+// ErrInvalidConfig and name the field and its value.
+func (cfg PoolConfig) validate() error {
 	switch p := cfg.PollInterval; {
 	case p == 0:
 	case p < 0:
 		return fmt.Errorf("%w: PollInterval (%v) must not be negative", ErrInvalidConfig, p)
-	case p < MinPollInterval:
-		return fmt.Errorf("%w: PollInterval (%v) must be at least %v", ErrInvalidConfig, p, MinPollInterval)
-	case p > MaxPollInterval:
-		return fmt.Errorf("%w: PollInterval (%v) must be at most %v", ErrInvalidConfig, p, MaxPollInterval)
+	case p < minPollInterval:
+		return fmt.Errorf("%w: PollInterval (%v) must be at least %v", ErrInvalidConfig, p, minPollInterval)
+	case p > maxPollInterval:
+		return fmt.Errorf("%w: PollInterval (%v) must be at most %v", ErrInvalidConfig, p, maxPollInterval)
 	}
 	return cfg.validateSticky()
 }
 
-// runAssignment runs fn for one assignment of Run, in the assignment's
-// goroutine, under the panic policy (term.go), and calls OnTermEnd once
-// fn has returned for the last time. work ends with the assignment.
+// runAssignment runs fn for one assignment under the work policy, and
+// calls OnTermEnd once fn has returned for the last time. work ends with
+// the assignment.
 func runAssignment(r *termLoop[Assignment], work context.Context, a Assignment, fn AssignmentFunc) {
-	finished := r.work(work, a, a.Valid, a.Pool, a.Epoch, a.Pool, func(ctx context.Context) error { return fn(ctx, a) })
+	finished := r.work(work, a, a.Valid, a.Key, a.Epoch, func(ctx context.Context) error { return fn(ctx, a) })
 	r.end(a, workEnd(work, finished))
 }
 
-// workEnd is the cause OnTermEnd gets for the work of an assignment or a
-// partition under the context work: nil when the work finished, and
-// otherwise the cause of work.
+// workEnd is the cause OnTermEnd gets for an assignment's work: nil when
+// it finished, otherwise the cause of work.
 func workEnd(work context.Context, finished bool) error {
 	if finished {
 		return nil
@@ -194,20 +136,20 @@ func workEnd(work context.Context, finished bool) error {
 	return fmt.Errorf("%w: trust deadline passed", ErrLeaseLost)
 }
 
-// Pool returns the pool with the given scope and name (checked by
-// ValidateName). Pools are separate from elections of the same name. cfg
-// is checked by PoolConfig.Validate.
+// Pool returns the pool with the given scope and name, which is apart from
+// an election of the same name. An invalid name or cfg gives an error
+// wrapping ErrInvalidConfig.
 func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, error) {
 	key, err := leaseName(scope, c.id.Cluster, name)
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("pool %q: %w", key, err)
 	}
 	poll := cfg.PollInterval
 	if poll == 0 {
-		poll = max(c.cfg.RetryInterval, MinPollInterval)
+		poll = max(c.cfg.RetryInterval, minPollInterval)
 	}
 	return &Pool{
 		deps: c.pools, scope: scope, name: name, key: key, rows: poolRowsFor(key),
@@ -217,85 +159,105 @@ func (c *Coordinator) Pool(scope Scope, name string, cfg PoolConfig) (*Pool, err
 }
 
 // Key returns the pool's key ("global/<name>" or "cluster/<c>/<name>"),
-// the same string as the key of an election of that scope and name. The
-// pool's rows are named after it but never equal it (see the type's doc).
+// the same string as the key of an election of that scope and name.
 func (p *Pool) Key() string { return p.key }
 
-// Assignment is one member's share of one generation of a pool.
+// Assignment is this member's share of a pool: in a pool run by index and
+// count, its index of one generation; in a pool with Partitions, one
+// partition it owns, which a rebalance moves only when balance requires.
 type Assignment struct {
-	Pool       string   // the pool's key
-	Index      int      // this member's index, 0 <= Index < Count
-	Count      int      // number of members in this generation
-	Generation int64    // the generation; it only grows
+	Key   string // the pool's key
+	Index int    // this member's index, or the partition, 0 <= Index < Count
+	Count int    // the members of the generation, or the pool's Partitions
+	// Generation is the generation the index belongs to; for a partition,
+	// the generation from which this member has owned it without a break.
+	Generation int64
 	Epoch      int64    // epoch of this member's membership lease
-	Members    []string // member ids in index order (Member.ID)
+	Members    []string // member ids in index order; nil for a partition
 
-	p      *Pool
-	member *Lease
+	p        *Pool
+	member   *Lease
+	memberID string // this member's id, which a partition's owner must be
 }
 
-// Valid reports whether this process still trusts its membership. Like
-// Lease.Valid it reads the clock itself; call it before each unit of work.
-// It does not see a newer generation published a moment ago: Fence does.
+// Valid reports whether this process still trusts its membership, as
+// Lease.Valid does; a newer generation published a moment ago only Fence
+// sees.
 func (a Assignment) Valid() bool { return a.member != nil && a.member.Valid() }
 
 // Fence asserts, inside the caller's transaction tx, that this assignment
-// is still current: the pool is at this generation and this process holds
-// its membership at this epoch, unexpired by the database clock. It locks
-// both rows until tx ends, so no new generation can be published while a
-// fenced transaction is in flight. On failure it returns an error wrapping
-// ErrFenced and the caller must roll back. Like Lease.Fence, it refuses a
-// tx that is nil or not inside a transaction with an error wrapping
-// ErrNotInTransaction.
+// is current (the pool is at Generation, or this member owns the
+// partition since Generation) and this process holds its membership at
+// Epoch, unexpired by the database clock, and locks the pool's generation
+// row and the member row until tx ends, as Lease.Fence does, with its
+// errors.
 func (a Assignment) Fence(tx *gorm.DB) error {
-	if err := requireTransaction(tx, fmt.Sprintf("pool %q generation %d", a.Pool, a.Generation)); err != nil {
+	what := fmt.Sprintf("pool %q generation %d", a.Key, a.Generation)
+	if a.memberID != "" {
+		what = fmt.Sprintf("pool %q partition %d since generation %d", a.Key, a.Index, a.Generation)
+	}
+	if err := requireTransaction(tx, what); err != nil {
 		return err
 	}
-	fail := func(reason string) error {
-		return &FenceError{Name: a.Pool, Epoch: a.Epoch, Pool: true, Generation: a.Generation, Reason: reason}
-	}
-	if a.p == nil {
-		return fail("zero Assignment")
-	}
-	if !a.Valid() {
-		return fail("this process no longer trusts its membership")
+	switch {
+	case a.p == nil:
+		return fenced(what, "zero Assignment")
+	case !a.Valid():
+		return fenced(what, "this process no longer trusts its membership")
 	}
 	row, ok, err := a.p.deps.store.FenceGeneration(tx, a.p.rows.Generation)
 	if err != nil {
-		return fmt.Errorf("coordination: fencing check of pool %q: %w", a.Pool, err)
+		return fmt.Errorf("coordination: fencing check of %s: %w", what, err)
 	}
-	if !ok || row.Epoch != a.Generation {
-		return fail(fmt.Sprintf("the pool is at generation %d", row.Epoch))
+	if a.memberID == "" {
+		if !ok || row.Epoch != a.Generation {
+			return fenced(what, fmt.Sprintf("the pool is at generation %d", row.Epoch))
+		}
+		return a.member.fence(tx)
+	}
+	if !ok || !membership.IsMap(row.Data) {
+		return fenced(what, "the pool has no partition map")
+	}
+	pm, err := membership.DecodeMap(row.Data)
+	if err != nil {
+		return fmt.Errorf("coordination: fencing check of %s: %w", what, err)
+	}
+	if a.Index < 0 || a.Index >= len(pm.Owner) {
+		return fenced(what, fmt.Sprintf("the pool has %d partitions", len(pm.Owner)))
+	}
+	if o, since := pm.Owner[a.Index], pm.Since[a.Index]; o != a.memberID || since != a.Generation {
+		return fenced(what, fmt.Sprintf("generation %d gives it to %q since generation %d", row.Epoch, o, since))
 	}
 	return a.member.fence(tx)
 }
 
-// AssignmentFunc is the work of one member for one generation. ctx ends
-// when the generation is superseded, membership is lost, or the pool stops.
+// AssignmentFunc is the work of one member on one assignment. ctx ends
+// when the assignment does: a newer generation takes the index (or moves
+// the partition) away, membership is lost, or the pool stops.
 type AssignmentFunc func(ctx context.Context, a Assignment) error
 
 // Member is one member row as the database sees it.
 type Member struct {
-	ID     string // member id: the instance id, with ".<n>" from the process's second join of the pool on
-	Holder string // node/cluster/instance
-	Ack    int64  // the newest generation it acknowledged
-	Live   bool   // held and unexpired by the database clock
+	ID     string `json:"id"`     // member id: the instance id, with ".<n>" from the process's second join of the pool on
+	Holder string `json:"holder"` // node/cluster/instance
+	Ack    int64  `json:"ack"`    // the newest generation it acknowledged
+	Live   bool   `json:"live"`   // held and unexpired by the database clock
 	// ExpiresAt is when the membership expires unless renewed, by the
 	// database clock, in UTC; zero for a row never held.
-	ExpiresAt time.Time
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // PoolState is a pool as the database sees it.
 type PoolState struct {
-	Pool       string
-	Generation int64
-	List       []string // member ids of the current generation, in index order
-	Members    []Member // every member row, live or not, by id
-	DBNow      time.Time
+	Key          string    `json:"key"`
+	Generation   int64     `json:"generation"`
+	List         []string  `json:"list"`    // member ids of the current generation, in index order
+	Members      []Member  `json:"members"` // every member row, live or not, by id
+	DatabaseTime time.Time `json:"database_time,omitzero"`
 	// HoldUntil is, after a failover of the database, when the pool may
 	// publish and start work again, by the database clock; zero when
 	// there is no hold-off (docs/design.md, "Failover of the database").
-	HoldUntil time.Time
+	HoldUntil time.Time `json:"hold_until,omitzero"`
 }
 
 // State reads the pool.
@@ -307,47 +269,33 @@ func (p *Pool) State(ctx context.Context) (PoolState, error) {
 	return poolStateFrom(p.key, st), nil
 }
 
-// Current returns the assignment this process is working on, if any.
-func (p *Pool) Current() (Assignment, bool) {
-	if r := p.deps.handles.run(p.key); r != nil {
-		if a := r.current.Load(); a != nil {
-			return *a, true
-		}
-	}
-	return Assignment{}, false
-}
-
 // Run makes this process a member of the pool until ctx is cancelled, and
-// calls fn with each assignment once its barrier has passed. fn runs in
-// its own goroutine and should run until its ctx ends. If it returns an
-// error or panics while the assignment is current, the error (a
-// *PanicError for a panic) is logged and reported as an EventError, and fn
-// is called again after RetryInterval, doubling with each consecutive
-// failure up to 30s, as Election.Run does. If it returns nil, its index
-// stays idle until the next generation. Run is the one membership loop of
-// leasehold: the workers package's partitioned workers run on it too.
+// calls fn, in a goroutine of its own, with each assignment once no other
+// member works on it: its index of each generation, or each partition it
+// owns. fn is called again after failures as under Election.Run; once it
+// returns nil, the assignment idles until the next generation (or until
+// the partition moves away and back).
 //
 // On cancellation Run stops the work, waits for it (at most
-// ShutdownTimeout), publishes a generation without this member so the
-// others rebalance at once, and releases the membership. If the work does
-// not return in time, the membership is not released and expires after
-// TTL. Run returns nil then, ErrBusy if the pool already runs in this
-// process, and ErrClosed if the coordinator stopped first.
-//
-// opts, at most one, changes the backoff, reports failures elsewhere, and
-// calls back at the start and end of each assignment (see RunOptions); an
-// invalid one makes Run return an error wrapping ErrInvalidConfig at once.
-func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[Assignment]) error {
-	r, err := newTermLoop(p.deps.shared, "pool work", opts)
+// ShutdownTimeout) and releases the membership: a dynamic member's work
+// moves to the others at once, a static member's after one TTL; work that
+// does not return in time keeps the membership until it expires. Run
+// returns nil then, ErrBusy if the pool already runs in this process
+// (unless RetryBusy), ErrClosed if the coordinator stopped first, and
+// ErrInvalidConfig for a nil fn.
+func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts *RunOptions[Assignment]) error {
+	if fn == nil {
+		return fmt.Errorf("coordination: run pool %q: %w: AssignmentFunc is nil", p.key, ErrInvalidConfig)
+	}
+	loop, err := newTermLoop(p.deps.shared, "pool work", opts)
 	if err != nil {
 		return fmt.Errorf("coordination: run pool %q: %w", p.key, err)
 	}
+	run := &poolRun{p: p, fn: fn, run: loop, wake: make(chan struct{}, 1)}
 	if p.partitions > 0 {
-		return fmt.Errorf("coordination: run pool %q: %w: the pool has Partitions (%d); run it with RunPartitions",
-			p.key, ErrInvalidConfig, p.partitions)
+		run.parts = &partitionRun{p: p, fn: fn, loop: loop}
 	}
-	run := &poolRun{p: p, fn: fn, run: r, wake: make(chan struct{}, 1)}
-	switch err := r.enter(ctx, p.key, func() error { return p.deps.handles.enter(run) }); {
+	switch err := loop.enter(ctx, p.key, func() error { return p.deps.handles.enter(run) }); {
 	case errors.Is(err, errStopped):
 		return nil
 	case err != nil:
@@ -357,12 +305,10 @@ func (p *Pool) Run(ctx context.Context, fn AssignmentFunc, opts ...RunOptions[As
 	return p.drive(ctx, run)
 }
 
-// drive steps the membership of one Run or RunPartitions, which is the
-// pool's running one in this process, until ctx is cancelled or the
+// drive steps the membership of one Run until ctx is cancelled or the
 // coordinator stops.
 func (p *Pool) drive(ctx context.Context, r *poolRun) error {
-	// The pool's rows live in the coordinator's tables: wait until it has
-	// migrated them.
+	// The pool's rows exist once the coordinator has migrated its tables.
 	select {
 	case <-p.deps.ready:
 	case <-p.deps.closing:

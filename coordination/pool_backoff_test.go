@@ -55,7 +55,7 @@ func TestPoolStepBacksOffThroughWakeups(t *testing.T) {
 			_ = p.Run(ctx, func(ctx context.Context, _ Assignment) error {
 				<-ctx.Done()
 				return nil
-			})
+			}, nil)
 		}()
 
 		const polls = 20

@@ -8,14 +8,14 @@ import (
 )
 
 func TestRebalanceBounds(t *testing.T) {
-	if got, want := RebalanceBound(time.Second), 1250*time.Millisecond; got != want {
-		t.Errorf("RebalanceBound(1s) = %v, want %v", got, want)
+	if got, want := rebalanceBound(time.Second), 1250*time.Millisecond; got != want {
+		t.Errorf("rebalanceBound(1s) = %v, want %v", got, want)
 	}
-	if got, want := CrashRebalanceBound(5*time.Second, time.Second), 5*time.Second+250*time.Millisecond+membership.ExpiryMargin; got != want {
-		t.Errorf("CrashRebalanceBound(5s, 1s) = %v, want %v", got, want)
+	if got, want := crashRebalanceBound(5*time.Second, time.Second), 5*time.Second+250*time.Millisecond+membership.ExpiryMargin; got != want {
+		t.Errorf("crashRebalanceBound(5s, 1s) = %v, want %v", got, want)
 	}
 	// The measured case: TTL 5s, poll 1s must settle within TTL + one poll.
-	if b := CrashRebalanceBound(5*time.Second, time.Second); b > 6*time.Second {
-		t.Errorf("CrashRebalanceBound(5s, 1s) = %v, over TTL + one poll", b)
+	if b := crashRebalanceBound(5*time.Second, time.Second); b > 6*time.Second {
+		t.Errorf("crashRebalanceBound(5s, 1s) = %v, over TTL + one poll", b)
 	}
 }

@@ -2,6 +2,7 @@ package coordination
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -9,13 +10,8 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// Releases are batched: the loop sends every queued release at once, one
-// statement per session and chunk of terms, while no batch is in flight,
-// and queues the rest for the next. A shutdown, a pool leave or the loss
-// of a session, which end many terms together, thus cost a bounded number
-// of statements. At shutdown a batch waits up to shutdownBatchWait for the
-// releases of the terms whose work is returning, and sends whole chunks
-// while more are to come.
+// Releases are batched: while no batch is in flight, the loop sends every
+// queued release at once, one statement per session and chunk of terms.
 
 // shutdownBatchWait is how long a batch waits for more releases once
 // shutdown has begun.
@@ -26,6 +22,7 @@ const shutdownBatchWait = 5 * time.Millisecond
 type releaseReq struct {
 	session string
 	term    store.Term
+	held    bool       // the term was held (not a give-back): its release is reported
 	done    chan error // buffered 1
 }
 
@@ -40,10 +37,10 @@ type releaseQueue struct {
 func (q *releaseQueue) pending() int { return len(q.queue) + q.sending }
 
 // fail answers every queued release with err.
-func (q *releaseQueue) fail(err error) {
+func (q *releaseQueue) fail(t *termSet, err error) {
 	for _, r := range q.queue {
 		if r.done != nil {
-			r.done <- err
+			r.done <- t.released(r, err)
 		}
 	}
 	q.queue = nil
@@ -51,8 +48,7 @@ func (q *releaseQueue) fail(err error) {
 
 // releaseTicket is what Lease.Release waits on.
 type releaseTicket struct {
-	done    chan error // nil when nothing is sent: the database showed the term over
-	wasHeld bool
+	done chan error // nil when nothing is sent: the database showed the term over
 }
 
 // release ends the term of l, the lease of name, and queues its release.
@@ -66,7 +62,8 @@ func (st *termState) release(name string, l *Lease) (releaseTicket, bool) {
 	if _, over := tm.sess.over(); over {
 		st.lose(tm, nil, 0) // the holder saw its session end before the loop did
 	}
-	r := releaseTicket{wasHeld: tm.held}
+	var r releaseTicket
+	held := tm.held
 	st.drop(tm)
 	tm.cancel(ErrReleased)
 	if tm.election != nil {
@@ -74,7 +71,8 @@ func (st *termState) release(name string, l *Lease) (releaseTicket, bool) {
 	}
 	if !tm.confirmedLost {
 		r.done = make(chan error, 1)
-		st.releases.queue = append(st.releases.queue, &releaseReq{session: tm.sess.id, term: store.Term{Name: tm.name, Epoch: tm.epoch}, done: r.done})
+		st.releases.queue = append(st.releases.queue, &releaseReq{session: tm.sess.id, term: store.Term{Name: tm.name, Epoch: tm.epoch},
+			held: held, done: r.done})
 	}
 	st.settle()
 	return r, true
@@ -122,11 +120,8 @@ func (st *termState) sendReleases(force bool) {
 }
 
 // wholeChunks returns how many of queued releases a batch sends: all of
-// them, unless more terms are still to queue theirs (more) and they are
-// not a whole number of store.WriteChunk terms; then the whole chunks, and
-// the rest joins the releases still to come in the next batch. A shutdown
-// on a machine too busy for every term to queue within shutdownBatchWait
-// then still sends about one statement per chunk of its leases.
+// them, or only the whole chunks while more terms are still to queue
+// theirs.
 func wholeChunks(queued int, more bool) int {
 	if n := queued - queued%store.WriteChunk; more && n > 0 {
 		return n
@@ -157,13 +152,32 @@ func (t *termSet) sendBatch(batch []*releaseReq) {
 		for _, r := range reqs {
 			switch {
 			case r.done != nil:
-				r.done <- err
+				r.done <- t.released(r, err)
 			case err != nil:
 				t.log.Warn("could not give back a lease nobody waits for; it is free once its session expires",
 					zap.String("lease", r.term.Name), zap.Int64("epoch", r.term.Epoch), zap.Error(err))
 			}
 		}
 	}
+}
+
+// released reports the release of r that ended with err, before the
+// release counts as done, so that the report precedes the end of Run's
+// event stream, and returns the error Lease.Release returns.
+func (t *termSet) released(r *releaseReq, err error) error {
+	log := t.log.With(zap.String("lease", r.term.Name), zap.Int64("epoch", r.term.Epoch))
+	if err != nil {
+		err = fmt.Errorf("coordination: release lease %q epoch %d (it is free once its session expires): %w", r.term.Name, r.term.Epoch, err)
+		log.Warn("release failed", zap.Error(err))
+		t.events.emit(Event{Kind: EventError, Key: r.term.Name, Epoch: r.term.Epoch, Err: err})
+		return err
+	}
+	if r.held {
+		t.metrics.released()
+		log.Info("released lease")
+		t.events.emit(Event{Kind: EventReleased, Key: r.term.Name, Holder: t.holder, Epoch: r.term.Epoch})
+	}
+	return nil
 }
 
 // giveBackNow releases terms at once, outside the loop, once it has

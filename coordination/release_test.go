@@ -1,9 +1,11 @@
 package coordination
 
 import (
+	"context"
 	"slices"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/memstore"
 	"github.com/leasehold/leasehold/internal/store"
 )
 
@@ -50,5 +52,37 @@ func TestShutdownBatchSendsWholeChunks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReleaseAtShutdownIsReported: a lease released while Run shuts down
+// is reported (EventReleased) before Run's event stream ends, however the
+// goroutines are scheduled.
+func TestReleaseAtShutdownIsReported(t *testing.T) {
+	for i := range 50 {
+		c := newCoordinator(memstore.New(), testIdentity(t, "node-a"), steady(fastConfig()).withDefaults())
+		ctx, cancel := context.WithCancel(context.Background())
+		runErr := make(chan error, 1)
+		go func() { runErr <- c.Run(ctx) }()
+		events := c.Subscribe(context.Background(), 64)
+		l, err := election(t, c, GlobalScope, "report").Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		<-l.Context().Done()
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		released := false
+		for ev := range events {
+			released = released || (ev.Kind == EventReleased && ev.Key == l.Key())
+		}
+		if err := <-runErr; err != nil {
+			t.Fatal(err)
+		}
+		if !released {
+			t.Fatalf("round %d: the event stream ended without EventReleased for %s", i, l.Key())
+		}
 	}
 }

@@ -11,19 +11,11 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// The holder's side of a resign request; Admin.Resign records it. A
-// request is recorded in the lease row for the epoch of the term it asks
-// to end, with a bump of the notice counter of the holder's session, in
-// one transaction. Every renewal returns that counter, so the holder
-// learns of a request at its next renewal at no extra cost; only when the
-// counter changed does the loop read which of its leases have a request
-// for their current term. A request for epoch E never ends a later term.
-//
-// The holder ends such a term with ErrResigned and holds off taking the
-// lease again for one TTL, or until it sees another holder, so that a
-// follower takes over. A preferred holder recorded with the request has
-// the lease reserved by the acquire statement itself until twice the
-// holder's TTL after it, by the database clock.
+// The holder's side of a resign request (Admin.Resign records it, with a
+// bump of the notice counter of the holder's session): when a renewal
+// returns a new counter, the loop reads which of its terms have a request
+// and ends those with ErrResigned. A request for epoch E never ends a
+// later term.
 
 // resignState is the loop's state of the resign requests.
 type resignState struct {
@@ -32,11 +24,10 @@ type resignState struct {
 	reading bool
 }
 
-// readResigns reads, in a goroutine, which leases of the current session
-// have a resign request for their current term when a renewal returned a
-// notice counter not read yet, and ends those terms. A failed read, and a
-// read while an acquire is under way on the session, are tried again
-// after the next renewal, which finds the counter still unhandled.
+// readResigns reads, in a goroutine, the resign requests for the current
+// session's terms when a renewal returned a notice counter not read yet,
+// and ends those terms. A failed read, or one while an acquire is under
+// way, is tried again after the next renewal.
 func (st *termState) readResigns() {
 	r := &st.resigns
 	s := st.t.keeper.current.Load()

@@ -20,7 +20,7 @@ func TestHolderTTL(t *testing.T) {
 		{at, at.Add(time.Hour), time.Hour},
 		{time.Time{}, time.Time{}, 15 * time.Second},         // nothing to read: the fallback
 		{at, at.Add(-time.Second), 15 * time.Second},         // not a TTL
-		{at, at.Add(MaxTTL + time.Second), 15 * time.Second}, // beyond any TTL accepted
+		{at, at.Add(maxTTL + time.Second), 15 * time.Second}, // beyond any TTL accepted
 	} {
 		r := store.Row{RenewedAt: tc.renewed, ExpiresAt: tc.expires}
 		if got := holderTTL(r, 15*time.Second); got != tc.want {

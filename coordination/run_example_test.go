@@ -39,7 +39,7 @@ func ExampleRunOptions() {
 		cancel() // stop the example; a real leader works until ctx is done
 		<-ctx.Done()
 		return nil
-	}, coordination.RunOptions[*coordination.Lease]{
+	}, &coordination.RunOptions[*coordination.Lease]{
 		Backoff:    10 * time.Millisecond,
 		MaxBackoff: time.Second,
 		OnTermStart: func(l *coordination.Lease) {

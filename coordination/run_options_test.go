@@ -26,20 +26,19 @@ func TestRunOptionsChecked(t *testing.T) {
 	}
 	never := func(context.Context, *Lease) error { t.Error("work called"); return nil }
 	for _, tc := range []struct {
-		opts []RunOptions[*Lease]
+		opts RunOptions[*Lease]
 		want string
 	}{
-		{[]RunOptions[*Lease]{{Backoff: -time.Second}}, "RunOptions.Backoff (-1s)"},
-		{[]RunOptions[*Lease]{{MaxBackoff: -time.Second}}, "RunOptions.MaxBackoff (-1s)"},
-		{[]RunOptions[*Lease]{{Backoff: time.Minute, MaxBackoff: time.Second}}, "MaxBackoff (1s) must be at least Backoff (1m0s)"},
-		{[]RunOptions[*Lease]{{}, {}}, "at most one RunOptions, got 2"},
+		{RunOptions[*Lease]{Backoff: -time.Second}, "RunOptions.Backoff (-1s)"},
+		{RunOptions[*Lease]{MaxBackoff: -time.Second}, "RunOptions.MaxBackoff (-1s)"},
+		{RunOptions[*Lease]{Backoff: time.Minute, MaxBackoff: time.Second}, "MaxBackoff (1s) must be at least Backoff (1m0s)"},
 	} {
-		err := e.Run(context.Background(), never, tc.opts...)
+		err := e.Run(context.Background(), never, &tc.opts)
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Election.Run(%+v) = %v, want ErrInvalidConfig naming %q", tc.opts, err, tc.want)
 		}
 	}
-	err = p.Run(context.Background(), func(context.Context, Assignment) error { return nil }, RunOptions[Assignment]{Backoff: -1})
+	err = p.Run(context.Background(), func(context.Context, Assignment) error { return nil }, &RunOptions[Assignment]{Backoff: -1})
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "RunOptions.Backoff") {
 		t.Errorf("Pool.Run with a negative Backoff = %v, want ErrInvalidConfig", err)
 	}
@@ -47,24 +46,23 @@ func TestRunOptionsChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = sp.RunPartitions(context.Background(), func(context.Context, Partition) error { return nil },
-		RunOptions[Partition]{Backoff: time.Minute, MaxBackoff: time.Second})
+	err = sp.Run(context.Background(), func(context.Context, Assignment) error { return nil },
+		&RunOptions[Assignment]{Backoff: time.Minute, MaxBackoff: time.Second})
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "MaxBackoff (1s) must be at least Backoff (1m0s)") {
-		t.Errorf("Pool.RunPartitions with MaxBackoff below Backoff = %v, want ErrInvalidConfig", err)
+		t.Errorf("Pool.Run of a sticky pool with MaxBackoff below Backoff = %v, want ErrInvalidConfig", err)
 	}
 }
 
-// TestRunPartitionsOptions: RunPartitions calls OnTermStart for each
+// TestStickyPoolRunOptions: Pool.Run of a sticky pool calls OnTermStart for each
 // partition before its work, OnError instead of the default report (no
 // EventError) with the partition that failed, OnTermEnd with nil for a
 // partition whose work finished and with the context's cause for one
 // stopped by the end of the run; RetryBusy waits out another run of the
 // same pool instead of returning ErrBusy.
-func TestRunPartitionsOptions(t *testing.T) {
+func TestStickyPoolRunOptions(t *testing.T) {
 	c, stop := bubbleCoordinator(t, memstore.New(), fastConfig())
 	defer stop()
-	events, unsubscribe := c.Subscribe(256)
-	defer unsubscribe()
+	events := c.Subscribe(t.Context(), 256)
 	p, err := c.Pool(GlobalScope, "sticky-callbacks", PoolConfig{Partitions: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -73,11 +71,11 @@ func TestRunPartitionsOptions(t *testing.T) {
 	firstCtx, firstStop := context.WithCancel(context.Background())
 	firstUp, firstDone := make(chan struct{}, 2), make(chan error, 1)
 	go func() {
-		firstDone <- p.RunPartitions(firstCtx, func(ctx context.Context, _ Partition) error {
+		firstDone <- p.Run(firstCtx, func(ctx context.Context, _ Assignment) error {
 			firstUp <- struct{}{}
 			<-ctx.Done()
 			return nil
-		})
+		}, nil)
 	}()
 	for range 2 {
 		select {
@@ -86,8 +84,8 @@ func TestRunPartitionsOptions(t *testing.T) {
 			t.Fatal("the first run did not start its partitions")
 		}
 	}
-	if err := p.RunPartitions(context.Background(), func(context.Context, Partition) error { return nil }); !errors.Is(err, ErrBusy) {
-		t.Fatalf("RunPartitions of a busy pool without RetryBusy = %v, want ErrBusy", err)
+	if err := p.Run(context.Background(), func(context.Context, Assignment) error { return nil }, nil); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Pool.Run of a busy sticky pool without RetryBusy = %v, want ErrBusy", err)
 	}
 
 	type call struct {
@@ -102,31 +100,31 @@ func TestRunPartitionsOptions(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- p.RunPartitions(ctx, func(ctx context.Context, pt Partition) error {
+		done <- p.Run(ctx, func(ctx context.Context, pt Assignment) error {
 			mu.Lock()
-			tries[pt.Partition]++
-			n := tries[pt.Partition]
+			tries[pt.Index]++
+			n := tries[pt.Index]
 			mu.Unlock()
-			calls <- call{"work", pt.Partition, nil}
+			calls <- call{"work", pt.Index, nil}
 			switch {
-			case pt.Partition == 0 && n == 1:
+			case pt.Index == 0 && n == 1:
 				return errBoom
-			case pt.Partition == 0:
+			case pt.Index == 0:
 				return nil // finished: idle until it moves away and back
 			}
 			<-ctx.Done()
 			return nil
-		}, RunOptions[Partition]{
+		}, &RunOptions[Assignment]{
 			Backoff:     10 * time.Millisecond,
 			RetryBusy:   true,
-			OnTermStart: func(pt Partition) { calls <- call{"start", pt.Partition, nil} },
-			OnTermEnd:   func(pt Partition, cause error) { calls <- call{"end", pt.Partition, cause} },
-			OnError: func(pt Partition, err error, _ time.Duration) {
-				if pt == (Partition{}) {
+			OnTermStart: func(pt Assignment) { calls <- call{"start", pt.Index, nil} },
+			OnTermEnd:   func(pt Assignment, cause error) { calls <- call{"end", pt.Index, cause} },
+			OnError: func(pt Assignment, err error, _ time.Duration) {
+				if pt.Key == "" {
 					calls <- call{"busy", -1, err}
 					return
 				}
-				calls <- call{"error", pt.Partition, err}
+				calls <- call{"error", pt.Index, err}
 			},
 		})
 	}()
@@ -145,7 +143,7 @@ func TestRunPartitionsOptions(t *testing.T) {
 	}
 	firstStop()
 	if err := <-firstDone; err != nil {
-		t.Fatalf("the first RunPartitions = %v", err)
+		t.Fatalf("the first Pool.Run = %v", err)
 	}
 	// Per partition, in order: 0 starts, fails, works again and ends
 	// with nil; 1 starts and works.
@@ -176,10 +174,10 @@ func TestRunPartitionsOptions(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("RunPartitions = %v, want nil", err)
+			t.Fatalf("Pool.Run = %v, want nil", err)
 		}
 	case <-time.After(wait):
-		t.Fatal("RunPartitions did not return")
+		t.Fatal("Pool.Run did not return")
 	}
 	for _, ev := range pendingEvents(events) {
 		if ev.Kind == EventError && (errors.Is(ev.Err, errBoom) || errors.Is(ev.Err, ErrBusy)) {
@@ -195,8 +193,7 @@ func TestRunPartitionsOptions(t *testing.T) {
 func TestRunOptionsCallbacks(t *testing.T) {
 	c, stop := bubbleCoordinator(t, memstore.New(), fastConfig())
 	defer stop()
-	events, unsubscribe := c.Subscribe(256)
-	defer unsubscribe()
+	events := c.Subscribe(t.Context(), 256)
 	e, err := c.Election(ClusterScope, "callbacks")
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +224,7 @@ func TestRunOptionsCallbacks(t *testing.T) {
 			}
 			<-ctx.Done()
 			return nil
-		}, RunOptions[*Lease]{
+		}, &RunOptions[*Lease]{
 			Backoff:     10 * time.Millisecond,
 			RetryBusy:   true,
 			OnTermStart: func(l *Lease) { calls <- call{"start", l.Epoch(), nil} },

@@ -9,20 +9,14 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// MaxLimit is the largest limit of a semaphore.
-const MaxLimit = 1000
+// maxLimit is the largest limit of a semaphore.
+const maxLimit = 1000
 
-// Semaphore is a concurrency limit: at most Limit holders of a name at
+// Semaphore is a concurrency limit: at most limit holders of a name at
 // once across every process (and, GlobalScope, every cluster) that shares
-// the database. Get it with Coordinator.Semaphore. It is safe for
-// concurrent use.
-//
-// The limit is made of Limit slots, each a lease of its own: a grant is a
-// *Lease of one slot ("sem|<key>|<slot>"), with its own fencing epoch
-// (Fence), context and Release, riding the process's session like every
-// lease. Every process must give a name the same limit: the slots are
-// numbered 0 to Limit-1, so the largest limit in use is the one that
-// holds.
+// the database. Each grant is a *Lease of one of limit slots. Every
+// process must give a name the same limit: the largest in use is the one
+// that holds. It is safe for concurrent use.
 type Semaphore struct {
 	t     *termSet
 	scope Scope
@@ -34,17 +28,17 @@ type Semaphore struct {
 	changed chan struct{} // buffered 1: a slot of this process was released
 }
 
-// Semaphore returns the semaphore with the given scope, name (checked by
-// ValidateName) and limit (1 to MaxLimit). The same scope and name always
-// return the same Semaphore; asking again with another limit is an error
-// wrapping ErrInvalidConfig.
+// Semaphore returns the semaphore with the given scope, name and limit (1
+// to 1000); the same scope and name always return the same Semaphore. An
+// invalid name or limit, or another limit than this process gave before,
+// is an error wrapping ErrInvalidConfig.
 func (c *Coordinator) Semaphore(scope Scope, name string, limit int) (*Semaphore, error) {
 	key, err := leaseName(scope, c.id.Cluster, name)
 	if err != nil {
 		return nil, err
 	}
-	if limit < 1 || limit > MaxLimit {
-		return nil, fmt.Errorf("%w: semaphore %q: limit %d is outside 1 to %d", ErrInvalidConfig, key, limit, MaxLimit)
+	if limit < 1 || limit > maxLimit {
+		return nil, fmt.Errorf("%w: semaphore %q: limit %d is outside 1 to %d", ErrInvalidConfig, key, limit, maxLimit)
 	}
 	sem := c.handles.semaphore(key, func() *Semaphore {
 		return &Semaphore{t: c.terms, scope: scope, key: key, limit: limit, attrs: c.metrics.leaseAttrs("sem" + keySep + key),
@@ -60,16 +54,10 @@ func (c *Coordinator) Semaphore(scope Scope, name string, limit int) (*Semaphore
 // Key returns the semaphore's scoped key, such as "global/exports".
 func (s *Semaphore) Key() string { return s.key }
 
-// Limit returns the semaphore's limit.
-func (s *Semaphore) Limit() int { return s.limit }
-
 // Acquire blocks until this process holds one of the semaphore's slots,
-// ctx is done, or the coordinator stops (ErrClosed). It waits for every
-// slot this process does not hold at once, as Election.Campaign waits for
-// one lease: each is tried every RetryInterval and when its release is
-// notified, and the first granted is kept (any other granted meanwhile is
-// given back at once). The caller must Release the returned lease after
-// the work done under it has returned.
+// ctx is done, or the coordinator stops (ErrClosed), waiting for every
+// slot it does not hold as Election.Campaign waits. The caller must
+// Release the lease after the work under it has returned.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	select {
 	case s.turn <- struct{}{}:
@@ -134,11 +122,10 @@ func (s *Semaphore) campaign(ctx context.Context, free []string) (*Lease, error)
 	return won, nil
 }
 
-// TryAcquire makes one attempt to take a slot and returns at once: a
-// Lease of a slot that was free (or whose holder died), tried in random
-// order, and otherwise an error wrapping ErrNotAcquired, also while
-// another goroutine of this process waits in Acquire. The caller must
-// Release the returned lease.
+// TryAcquire makes one attempt to take a slot, as Election.TryAcquire
+// does, trying the free ones (or those whose holder died) in random order;
+// it returns ErrNotAcquired also while another goroutine of this process
+// waits in Acquire. The caller must Release the returned lease.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	select {
 	case s.turn <- struct{}{}:
@@ -162,11 +149,10 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	return nil, fmt.Errorf("%w: semaphore %q: all %d slots are held", ErrNotAcquired, s.key, s.limit)
 }
 
-// Run acquires a slot and calls fn while it holds it, on the term loop
-// of Election.Run, with the same restarts, backoff and release after fn
-// returned (see Election.Run and RunOptions), until ctx is cancelled (nil)
-// or the coordinator stops (ErrClosed).
-func (s *Semaphore) Run(ctx context.Context, fn LeaderFunc, opts ...RunOptions[*Lease]) error {
+// Run acquires a slot and calls fn while it holds it, as Election.Run does
+// with its lease, until ctx is cancelled (nil) or the coordinator stops
+// (ErrClosed).
+func (s *Semaphore) Run(ctx context.Context, fn LeaderFunc, opts *RunOptions[*Lease]) error {
 	r, err := newTermLoop(s.t.shared, "limited work", opts)
 	if err != nil {
 		return fmt.Errorf("coordination: run semaphore %q: %w", s.key, err)
@@ -187,9 +173,7 @@ func (s *Semaphore) freeSlots() []string {
 	return out
 }
 
-// election is the election one wait for a slot goes through, made for
-// the one call (see Locks.election); the turn keeps two of this
-// process's calls from campaigning for one slot at once. The first
+// election is the transient election of one wait for a slot; the first
 // Release of its lease wakes a wait for a slot of this process.
 func (s *Semaphore) election(row string) *Election {
 	return &Election{t: s.t, scope: s.scope, name: s.key, key: row, attrs: s.attrs, transient: true,

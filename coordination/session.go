@@ -16,14 +16,11 @@ import (
 
 // A session is one row of the session table. Every lease and pool
 // membership of the process rides on it and is live in the database while
-// the session is unexpired by the database clock, so one renewal per tick
-// keeps any number of them alive. Session ids are random and never reused,
-// and an expired session is never renewed again.
+// the session is unexpired by the database clock. Session ids are random
+// and never reused, and an expired session is never renewed again.
 //
-// The keeper's goroutine owns the session: it alone creates, renews and
-// ends it and moves its trust deadline. Other goroutines read the
-// deadline and the context, and count what they attach to it, through
-// the methods below; all of them are atomic.
+// The keeper's goroutine alone creates, renews and ends it and moves its
+// trust deadline; other goroutines use its atomic methods below.
 type session struct {
 	id   string
 	base time.Time // the keeper's monotonic origin of deadlines
@@ -36,8 +33,8 @@ type session struct {
 	held      atomic.Int64 // terms riding on it (attach, detach)
 	acquiring atomic.Int64 // acquires under way with it (keeper.acquire)
 	notice    atomic.Int64 // the newest notice counter a renewal returned
-	// fenceRenewals counts renewals committed inside fenced transactions
-	// since the keeper last read the row (SQLite, fencerenew.go).
+	// fenceRenewals counts renewals inside fenced transactions since the
+	// keeper last read the row (SQLite).
 	fenceRenewals atomic.Int64
 
 	timer *time.Timer // fires at the deadline; the keeper resets it
@@ -196,7 +193,7 @@ func (k *keeper) serve(ctx context.Context) (*session, error) {
 	s := &session{id: id, base: k.base, ctx: sctx, cancel: cancel}
 	s.deadline.Store(int64(start.Sub(k.base) + k.cfg.trustWindow()))
 	if s.left() <= 0 {
-		cancel(ErrSessionLost)
+		cancel(errSessionLost)
 		return nil, fmt.Errorf("start session: the statement took longer than the trust window (TTL - Margin = %v)", k.cfg.trustWindow())
 	}
 	// The timer exists before it can fire: expire reads it.
@@ -216,9 +213,8 @@ func (k *keeper) expire(s *session) {
 }
 
 // renewed moves the trust deadline of s to start + TTL - Margin after a
-// renewal attempted at start succeeded, and notes the notice counter it
-// returned. A renewal that comes back after the deadline does not revive
-// the session. It reports whether s is still trusted.
+// renewal attempted at start succeeded, unless the deadline passed first,
+// and notes its notice counter. It reports whether s is still trusted.
 func (k *keeper) renewed(s *session, start time.Time, notice int64) bool {
 	left := s.left()
 	if !s.extend(int64(start.Sub(k.base) + k.cfg.trustWindow())) {
@@ -258,10 +254,9 @@ func (k *keeper) lose(s *session, cause error, why lossCause) {
 	}
 }
 
-// run renews the current session every RenewInterval while terms ride on
-// it or an acquire is under way, retries failed renewals every
-// RetryInterval until the trust deadline, and serves acquires that need a
-// session, until ctx is done.
+// run renews the current session every RenewInterval while anything rides
+// on it, retries failed renewals until the trust deadline, and serves
+// acquires that need a session, until ctx is done.
 func (k *keeper) run(ctx context.Context) {
 	io := context.WithoutCancel(ctx)
 	timer := time.NewTimer(k.cfg.RenewInterval)
@@ -292,7 +287,7 @@ func (k *keeper) run(ctx context.Context) {
 			// A retry due after the trust deadline is of no use: the last
 			// one of an outage comes halfway to it instead.
 			if s := k.current.Load(); s != nil && !lastChance && wait >= s.left() {
-				wait, lastChance = max(s.left()/2, MinInterval), true
+				wait, lastChance = max(s.left()/2, minInterval), true
 			}
 			timer.Reset(wait)
 		}
@@ -308,24 +303,20 @@ const (
 	renewFailed                         // try again after the backoff
 )
 
-// renewOnce sends the one renewal statement of a tick. Nothing is sent
-// while nothing rides on the session: an idle follower only reads. After
-// a failure, wait is the backoff before the next attempt.
+// renewOnce sends the renewal statement of a tick, unless nothing rides on
+// the session. After a failure, wait is the backoff before the next.
 func (k *keeper) renewOnce(ctx context.Context, retry *backoff.Retry) (outcome renewOutcome, wait time.Duration) {
 	s := k.current.Load()
 	if s == nil || s.ctx.Err() != nil || (s.held.Load() == 0 && s.acquiring.Load() == 0) {
 		return renewed, 0
 	}
 	n := int(s.held.Load())
-	afterRenew := k.signals.afterRenew.Load()
 	start := time.Now()
 	left := s.left()
 	if left <= 0 {
 		return renewFailed, k.cfg.RetryInterval // its timer ends the session
 	}
-	// A slow renewal that succeeds within the trust window beats a retry,
-	// but a statement stuck on a dead connection must leave time for one
-	// more attempt on another.
+	// Leave time for one more attempt, should this statement hang.
 	timeout := min(left, max(k.cfg.RenewInterval, left/2))
 	serial := k.store.SerializesWriters()
 	var stopWatch func() bool
@@ -337,13 +328,6 @@ func (k *keeper) renewOnce(ctx context.Context, retry *backoff.Retry) (outcome r
 	cancel()
 	k.metrics.renewal(time.Since(start), err)
 	covered := serial && stopWatch()
-	if afterRenew != nil {
-		lost := 0
-		if err == nil && !ok {
-			lost = n
-		}
-		defer (*afterRenew)(n, lost, err)
-	}
 	switch {
 	case err != nil:
 		if serial && (k.trustFromSession(ctx, s) || covered) {
@@ -353,8 +337,7 @@ func (k *keeper) renewOnce(ctx context.Context, retry *backoff.Retry) (outcome r
 		}
 		return renewFailed, k.failed(retry, err, n, s)
 	case !ok:
-		// The statement worked but renewed nothing: no success to
-		// report, and no failure of the database either.
+		// The session is over: neither a success nor a failure.
 		k.gone(s)
 		return renewed, 0
 	}
@@ -363,9 +346,8 @@ func (k *keeper) renewOnce(ctx context.Context, retry *backoff.Retry) (outcome r
 	return renewed, 0
 }
 
-// failed records a failed renewal statement: a warning for the first of
-// an outage, debug lines for the rest, and an EventError for each. It
-// returns the wait before the next attempt.
+// failed records a failed renewal statement (a warning for the first of an
+// outage, and an EventError) and returns the wait before the next.
 func (k *keeper) failed(retry *backoff.Retry, err error, n int, s *session) time.Duration {
 	wait, first := retry.Failed()
 	k.stats.Store(&renewalStats{failures: retry.Failures(), lastErr: err, lastSuccess: k.stats.Load().lastSuccess})
@@ -387,10 +369,9 @@ func (k *keeper) succeeded(retry *backoff.Retry) {
 	k.stats.Store(&renewalStats{lastSuccess: time.Now()})
 }
 
-// end deletes the session row once Run is done with it, so that it does
-// not linger until it expires. A session under which work was abandoned
-// is left to expire after TTL: deleting it would free leases that work
-// may still act under.
+// end deletes the session row once Run is done with it, unless work was
+// abandoned under it: that session is left to expire after TTL, since the
+// work may still act under its leases.
 func (k *keeper) end(abandoned bool) {
 	s := k.current.Swap(nil)
 	if s == nil {

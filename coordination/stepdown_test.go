@@ -99,7 +99,7 @@ func TestStepDownAfterFailures(t *testing.T) {
 				<-ctx.Done()
 				causes <- context.Cause(ctx)
 				return ctx.Err()
-			})
+			}, nil)
 		}()
 		l := <-leases
 
@@ -179,7 +179,7 @@ func TestStepDownLeavesPools(t *testing.T) {
 					got <- assignment{node: i, count: a.Count}
 					<-ctx.Done()
 					return nil
-				})
+				}, nil)
 			}()
 			stops = append(stops, func() { cancel(); <-done; <-c.Done() })
 		}

@@ -15,14 +15,14 @@ func TestPoolConfigPartitions(t *testing.T) {
 	}{
 		{PoolConfig{}, ""},
 		{PoolConfig{Partitions: 256}, ""},
-		{PoolConfig{Partitions: MaxPartitions, MemberID: "web-0.eu_1"}, ""},
+		{PoolConfig{Partitions: maxPartitions, MemberID: "web-0.eu_1"}, ""},
 		{PoolConfig{Partitions: -1}, "Partitions (-1) must not be negative"},
-		{PoolConfig{Partitions: MaxPartitions + 1}, "Partitions (4097) must be at most 4096"},
+		{PoolConfig{Partitions: maxPartitions + 1}, "Partitions (4097) must be at most 4096"},
 		{PoolConfig{MemberID: "web-0"}, `MemberID ("web-0") needs Partitions`},
 		{PoolConfig{Partitions: 8, MemberID: "web:0"}, `MemberID ("web:0") has ':' at byte 3`},
-		{PoolConfig{Partitions: 8, MemberID: strings.Repeat("x", MaxMemberIDLen+1)}, "is 65 bytes long; the limit is 64"},
+		{PoolConfig{Partitions: 8, MemberID: strings.Repeat("x", maxMemberIDLen+1)}, "is 65 bytes long; the limit is 64"},
 	} {
-		err := tc.cfg.Validate()
+		err := tc.cfg.validate()
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%+v: %v", tc.cfg, err)

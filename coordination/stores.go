@@ -12,11 +12,7 @@ import (
 )
 
 // What the coordinator needs from the database, cut by consumer: each
-// owner of state (see "Owners" in the package doc) holds the one slice it
-// uses, and nothing else. The GORM implementation of all of them is
-// internal/store, whose Store is made of owners itself (dbStore below);
-// tests wrap it, or use an in-memory fake, to inject faults into the slice
-// under test.
+// owner of state holds the slice it uses; store.Backend implements all.
 
 // sessionStore is the session keeper's: the session row, its renewal and
 // the check of its terms after a failover of the database.
@@ -39,9 +35,8 @@ type fenceStore interface {
 	RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error)
 }
 
-// dataStore is the lease data's (leasedata.go): reading a row's data with
-// the database clock, and the term-checked writes of it, on their own or
-// inside the caller's fenced transaction.
+// dataStore is the lease data's: a row's data with the database clock, and
+// its term-checked writes, alone or in the caller's fenced transaction.
 type dataStore interface {
 	Get(ctx context.Context, names []string) ([]store.Row, error)
 	SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error)
@@ -58,20 +53,17 @@ type leaseOps interface {
 	List(ctx context.Context, prefix string) ([]store.Row, error)
 }
 
-// flooredStore is the keyed locks': their rows, which are deleted when
-// nobody holds them, with epochs that continue from a floor row
-// (store/floored.go).
+// flooredStore is the keyed locks': rows deleted when nobody holds them,
+// whose epochs continue from a floor row.
 type flooredStore interface {
 	EnsureFloored(ctx context.Context, rows []store.Floored) error
 	ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error)
 	PruneFloored(ctx context.Context, prefix string, floor func(name string) string, grace time.Duration, limit int) (int64, error)
 }
 
-// flooredOps is leaseOps as the campaigner and the releaser use it: the
-// rows of keyed locks (lockFloor) are created and released by their own
-// statements, which keep their epochs rising across a delete, and every
-// other row by the plain ones. So the one acquire path and the batched
-// releases serve elections, pools and keyed locks alike.
+// flooredOps is leaseOps as the campaigner and the releaser use it: lock
+// rows are created and released by the floored statements, which keep
+// their epochs rising across a delete, every other row by the plain ones.
 type flooredOps struct {
 	leaseOps
 	floored flooredStore
@@ -153,61 +145,26 @@ type schemaStore interface {
 	ProbeFailover(ctx context.Context) (unsupported, err error)
 }
 
-// wakeStore is the wake-ups': the store's side of them, from which New
-// picks the transport (wake.go), and the dialect the listen loop names
-// when there is none.
+// wakeStore is the wake-ups': the store's side of them, and the dialect
+// the listen loop names when there is none.
 type wakeStore interface {
 	Dialect() string
 	Wakeups() wake.Database
 }
 
-// leaseStore is every slice at once: what New hands the composition root,
-// which gives each owner its own, and the Admin its adminStore. It
-// declares no method of its own.
-type leaseStore interface {
-	sessionStore
-	fenceStore
-	dataStore
-	leaseOps
-	flooredStore
-	poolOps
-	resignStore
-	schemaStore
-	wakeStore
-	adminStore
-}
+// leaseStore is every slice at once, which New hands out to the owners.
+type leaseStore = store.Backend
 
-// dbStore is the store of a database as the composition root hands it
-// out: the lease and pool statements (store.Store) beside the owners the
-// store is made of, the session rows (store.Sessions), the schema
-// (store.Schema), the failover detection (store.Failover) and the rows of
-// keyed locks (store.LockRows). A slice
-// whose methods several of them have takes it.
-type dbStore struct {
-	*store.Store
-	*store.Sessions
-	*store.Schema
-	*store.Failover
-	*store.LockRows
-}
-
-// newDBStore returns st with its owners.
-func newDBStore(st *store.Store) dbStore {
-	return dbStore{Store: st, Sessions: st.Sessions(), Schema: st.Schema(), Failover: st.Failover(), LockRows: st.LockRows()}
-}
-
-// Which type implements each slice: store.Store alone, or dbStore where
-// the slice takes methods of several owners.
+// The store offers every slice.
 var (
-	_ sessionStore = dbStore{} // Sessions; Rebind of Failover; SerializesWriters and Release of Store
-	_ fenceStore   = dbStore{} // Fence and SerializesWriters of Store; RenewSessionIn of Sessions
-	_ dataStore    = (*store.Store)(nil)
-	_ leaseOps     = (*store.Store)(nil)
-	_ flooredStore = (*store.LockRows)(nil)
-	_ poolOps      = (*store.Store)(nil)
-	_ resignStore  = (*store.Store)(nil)
-	_ schemaStore  = dbStore{} // Dialect of Store; Migrate and CheckSchema of Schema; ProbeFailover of Failover
-	_ wakeStore    = (*store.Store)(nil)
-	_ adminStore   = dbStore{} // List, RequestResign and Fence of Store; CheckSchema of Schema
-	_ leaseStore   = dbStore{}
+	_ sessionStore = leaseStore(nil)
+	_ fenceStore   = leaseStore(nil)
+	_ dataStore    = leaseStore(nil)
+	_ leaseOps     = leaseStore(nil)
+	_ flooredStore = leaseStore(nil)
+	_ poolStore    = leaseStore(nil)
+	_ resignStore  = leaseStore(nil)
+	_ schemaStore  = leaseStore(nil)
+	_ wakeStore    = leaseStore(nil)
+	_ adminStore   = leaseStore(nil)
 )

@@ -13,35 +13,21 @@ import (
 	"github.com/leasehold/leasehold/internal/ctxtime"
 )
 
-// The work of one term: the function a process calls while it holds a
-// lease (Election.Run, a singleton worker) or a pool assignment (Pool.Run,
-// a partitioned worker). Election.Run and Pool.Run are the only loops that
-// call work, and every caller in leasehold goes through them, so they
-// share one panic policy:
-//
-//   - the function runs under a context that ends with the term;
-//   - a panic is recovered and becomes a *PanicError with the value and
-//     the stack; a panicking health check (Config.HealthCheck) becomes one
-//     too;
-//   - while the term is still valid, an error or a panic is reported and
-//     the function is called again under the same term after a backoff
-//     that doubles with each consecutive failure;
-//   - a nil return while the term is valid means the work of this term is
-//     done;
-//   - whatever the function returns once its term is over is the end of
-//     the term, reported only when it is a panic or an error other than
-//     the term's end (endOfTerm).
+// The work of a term (Election.Run, Semaphore.Run, Pool.Run, and the
+// workers on them) runs under one policy (runWork): under a context that
+// ends with the term; a panic becomes a *PanicError; while the term is
+// valid, an error or a panic is reported and the work is called again
+// after a backoff, and a nil return ends the term's work; once the term is
+// over, what the work returns is reported only when it is a panic or an
+// error other than the term's end (endOfTerm).
 
 // ErrPanicked is wrapped by every *PanicError.
 var ErrPanicked = errors.New("leasehold: work function panicked")
 
-// PanicError is what a panic in a user callback becomes: leader work
-// (Election.Run), pool work (Pool.Run), the workers package's worker
-// functions, and the health check (Config.HealthCheck). The panic is
-// recovered, logged with its stack and reported as an error: work is
-// called again under the same term after a backoff (see RunOptions), and
-// a health check counts as failed. It wraps ErrPanicked, and the panic
-// value too when that is an error.
+// PanicError is what a panic in a user callback becomes (the work of
+// Election.Run, Semaphore.Run, Pool.Run and the workers package, and the
+// health check): recovered, logged with its stack and reported as a
+// failure of the work (RunOptions) or of the check.
 type PanicError struct {
 	// Value is what the function passed to panic.
 	Value any
@@ -106,26 +92,23 @@ func (b *workBackoff) succeeded() { b.failures = 0 }
 
 // workPolicy is how runWork retries and reports.
 type workPolicy struct {
-	// backoff says how long to wait before calling the function again
-	// after a failure. It is shared by the terms of one Run, so that a
-	// function that fails at once in every new term still backs off.
+	// backoff is shared by the terms of one Run, so that a function that
+	// fails at once in every new term still backs off.
 	backoff *workBackoff
-	// report is told of an error or panic. retryIn is the wait before the
-	// function is called again, or 0 when the term is over.
+	// report is told of an error or panic; retryIn is 0 when the term is
+	// over.
 	report func(err error, retryIn time.Duration)
 	// endOfTerm reports whether an error returned after the term ended is
-	// just that end (a cancelled context, a lost lease) rather than a
-	// failure worth reporting. A *PanicError is always reported. Nil means
-	// every error is reported.
+	// just that end; nil reports every error.
 	endOfTerm func(error) bool
 }
 
-// runWork calls fn with work until the term ends, following the panic
-// policy above. valid is the term's synchronous trust check; it is asked
-// before every call, so a process resumed after a pause past its trust
-// deadline calls nothing under the stale term. work must end when the
-// term does. runWork reports whether fn finished the term's work: returned
-// nil while the term was still valid.
+// runWork calls fn with work until the term ends, by the policy above.
+// valid is the term's synchronous trust check, asked before every call, so
+// a process resumed after a pause past its trust deadline calls nothing
+// under the stale term; work must end when the term does. It reports
+// whether fn finished the term's work: returned nil while the term was
+// valid.
 func runWork(work context.Context, valid func() bool, fn func(context.Context) error, p workPolicy) (finished bool) {
 	live := func() bool { return valid() && work.Err() == nil }
 	for live() {
@@ -177,11 +160,10 @@ func endOfTerm(err error) bool {
 	return false
 }
 
-// reportFailure is the one report of a failed user callback, unless the
-// caller's RunOptions.OnError takes it: an error log line, with the stack
-// for a panic and the wait before the next call when there is one, and
-// ev (an EventError carrying err) to Subscribe. what names the callback
-// in the message ("leader work", "pool work", "health check").
+// reportFailure is the default report of a failed user callback: an error
+// log line, with the stack for a panic and the wait before the next call,
+// and ev as an EventError carrying err. what names the callback in the
+// message ("leader work", "pool work", "health check").
 func (s *shared) reportFailure(log *zap.Logger, what string, err error, retryIn time.Duration, ev Event) {
 	msg, fields := what+" returned an error", []zap.Field{zap.Error(err)}
 	var pe *PanicError

@@ -175,7 +175,7 @@ func (t *termSet) loop(ctx context.Context, ready <-chan struct{}) {
 // the goroutines the loop started are waited for.
 func (st *termState) exit() {
 	close(st.t.stopped)
-	st.releases.fail(ErrClosed)
+	st.releases.fail(st.t, ErrClosed)
 	st.closeCampaigns()
 	st.healthSt.stop(st.t)
 	st.wg.Wait()
@@ -186,13 +186,13 @@ func (st *termState) spawn(fn func()) { st.wg.Go(fn) }
 
 // hold starts a term of name at epoch under session s for g, unless
 // shutdown has begun (ErrClosed) or s is no longer trusted
-// (ErrSessionLost).
+// (an error wrapping ErrLeaseLost).
 func (st *termState) hold(name string, epoch int64, s *session, g grantee) (*Lease, error) {
 	if st.closing {
 		return nil, ErrClosed
 	}
 	if !s.attach() {
-		return nil, ErrSessionLost
+		return nil, errSessionLost
 	}
 	st.watch(s)
 	ctx, cancel := context.WithCancelCause(s.ctx)
@@ -202,7 +202,7 @@ func (st *termState) hold(name string, epoch int64, s *session, g grantee) (*Lea
 	st.leases[name] = tm
 	st.t.metrics.acquired()
 	st.t.log.Info("acquired lease", zap.String("lease", name), zap.Int64("epoch", epoch))
-	st.t.events.emit(Event{Kind: EventElected, Lease: name, Holder: st.t.holder, Epoch: epoch})
+	st.t.events.emit(Event{Kind: EventElected, Key: name, Holder: st.t.holder, Epoch: epoch})
 	return l, nil
 }
 
@@ -242,10 +242,9 @@ func (st *termState) settle() {
 	st.checkDrained()
 }
 
-// lose ends a held term with cause; why is the cause its metrics report.
-// A term whose session ended ends with the session's cause, which its
-// context has already: a session the database showed gone has terms that
-// need no release.
+// lose ends a held term with cause (why for its metrics). A term whose
+// session ended takes the session's cause; if the database showed the
+// session gone, its release sends nothing.
 func (st *termState) lose(tm *heldTerm, cause error, why lossCause) {
 	if !tm.held {
 		return
@@ -265,7 +264,7 @@ func (st *termState) lose(tm *heldTerm, cause error, why lossCause) {
 	} else {
 		t.log.Warn("lost lease", fields...)
 	}
-	t.events.emit(Event{Kind: EventLost, Lease: tm.name, Holder: t.holder, Epoch: tm.epoch, Err: cause})
+	t.events.emit(Event{Kind: EventLost, Key: tm.name, Holder: t.holder, Epoch: tm.epoch, Err: cause})
 }
 
 // keep is the check of the terms of s after a failover (failover.go).
@@ -330,7 +329,7 @@ func (st *termState) abandon() bool {
 		tm.held, tm.confirmedLost = false, true
 		delete(st.held, tm.name)
 		t.metrics.lost(lossShutdownTimeout)
-		t.events.emit(Event{Kind: EventLost, Lease: tm.name, Holder: t.holder, Epoch: tm.epoch, Err: err})
+		t.events.emit(Event{Kind: EventLost, Key: tm.name, Holder: t.holder, Epoch: tm.epoch, Err: err})
 	}
 	return abandoned
 }
@@ -343,10 +342,10 @@ func (st *termState) tokens() []Token {
 	out := make([]Token, 0, len(st.held))
 	for _, tm := range st.held {
 		if tm.valid() {
-			out = append(out, Token{Name: tm.name, Epoch: tm.epoch})
+			out = append(out, Token{Key: tm.name, Epoch: tm.epoch})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
 
@@ -365,7 +364,7 @@ func (st *termState) holds(name string, epoch int64) bool {
 // sessionOf returns the session of the term tk when it is held and
 // trusted, and nil otherwise.
 func (st *termState) sessionOf(tk Token) *session {
-	if tm := st.held[tk.Name]; tm != nil && tm.epoch == tk.Epoch && tm.valid() {
+	if tm := st.held[tk.Key]; tm != nil && tm.epoch == tk.Epoch && tm.valid() {
 		return tm.sess
 	}
 	return nil

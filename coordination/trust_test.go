@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -22,7 +23,7 @@ import (
 // uses.
 var _ leaseStore = (*memstore.Store)(nil)
 
-func bubbleCoordinator(t *testing.T, ms *memstore.Store, cfg Config) (*Coordinator, func()) {
+func bubbleCoordinator(t *testing.T, ms leaseStore, cfg Config) (*Coordinator, func()) {
 	t.Helper()
 	cfg.Logger = zaptest.NewLogger(t)
 	cfg = cfg.withDefaults()
@@ -62,8 +63,7 @@ func TestTrustDeadline(t *testing.T) {
 		if got, want := l.TrustDeadline(), start.Add(12*time.Second); !got.Equal(want) {
 			t.Fatalf("deadline after acquire = %v after start, want 12s", got.Sub(start))
 		}
-		events, unsub := c.Subscribe(64)
-		defer unsub()
+		events := c.Subscribe(t.Context(), 64)
 		ms.FailRenewals(errInjected) // every renewal fails from now on
 
 		time.Sleep(12*time.Second - time.Nanosecond)
@@ -146,20 +146,35 @@ func TestRenewalPastDeadlineEndsTerm(t *testing.T) {
 	})
 }
 
+// renewalsSeen is the in-process store that reports each failed
+// renewal statement.
+type renewalsSeen struct {
+	*memstore.Store
+	failed func()
+}
+
+func (s renewalsSeen) RenewSession(ctx context.Context, id string, ttl time.Duration) (bool, int64, error) {
+	ok, notice, err := s.Store.RenewSession(ctx, id, ttl)
+	if err != nil {
+		s.failed()
+	}
+	return ok, notice, err
+}
+
 func TestTransientErrorsRetriedWithBackoff(t *testing.T) {
 	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
-		c, stop := bubbleCoordinator(t, ms, Config{})
-		defer stop()
-		l := bubbleCampaign(t, c, "flaky")
+		var mu sync.Mutex
 		var at []time.Duration
 		start := time.Now()
-		record := func(_, _ int, err error) {
-			if err != nil {
-				at = append(at, time.Since(start))
-			}
-		}
-		c.signals.afterRenew.Store(&record)
+		rs := renewalsSeen{Store: ms, failed: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Since(start))
+		}}
+		c, stop := bubbleCoordinator(t, rs, Config{})
+		defer stop()
+		l := bubbleCampaign(t, c, "flaky")
 		ms.FailRenewals(errInjected)
 		// Fail from the first renewal at 5s until 10s: well inside the 12s
 		// trust window, with retries in between, none sooner than
@@ -167,6 +182,8 @@ func TestTransientErrorsRetriedWithBackoff(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		ms.FailRenewals(nil)
 		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
 		if len(at) < 2 {
 			t.Fatalf("failed renewal attempts at %v in 5s of failures, want retries", at)
 		}
@@ -251,7 +268,7 @@ func TestRunWaitsForReleaseInFlight(t *testing.T) {
 func waitDone(t *testing.T, l *Lease) {
 	t.Helper()
 	select {
-	case <-l.Done():
+	case <-l.Context().Done():
 	case <-time.After(time.Hour):
 		t.Fatalf("term %s did not end", l.Token())
 	}
@@ -335,7 +352,7 @@ func TestSessionOutlivesALongAcquire(t *testing.T) {
 // TestTryAcquireSessionLostWhileAcquiring: when this process stops
 // trusting its session while an attempt's acquire is in flight, and the
 // database grants the term all the same, TryAcquire gives the term back
-// and fails with ErrSessionLost, not ErrNotAcquired: nobody else holds the
+// and fails with errSessionLost, not ErrNotAcquired: nobody else holds the
 // lease. The next attempt starts a new session and takes it.
 func TestTryAcquireSessionLostWhileAcquiring(t *testing.T) {
 	faketime.Test(t, func(t *testing.T) {
@@ -359,13 +376,13 @@ func TestTryAcquireSessionLostWhileAcquiring(t *testing.T) {
 		if took := time.Since(start); took != 13*time.Second {
 			t.Fatalf("TryAcquire returned after %v, want after the 13s acquire", took)
 		}
-		if !errors.Is(err, ErrSessionLost) || errors.Is(err, ErrNotAcquired) {
-			t.Fatalf("TryAcquire under a session that lost trust = %v, want ErrSessionLost and not ErrNotAcquired", err)
+		if !errors.Is(err, errSessionLost) || errors.Is(err, ErrNotAcquired) {
+			t.Fatalf("TryAcquire under a session that lost trust = %v, want errSessionLost and not ErrNotAcquired", err)
 		}
 		if !strings.Contains(err.Error(), e.Key()) {
 			t.Fatalf("TryAcquire's error %q does not name the lease %s", err, e.Key())
 		}
-		if held := c.Held(); len(held) != 0 || e.IsLeader() {
+		if held := heldTokens(c); len(held) != 0 || e.IsLeader() {
 			t.Fatalf("the term of a lost session was kept: held %v", held)
 		}
 		synctest.Wait() // the give-back
@@ -401,9 +418,6 @@ func TestLocksDoCallsNothingUnderATermPausedPastTrust(t *testing.T) {
 		ctx := context.Background()
 		var stale, intruder int64
 		pause := func(l *Lease) {
-			if stale != 0 {
-				return
-			}
 			stale = l.Epoch()
 			// The whole process stops, its renewals with it, past the
 			// trust deadline (12s) and the database's expiry (15s); another
@@ -420,9 +434,8 @@ func TestLocksDoCallsNothingUnderATermPausedPastTrust(t *testing.T) {
 			intruder = terms[0].Epoch
 			ms.FailRenewals(nil)
 		}
-		c.signals.lockTaken.Store(&pause)
 		calls := 0
-		err := lk.Do(ctx, "k", func(ctx context.Context, l *Lease) error {
+		fn := func(ctx context.Context, l *Lease) error {
 			calls++
 			if !l.Valid() || ctx.Err() != nil {
 				t.Errorf("function called under epoch %d past its trust deadline (%v)", l.Epoch(), l.Check())
@@ -434,8 +447,19 @@ func TestLocksDoCallsNothingUnderATermPausedPastTrust(t *testing.T) {
 				t.Errorf("function called while the database shows %+v", r)
 			}
 			return nil
-		})
+		}
+		// Do's step after Lock, with the lease Lock returned and the pause
+		// between them: the term is given back, the function not called.
+		l, err := lk.Lock(ctx, "k")
 		if err != nil {
+			t.Fatalf("Lock: %v", err)
+		}
+		pause(l)
+		if ran, err := lk.runIfValid(ctx, l, fn); ran || err != nil {
+			t.Fatalf("Do's step under a term paused past its trust deadline: ran %v, err %v; want it given back", ran, err)
+		}
+		// Do then waits for the key again and calls the function once.
+		if err := lk.Do(ctx, "k", fn); err != nil {
 			t.Fatalf("Do: %v", err)
 		}
 		if stale == 0 || intruder <= stale {

@@ -12,24 +12,13 @@ import (
 	"github.com/leasehold/leasehold/internal/wake"
 )
 
-// Wake-ups make a graceful handoff immediate. A release, and a change to
-// a pool's rows, is announced to the other processes on the same tables
-// through a transport (internal/wake): on PostgreSQL, NOTIFY, sent by the
-// release statement itself and received on one listening connection per
-// process, within MaxConnections, by Config.Notifications (pgnotify); on
-// SQLite, datagram sockets next to the database file; on MySQL, MariaDB
-// and SQL Server, and on PostgreSQL with PeerWakeups, UDP datagrams
-// between the processes, sent to the addresses their session rows
-// advertise and authenticated with the keys they carry (wake.Peer,
-// Config.WakeAddress). The transport's
-// Listen returns when listening ends; retrying it, and logging its state,
-// is listenLoop's. A process woken for a lease it campaigns for attempts
-// it at once (acquireWoken), one woken for a lease it only observes runs a
-// campaign round, and one woken for a pool it runs reads the pool at once.
-// Nothing else changes: the acquire statement, or the round's read,
-// decides as on a poll, so a lost or spurious wake-up only moves an
-// attempt, and polling every RetryInterval (a pool's PollInterval) goes on
-// regardless.
+// Wake-ups make a graceful handoff immediate: a release, and a change to a
+// pool's rows, is announced to the other processes on the same tables
+// through the transport wakeTransport picks. A process woken for a lease
+// it campaigns for attempts it at once, one woken for a lease it only
+// observes runs a round, and one woken for a pool it runs reads the pool.
+// The acquire or the read decides as on a poll, so a lost or spurious
+// wake-up only moves an attempt, and polling goes on regardless.
 
 // NotificationTransport receives release notifications through the
 // database where that needs a driver of its own: pgnotify.New() on
@@ -41,17 +30,15 @@ type NotificationTransport interface {
 }
 
 // PeerWakeups returns the NotificationTransport that wakes the processes
-// on PostgreSQL as on MySQL, MariaDB and SQL Server: with UDP datagrams
-// between them (Config.WakeAddress), instead of LISTEN/NOTIFY. Choose it
-// where LISTEN cannot work, behind a pooler in transaction mode
-// (PgBouncer), or where pgx is not wanted. Every process on the tables
-// must then use it: the ones listening through pgnotify are not woken by
-// its pool changes, nor it by theirs. Releases still notify through the
-// database as well, for them.
+// on PostgreSQL with UDP datagrams (Config.WakeAddress), as on MySQL,
+// MariaDB and SQL Server, instead of LISTEN/NOTIFY: behind a transaction
+// pooler, or where pgx is not wanted. Every process on the tables must then use it: those
+// listening through pgnotify are not woken by its pool changes, nor it by
+// theirs.
 func PeerWakeups() NotificationTransport { return peerWakeups{} }
 
-// peerWakeups is PeerWakeups: wakeTransport builds the peer transport
-// from the configuration.
+// peerWakeups is PeerWakeups, which wakeTransport builds from the
+// configuration.
 type peerWakeups struct{}
 
 // Open returns the peer transport with the default configuration;
@@ -66,9 +53,8 @@ var errNeedsTransport = errors.New("leasehold: listening for release notificatio
 	"(package github.com/leasehold/leasehold/pgnotify), or coordination.PeerWakeups() behind a transaction pooler")
 
 // announcer is a database that carries wake-ups (PostgreSQL) without a
-// transport that listens: this process does not listen, but its releases
-// announce themselves and its pool changes are announced, for the
-// processes that do.
+// transport that listens: this process does not listen, but announces its
+// releases and pool changes to the processes that do.
 type announcer struct{ db wake.Database }
 
 func (announcer) Listen(context.Context, func([]string), func()) error { return errNeedsTransport }
@@ -161,7 +147,7 @@ func (w *waker) listenLoop(ctx context.Context) {
 	switch {
 	case errors.Is(err, errNeedsTransport):
 		w.log.Warn("no release notifications on PostgreSQL without package pgnotify; followers poll every RetryInterval. "+
-			"Set Notifications: pgnotify.New() in coordination.Config (workers.Config.Coordination) for instant takeover, "+
+			"Set Notifications: pgnotify.New() in coordination.Config for instant takeover, "+
 			"or DisableNotifications to poll without this warning",
 			zap.Duration("retry_interval", w.cfg.RetryInterval))
 	case errors.Is(err, wake.ErrNoWakeups):
@@ -173,14 +159,12 @@ func (w *waker) listenLoop(ctx context.Context) {
 	poke(w.listenChanged)
 }
 
-// listen delivers the wake-ups of other processes (and of this one) to
-// wakeFor until ctx is done, and then returns nil. Each time listening
-// starts or starts again, it calls wakeFor(nil), since wake-ups may have
-// been missed meanwhile; state reports every start and stop. When
-// listening fails it retries by the one retry policy, from RetryInterval
-// doubling up to a minute. It returns the reason at once where listening cannot work: an
-// error wrapping wake.ErrNoWakeups or errNeedsTransport, or one marked
-// wake.Final.
+// listen delivers the wake-ups to wakeFor until ctx is done, and then
+// returns nil. Each time listening starts, it calls wakeFor(nil), since
+// wake-ups may have been missed; state reports every start and stop. It
+// retries a failed Listen from RetryInterval doubling up to a minute, and
+// returns the reason at once where listening cannot work (wake.ErrNoWakeups,
+// errNeedsTransport, or an error marked wake.Final).
 func (w *waker) listen(ctx context.Context, state func(err error)) error {
 	if w.transport == nil {
 		return wake.ErrNoWakeups
@@ -218,9 +202,6 @@ func (w *waker) listen(ctx context.Context, state func(err error)) error {
 // for those only observed; each pool whose rows are named reads them;
 // every loop runs a full round when names is nil.
 func (w *waker) wakeFor(names []string) {
-	if w.signals.dropWakes.Load() {
-		return
-	}
 	for _, deliver := range w.deliver {
 		deliver(names)
 	}

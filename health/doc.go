@@ -16,15 +16,14 @@
 // fails the liveness of the holders for a short while at most, and never
 // keeps a whole fleet restarting. The window in which a probe sees the
 // failure lasts the chosen headroom: probe at least twice within it.
-// WithFailures and WithHeadroom change the two thresholds; Liveness
-// rejects a value out of range with an error that names the option and
-// the value.
+// Config.Failures and Config.Headroom change the two thresholds; a value
+// out of range is an error that names the field and the value.
 //
 // # Readiness
 //
 // Readiness is ready (200) while the coordinator runs: Run has the schema
 // in place and serves elections, and has not returned. With
-// RequireHealthy it is also not ready while the coordinator's health
+// Config.RequireHealthy it is also not ready while the coordinator's health
 // checks (coordination.Config.HealthCheck) keep it from campaigning: no
 // check has passed yet, or the last one failed. ReadyWhenLeading is ready
 // only while this process leads an election, for active/passive services

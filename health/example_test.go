@@ -15,19 +15,25 @@ import (
 // its readiness probe.
 func ExampleLiveness() {
 	var coord *coordination.Coordinator // from coordination.New, running in its own goroutine
-	live, err := health.Liveness(coord, health.WithHeadroom(5*time.Second))
+	cfg := health.Config{Headroom: 5 * time.Second}
+	live, err := health.Liveness(coord, cfg)
+	if err != nil {
+		return
+	}
+	ready, err := health.Readiness(coord, cfg)
 	if err != nil {
 		return
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", live)
-	mux.Handle("GET /readyz", health.Readiness(coord))
+	mux.Handle("GET /readyz", ready)
 	srv := &http.Server{Addr: ":8081", Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.ListenAndServe() }()
 }
 
-// An active/passive service sends traffic only to the process that leads
-// the election "primary": only the leader reports ready.
+// An active/passive service routes its leader-only traffic to the process
+// that leads the election "primary": a route, not a readiness probe,
+// since a follower is never ready by it.
 func ExampleReadyWhenLeading() {
 	var coord *coordination.Coordinator // from coordination.New, running in its own goroutine
 	e, err := coord.Election(coordination.ClusterScope, "primary")
@@ -35,29 +41,17 @@ func ExampleReadyWhenLeading() {
 		return
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /readyz", health.ReadyWhenLeading(e))
+	mux.Handle("GET /leader", health.ReadyWhenLeading(e))
 }
 
-// A process whose HealthCheck fails stops campaigning; with
-// RequireHealthy its readiness probe fails too, naming the reason, so the
-// orchestrator sends it no traffic and shows why.
-func ExampleRequireHealthy() {
-	var coord *coordination.Coordinator // from coordination.New with a Config.HealthCheck
-	mux := http.NewServeMux()
-	mux.Handle("GET /readyz", health.Readiness(coord, health.RequireHealthy()))
-}
-
-// Liveness rejects an option whose value is out of range, naming the
-// option and the value, rather than keeping the default.
-func ExampleWithFailures() {
+// The checks refuse a value out of range, naming the field and the value,
+// rather than keeping the default.
+func ExampleConfig() {
 	var coord *coordination.Coordinator // from coordination.New
-	_, err := health.Liveness(coord, health.WithFailures(0))
+	_, err := health.Liveness(coord, health.Config{Failures: -1})
 	fmt.Println(err)
-	fmt.Println(errors.Is(err, health.ErrInvalidOption))
-	_, err = health.Liveness(coord, health.WithFailures(3), health.WithHeadroom(-time.Second))
-	fmt.Println(err)
+	fmt.Println(errors.Is(err, coordination.ErrInvalidConfig))
 	// Output:
-	// leasehold: invalid health option: WithFailures(0): want at least 1 failed renewal
+	// leasehold: invalid config: health: Failures (-1) must not be negative
 	// true
-	// leasehold: invalid health option: WithHeadroom(-1s): want a positive duration
 }

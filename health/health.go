@@ -2,7 +2,6 @@ package health
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -10,82 +9,61 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 )
 
-// DefaultFailures is how many consecutive failed renewals Liveness needs
-// by default before it looks at the trust headroom.
-const DefaultFailures = 2
-
-// ErrInvalidOption is wrapped by the error Liveness returns for an option
-// whose value is out of range; the error names the option and the value.
-var ErrInvalidOption = errors.New("leasehold: invalid health option")
-
-// A LivenessOption tunes Liveness. Only this package makes them:
-// WithFailures and WithHeadroom.
-type LivenessOption interface {
-	applyLiveness(*options) error
+// Config tunes Liveness and Readiness. The zero value is valid and gives
+// the documented defaults; both check it, and an error names the field
+// and its value.
+type Config struct {
+	// Failures is how many consecutive failed renewals Liveness needs
+	// before it looks at the trust headroom. Must not be negative.
+	// Defaults to 2.
+	Failures int
+	// Headroom is the trust left (until the session's trust deadline)
+	// below which failing renewals fail Liveness. Must not be negative.
+	// Defaults to a quarter of the coordinator's TTL.
+	Headroom time.Duration
+	// RequireHealthy makes Readiness also answer 503 while the
+	// coordinator's health checks (coordination.Config.HealthCheck) keep
+	// it from campaigning. Without a HealthCheck it changes nothing.
+	RequireHealthy bool
 }
 
-// options are Liveness's settings; a zero field takes its default.
+// defaultFailures is Config.Failures' default.
+const defaultFailures = 2
+
+// options are the settings of a check, defaults filled in.
 type options struct {
 	failures int
 	headroom time.Duration
+	healthy  bool
 }
 
-// WithFailures sets how many consecutive failed renewals the liveness
-// check needs before it can fail. n must be at least 1; Liveness rejects
-// any other value with an error wrapping ErrInvalidOption. Without it,
-// DefaultFailures.
-func WithFailures(n int) LivenessOption { return failuresOption(n) }
-
-type failuresOption int
-
-func (n failuresOption) applyLiveness(o *options) error {
-	if n < 1 {
-		return fmt.Errorf("%w: WithFailures(%d): want at least 1 failed renewal", ErrInvalidOption, int(n))
+// check checks cfg and fills in its defaults for the coordinator c.
+func (cfg Config) check(c *coordination.Coordinator) (options, error) {
+	switch {
+	case cfg.Failures < 0:
+		return options{}, fmt.Errorf("%w: health: Failures (%d) must not be negative", coordination.ErrInvalidConfig, cfg.Failures)
+	case cfg.Headroom < 0:
+		return options{}, fmt.Errorf("%w: health: Headroom (%v) must not be negative", coordination.ErrInvalidConfig, cfg.Headroom)
 	}
-	o.failures = int(n)
-	return nil
-}
-
-// WithHeadroom sets the trust headroom (the time left until the session's
-// trust deadline) below which failing renewals fail the liveness check. d
-// must be positive; Liveness rejects any other value with an error
-// wrapping ErrInvalidOption. Without it, a quarter of the coordinator's
-// TTL.
-func WithHeadroom(d time.Duration) LivenessOption { return headroomOption(d) }
-
-type headroomOption time.Duration
-
-func (d headroomOption) applyLiveness(o *options) error {
-	if d <= 0 {
-		return fmt.Errorf("%w: WithHeadroom(%v): want a positive duration", ErrInvalidOption, time.Duration(d))
+	o := options{failures: cmp.Or(cfg.Failures, defaultFailures), headroom: cfg.Headroom, healthy: cfg.RequireHealthy}
+	if c != nil {
+		o.headroom = cmp.Or(o.headroom, c.Config().TTL/4)
 	}
-	o.headroom = time.Duration(d)
-	return nil
+	return o, nil
 }
 
 // Liveness returns a handler that answers 503 while the renewals of c keep
 // failing and the leases it holds are close to their trust deadline (see
-// the package doc), and 200 otherwise. The handler does no I/O.
-//
-// It returns an error wrapping ErrInvalidOption, naming each option with
-// its value, when an option's value is out of range; nil options are
-// ignored. A nil c gives a handler that always answers 503.
-func Liveness(c *coordination.Coordinator, opts ...LivenessOption) (http.Handler, error) {
-	var o options
-	var errs []error
-	for _, opt := range opts {
-		if opt != nil {
-			errs = append(errs, opt.applyLiveness(&o))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+// the package doc), and 200 otherwise. The handler does no I/O. A nil c
+// gives a handler that always answers 503.
+func Liveness(c *coordination.Coordinator, cfg Config) (http.Handler, error) {
+	o, err := cfg.check(c)
+	if err != nil {
 		return nil, err
 	}
 	if c == nil {
 		return unavailable("no coordinator"), nil
 	}
-	o.failures = cmp.Or(o.failures, DefaultFailures)
-	o.headroom = cmp.Or(o.headroom, c.Config().TTL/4)
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		respond(w, liveness(c.Renewal(), time.Now(), o))
 	}), nil
@@ -109,49 +87,27 @@ func liveness(st coordination.RenewalState, now time.Time, o options) string {
 		st.Failures, since, st.Held, left.Round(time.Millisecond), o.headroom)
 }
 
-// A ReadinessOption tunes Readiness. Only this package makes them:
-// RequireHealthy.
-type ReadinessOption interface {
-	applyReadiness(*readinessOptions)
-}
-
-type readinessOptions struct {
-	healthy bool // require that the health checks let the process campaign
-}
-
-// RequireHealthy makes Readiness also answer 503 while the coordinator's
-// health checks (coordination.Config.HealthCheck) keep it from
-// campaigning: no check has passed yet, or the last one failed. Without a
-// HealthCheck it changes nothing.
-func RequireHealthy() ReadinessOption { return requireHealthy{} }
-
-type requireHealthy struct{}
-
-func (requireHealthy) applyReadiness(o *readinessOptions) { o.healthy = true }
-
 // Readiness returns a handler that answers 200 while c runs (Ready is
 // closed and Done is not) and 503 otherwise; with RequireHealthy, also 503
 // while c's health checks keep it from campaigning. It does no I/O. A nil
 // c gives a handler that always answers 503.
-func Readiness(c *coordination.Coordinator, opts ...ReadinessOption) http.Handler {
-	if c == nil {
-		return unavailable("no coordinator")
+func Readiness(c *coordination.Coordinator, cfg Config) (http.Handler, error) {
+	o, err := cfg.check(c)
+	if err != nil {
+		return nil, err
 	}
-	var o readinessOptions
-	for _, opt := range opts {
-		if opt != nil {
-			opt.applyReadiness(&o)
-		}
+	if c == nil {
+		return unavailable("no coordinator"), nil
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		respond(w, readiness(c.Renewal(), time.Now(), o))
-	})
+	}), nil
 }
 
 // readiness returns why the state st, at now, fails the readiness check,
 // or "" when it passes. The reason never carries the health check's error
 // text, which is the application's.
-func readiness(st coordination.RenewalState, now time.Time, o readinessOptions) string {
+func readiness(st coordination.RenewalState, now time.Time, o options) string {
 	if !st.Running {
 		return "coordinator not running"
 	}
@@ -171,8 +127,9 @@ func readiness(st coordination.RenewalState, now time.Time, o readinessOptions) 
 
 // ReadyWhenLeading returns a handler that answers 200 while this process
 // leads e (Election.IsLeader: it holds the lease and trusts it now) and 503
-// otherwise. It does no I/O. A nil e gives a handler that always answers
-// 503.
+// otherwise, for routing leader-only traffic. It is no readiness probe: a
+// follower is never ready, so a rolling update would stall. It does no
+// I/O. A nil e gives a handler that always answers 503.
 func ReadyWhenLeading(e *coordination.Election) http.Handler {
 	if e == nil {
 		return unavailable("no election")

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,7 @@ import (
 
 func TestLivenessRule(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	o := options{failures: DefaultFailures, headroom: 3 * time.Second}
+	o := options{failures: defaultFailures, headroom: 3 * time.Second}
 	failing := coordination.RenewalState{
 		Running: true, Held: 2, TrustDeadline: now.Add(time.Second), Failures: 5,
 		LastSuccess: now.Add(-9 * time.Second),
@@ -51,15 +52,22 @@ func with(st coordination.RenewalState, f func(*coordination.RenewalState)) coor
 	return st
 }
 
-// TestOptionsApplied: valid options set the rule's values.
-func TestOptionsApplied(t *testing.T) {
-	var o options
-	for _, opt := range []LivenessOption{WithFailures(4), WithHeadroom(5 * time.Second)} {
-		if err := opt.applyLiveness(&o); err != nil {
-			t.Fatal(err)
-		}
+// TestConfigApplied: a valid Config sets the rule's values, and its zero
+// fields take their defaults; a negative one is refused, naming it.
+func TestConfigApplied(t *testing.T) {
+	o, err := Config{Failures: 4, Headroom: 5 * time.Second, RequireHealthy: true}.check(nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if o.failures != 4 || o.headroom != 5*time.Second {
-		t.Fatalf("options not applied: %+v", o)
+	if o.failures != 4 || o.headroom != 5*time.Second || !o.healthy {
+		t.Fatalf("config not applied: %+v", o)
+	}
+	if o, _ := (Config{}).check(nil); o.failures != defaultFailures {
+		t.Fatalf("zero Failures: %d, want %d", o.failures, defaultFailures)
+	}
+	for _, cfg := range []Config{{Failures: -1}, {Headroom: -time.Second}} {
+		if _, err := cfg.check(nil); !errors.Is(err, coordination.ErrInvalidConfig) {
+			t.Errorf("check(%+v) = %v, want ErrInvalidConfig", cfg, err)
+		}
 	}
 }

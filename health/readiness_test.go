@@ -15,17 +15,17 @@ var errSecret = errors.New("cannot reach 10.1.2.3:5432 as admin")
 
 func TestReadinessRule(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	require := readinessOptions{healthy: true}
+	require := options{healthy: true}
 	failing := coordination.RenewalState{Running: true, Unhealthy: true, HealthChanged: now.Add(-12 * time.Second), HealthError: errSecret}
 	tests := []struct {
 		name string
 		st   coordination.RenewalState
-		o    readinessOptions
+		o    options
 		want string // "" for ready, else a part of the reason
 	}{
-		{"running", coordination.RenewalState{Running: true}, readinessOptions{}, ""},
-		{"not running", coordination.RenewalState{}, readinessOptions{}, "coordinator not running"},
-		{"unhealthy, health not required", failing, readinessOptions{}, ""},
+		{"running", coordination.RenewalState{Running: true}, options{}, ""},
+		{"not running", coordination.RenewalState{}, options{}, "coordinator not running"},
+		{"unhealthy, health not required", failing, options{}, ""},
 		{"healthy, health required", coordination.RenewalState{Running: true, HealthChanged: now.Add(-time.Second)}, require, ""},
 		{"running without a health check, health required", coordination.RenewalState{Running: true}, require, ""},
 		{"last check failed", failing, require, "unhealthy for 12s: the last health check failed"},

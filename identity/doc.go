@@ -27,8 +27,8 @@
 //
 // Uniqueness of Instance is the whole guarantee: nothing else checks that two
 // live processes have different holders. So build the identity once at process
-// start (each call of [FromEnv], [FromLookup], [Env.Lookup] or [New] makes a
-// new Instance) and never copy an Instance from one process to another. If you
+// start (each call of [FromEnv], [FromLookup] or [New] makes a new Instance)
+// and never copy an Instance from one process to another. If you
 // set Instance yourself, it must be unique across every process that shares
 // the database.
 //
@@ -40,28 +40,27 @@
 //     that fails too, the error asks you to set HOSTNAME. Kubernetes sets
 //     HOSTNAME to the pod name.
 //   - CLUSTER_NAME gives Cluster. When it is unset or empty, Cluster is
-//     [DefaultCluster] ("default").
+//     "default".
 //
 // A variable that is empty or only whitespace counts as unset, and surrounding
 // whitespace is trimmed. [FromLookup] does the same through a lookup function
-// instead of the process environment, for tests. To read other variables (for
-// example POD_NAME, or KUBERNETES_CLUSTER), fill an [Env] and call
-// [Env.Lookup]. [New] takes explicit values.
+// instead of the process environment: for tests, or to read other variables
+// (POD_NAME, say) by mapping their names. [New] takes explicit values.
 //
 // # Limits and allowed characters
 //
 // Every constructor validates its result, and [Identity.Validate] checks an
 // Identity built by hand:
 //
-//   - Node: 1 to [MaxNodeLen] (128) bytes of ASCII letters, digits, '.', '_'
+//   - Node: 1 to 128 bytes of ASCII letters, digits, '.', '_'
 //     and '-'. Upper case is allowed.
-//   - Cluster: 1 to [MaxClusterLen] (63) bytes of the same characters.
-//   - Instance: 1 to [MaxInstanceLen] (36) bytes of ASCII letters, digits, '_'
+//   - Cluster: 1 to 63 bytes of the same characters.
+//   - Instance: 1 to 36 bytes of ASCII letters, digits, '_'
 //     and '-'.
 //
 // '/', ':', whitespace and everything else are rejected, because '/' separates
 // the parts of lease names and holders and the others make names ambiguous or
-// unreadable in logs. A holder is at most [MaxHolderLen] (229) bytes long;
+// unreadable in logs. A holder is at most 229 bytes long;
 // columns that store holders must be at least that wide.
 //
 // Invalid values are reported at construction, never repaired: no truncation

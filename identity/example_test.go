@@ -31,22 +31,20 @@ func ExampleFromLookup() {
 	// 32
 }
 
-// An Env reads other variables; unset ones fall back as usual.
-func ExampleEnv_Lookup() {
-	env := identity.Env{NodeVar: "POD_NAME", ClusterVar: "KUBERNETES_CLUSTER"}
-	id, err := env.Lookup(func(name string) (string, bool) {
-		if name == "POD_NAME" {
-			return "worker-0", true
-		}
-		return "", false
+// A lookup that maps other variable names reads them: here POD_NAME for
+// the node and KUBERNETES_CLUSTER for the cluster.
+func ExampleFromLookup_otherNames() {
+	vars := map[string]string{"POD_NAME": "web-0", "KUBERNETES_CLUSTER": "eu-1"}
+	names := map[string]string{"HOSTNAME": "POD_NAME", "CLUSTER_NAME": "KUBERNETES_CLUSTER"}
+	id, err := identity.FromLookup(func(k string) (string, bool) {
+		v, ok := vars[names[k]]
+		return v, ok
 	})
 	if err != nil {
-		fmt.Println(err)
-		return
+		panic(err)
 	}
 	fmt.Println(id.Node, id.Cluster)
-	// Output:
-	// worker-0 default
+	// Output: web-0 eu-1
 }
 
 func ExampleIdentity_Holder() {

@@ -12,33 +12,33 @@ import (
 	"github.com/google/uuid"
 )
 
-// DefaultCluster is the Cluster used when the cluster variable (CLUSTER_NAME by
+// defaultCluster is the Cluster used when the cluster variable (CLUSTER_NAME by
 // default) is unset or empty.
-const DefaultCluster = "default"
+const defaultCluster = "default"
 
 // Length limits, in bytes. Every allowed character is one byte long, so these
 // are also limits in characters.
 const (
-	// MaxNodeLen is the longest allowed Node. It is below the 253 bytes a DNS
+	// maxNodeLen is the longest allowed Node. It is below the 253 bytes a DNS
 	// name may have but well above the 63 of a Kubernetes pod's host name.
-	MaxNodeLen = 128
-	// MaxClusterLen is the longest allowed Cluster: one DNS label.
-	MaxClusterLen = 63
-	// MaxInstanceLen is the longest allowed Instance: a UUID in its 36-byte
+	maxNodeLen = 128
+	// maxClusterLen is the longest allowed Cluster: one DNS label.
+	maxClusterLen = 63
+	// maxInstanceLen is the longest allowed Instance: a UUID in its 36-byte
 	// dashed form. Generated instance ids are 32 bytes long.
-	MaxInstanceLen = 36
-	// MaxHolderLen is the longest string [Identity.Holder] can return: the
+	maxInstanceLen = 36
+	// maxHolderLen is the longest string [Identity.Holder] can return: the
 	// three limits above plus two separators. A column that stores holders
 	// must be at least this wide.
-	MaxHolderLen = MaxNodeLen + 1 + MaxClusterLen + 1 + MaxInstanceLen
+	maxHolderLen = maxNodeLen + 1 + maxClusterLen + 1 + maxInstanceLen
 )
 
-// Default variable names read by [FromEnv], [FromLookup] and a zero [Env].
+// Default variable names read by [FromEnv], [FromLookup] and a zero [env].
 const (
-	// DefaultNodeVar is the variable that names the node.
-	DefaultNodeVar = "HOSTNAME"
-	// DefaultClusterVar is the variable that names the cluster.
-	DefaultClusterVar = "CLUSTER_NAME"
+	// defaultNodeVar is the variable that names the node.
+	defaultNodeVar = "HOSTNAME"
+	// defaultClusterVar is the variable that names the cluster.
+	defaultClusterVar = "CLUSTER_NAME"
 )
 
 // sep separates Node, Cluster and Instance in a holder string. It is not an
@@ -49,47 +49,47 @@ const sep = "/"
 // process, have different identities because their Instance differs.
 //
 // An Identity is a comparable value. Build one with [FromEnv], [FromLookup],
-// [Env.Lookup], [New] or [ParseHolder], which all return a valid Identity, or
+// [New] or [ParseHolder], which all return a valid Identity, or
 // fill the fields yourself and call [Identity.Validate].
 type Identity struct {
 	// Node names the machine or pod. It is read from HOSTNAME, falling back
-	// to os.Hostname. At most MaxNodeLen bytes of ASCII letters, digits,
+	// to os.Hostname. At most 128 bytes of ASCII letters, digits,
 	// '.', '_' and '-'.
 	Node string
 	// Cluster names the group of nodes that per-cluster leases are scoped
-	// to. It is read from CLUSTER_NAME, falling back to DefaultCluster. At
-	// most MaxClusterLen bytes of ASCII letters, digits, '.', '_' and '-'.
+	// to. It is read from CLUSTER_NAME, falling back to "default". At
+	// most 63 bytes of ASCII letters, digits, '.', '_' and '-'.
 	Cluster string
 	// Instance is random and made when the Identity is built, once per
 	// process start. Generated values are 32 lowercase hex characters (a
-	// version 4 UUID without dashes). At most MaxInstanceLen bytes of ASCII
+	// version 4 UUID without dashes). At most 36 bytes of ASCII
 	// letters, digits, '_' and '-'.
 	Instance string
 }
 
 // FromEnv builds the identity of this process from the environment: Node from
 // HOSTNAME (or os.Hostname when HOSTNAME is unset or empty), Cluster from
-// CLUSTER_NAME (or DefaultCluster), and a fresh random Instance. Surrounding
-// whitespace is trimmed. It is Env{}.Lookup(os.LookupEnv).
+// CLUSTER_NAME (or "default"), and a fresh random Instance. Surrounding
+// whitespace is trimmed.
 //
 // Call it once at process start and pass the result around: every call returns
 // a different Instance, so two calls give two different holders.
 func FromEnv() (Identity, error) {
-	return Env{}.Lookup(os.LookupEnv)
+	return env{}.Lookup(os.LookupEnv)
 }
 
 // FromLookup is [FromEnv] with the environment replaced by lookup, which has
 // the signature of os.LookupEnv. Tests pass a map-backed function instead of
-// changing the process environment. To read other variable names, use
-// [Env.Lookup].
+// changing the process environment; a program that reads other variable
+// names maps them in lookup.
 func FromLookup(lookup func(string) (string, bool)) (Identity, error) {
-	return Env{}.Lookup(lookup)
+	return env{}.Lookup(lookup)
 }
 
-// Env says where [Env.Lookup] reads an identity from. The zero value reads
+// env says where env.Lookup reads an identity from. The zero value reads
 // HOSTNAME and CLUSTER_NAME and falls back to os.Hostname, exactly like
 // [FromEnv] and [FromLookup].
-type Env struct {
+type env struct {
 	// NodeVar is the variable holding the Node, for example "POD_NAME" or
 	// "NODE_NAME". Defaults to "HOSTNAME".
 	NodeVar string
@@ -106,18 +106,18 @@ type Env struct {
 //
 // A variable that is unset, empty or only whitespace counts as unset; values
 // have surrounding whitespace trimmed. An unset node variable falls back to
-// e.Hostname, and an unset cluster variable to DefaultCluster. The result is
+// e.Hostname, and an unset cluster variable to defaultCluster. The result is
 // validated; errors wrap [ErrInvalid] and say which variable the bad value came
 // from. If the node variable is unset and the hostname cannot be found, the
 // error says to set the variable.
 //
 // Lookup panics if lookup is nil.
-func (e Env) Lookup(lookup func(string) (string, bool)) (Identity, error) {
+func (e env) Lookup(lookup func(string) (string, bool)) (Identity, error) {
 	if lookup == nil {
-		panic("identity: Env.Lookup called with a nil lookup function")
+		panic("identity: env.Lookup called with a nil lookup function")
 	}
-	nodeVar := cmp.Or(e.NodeVar, DefaultNodeVar)
-	clusterVar := cmp.Or(e.ClusterVar, DefaultClusterVar)
+	nodeVar := cmp.Or(e.NodeVar, defaultNodeVar)
+	clusterVar := cmp.Or(e.ClusterVar, defaultClusterVar)
 
 	node, nodeFrom := get(lookup, nodeVar), nodeVar
 	if node == "" {
@@ -136,7 +136,7 @@ func (e Env) Lookup(lookup func(string) (string, bool)) (Identity, error) {
 	}
 	cluster, clusterFrom := get(lookup, clusterVar), clusterVar
 	if cluster == "" {
-		cluster, clusterFrom = DefaultCluster, ""
+		cluster, clusterFrom = defaultCluster, ""
 	}
 
 	if err := checkNode(node, nodeFrom); err != nil {
@@ -154,7 +154,7 @@ func (e Env) Lookup(lookup func(string) (string, bool)) (Identity, error) {
 
 // New builds an identity from explicit values and a fresh random Instance.
 // The values are used as given (not trimmed, and an empty cluster is an error
-// rather than DefaultCluster); errors wrap [ErrInvalid].
+// rather than "default"); errors wrap [ErrInvalid].
 func New(node, cluster string) (Identity, error) {
 	if err := checkNode(node, ""); err != nil {
 		return Identity{}, err
@@ -199,7 +199,7 @@ func (id Identity) Validate() error {
 	if err := checkCluster(id.Cluster, ""); err != nil {
 		return err
 	}
-	return checkField("Instance", id.Instance, "", MaxInstanceLen, false)
+	return checkField("Instance", id.Instance, "", maxInstanceLen, false)
 }
 
 // Holder returns "node/cluster/instance", the string stored as the holder of a
@@ -213,10 +213,10 @@ func (id Identity) Holder() string {
 // directly.
 func (id Identity) String() string { return id.Holder() }
 
-func checkNode(v, from string) error { return checkField("Node", v, from, MaxNodeLen, true) }
+func checkNode(v, from string) error { return checkField("Node", v, from, maxNodeLen, true) }
 
 func checkCluster(v, from string) error {
-	return checkField("Cluster", v, from, MaxClusterLen, true)
+	return checkField("Cluster", v, from, maxClusterLen, true)
 }
 
 // checkField validates one field. from, when not empty, names where the value

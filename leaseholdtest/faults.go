@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/internal/kitlink"
 )
 
 // Cut takes the database away from every process, as a database that
@@ -77,13 +76,22 @@ func (d *DB) Expire(name string) {
 	}
 }
 
-// Resign asks the holder of the lease name to step down, as
-// Admin.Resign does (`leasehold resign`): its work's context is cancelled
-// with ErrResigned, it releases the lease once the work has returned, and
-// another process takes it. It returns what Admin.Resign returns.
-func (d *DB) Resign(ctx context.Context, name string, opts coordination.ResignOptions) (coordination.LeaseInfo, error) {
-	admin := kitlink.NewAdmin(d.admin).(*coordination.Admin)
-	return admin.Resign(ctx, name, opts)
+// Resign asks the holder of the lease key to step down, as Admin.Resign
+// does (`leasehold resign`), preferring the process preferred names, if
+// any: its work's context is cancelled with ErrResigned, it releases the
+// lease once the work has returned, and another process takes it. It
+// returns what Admin.Resign returns.
+func (d *DB) Resign(ctx context.Context, key, preferred string) (coordination.LeaseInfo, error) {
+	d.t.Helper()
+	db, err := d.admin.Open()
+	if err != nil {
+		d.t.Fatalf("leaseholdtest: %v", err)
+	}
+	admin, err := coordination.NewAdmin(db, coordination.Config{})
+	if err != nil {
+		d.t.Fatalf("leaseholdtest: %v", err)
+	}
+	return admin.Resign(ctx, key, preferred)
 }
 
 // Rebalance makes the pool with the given key (Pool.Key, such as
@@ -96,7 +104,7 @@ func (d *DB) Resign(ctx context.Context, name string, opts coordination.ResignOp
 // joined) or the database is cut.
 func (d *DB) Rebalance(poolKey string) int64 {
 	d.t.Helper()
-	name := kitlink.GenerationRow(poolKey)
+	name := "pool|" + poolKey + "|generation" // the pool's generation row (coordination's "Names and rows")
 	for {
 		row, ok := d.store.Row(name)
 		if !ok {

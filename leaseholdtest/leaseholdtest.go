@@ -2,13 +2,13 @@ package leaseholdtest
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
-	"github.com/leasehold/leasehold/internal/kitlink"
 	"github.com/leasehold/leasehold/internal/memstore"
 	"github.com/leasehold/leasehold/workers"
 )
@@ -75,30 +75,40 @@ func (d *DB) Start(id identity.Identity, cfg coordination.Config) *Process {
 	return p
 }
 
-// StartHost runs a workers.Host for id with cfg and the workers ws on the
-// DB, as workers.NewHost and Host.Run would on a database, until Stop,
-// Crash or the end of the test. It fails the test when id, cfg or a
-// worker is invalid.
-func (d *DB) StartHost(id identity.Identity, cfg workers.Config, ws ...workers.Worker) *Process {
+// StartHost runs a coordinator for id with cfg and a workers.Host over it
+// with hcfg and the workers ws on the DB, as coordination.New,
+// workers.NewHost and their Runs would on a database, until Stop, Crash or
+// the end of the test. It fails the test when id, a config or a worker is
+// invalid.
+func (d *DB) StartHost(id identity.Identity, cfg coordination.Config, hcfg workers.Config, ws ...workers.Worker) *Process {
 	d.t.Helper()
-	p := d.newProcess(id, cfg.Coordination)
-	h, err := kitlink.NewHost(p.coord, cfg, ws)
+	p := d.newProcess(id, cfg)
+	h, err := workers.NewHost(p.coord, hcfg, ws...)
 	if err != nil {
 		d.t.Fatalf("leaseholdtest: host %s: %v", id, err)
 	}
-	p.host = h.(*workers.Host)
-	p.run(p.host.Run)
+	p.host = h
+	p.run(func(ctx context.Context) error {
+		hostErr := make(chan error, 1)
+		go func() { hostErr <- h.Run(ctx) }()
+		err := p.coord.Run(ctx)
+		return errors.Join(err, <-hostErr)
+	})
 	return p
 }
 
 func (d *DB) newProcess(id identity.Identity, cfg coordination.Config) *Process {
 	d.t.Helper()
 	conn := d.store.Conn()
-	c, err := kitlink.NewCoordinator(conn, id, cfg)
+	db, err := conn.Open()
+	if err != nil {
+		d.t.Fatalf("leaseholdtest: %v", err)
+	}
+	c, err := coordination.New(db, id, cfg)
 	if err != nil {
 		d.t.Fatalf("leaseholdtest: coordinator %s: %v", id, err)
 	}
-	p := &Process{d: d, conn: conn, coord: c.(*coordination.Coordinator), done: make(chan struct{})}
+	p := &Process{d: d, conn: conn, coord: c, done: make(chan struct{})}
 	d.mu.Lock()
 	if d.cut {
 		conn.Cut()

@@ -68,11 +68,11 @@ func TestExpire(t *testing.T) {
 		synctest.Wait()
 		start := time.Now()
 		d.Expire(a.Key())
-		if took := time.Since(start); took > coordination.DefaultTTL+time.Millisecond {
+		if took := time.Since(start); took > defaultTTL+time.Millisecond {
 			t.Errorf("Expire took %v of fake time, more than TTL", took)
 		}
 		select {
-		case <-a.Done():
+		case <-a.Context().Done():
 		default:
 			t.Fatal("the holder still trusts a lease Expire returned for")
 		}
@@ -91,7 +91,7 @@ func TestPauseBeyondTTL(t *testing.T) {
 		d := leaseholdtest.New(t)
 		pa, a := leader(t, d, "node-a")
 		_, next := follower(t, d, "node-b")
-		pa.Pause(2 * coordination.DefaultTTL)
+		pa.Pause(2 * defaultTTL)
 		b := <-next
 		if a.Valid() {
 			t.Error("the paused holder still trusts its lease after another took it")
@@ -107,7 +107,7 @@ func TestCutAndRestore(t *testing.T) {
 		d := leaseholdtest.New(t)
 		pa, a := leader(t, d, "node-a")
 		d.Cut()
-		<-a.Done() // at the trust deadline
+		<-a.Context().Done() // at the trust deadline
 		if !errors.Is(context.Cause(a.Context()), coordination.ErrLeaseLost) {
 			t.Errorf("cause %v, want ErrLeaseLost", context.Cause(a.Context()))
 		}
@@ -125,7 +125,7 @@ func TestProcessCut(t *testing.T) {
 		pa, a := leader(t, d, "node-a")
 		_, next := follower(t, d, "node-b")
 		pa.Cut()
-		<-a.Done()
+		<-a.Context().Done()
 		<-next // node-b was not cut
 		pa.Restore()
 		if election(t, pa).IsLeader() {
@@ -143,7 +143,7 @@ func TestCrash(t *testing.T) {
 		pa.Crash()
 		b := <-next
 		// Nothing was released: node-b waited for the expiry.
-		if waited := time.Since(crashed); waited < coordination.DefaultTTL/2 {
+		if waited := time.Since(crashed); waited < defaultTTL/2 {
 			t.Errorf("node-b took over %v after the crash, before the lease could expire", waited)
 		}
 		if b.Epoch() <= a.Epoch() {
@@ -157,7 +157,7 @@ func TestStopReleases(t *testing.T) {
 		d := leaseholdtest.New(t)
 		pa, a := leader(t, d, "node-a")
 		go func() { // the holder's work: it releases the lease once its term ends
-			<-a.Done()
+			<-a.Context().Done()
 			_ = a.Release(context.Background())
 		}()
 		_, next := follower(t, d, "node-b")
@@ -167,21 +167,27 @@ func TestStopReleases(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-next
-		if waited := time.Since(stopped); waited > coordination.DefaultRetryInterval*2 {
+		if waited := time.Since(stopped); waited > defaultRetryInterval*2 {
 			t.Errorf("node-b took over %v after a graceful stop, more than a retry interval", waited)
 		}
 	})
 }
+
+// The TTL and RetryInterval of a zero coordination.Config.
+const (
+	defaultTTL           = 15 * time.Second
+	defaultRetryInterval = 2 * time.Second
+)
 
 func TestResign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := leaseholdtest.New(t)
 		_, a := leader(t, d, "node-a")
 		_, next := follower(t, d, "node-b")
-		if _, err := d.Resign(t.Context(), a.Key(), coordination.ResignOptions{}); err != nil {
+		if _, err := d.Resign(t.Context(), a.Key(), ""); err != nil {
 			t.Fatal(err)
 		}
-		<-a.Done()
+		<-a.Context().Done()
 		if !errors.Is(context.Cause(a.Context()), coordination.ErrResigned) {
 			t.Errorf("cause %v, want ErrResigned", context.Cause(a.Context()))
 		}
@@ -229,7 +235,7 @@ func TestRebalance(t *testing.T) {
 				t.Fatal(err)
 			}
 			key = pool.Key()
-			go func() { _ = pool.Run(t.Context(), g.fn(node)) }()
+			go func() { _ = pool.Run(t.Context(), g.fn(node), nil) }()
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -260,7 +266,7 @@ func TestStartHost(t *testing.T) {
 			<-ctx.Done()
 			return nil
 		})
-		p := d.StartHost(d.Identity("node-a", "eu"), workers.Config{}, w)
+		p := d.StartHost(d.Identity("node-a", "eu"), coordination.Config{}, workers.Config{}, w)
 		if p.Host() == nil {
 			t.Fatal("no host")
 		}
@@ -280,7 +286,7 @@ func TestCutCoversLateProcesses(t *testing.T) {
 		d.Cut()
 		p, next := follower(t, d, "node-a")
 		p.Restore() // does not end the DB's cut
-		time.Sleep(coordination.DefaultTTL)
+		time.Sleep(defaultTTL)
 		synctest.Wait()
 		select {
 		case <-next:

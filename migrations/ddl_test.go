@@ -6,19 +6,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/migrations"
 )
 
 func TestInvalidInput(t *testing.T) {
 	for _, p := range []string{"x; DROP TABLE users; --", "1abc", "a-b", "a b", `a"b`, strings.Repeat("p", 41)} {
-		_, err := migrations.DDL("postgres", migrations.DDLOptions{TablePrefix: p})
-		if !errors.Is(err, migrations.ErrInvalidPrefix) || !strings.Contains(err.Error(), fmt.Sprintf("%q", p)) {
-			t.Errorf("prefix %q: err = %v, want ErrInvalidPrefix naming the value", p, err)
+		_, err := migrations.DDL("postgres", migrations.Options{TablePrefix: p})
+		if !errors.Is(err, coordination.ErrInvalidConfig) || !errors.Is(err, store.ErrInvalidPrefix) || !strings.Contains(err.Error(), fmt.Sprintf("%q", p)) {
+			t.Errorf("prefix %q: err = %v, want ErrInvalidConfig for the prefix, naming the value", p, err)
 		}
 	}
-	if _, err := migrations.DDL("oracle", migrations.DDLOptions{}); !errors.Is(err, migrations.ErrUnsupportedDialect) || !strings.Contains(err.Error(), `"oracle"`) {
+	if _, err := migrations.DDL("oracle", migrations.Options{}); !errors.Is(err, coordination.ErrInvalidConfig) || !errors.Is(err, store.ErrUnsupportedDialect) || !strings.Contains(err.Error(), `"oracle"`) {
 		t.Errorf("unknown dialect: err = %v", err)
+	}
+	if _, err := migrations.DDL("postgres", migrations.Options{From: migrations.LatestVersion + 1}); !errors.Is(err, coordination.ErrInvalidConfig) || !strings.Contains(err.Error(), "From") {
+		t.Errorf("From beyond the latest version: err = %v, want ErrInvalidConfig naming From", err)
 	}
 }
 
@@ -41,10 +45,10 @@ func TestDialectsIsACopy(t *testing.T) {
 	if again := migrations.Dialects(); again[0] != "postgres" {
 		t.Fatalf("Dialects() after a caller changed its result = %v", again)
 	}
-	if _, err := migrations.DDL("oracle", migrations.DDLOptions{}); !errors.Is(err, migrations.ErrUnsupportedDialect) {
-		t.Fatalf("DDL(oracle) after a caller changed Dialects' result: err = %v, want ErrUnsupportedDialect", err)
+	if _, err := migrations.DDL("oracle", migrations.Options{}); !errors.Is(err, store.ErrUnsupportedDialect) {
+		t.Fatalf("DDL(oracle) after a caller changed Dialects' result: err = %v, want an unsupported dialect", err)
 	}
-	if _, err := migrations.DDL("postgres", migrations.DDLOptions{}); err != nil {
+	if _, err := migrations.DDL("postgres", migrations.Options{}); err != nil {
 		t.Fatalf("DDL(postgres) after a caller changed Dialects' result: %v", err)
 	}
 }
@@ -53,7 +57,7 @@ func TestDialectsIsACopy(t *testing.T) {
 // names the range.
 func TestDDLFromOutOfRange(t *testing.T) {
 	for _, from := range []int{-1, migrations.LatestVersion + 1} {
-		_, err := migrations.DDL("postgres", migrations.DDLOptions{From: from})
+		_, err := migrations.DDL("postgres", migrations.Options{From: from})
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("0 to %d", migrations.LatestVersion)) {
 			t.Errorf("From %d: err = %v, want one naming the range 0 to %d", from, err, migrations.LatestVersion)
 		}
@@ -65,7 +69,7 @@ func TestDDLFromOutOfRange(t *testing.T) {
 func TestDDLScriptIsTheStatements(t *testing.T) {
 	for _, d := range migrations.Dialects() {
 		for from := 0; from <= migrations.LatestVersion; from++ {
-			ddl, err := migrations.DDL(d, migrations.DDLOptions{From: from})
+			ddl, err := migrations.DDL(d, migrations.Options{From: from})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,7 +29,7 @@
 // coordination.Config.DisableAutoMigrate is set. Operators who change
 // schemas at deploy time call Migrate from a deploy job instead, or apply
 // the SQL that DDL renders by hand and disable auto-migration. With
-// DDLOptions.From, DDL renders the statements that upgrade a schema from
+// Options.From, DDL renders the statements that upgrade a schema from
 // that version, which Version reports; every statement it renders is
 // guarded, so applying them twice is harmless. It gives them as a list
 // (SQL.Statements) and as one script for the database's command-line

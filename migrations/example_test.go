@@ -40,7 +40,7 @@ func ExampleMigrate() {
 
 // DDL gives a DBA the statements to apply by hand.
 func ExampleDDL() {
-	ddl, err := migrations.DDL("postgres", migrations.DDLOptions{TablePrefix: "coord_"})
+	ddl, err := migrations.DDL("postgres", migrations.Options{TablePrefix: "coord_"})
 	if err != nil {
 		panic(err)
 	}
@@ -51,7 +51,7 @@ func ExampleDDL() {
 // With From, DDL gives a DBA the statements that upgrade a schema from the
 // version Version reports; each is safe to apply twice.
 func ExampleDDL_from() {
-	ddl, err := migrations.DDL("postgres", migrations.DDLOptions{TablePrefix: "coord_", From: 9})
+	ddl, err := migrations.DDL("postgres", migrations.Options{TablePrefix: "coord_", From: 9})
 	if err != nil {
 		panic(err)
 	}
@@ -66,7 +66,7 @@ func ExampleDDL_from() {
 // Script is the same SQL as one file for the database's command-line
 // client; on SQL Server each statement is followed by GO.
 func ExampleDDL_script() {
-	ddl, err := migrations.DDL("sqlserver", migrations.DDLOptions{From: 9})
+	ddl, err := migrations.DDL("sqlserver", migrations.Options{From: 9})
 	if err != nil {
 		panic(err)
 	}

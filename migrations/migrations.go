@@ -11,7 +11,8 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// Options selects the schema to migrate. The zero value is valid.
+// Options selects the schema to migrate or render. The zero value is
+// valid.
 type Options struct {
 	// TablePrefix is prepended to every table name. Only ASCII letters,
 	// digits and '_' are allowed, starting with a letter or '_', at most 40
@@ -19,14 +20,15 @@ type Options struct {
 	// Defaults to "leasehold_".
 	TablePrefix string
 
-	// LockTimeout bounds the wait for the migration lock held by another
-	// process migrating the same schema. Defaults to 1 minute.
+	// LockTimeout bounds Migrate's wait for the migration lock held by
+	// another process migrating the same schema. Defaults to 1 minute.
 	LockTimeout time.Duration
-}
 
-// DefaultTablePrefix is the table prefix used when Options.TablePrefix is
-// empty.
-const DefaultTablePrefix = store.DefaultTablePrefix
+	// From is the schema version DDL's statements start from: 0 for a
+	// database without leasehold's tables, or the version Version reports
+	// for one to upgrade. It must be 0 to LatestVersion. Defaults to 0.
+	From int
+}
 
 // LatestVersion is the schema version this build of leasehold needs: the
 // version Migrate brings a schema to and the last one DDL renders.
@@ -39,17 +41,9 @@ func Dialects() []string {
 	return slices.Clone(store.Dialects)
 }
 
-// Errors.
-var (
-	// ErrInvalidPrefix is returned for an unsafe Options.TablePrefix.
-	ErrInvalidPrefix = store.ErrInvalidPrefix
-	// ErrUnsupportedDialect is returned for a database leasehold does not
-	// support.
-	ErrUnsupportedDialect = store.ErrUnsupportedDialect
-	// ErrMigrationLock is returned when another process held the migration
-	// lock for longer than Options.LockTimeout.
-	ErrMigrationLock = store.ErrMigrationLock
-)
+// ErrMigrationLock is returned when another process held the migration
+// lock for longer than Options.LockTimeout.
+var ErrMigrationLock = store.ErrMigrationLock
 
 // Migrate brings the coordination schema in db up to LatestVersion and
 // returns the versions it applied (none when the schema was current).
@@ -85,20 +79,6 @@ func Version(ctx context.Context, db *gorm.DB, opts Options) (int, error) {
 	return s.Schema().SchemaVersion(ctx)
 }
 
-// DDLOptions selects the statements DDL renders. The zero value renders
-// the whole latest schema with the default table prefix.
-type DDLOptions struct {
-	// TablePrefix is prepended to every table name, as in
-	// Options.TablePrefix. Defaults to "leasehold_".
-	TablePrefix string
-
-	// From is the schema version the statements start from: 0 for a
-	// database without leasehold's tables, or the version Version
-	// reports for one to upgrade. It must be 0 to LatestVersion.
-	// Defaults to 0.
-	From int
-}
-
 // SQL is the schema SQL that DDL renders for one dialect, in two forms.
 type SQL struct {
 	// Statements are the statements in the order they must run, on one
@@ -129,10 +109,10 @@ type SQL struct {
 // choice in a session variable); a tool that stops at a failed statement
 // must roll back. Version tells a database's current version.
 //
-// It returns an error wrapping ErrUnsupportedDialect for another dialect,
-// one wrapping ErrInvalidPrefix for an unsafe prefix, and an error naming
-// the range for a From outside 0 to LatestVersion.
-func DDL(dialect string, opts DDLOptions) (SQL, error) {
+// It returns an error wrapping coordination.ErrInvalidConfig for another
+// dialect, an unsafe prefix or a From outside 0 to LatestVersion, naming
+// the value.
+func DDL(dialect string, opts Options) (SQL, error) {
 	stmts, err := store.DDLFrom(dialect, opts.TablePrefix, opts.From)
 	if err != nil {
 		return SQL{}, err

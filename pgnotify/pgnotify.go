@@ -2,8 +2,7 @@
 // receives leasehold's release notifications (LISTEN/NOTIFY) through the
 // pgx driver that gorm.io/driver/postgres uses.
 //
-// Set it in the coordinator's configuration, directly or through
-// workers.Config.Coordination:
+// Set it in the coordinator's configuration:
 //
 //	coord, err := coordination.New(db, id, coordination.Config{
 //		Notifications: pgnotify.New(),

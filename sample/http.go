@@ -62,14 +62,19 @@ type httpServer struct {
 // startHTTP listens on addr and serves the endpoints of coord in a
 // goroutine until stop.
 func startHTTP(addr string, coord *coordination.Coordinator, tel *telemetry, log *zap.Logger) (*httpServer, error) {
-	live, err := health.Liveness(coord)
+	// The zero health.Config gives the documented defaults.
+	live, err := health.Liveness(coord, health.Config{})
+	if err != nil {
+		return nil, err
+	}
+	ready, err := health.Readiness(coord, health.Config{})
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(tel.registry, promhttp.HandlerOpts{}))
 	mux.Handle("GET /healthz", live)
-	mux.Handle("GET /readyz", health.Readiness(coord))
+	mux.Handle("GET /readyz", ready)
 	page := status.Handler(coord, status.Options{Title: "leasehold sample: " + coord.Holder(), Logger: log})
 	mux.Handle("GET /status", page)
 	mux.Handle("GET /status.json", page)

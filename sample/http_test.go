@@ -65,7 +65,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	until("/readyz", func(code int, body string) bool { return code == http.StatusOK && body == "ok\n" })
 	// Once this copy leads the ledger, the status page lists it as its own.
 	body := until("/status.json", func(code int, body string) bool {
-		return code == http.StatusOK && strings.Contains(body, `"name": "global/ledger"`) && strings.Contains(body, `"pool": "global/orders"`)
+		return code == http.StatusOK && strings.Contains(body, `"key": "global/ledger"`) && strings.Contains(body, `"key": "global/orders"`)
 	})
 	var st struct {
 		Holder string

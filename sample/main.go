@@ -1,5 +1,7 @@
 // Command sample is a runnable service built on leasehold's workers
-// package. One workers.Host runs three workers on a shared SQL database:
+// package. One coordination.Coordinator holds the process's session and
+// leases, and one workers.Host, run beside it, runs three workers on a
+// shared SQL database:
 //
 //   - "cluster-report", a cluster singleton that logs a report every
 //     second and writes it to sample_timeline;
@@ -10,8 +12,9 @@
 //     each order processed to sample_processing.
 //
 // The host's events (started-leading, stopped-leading,
-// assignment-changed) go to sample_timeline. Start three copies, kill the
-// leader, and watch the others take over: see README.md.
+// assignment-started, assignment-stopped) go to sample_timeline. Start
+// three copies, kill the leader, and watch the others take over: see
+// README.md.
 package main
 
 import (
@@ -27,6 +30,7 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/sync/errgroup"
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/coordination"
@@ -113,21 +117,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer tel.shutdown(log)
 		coordCfg.MeterProvider = tel.provider
 	}
-	host, err := workers.NewHost(db, id, workers.Config{Coordination: coordCfg},
-		workers.ClusterSingleton("cluster-report", s.clusterReport),
-		workers.GlobalSingleton("ledger", s.ledger),
-		workers.GlobalPartitioned("orders", s.orders, workers.PartitionConfig{}),
-	)
-	if errors.Is(err, workers.ErrInvalidConfig) {
+	// The coordinator holds this process's session and leases; the host
+	// runs the workers on it. New checks the timing and does no I/O.
+	coord, err := coordination.New(db, id, coordCfg)
+	if errors.Is(err, coordination.ErrInvalidConfig) {
 		fmt.Fprintf(stderr, "sample: invalid timing -ttl=%v -renew=%v -retry=%v (0 = library default): %v\n",
 			cfg.ttl, cfg.renew, cfg.retry, err)
 		return exitUsage
 	}
 	if err != nil {
+		log.Error("cannot create the coordinator", zap.Error(err))
+		return exitError
+	}
+	host, err := workers.NewHost(coord, workers.Config{},
+		workers.ClusterSingleton("cluster-report", s.clusterReport),
+		workers.GlobalSingleton("ledger", s.ledger),
+		workers.GlobalPartitioned("orders", s.orders, coordination.PoolConfig{}),
+	)
+	if err != nil {
 		log.Error("cannot create the workers host", zap.Error(err))
 		return exitError
 	}
-	timing := host.Coordinator().Config()
+	timing := coord.Config()
 	log.Info("starting",
 		zap.String("driver", cfg.driver), zap.String("dsn", dsn), zap.String("holder", s.holder),
 		zap.Duration("ttl", timing.TTL), zap.Duration("renew", timing.RenewInterval),
@@ -135,9 +146,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		zap.Duration("work_delay", cfg.workDelay), zap.Bool("seed_only", cfg.seedOnly), zap.String("http", cfg.httpAddr))
 
 	// The endpoints answer from here on: /healthz while the tables are
-	// waited for, and /readyz once the host's coordinator runs.
+	// waited for, and /readyz once the coordinator runs.
 	if tel != nil {
-		srv, err := startHTTP(cfg.httpAddr, host.Coordinator(), tel, log)
+		srv, err := startHTTP(cfg.httpAddr, coord, tel, log)
 		if err != nil {
 			log.Error("cannot serve HTTP", zap.Error(err))
 			return exitError
@@ -156,13 +167,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Info("tables ready; -seed-only given, exiting")
 		return exitOK
 	}
-	return serve(ctx, s, host)
+	return serve(ctx, s, coord, host)
 }
 
-// serve runs the host until ctx ends, with the timeline writer beside it.
-func serve(ctx context.Context, s *service, host *workers.Host) int {
-	events, unsubscribe := host.Subscribe(timelineBuffer)
+// serve runs the coordinator and the host beside it until ctx ends, with
+// the timeline writer beside them.
+func serve(ctx context.Context, s *service, coord *coordination.Coordinator, host *workers.Host) int {
+	// The subscription outlives ctx: the events of the shutdown (the
+	// leases released) are recorded too. The channel closes when
+	// host.Run returns.
+	subCtx, unsubscribe := context.WithCancel(context.WithoutCancel(ctx))
 	defer unsubscribe()
+	events := host.Subscribe(subCtx, timelineBuffer)
 	writeCtx, stopWriting := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWriting()
 	tl := followTimeline(writeCtx, s, events)
@@ -171,7 +187,14 @@ func serve(ctx context.Context, s *service, host *workers.Host) int {
 	if err := s.write(ctx, start); err != nil && ctx.Err() == nil {
 		s.log.Warn("writing the timeline failed", zap.Error(err))
 	}
-	err := host.Run(ctx)
+	// The coordinator and the host run side by side, and stop together:
+	// when ctx ends, the host's workers return and release their leases,
+	// which the coordinator keeps renewing until then; when either fails,
+	// the other is stopped.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return coord.Run(gctx) })
+	g.Go(func() error { return host.Run(gctx) })
+	err := g.Wait()
 
 	// The events channel is closed now; let the writer finish what is
 	// buffered, for at most timelineDrain.
@@ -182,7 +205,7 @@ func serve(ctx context.Context, s *service, host *workers.Host) int {
 	code, detail := exitOK, "stopped cleanly"
 	if err != nil {
 		code, detail = exitError, "stopped with an error: "+err.Error()
-		s.log.Error("host stopped with an error", zap.Error(err))
+		s.log.Error("stopped with an error", zap.Error(err))
 	}
 	if werr := s.write(writeCtx, s.row(kindProcessStop, "", detail)); werr != nil {
 		s.log.Warn("writing the timeline failed", zap.Error(werr))

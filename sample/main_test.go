@@ -187,7 +187,7 @@ func TestProcessesEveryOrderOnce(t *testing.T) {
 	}
 	for _, want := range []string{
 		"process-start:", "started-leading:ledger", "started-leading:cluster-report",
-		"assignment-changed:orders", "report:cluster-report",
+		"assignment-started:orders", "assignment-stopped:orders", "report:cluster-report",
 		"stopped-leading:ledger", "stopped-leading:cluster-report", "process-stop:",
 	} {
 		if !strings.Contains(strings.Join(kinds, " "), want) {

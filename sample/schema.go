@@ -67,7 +67,7 @@ func (timelineRow) TableName() string { return "sample_timeline" }
 const maxDetail = 1000
 
 // Timeline kinds written by the sample itself, besides the host's event
-// kinds (started-leading, stopped-leading, assignment-changed, …).
+// kinds (started-leading, stopped-leading, assignment-started, …).
 const (
 	kindProcessStart = "process-start"
 	kindProcessStop  = "process-stop"

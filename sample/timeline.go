@@ -73,14 +73,17 @@ func (s *service) eventRow(ev workers.Event) (timelineRow, bool) {
 	row.Epoch = ev.Epoch
 	switch ev.Kind {
 	case workers.EventStartedLeading:
-		detail = ev.Lease
+		detail = ev.Key
 	case workers.EventStoppedLeading:
-		detail = ev.Lease + ": " + stopReason(ev.Err)
-	case workers.EventAssignmentChanged:
-		detail = ev.Lease
+		detail = ev.Key + ": " + stopReason(ev.Err)
+	case workers.EventAssignmentStarted, workers.EventAssignmentStopped:
+		detail = ev.Key
 		if a := ev.Assignment; a != nil {
 			row.Generation, row.Idx, row.Cnt = a.Generation, a.Index, a.Count
-			detail = fmt.Sprintf("%s: index %d of %d", ev.Lease, a.Index, a.Count)
+			detail = fmt.Sprintf("%s: index %d of %d", ev.Key, a.Index, a.Count)
+		}
+		if ev.Kind == workers.EventAssignmentStopped {
+			detail += ": " + stopReason(ev.Err)
 		}
 	case workers.EventWorkerError, workers.EventShutdownOverrun:
 		detail = fmt.Sprint(ev.Err)

@@ -16,16 +16,23 @@
 //
 // The same data is served as JSON when the path ends in ".json", the query
 // has format=json, or the request accepts application/json: mount the
-// handler at "/status" and "/status.json". Times are RFC 3339 in UTC, by the
-// database clock; durations are in seconds. Every request reads the database
+// handler at "/status" and "/status.json". Every request reads the database
 // with two statements (Admin.Leases and Admin.Pools of the coordinator's
 // Admin), on the primary. When that fails the handler answers 503 with a short message and
 // logs the error; the message never contains the error's text.
 //
-// The JSON is a Snapshot. Read returns the same data without a handler,
-// from a coordination.Admin, which needs no identity and no running
-// coordinator: the leasehold command's "status -json" prints it, so a
-// script reads one format from either.
+// The JSON is a Snapshot: the library's own types (coordination.LeaseInfo,
+// coordination.PoolState, coordination.RenewalState,
+// workers.ScheduleState) in their JSON encoding. Times are RFC 3339 in
+// UTC, by the database clock but for the renewal state's, which are by the
+// serving process's clock. What the page derives is not in it: a lease's
+// time left is its expires_at less its database_time while it is live, a
+// pool member's index is its position in the pool's list, and it has
+// acknowledged the generation when its ack equals the pool's generation.
+// Read returns the same data without a handler, from a coordination.Admin,
+// which needs no identity and no running coordinator: the leasehold
+// command's "status -json" prints it, so a script reads one format from
+// either.
 //
 // The handler serves what the database shows to anyone who can reach it:
 // mount it where only operators can.

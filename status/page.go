@@ -4,13 +4,124 @@ import (
 	"html/template"
 	"strconv"
 	"time"
+
+	"github.com/leasehold/leasehold/coordination"
 )
 
-// view is what the page template renders.
+// view is what the page template renders: the snapshot, with the values
+// the page derives from it.
 type view struct {
-	Options
-	Page           Snapshot
+	Title          string
 	RefreshSeconds int
+	Page           Snapshot
+	Renewal        *renewalView // nil when Page.Renewal is
+	Leases         []leaseView
+	Pools          []poolView
+}
+
+// renewalView is the serving process's renewal state, with the times left
+// and elapsed by its clock at the read.
+type renewalView struct {
+	coordination.RenewalState
+	HealthCheck bool     // the process has a coordination.Config.HealthCheck
+	TrustLeft   *float64 // seconds until the trust deadline; nil with no session
+	HealthFor   *float64 // seconds since HealthChanged; nil when zero
+}
+
+// leaseView is one election lease, with the seconds it has left by the
+// database clock (0 when not live) and whether the serving process holds
+// it.
+type leaseView struct {
+	coordination.LeaseInfo
+	Left float64
+	Mine bool
+}
+
+// poolView is one pool, its members laid out in rows.
+type poolView struct {
+	coordination.PoolState
+	Rows []memberView
+}
+
+// memberView is one row of a pool's table: a member of the generation, in
+// index order, or a member row outside it (joining, or left and not yet
+// pruned).
+type memberView struct {
+	Index  *int // its index in the generation; nil outside it
+	ID     string
+	Holder string // "" when its row is free or missing
+	Ack    int64
+	Acked  bool // Ack is the pool's generation
+	Live   bool
+	Left   float64 // seconds until its row expires by the database clock; 0 when not live
+	Mine   bool
+}
+
+// newView derives the page's values from s, with now the serving
+// process's clock at the read of s.Renewal, and healthCheck whether the
+// process has a health check.
+func newView(s Snapshot, now time.Time, healthCheck bool) view {
+	v := view{Page: s, Leases: make([]leaseView, 0, len(s.Leases)), Pools: make([]poolView, 0, len(s.Pools))}
+	mine := func(holder string) bool { return s.Holder != "" && holder == s.Holder }
+	if rs := s.Renewal; rs != nil {
+		v.Renewal = &renewalView{RenewalState: *rs, HealthCheck: healthCheck}
+		if !rs.TrustDeadline.IsZero() {
+			left := seconds(rs.TrustDeadline.Sub(now))
+			v.Renewal.TrustLeft = &left
+		}
+		if !rs.HealthChanged.IsZero() {
+			since := seconds(now.Sub(rs.HealthChanged))
+			v.Renewal.HealthFor = &since
+		}
+	}
+	for _, li := range s.Leases {
+		l := leaseView{LeaseInfo: li, Mine: mine(li.Holder)}
+		if li.Live {
+			l.Left = seconds(li.ExpiresAt.Sub(li.DatabaseTime))
+		}
+		v.Leases = append(v.Leases, l)
+	}
+	for _, st := range s.Pools {
+		v.Pools = append(v.Pools, poolView{PoolState: st, Rows: memberRows(st, mine)})
+	}
+	return v
+}
+
+// memberRows lays out the members of a pool: the generation's in index
+// order, then the rows outside it.
+func memberRows(st coordination.PoolState, mine func(holder string) bool) []memberView {
+	rows := make(map[string]coordination.Member, len(st.Members))
+	for _, m := range st.Members {
+		rows[m.ID] = m
+	}
+	out := make([]memberView, 0, len(st.Members))
+	add := func(index *int, id string) {
+		m := memberView{Index: index, ID: id}
+		if r, ok := rows[id]; ok {
+			m.Holder, m.Ack, m.Acked, m.Live = r.Holder, r.Ack, r.Ack == st.Generation, r.Live
+			m.Mine = r.Holder != "" && mine(r.Holder)
+			if r.Live {
+				m.Left = seconds(r.ExpiresAt.Sub(st.DatabaseTime))
+			}
+		}
+		out = append(out, m)
+	}
+	listed := make(map[string]bool, len(st.List))
+	for i, id := range st.List {
+		listed[id] = true
+		add(&i, id)
+	}
+	for _, m := range st.Members {
+		if !listed[m.ID] {
+			add(nil, m.ID)
+		}
+	}
+	return out
+}
+
+// seconds returns d in seconds, to the millisecond, and never below zero.
+func seconds(d time.Duration) float64 {
+	return max(d, 0).Round(time.Millisecond).Seconds()
 }
 
 var funcs = template.FuncMap{
@@ -82,7 +193,7 @@ tr.dead td { color: #999; }
 <h1>{{.Title}}</h1>
 <p class="meta">This process: <code>{{.Page.Holder}}</code></p>
 <p class="meta">Database clock: {{when .Page.DatabaseTime}}{{if gt .RefreshSeconds 0}}; reloads every {{.RefreshSeconds}}s{{end}}</p>
-{{- with .Page.Renewal}}
+{{- with .Renewal}}
 <p class="meta" id="renewal">Coordinator: {{if .Running}}running{{else}}<span class="warn">not running</span>{{end}};
 holds {{.Held}};
 {{if .TrustLeft}}trust left {{secs (deref .TrustLeft)}}{{else}}no session{{end}};
@@ -94,13 +205,13 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 {{- end}}
 
 <h2>Leases</h2>
-{{- if .Page.Leases}}
+{{- if .Leases}}
 <table id="leases">
 <thead><tr><th>Name</th><th>Holder</th><th>Epoch</th><th>Acquired (UTC)</th><th>Renewed (UTC)</th><th>Left</th><th>Live</th><th>Mine</th></tr></thead>
 <tbody>
-{{- range .Page.Leases}}
+{{- range .Leases}}
 <tr class="lease{{if .Mine}} mine{{end}}{{if not .Live}} dead{{end}}">
-<td class="name">{{.Name}}</td>
+<td class="name">{{.Key}}</td>
 <td class="holder">{{if .Holder}}{{.Holder}}{{else}}-{{end}}</td>
 <td class="num">{{.Epoch}}</td>
 <td>{{clock .AcquiredAt}}</td>
@@ -117,13 +228,13 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 {{- end}}
 
 <h2>Pools</h2>
-{{- range .Page.Pools}}
+{{- range .Pools}}
 <h3>{{.Key}}</h3>
 <p class="meta">Generation {{.Generation}}</p>
 <table class="pool">
 <thead><tr><th>Index</th><th>Member</th><th>Holder</th><th>Ack</th><th>Left</th><th>Live</th><th>Mine</th></tr></thead>
 <tbody>
-{{- range .Members}}
+{{- range .Rows}}
 <tr class="member{{if .Mine}} mine{{end}}{{if not .Live}} dead{{end}}">
 <td class="num">{{if .Index}}{{deref .Index}}{{else}}-{{end}}</td>
 <td class="name">{{.ID}}</td>
@@ -146,12 +257,12 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 {{- if .Error}}
 <p class="meta warn">{{.Error}}</p>
 {{- else}}
-<p class="meta schedule">Next slot {{when .Next}}; done up to {{when .Done}}; held by {{if .Holder}}<code>{{.Holder}}</code> epoch {{.Epoch}}{{if not .Live}} (expired){{end}}{{else}}nobody{{end}}
-{{- with .Running}}; <span class="warn">slot {{when .Slot}} running since {{when .Start}} on <code>{{.Holder}}</code> epoch {{.Epoch}}</span>{{end}}</p>
+<p class="meta schedule">Next slot {{when .State.Next}}; done up to {{when .State.Done}}; held by {{with .Lease}}{{if .Holder}}<code>{{.Holder}}</code> epoch {{.Epoch}}{{if not .Live}} (expired){{end}}{{else}}nobody{{end}}{{end}}
+{{- with .State.Running}}; <span class="warn">slot {{when .Slot}} running since {{when .Start}} on <code>{{.Holder}}</code> epoch {{.Epoch}}</span>{{end}}</p>
 <table class="history">
 <thead><tr><th>Slot (UTC)</th><th>Outcome</th><th>Holder</th><th>Epoch</th><th>Attempt</th><th>Start (UTC)</th><th>End (UTC)</th></tr></thead>
 <tbody>
-{{- range .History}}
+{{- range .State.History}}
 <tr class="run">
 <td>{{when .Slot}}</td>
 <td>{{.Outcome}}{{if .Skipped}} ({{.Skipped}}){{end}}</td>

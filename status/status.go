@@ -14,20 +14,20 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultTitle   = "leasehold status"
-	DefaultRefresh = 5 * time.Second
-	DefaultTimeout = 5 * time.Second
+	defaultTitle   = "leasehold status"
+	defaultRefresh = 5 * time.Second
+	defaultTimeout = 5 * time.Second
 )
 
 // Options tunes Handler. The zero value is valid and gives the defaults.
 type Options struct {
-	// Title heads the page. Defaults to DefaultTitle.
+	// Title heads the page. Defaults to "leasehold status".
 	Title string
-	// Refresh is how often the page reloads itself. Zero means
-	// DefaultRefresh; a negative value turns the reload off.
+	// Refresh is how often the page reloads itself. Zero means every 5
+	// seconds; a negative value turns the reload off.
 	Refresh time.Duration
-	// Timeout bounds the reads of one request. Zero or negative means
-	// DefaultTimeout.
+	// Timeout bounds the reads of one request. Zero or negative means 5
+	// seconds.
 	Timeout time.Duration
 	// Logger receives the errors of failed reads. Defaults to a no-op
 	// logger.
@@ -40,13 +40,13 @@ type Options struct {
 // answers 503.
 func Handler(c *coordination.Coordinator, opts Options) http.Handler {
 	if opts.Title == "" {
-		opts.Title = DefaultTitle
+		opts.Title = defaultTitle
 	}
 	if opts.Refresh == 0 {
-		opts.Refresh = DefaultRefresh
+		opts.Refresh = defaultRefresh
 	}
 	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
+		opts.Timeout = defaultTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -74,7 +74,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.o.Timeout)
 	defer cancel()
-	p, err := read(ctx, h.c, time.Now())
+	p, now, err := read(ctx, h.c)
 	if err != nil {
 		h.o.Logger.Warn("status page: reading the coordination tables failed", zap.Error(err))
 		http.Error(w, "status: cannot read the coordination tables; see the server's logs", http.StatusServiceUnavailable)
@@ -89,7 +89,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
 	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	_ = page.Execute(w, view{Options: h.o, Page: p, RefreshSeconds: int(h.o.Refresh.Round(time.Second) / time.Second)})
+	v := newView(p, now, h.c.Config().HealthCheck != nil)
+	v.Title, v.RefreshSeconds = h.o.Title, int(h.o.Refresh.Round(time.Second)/time.Second)
+	_ = page.Execute(w, v)
 }
 
 // wantsJSON reports whether r asks for JSON: a path ending in ".json",

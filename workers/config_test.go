@@ -4,18 +4,19 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
 )
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.RestartBackoff != DefaultRestartBackoff || c.MaxRestartBackoff != DefaultMaxRestartBackoff {
-		t.Fatalf("defaults = %v / %v, want %v / %v", c.RestartBackoff, c.MaxRestartBackoff, DefaultRestartBackoff, DefaultMaxRestartBackoff)
+	if c.RestartBackoff != defaultRestartBackoff || c.MaxRestartBackoff != defaultMaxRestartBackoff {
+		t.Fatalf("defaults = %v / %v, want %v / %v", c.RestartBackoff, c.MaxRestartBackoff, defaultRestartBackoff, defaultMaxRestartBackoff)
 	}
 	if err := c.validate(); err != nil {
 		t.Fatalf("zero config invalid: %v", err)
 	}
-	if err := (Config{MaxRestartBackoff: -1}).withDefaults().validate(); !errors.Is(err, ErrInvalidConfig) {
+	if err := (Config{MaxRestartBackoff: -1}).withDefaults().validate(); !errors.Is(err, coordination.ErrInvalidConfig) {
 		t.Fatalf("negative MaxRestartBackoff: %v", err)
 	}
 }
@@ -24,13 +25,14 @@ func TestKindNames(t *testing.T) {
 	for _, tc := range []struct {
 		got, want string
 	}{
-		{KindClusterSingleton.String(), "cluster-singleton"},
-		{KindGlobalSingleton.String(), "global-singleton"},
-		{KindPartitioned.String(), "partitioned"},
-		{Kind(0).String(), "Kind(0)"},
+		{kindClusterSingleton.String(), "cluster-singleton"},
+		{kindGlobalSingleton.String(), "global-singleton"},
+		{kindPartitioned.String(), "partitioned"},
+		{kind(0).String(), "kind(0)"},
 		{EventStartedLeading.String(), "started-leading"},
 		{EventStoppedLeading.String(), "stopped-leading"},
-		{EventAssignmentChanged.String(), "assignment-changed"},
+		{EventAssignmentStarted.String(), "assignment-started"},
+		{EventAssignmentStopped.String(), "assignment-stopped"},
 		{EventWorkerError.String(), "worker-error"},
 		{EventShutdownOverrun.String(), "shutdown-overrun"},
 		{EventKind(99).String(), "EventKind(99)"},

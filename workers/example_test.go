@@ -44,6 +44,23 @@ func openExampleDB() (*gorm.DB, func()) {
 	}
 }
 
+// run builds a coordinator for id on db and a host of ws over it, and runs
+// both until ctx is cancelled, as a service does with errgroup.
+func run(ctx context.Context, db *gorm.DB, id identity.Identity, ws ...workers.Worker) error {
+	coord, err := coordination.New(db, id, coordination.Config{})
+	if err != nil {
+		return err
+	}
+	h, err := workers.NewHost(coord, workers.Config{}, ws...)
+	if err != nil {
+		return err
+	}
+	hostErr := make(chan error, 1)
+	go func() { hostErr <- h.Run(ctx) }()
+	err = coord.Run(ctx)
+	return errors.Join(err, <-hostErr)
+}
+
 // A cluster singleton: one process per cluster warms that cluster's cache.
 // Every cluster that shares the database has its own warmer.
 func ExampleClusterSingleton() {
@@ -62,11 +79,18 @@ func ExampleClusterSingleton() {
 		<-ctx.Done()
 		return nil
 	})
-	h, err := workers.NewHost(db, id, workers.Config{}, warmer)
+	coord, err := coordination.New(db, id, coordination.Config{})
 	if err != nil {
 		panic(err)
 	}
-	if err := h.Run(ctx); err != nil {
+	h, err := workers.NewHost(coord, workers.Config{}, warmer)
+	if err != nil {
+		panic(err)
+	}
+	// The host runs beside its coordinator, as with errgroup.
+	hostErr := make(chan error, 1)
+	go func() { hostErr <- h.Run(ctx) }()
+	if err := errors.Join(coord.Run(ctx), <-hostErr); err != nil {
 		panic(err)
 	}
 	fmt.Println("host stopped")
@@ -122,11 +146,7 @@ func ExampleGlobalSingleton() {
 		}
 		return nil
 	}
-	h, err := workers.NewHost(db, id, workers.Config{}, workers.GlobalSingleton("outbox", publish))
-	if err != nil {
-		panic(err)
-	}
-	if err := h.Run(ctx); err != nil {
+	if err := run(ctx, db, id, workers.GlobalSingleton("outbox", publish)); err != nil {
 		panic(err)
 	}
 	fmt.Println("host stopped")
@@ -146,7 +166,11 @@ func ExampleHost_Subscribe() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h, err := workers.NewHost(db, id, workers.Config{},
+	coord, err := coordination.New(db, id, coordination.Config{})
+	if err != nil {
+		panic(err)
+	}
+	h, err := workers.NewHost(coord, workers.Config{},
 		workers.GlobalSingleton("billing", func(ctx context.Context, lease *coordination.Lease) error {
 			cancel() // end the example at once
 			<-ctx.Done()
@@ -155,62 +179,18 @@ func ExampleHost_Subscribe() {
 	if err != nil {
 		panic(err)
 	}
-	events, unsubscribe := h.Subscribe(16)
-	defer unsubscribe()
+	events := h.Subscribe(context.Background(), 16)
+	go func() { _ = coord.Run(ctx) }()
 	if err := h.Run(ctx); err != nil {
 		panic(err)
 	}
+	<-coord.Done()
 	for ev := range events { // closed when Run has returned
-		if ev.Kind == workers.EventCoordination {
-			continue // the coordinator's own events; see ExampleEventCoordination
-		}
-		fmt.Println(ev.Kind, ev.Worker, ev.Lease, ev.Epoch, ev.Err)
+		fmt.Println(ev.Kind, ev.Worker, ev.Key, ev.Epoch, ev.Err)
 	}
 	// Output:
 	// started-leading billing global/billing 1 <nil>
 	// stopped-leading billing global/billing 1 leasehold: coordinator stopped
-}
-
-// One subscription carries the coordinator's events too, tagged with the
-// worker they concern, in the order they happened: here the election won
-// before the worker started leading, and the release after its function
-// returned.
-func ExampleEventCoordination() {
-	db, cleanup := openExampleDB()
-	defer cleanup()
-	id, err := identity.New("node-a", "eu-1")
-	if err != nil {
-		panic(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h, err := workers.NewHost(db, id, workers.Config{},
-		workers.GlobalSingleton("billing", func(ctx context.Context, lease *coordination.Lease) error {
-			cancel() // end the example at once
-			<-ctx.Done()
-			return nil
-		}))
-	if err != nil {
-		panic(err)
-	}
-	events, unsubscribe := h.Subscribe(64)
-	defer unsubscribe()
-	if err := h.Run(ctx); err != nil {
-		panic(err)
-	}
-	for ev := range events {
-		switch {
-		case ev.Kind != workers.EventCoordination:
-			fmt.Println(ev.Kind, ev.Worker)
-		case ev.Coordination.Kind == coordination.EventElected, ev.Coordination.Kind == coordination.EventReleased:
-			fmt.Println(ev.Kind, ev.Worker, ev.Coordination.Kind, ev.Lease, ev.Epoch)
-		}
-	}
-	// Output:
-	// coordination billing elected global/billing 1
-	// started-leading billing
-	// coordination billing released global/billing 1
-	// stopped-leading billing
 }
 
 // A partitioned worker: every process that runs it is a member of one pool
@@ -264,12 +244,8 @@ func ExampleGlobalPartitioned() {
 		}
 		return nil
 	}
-	h, err := workers.NewHost(db, id, workers.Config{},
-		workers.GlobalPartitioned("jobs", process, workers.PartitionConfig{PollInterval: 100 * time.Millisecond}))
-	if err != nil {
-		panic(err)
-	}
-	if err := h.Run(ctx); err != nil {
+	if err := run(ctx, db, id,
+		workers.GlobalPartitioned("jobs", process, coordination.PoolConfig{PollInterval: 100 * time.Millisecond})); err != nil {
 		panic(err)
 	}
 	fmt.Println("host stopped")
@@ -290,10 +266,10 @@ func ExampleGlobalPartitioned() {
 	// write after leaving fenced: true
 }
 
-// A sticky worker: 4 partitions of a stream of events, each processed by
-// the one process that owns the partition; on one process it owns them
-// all. Each event is committed under the partition's fence.
-func ExampleGlobalSticky() {
+// A partitioned worker with 4 fixed partitions of a stream of events, each
+// processed by the one process that owns the partition; on one process it
+// owns them all. Each event is committed under the partition's fence.
+func ExampleGlobalPartitioned_partitions() {
 	db, cleanup := openExampleDB()
 	defer cleanup()
 	type Event struct {
@@ -314,14 +290,14 @@ func ExampleGlobalSticky() {
 
 	var mu sync.Mutex
 	left := 3
-	consume := func(ctx context.Context, pt coordination.Partition) error {
+	consume := func(ctx context.Context, pt coordination.Assignment) error {
 		for pt.Valid() {
 			var ev Event
 			err := db.Transaction(func(tx *gorm.DB) error {
 				if err := pt.Fence(tx); err != nil {
 					return err // the partition moved: roll back
 				}
-				err := tx.Where("partition = ? AND done = ?", pt.Partition, false).Order("id").First(&ev).Error
+				err := tx.Where("partition = ? AND done = ?", pt.Index, false).Order("id").First(&ev).Error
 				if err != nil {
 					return err
 				}
@@ -342,12 +318,7 @@ func ExampleGlobalSticky() {
 		}
 		return nil
 	}
-	h, err := workers.NewHost(db, id, workers.Config{},
-		workers.GlobalSticky("events", consume, workers.StickyConfig{Partitions: 4}))
-	if err != nil {
-		panic(err)
-	}
-	if err := h.Run(ctx); err != nil {
+	if err := run(ctx, db, id, workers.GlobalPartitioned("events", consume, coordination.PoolConfig{Partitions: 4})); err != nil {
 		panic(err)
 	}
 	var done int64
@@ -401,11 +372,7 @@ func ExampleScheduled() {
 	job := workers.Scheduled("report", report, workers.ScheduleConfig{
 		Every: 50 * time.Millisecond, // or Cron: "0 2 * * *" for 02:00 UTC every day
 	})
-	h, err := workers.NewHost(db, id, workers.Config{}, job)
-	if err != nil {
-		panic(err)
-	}
-	if err := h.Run(ctx); err != nil {
+	if err := run(ctx, db, id, job); err != nil {
 		panic(err)
 	}
 	var n int64
@@ -437,11 +404,7 @@ func ExampleLimited() {
 		<-ctx.Done()
 		return nil
 	})
-	h, err := workers.NewHost(db, id, workers.Config{}, export)
-	if err != nil {
-		panic(err)
-	}
-	if err := h.Run(ctx); err != nil {
+	if err := run(ctx, db, id, export); err != nil {
 		panic(err)
 	}
 	// Output:

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/leasehold/leasehold/coordination"
 )
 
 // MisfirePolicy says what a scheduled worker does with slots it missed:
 // slots whose time passed, by the database clock, more than
-// ScheduleConfig.MisfireGrace before they could be started (every copy
-// was down, the holder was paused, the database was unreachable, a run
-// lasted longer than the interval). Slots within the grace are on time
-// and always run, whatever the policy.
+// ScheduleConfig.MisfireGrace before they could be started. Slots within
+// the grace are on time and always run, whatever the policy.
 type MisfirePolicy int
 
 const (
@@ -23,12 +23,10 @@ const (
 	// time (which then stands for them), and records the others as
 	// skipped. It is the zero value.
 	MisfireRunOnce MisfirePolicy = iota
-	// MisfireSkip records every missed slot as skipped and waits for the
-	// next slot.
+	// MisfireSkip records every missed slot as skipped.
 	MisfireSkip
-	// MisfireRunAll runs the missed slots one after another, oldest first,
-	// up to ScheduleConfig.CatchUpLimit of them (the latest ones), before
-	// the on-time ones; older ones are recorded as skipped.
+	// MisfireRunAll runs the latest CatchUpLimit missed slots, oldest
+	// first, before the on-time ones, and records older ones as skipped.
 	MisfireRunAll
 )
 
@@ -46,9 +44,8 @@ func (p MisfirePolicy) String() string {
 }
 
 // InterruptPolicy says what the next holder does with a slot whose run was
-// interrupted: started, and neither completed nor failed, because its
-// holder died, was paused past its term, lost the database, or shut down
-// mid-run.
+// interrupted: started, and neither completed nor failed, when its term
+// ended.
 type InterruptPolicy int
 
 const (
@@ -72,35 +69,25 @@ func (p InterruptPolicy) String() string {
 	return fmt.Sprintf("InterruptPolicy(%d)", int(p))
 }
 
-// Defaults and limits of ScheduleConfig.
+// Defaults and limits of ScheduleConfig, as its fields' docs state them.
 const (
-	// DefaultMisfireGrace is how late a slot may start and still count as
-	// on time.
-	DefaultMisfireGrace = time.Second
-	// DefaultCatchUpLimit is how many missed slots MisfireRunAll runs.
-	DefaultCatchUpLimit = 10
-	// DefaultHistoryLimit is how many runs the history keeps.
-	DefaultHistoryLimit = 20
-	// MaxHistoryLimit is the largest HistoryLimit accepted: the history
-	// lives in the lease row (coordination.MaxDataLen).
-	MaxHistoryLimit = 100
+	defaultMisfireGrace = time.Second
+	defaultCatchUpLimit = 10
+	defaultHistoryLimit = 20
+	maxHistoryLimit     = 100
 )
 
 // ScheduleConfig is when and how a scheduled worker runs. Exactly one of
-// Cron and Every must be set; the zero value of every other field gives
-// its default. NewHost checks it, and every error names the field and its
-// value.
+// Cron and Every must be set; any other zero field gives its default.
+// NewHost checks it, and every error names the field and its value.
 type ScheduleConfig struct {
 	// Cron is a cron expression, as github.com/robfig/cron/v3 parses it:
-	// five fields (minute, hour, day of month, month, day of week), an
-	// optional leading seconds field, descriptors such as "@hourly", and
-	// an optional "CRON_TZ=<zone> " prefix. Times are in UTC unless the
-	// prefix names a zone.
+	// five fields, an optional leading seconds field, descriptors such as
+	// "@hourly", and an optional "CRON_TZ=<zone> " prefix; UTC otherwise.
 	Cron string
 
-	// Every is a plain interval: the slots are the multiples of it since
-	// the Unix epoch, so every copy computes the same ones. Must be
-	// positive when set.
+	// Every is a plain interval: the slots are its multiples since the
+	// Unix epoch. Must be positive when set.
 	Every time.Duration
 
 	// Misfire says what to do with missed slots. Defaults to
@@ -120,28 +107,25 @@ type ScheduleConfig struct {
 	Interrupted InterruptPolicy
 
 	// HistoryLimit is how many runs the job's history keeps (the newest).
-	// At most MaxHistoryLimit; must not be negative. Defaults to 20.
+	// At most 100; must not be negative. Defaults to 20.
 	HistoryLimit int
 }
 
 // withDefaults returns a copy with zero fields set to their defaults.
 func (c ScheduleConfig) withDefaults() ScheduleConfig {
-	c.MisfireGrace = cmp.Or(c.MisfireGrace, DefaultMisfireGrace)
-	c.CatchUpLimit = cmp.Or(c.CatchUpLimit, DefaultCatchUpLimit)
-	c.HistoryLimit = cmp.Or(c.HistoryLimit, DefaultHistoryLimit)
+	c.MisfireGrace = cmp.Or(c.MisfireGrace, defaultMisfireGrace)
+	c.CatchUpLimit = cmp.Or(c.CatchUpLimit, defaultCatchUpLimit)
+	c.HistoryLimit = cmp.Or(c.HistoryLimit, defaultHistoryLimit)
 	return c
 }
 
-// cronParser accepts five fields, an optional leading seconds field and
-// descriptors.
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // parse checks a config with defaults filled in and returns its schedule.
-// Errors wrap ErrInvalidWorker and name the worker, the field and its
-// value.
+// Errors wrap coordination.ErrInvalidConfig and name the worker and field.
 func (c ScheduleConfig) parse(worker string) (schedule, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: scheduled worker %q: %s", ErrInvalidWorker, worker, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: scheduled worker %q: %s", coordination.ErrInvalidConfig, worker, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case c.Misfire < MisfireRunOnce || c.Misfire > MisfireRunAll:
@@ -152,8 +136,8 @@ func (c ScheduleConfig) parse(worker string) (schedule, error) {
 		return nil, bad("MisfireGrace (%v) must not be negative", c.MisfireGrace)
 	case c.CatchUpLimit < 0:
 		return nil, bad("CatchUpLimit (%d) must not be negative", c.CatchUpLimit)
-	case c.HistoryLimit < 0 || c.HistoryLimit > MaxHistoryLimit:
-		return nil, bad("HistoryLimit (%d) must be between 0 and %d", c.HistoryLimit, MaxHistoryLimit)
+	case c.HistoryLimit < 0 || c.HistoryLimit > maxHistoryLimit:
+		return nil, bad("HistoryLimit (%d) must be between 0 and %d", c.HistoryLimit, maxHistoryLimit)
 	case c.Cron != "" && c.Every != 0:
 		return nil, bad("both Cron (%q) and Every (%v) are set; set one", c.Cron, c.Every)
 	case c.Every < 0:
@@ -254,9 +238,8 @@ const (
 )
 
 // RunRecord is one entry of a scheduled worker's history. Times are on the
-// database clock, in UTC. A failed run's error is not kept: it is the
-// application's text, which may name what the status page must not show;
-// the process's log and EventWorkerError carry it.
+// database clock, in UTC. A failed run's error is not kept: the log and
+// EventWorkerError carry it.
 type RunRecord struct {
 	Slot    time.Time `json:"slot"`              // the slot's time (for skipped slots, the latest of them)
 	Holder  string    `json:"holder"`            // the holder string of the process that ran it
@@ -271,14 +254,13 @@ type RunRecord struct {
 // ScheduleState is a scheduled worker's progress, as its lease row keeps
 // it (coordination.LeaseInfo.Data of the lease ScheduleLease names).
 type ScheduleState struct {
-	// Done is the latest slot that is over (completed, failed, abandoned
-	// or skipped): no slot at or before it runs again. When the job first
-	// ran, it is the database time it started at.
+	// Done is the latest slot that is over: no slot at or before it runs
+	// again. When the job first ran, it is the database time it started at.
 	Done time.Time `json:"done"`
 	// Next is the next slot the holder waits for; zero when unknown.
 	Next time.Time `json:"next,omitzero"`
-	// Running is the run in progress, if any. Read by the next holder, it
-	// is a run that was interrupted.
+	// Running is the run in progress, if any: for the next holder, one
+	// that was interrupted.
 	Running *RunRecord `json:"running,omitempty"`
 	// History lists the latest runs, oldest first, at most HistoryLimit.
 	History []RunRecord `json:"history,omitempty"`
@@ -288,8 +270,7 @@ type ScheduleState struct {
 // name: "global/schedule/<name>".
 func ScheduleLease(name string) string { return "global/" + scheduleElection(name) }
 
-// scheduleElection is the election name of a scheduled worker, in
-// GlobalScope.
+// scheduleElection is the GlobalScope election name of a scheduled worker.
 func scheduleElection(name string) string { return "schedule/" + name }
 
 // DecodeScheduleState decodes the data of a scheduled worker's lease row.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/identity"
 )
 
 func TestScheduleConfigRefused(t *testing.T) {
@@ -27,23 +26,23 @@ func TestScheduleConfigRefused(t *testing.T) {
 		{"Both", ScheduleConfig{Cron: "@hourly", Every: time.Minute}, `both Cron ("@hourly") and Every (1m0s) are set`},
 		{"NegativeCap", ScheduleConfig{Every: time.Minute, CatchUpLimit: -1}, "CatchUpLimit (-1) must not be negative"},
 		{"NegativeGrace", ScheduleConfig{Every: time.Minute, MisfireGrace: -time.Second}, "MisfireGrace (-1s) must not be negative"},
-		{"HistoryTooLong", ScheduleConfig{Every: time.Minute, HistoryLimit: MaxHistoryLimit + 1}, "HistoryLimit (101) must be between 0 and 100"},
+		{"HistoryTooLong", ScheduleConfig{Every: time.Minute, HistoryLimit: maxHistoryLimit + 1}, "HistoryLimit (101) must be between 0 and 100"},
 		{"UnknownMisfire", ScheduleConfig{Every: time.Minute, Misfire: 7}, "Misfire (7) is not a MisfirePolicy"},
 		{"UnknownInterrupt", ScheduleConfig{Every: time.Minute, Interrupted: 7}, "Interrupted (7) is not an InterruptPolicy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := NewHost(nil, testIdentity(t, "node-a", "test"), Config{}, Scheduled("job", fn, tc.cfg))
-			if !errors.Is(err, ErrInvalidWorker) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `"job"`) {
-				t.Fatalf("NewHost: %v; want ErrInvalidWorker naming the worker and %q", err, tc.want)
+			_, err := NewHost(nil, Config{}, Scheduled("job", fn, tc.cfg))
+			if !errors.Is(err, coordination.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `"job"`) {
+				t.Fatalf("NewHost: %v; want coordination.ErrInvalidConfig naming the worker and %q", err, tc.want)
 			}
 		})
 	}
 	t.Run("NilFunction", func(t *testing.T) {
 		t.Parallel()
-		_, err := NewHost(nil, testIdentity(t, "node-a", "test"), Config{}, Scheduled("job", nil, ScheduleConfig{Every: time.Minute}))
-		if !errors.Is(err, ErrInvalidWorker) || !strings.Contains(err.Error(), "nil function") {
-			t.Fatalf("NewHost: %v; want ErrInvalidWorker for a nil function", err)
+		_, err := NewHost(nil, Config{}, Scheduled("job", nil, ScheduleConfig{Every: time.Minute}))
+		if !errors.Is(err, coordination.ErrInvalidConfig) || !strings.Contains(err.Error(), "nil function") {
+			t.Fatalf("NewHost: %v; want coordination.ErrInvalidConfig for a nil function", err)
 		}
 	})
 }
@@ -157,17 +156,17 @@ func TestSchedulePlan(t *testing.T) {
 	}
 }
 
-// TestScheduleStateFitsTheRow: the largest state, MaxHistoryLimit runs and
+// TestScheduleStateFitsTheRow: the largest state, maxHistoryLimit runs and
 // a run in progress of the longest holder string and epochs above the
 // failover floor, fits in the lease row.
 func TestScheduleStateFitsTheRow(t *testing.T) {
 	t.Parallel()
-	holder := strings.Repeat("n", identity.MaxNodeLen) + "/" + strings.Repeat("c", identity.MaxClusterLen) + "/" + strings.Repeat("i", identity.MaxInstanceLen)
+	holder := strings.Repeat("n", 128) + "/" + strings.Repeat("c", 63) + "/" + strings.Repeat("i", 36) // the longest holder string
 	slot := at("2026-01-01T10:00:00.123456789Z")
 	rec := RunRecord{Slot: slot, Holder: holder, Epoch: 1<<62 + 12345, Attempt: 1000, Start: slot, End: slot, Outcome: OutcomeInterrupted, Skipped: 1 << 40}
 	s := ScheduleState{Done: slot, Next: slot, Running: &rec}
-	for range MaxHistoryLimit {
-		s.record(rec, MaxHistoryLimit)
+	for range maxHistoryLimit {
+		s.record(rec, maxHistoryLimit)
 	}
 	if n := len(s.encode()); n > coordination.MaxDataLen {
 		t.Fatalf("the largest state is %d bytes; the row holds %d", n, coordination.MaxDataLen)

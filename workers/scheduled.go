@@ -16,12 +16,9 @@ import (
 )
 
 // ScheduledFunc is the work of one slot of a scheduled worker. ctx ends
-// with the term (as for a SingletonFunc); the function must return
-// promptly then, and the slot counts as interrupted (InterruptPolicy).
-// Returning nil completes the slot; returning an error, or panicking,
-// records it as failed: either way the slot is over and is not run
-// again. To commit the slot's completion together with its side effects,
-// call slot.Complete(tx) inside the transaction that makes them.
+// with the term; the function must return promptly then, and the slot
+// counts as interrupted (InterruptPolicy). Returning nil completes the
+// slot; an error or a panic fails it; either way it is not run again.
 type ScheduledFunc func(ctx context.Context, slot *Slot) error
 
 // Slot is one run of one slot of a scheduled worker.
@@ -31,8 +28,7 @@ type Slot struct {
 	Time time.Time
 	// Epoch is the fencing epoch of the term the slot runs under.
 	Epoch int64
-	// Attempt is 1 for the first run of the slot, 2 after one
-	// interruption, and so on.
+	// Attempt counts the runs of the slot: 1, then 2 after an interruption.
 	Attempt int
 
 	lease term
@@ -48,8 +44,7 @@ func (s *Slot) Lease() *coordination.Lease {
 	return l
 }
 
-// term is what a slot runner needs of the term it runs under: the methods
-// of coordination.Lease it calls.
+// term is the methods of coordination.Lease a slot runner calls.
 type term interface {
 	Key() string
 	Epoch() int64
@@ -63,17 +58,12 @@ type term interface {
 
 var _ term = (*coordination.Lease)(nil)
 
-// Fence asserts inside tx that the slot's term still holds the job's
-// lease (coordination.Lease.Fence).
-func (s *Slot) Fence(tx *gorm.DB) error { return s.lease.Fence(tx) }
-
 // Complete fences tx and records, inside it, the slot as completed: the
-// completion commits with tx or not at all, and only under the slot's
-// term, so the slot's side effects made in tx and its completion are
-// never apart. A run interrupted after such a tx committed is not run
-// again, whatever InterruptPolicy says. On an error (wrapping
-// coordination.ErrFenced when the term is over) the caller must roll tx
-// back. The function must still return nil afterwards.
+// completion commits with tx, and only under the slot's term, so the
+// slot's side effects in tx and its completion are never apart. A run
+// interrupted after such a tx committed is not run again. On an error
+// (wrapping coordination.ErrFenced when the term is over) the caller must
+// roll tx back. The function must still return nil afterwards.
 func (s *Slot) Complete(tx *gorm.DB) error {
 	st := s.complete()
 	data := st.encode()
@@ -87,19 +77,15 @@ func (s *Slot) Complete(tx *gorm.DB) error {
 }
 
 // Scheduled returns a worker that runs fn at every slot of cfg's schedule,
-// each slot once across every copy that shares the database: the holder
-// of the global election "schedule/<name>" (lease ScheduleLease(name))
-// runs the slots, and keeps the job's progress and history in that lease
-// row, written only under its term. Slot times are computed against the
-// database clock. See the package documentation, "Scheduled workers".
-// No other global election may have that name: NewHost refuses a
-// GlobalSingleton "schedule/<name>" beside it.
+// each slot once across every copy that shares the database (see
+// "Scheduled workers" in the package doc). NewHost refuses a
+// GlobalSingleton "schedule/<name>" beside it: they would share a lease.
 func Scheduled(name string, fn ScheduledFunc, cfg ScheduleConfig) Worker {
 	return &scheduled{name: name, fn: fn, cfg: cfg.withDefaults()}
 }
 
-// scheduled is a scheduled worker. It holds no state of its own beyond
-// its configuration, so one value may be given to several hosts.
+// scheduled is a scheduled worker; it holds nothing but its
+// configuration, so one value may be given to several hosts.
 type scheduled struct {
 	name  string
 	fn    ScheduledFunc
@@ -108,14 +94,11 @@ type scheduled struct {
 }
 
 func (s *scheduled) Name() string { return s.name }
-func (s *scheduled) Kind() Kind   { return KindScheduled }
+func (s *scheduled) kind() kind   { return kindScheduled }
 
 func (s *scheduled) validate() error {
 	if s.fn == nil {
-		return fmt.Errorf("%w: scheduled worker %q has a nil function", ErrInvalidWorker, s.name)
-	}
-	if err := coordination.ValidateName(scheduleElection(s.name)); err != nil {
-		return fmt.Errorf("%w: scheduled worker %q: %w", ErrInvalidWorker, s.name, err)
+		return fmt.Errorf("%w: scheduled worker %q has a nil function", coordination.ErrInvalidConfig, s.name)
 	}
 	sched, err := s.cfg.parse(s.name)
 	if err != nil {
@@ -129,8 +112,8 @@ func (s *scheduled) bind(h *Host, st *workerState) error {
 	return bindElection(h, st, coordination.GlobalScope, scheduleElection(s.name))
 }
 
-// run campaigns for the job's lease and, while holding it, runs the due
-// slots, on the election's term loop (coordination.Election.Run).
+// run runs the due slots whenever it holds the job's lease, on the
+// election's term loop.
 func (s *scheduled) run(ctx context.Context, h *Host) error {
 	st := h.stateOf(s)
 	return st.election.Run(ctx, func(ctx context.Context, l *coordination.Lease) error {
@@ -139,9 +122,8 @@ func (s *scheduled) run(ctx context.Context, h *Host) error {
 	}, termOptions(h, st, s.name, st.election.Key()))
 }
 
-// slotRunner runs the slots of one job under one call of its lead
-// function. It owns the job's state for the term: it read it from the
-// lease row, and only it writes it back, under the term.
+// slotRunner runs the slots of one job under one term. It owns the job's
+// state for the term, and only it writes it back, under the term.
 type slotRunner struct {
 	job    *scheduled
 	holder string // this process's holder string
@@ -166,8 +148,7 @@ func (r *slotRunner) read(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The database read its clock somewhere in the round trip: take the
-	// middle of it.
+	// The database read its clock within the round trip: take the middle.
 	r.dbAt, r.localAt = now, start.Add(time.Since(start)/2)
 	state, err := DecodeScheduleState(data)
 	if err != nil {
@@ -183,8 +164,7 @@ func (r *slotRunner) write(ctx context.Context) error {
 	return r.lease.SetData(ctx, r.state.encode())
 }
 
-// lead runs the due slots until the term ends. It returns only with an
-// error or when ctx is done.
+// lead runs the due slots until the term ends, with an error or ctx.
 func (r *slotRunner) lead(ctx context.Context) error {
 	if err := r.read(ctx); err != nil {
 		return err
@@ -243,13 +223,12 @@ func (r *slotRunner) lead(ctx context.Context) error {
 	}
 }
 
-// maxOnTime bounds how many on-time slots one plan runs (an interval far
-// shorter than MisfireGrace); the rest count as skipped.
+// maxOnTime bounds how many on-time slots one plan runs; the rest count as
+// skipped.
 const maxOnTime = 1000
 
-// slotPlan is what to do with the slots due after done: run these, in
-// order, and record the skipped ones, the latest of which is
-// latestSkipped.
+// slotPlan is what to do with the slots due: run these, in order, and
+// record the skipped ones, the latest of which is latestSkipped.
 type slotPlan struct {
 	run           []time.Time
 	skipped       int64
@@ -315,21 +294,15 @@ func (r *slotRunner) waitNext(ctx context.Context) error {
 			return ctx.Err()
 		case <-timer.C:
 		}
-		// Claim by the database clock: read it again, and wait for the
-		// rest if it is behind this process's estimate.
+		// Claim by the database clock: read it, and wait if it is behind.
 		if err := r.readClock(ctx); err != nil {
 			return err
 		}
 	}
 }
 
-// readClock reads the database clock again, and the job's state with it.
-// Only this term writes the state, so the row holds what the runner last
-// wrote, unless the database failed over to a standby that lacks the last
-// writes while this term survived (its holder's session was on the
-// standby): then the row's older state wins, and the slots whose
-// completions were lost, with the side effects committed beside them, are
-// due again.
+// readClock reads the database clock again, and the job's state with it:
+// after a failover that lost the last writes, the row's older state wins.
 func (r *slotRunner) readClock(ctx context.Context) error {
 	mine := r.state.encode()
 	if err := r.read(ctx); err != nil {
@@ -343,9 +316,8 @@ func (r *slotRunner) readClock(ctx context.Context) error {
 }
 
 // runSlot claims a slot, runs the function and records the outcome, all
-// under the term. It returns an error when the term is over or a write
-// failed; the slot then stays claimed, and the next term finds it
-// interrupted.
+// under the term. When the term is over or a write failed it returns an
+// error, and the next term finds the slot interrupted.
 func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) error {
 	if err := r.lease.Check(); err != nil {
 		return err
@@ -369,7 +341,7 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 		return s
 	}
 	slot.complete = func() ScheduleState { return finish(OutcomeOK) }
-	r.emit(Event{Kind: EventSlotStarted, Worker: r.job.name, Lease: r.lease.Key(), Epoch: r.lease.Epoch(), Slot: at})
+	r.emit(Event{Kind: EventSlotStarted, Worker: r.job.name, Key: r.lease.Key(), Epoch: r.lease.Epoch(), Slot: at})
 	err := r.call(ctx, slot)
 	if ctx.Err() != nil || !r.lease.Valid() {
 		// The term ended mid-run: the next holder applies Interrupted.
@@ -384,9 +356,8 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 		next = finish(OutcomeFailed)
 		r.report(fmt.Errorf("slot %s: %w", at.Format(time.RFC3339Nano), err))
 	case staged != "":
-		// Complete wrote it in the function's transaction; writing the
-		// same again is harmless, and needed if that transaction rolled
-		// back.
+		// Complete wrote it in the function's transaction, which may have
+		// rolled back: write it again.
 		next, _ = DecodeScheduleState(staged)
 	default:
 		next = finish(OutcomeOK)
@@ -395,7 +366,7 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 	if err := r.write(ctx); err != nil {
 		return err
 	}
-	r.emit(Event{Kind: EventSlotDone, Worker: r.job.name, Lease: r.lease.Key(), Epoch: r.lease.Epoch(), Slot: at, Err: err})
+	r.emit(Event{Kind: EventSlotDone, Worker: r.job.name, Key: r.lease.Key(), Epoch: r.lease.Epoch(), Slot: at, Err: err})
 	return nil
 }
 
@@ -403,7 +374,7 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 func (r *slotRunner) call(ctx context.Context, slot *Slot) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			pe := &PanicError{Value: v, Stack: debug.Stack()}
+			pe := &coordination.PanicError{Value: v, Stack: debug.Stack()}
 			err = pe
 		}
 	}()

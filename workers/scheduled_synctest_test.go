@@ -3,6 +3,7 @@ package workers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func (f *fakeTerm) fenced() error {
 	if f.Valid() {
 		return nil
 	}
-	return &coordination.FenceError{Name: f.Key(), Epoch: 1, Reason: "over"}
+	return fmt.Errorf("%w: lease %q epoch 1: over", coordination.ErrFenced, f.Key())
 }
 func (f *fakeTerm) Data(context.Context) (string, time.Time, error) {
 	f.mu.Lock()

@@ -11,120 +11,92 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 )
 
-// Kind says what sort of worker a Worker is.
-type Kind int
+// kind says what sort of worker a Worker is.
+type kind int
 
 const (
-	// KindClusterSingleton runs on one process per (name, cluster).
-	KindClusterSingleton Kind = iota + 1
-	// KindGlobalSingleton runs on one process across every cluster that
-	// shares the database.
-	KindGlobalSingleton
-	// KindPartitioned runs on every live process of a pool, each with its
-	// own index and the pool's count, or, for a sticky worker, with its
-	// own partitions of the pool's fixed number.
-	KindPartitioned
-	// KindScheduled runs a function at the slots of a schedule, each slot
-	// once across every process that shares the database (Scheduled).
-	KindScheduled
-	// KindLimited runs on at most a limit of processes at once, across
-	// every cluster that shares the database.
-	KindLimited
+	kindClusterSingleton kind = iota + 1
+	kindGlobalSingleton
+	kindPartitioned
+	kindScheduled
+	kindLimited
 )
 
-// String returns "cluster-singleton", "global-singleton", "partitioned",
-// "scheduled" or "limited".
-func (k Kind) String() string {
+// String returns the kind as Status reports it.
+func (k kind) String() string {
 	switch k {
-	case KindClusterSingleton:
+	case kindClusterSingleton:
 		return "cluster-singleton"
-	case KindGlobalSingleton:
+	case kindGlobalSingleton:
 		return "global-singleton"
-	case KindPartitioned:
+	case kindPartitioned:
 		return "partitioned"
-	case KindScheduled:
+	case kindScheduled:
 		return "scheduled"
-	case KindLimited:
+	case kindLimited:
 		return "limited"
 	}
-	return fmt.Sprintf("Kind(%d)", int(k))
+	return fmt.Sprintf("kind(%d)", int(k))
 }
 
-// Worker is one unit of work a Host runs. Build one with ClusterSingleton,
-// GlobalSingleton, ClusterPartitioned, GlobalPartitioned, ClusterSticky,
-// GlobalSticky, Scheduled or Limited; the set of kinds is closed.
+// Worker is one unit of work a Host runs, built by one of this package's
+// constructors (the set is closed). A Worker holds no state of its own, so
+// one value may be given to several hosts.
 type Worker interface {
 	// Name is the worker's name: unique per kind within a host, and the
-	// election name of a singleton (see coordination.ValidateName).
+	// name of its election, pool or semaphore.
 	Name() string
-	// Kind says which sort of worker this is.
-	Kind() Kind
 
-	// run runs the worker on h until ctx is cancelled, on the term loop
-	// of package coordination, which retries and backs off. It returns
-	// early only when the host's coordinator stopped. It must leave
-	// nothing running behind once it returns.
+	kind() kind
+	// run runs the worker on h until ctx is cancelled, on a term loop of
+	// package coordination; it returns early only when the coordinator
+	// stopped, and leaves nothing running.
 	run(ctx context.Context, h *Host) error
-	// bind gets, from h's coordinator, the election or the pool the
-	// worker runs on, records it in st, and tells h which events concern
-	// it. NewHost calls it once per worker, before Run.
+	// bind records in st what the worker runs on; NewHost calls it once.
 	bind(h *Host, st *workerState) error
 }
 
-// validator is implemented by workers with checks of their own beyond the
-// name; NewHost calls it. Errors wrap ErrInvalidWorker and name the worker.
+// validator is implemented by workers with checks of their own; errors
+// wrap coordination.ErrInvalidConfig and name the worker.
 type validator interface {
 	validate() error
 }
 
-// SingletonFunc is the work of a singleton worker. It runs while this
-// process holds the worker's lease. ctx ends with the term: at the trust
-// deadline, on a confirmed loss, or when the host shuts down; the function
-// must return promptly then. lease gives Epoch() for fencing (and Fence for
-// a check inside a transaction), and Valid() for a synchronous check before
-// each unit of work.
-//
-// Returning an error, or panicking, while the term is still valid makes
-// the host call the function again under the same term, after
-// Config.RestartBackoff. Returning nil while the term is valid means the
-// work is done for this term: the lease is released and the worker
-// campaigns again.
-type SingletonFunc func(ctx context.Context, lease *coordination.Lease) error
-
 // ClusterSingleton returns a worker that runs fn on one process per
-// cluster (identity.Identity.Cluster) at a time: the holder of the
-// cluster-scoped election name, lease "cluster/<cluster>/<name>".
-func ClusterSingleton(name string, fn SingletonFunc) Worker {
-	return &singleton{kind: KindClusterSingleton, name: name, fn: fn}
+// cluster at a time: the holder of the lease "cluster/<cluster>/<name>",
+// on coordination.Election.Run's term loop. A function that returns an
+// error or panics while its term is valid is called again after
+// Config.RestartBackoff; one that returns nil has finished its work for
+// the term: the lease is released and the worker campaigns again.
+func ClusterSingleton(name string, fn coordination.LeaderFunc) Worker {
+	return &singleton{k: kindClusterSingleton, name: name, fn: fn}
 }
 
-// GlobalSingleton returns a worker that runs fn on one process at a time
-// across every cluster that shares the database: the holder of the
-// global election name, lease "global/<name>".
-func GlobalSingleton(name string, fn SingletonFunc) Worker {
-	return &singleton{kind: KindGlobalSingleton, name: name, fn: fn}
+// GlobalSingleton is ClusterSingleton across every cluster that shares
+// the database: lease "global/<name>".
+func GlobalSingleton(name string, fn coordination.LeaderFunc) Worker {
+	return &singleton{k: kindGlobalSingleton, name: name, fn: fn}
 }
 
-// singleton is a cluster or global singleton worker. It holds no state of
-// its own, so one value may be given to several hosts.
+// singleton is a cluster or global singleton worker.
 type singleton struct {
-	kind Kind
+	k    kind
 	name string
-	fn   SingletonFunc
+	fn   coordination.LeaderFunc
 }
 
 func (s *singleton) Name() string { return s.name }
-func (s *singleton) Kind() Kind   { return s.kind }
+func (s *singleton) kind() kind   { return s.k }
 
 func (s *singleton) validate() error {
 	if s.fn == nil {
-		return fmt.Errorf("%w: %s worker %q has a nil function", ErrInvalidWorker, s.kind, s.name)
+		return fmt.Errorf("%w: %s worker %q has a nil function", coordination.ErrInvalidConfig, s.k, s.name)
 	}
 	return nil
 }
 
 func (s *singleton) scope() coordination.Scope {
-	if s.kind == KindGlobalSingleton {
+	if s.k == kindGlobalSingleton {
 		return coordination.GlobalScope
 	}
 	return coordination.ClusterScope
@@ -134,47 +106,42 @@ func (s *singleton) bind(h *Host, st *workerState) error {
 	return bindElection(h, st, s.scope(), s.name)
 }
 
-// bindElection gives st the election of name in scope, and files st
-// under its lease's key.
+// bindElection gives st the election of name in scope, filed by its key.
 func bindElection(h *Host, st *workerState, scope coordination.Scope, name string) error {
 	e, err := h.coord.Election(scope, name)
 	if err != nil {
 		return err
 	}
 	if other, ok := h.byLease[e.Key()]; ok {
-		// A global singleton "schedule/<name>" and a scheduled worker
-		// <name> (ScheduleLease): one lease cannot serve two workers.
+		// Say, a global singleton "schedule/<name>" and a scheduled worker.
 		return fmt.Errorf("%w: its lease %q is that of %s worker %q; rename one of them",
-			ErrInvalidWorker, e.Key(), other.w.Kind(), other.w.Name())
+			coordination.ErrInvalidConfig, e.Key(), other.w.kind(), other.w.Name())
 	}
 	st.election = e
 	h.byLease[e.Key()] = st
 	return nil
 }
 
-// run campaigns, leads while elected, and campaigns again, until ctx is
-// cancelled, on the election's term loop (coordination.Election.Run): the
-// restarts, the backoff and the panic policy are that loop's.
+// run leads whenever elected until ctx is cancelled, on the election's
+// term loop.
 func (s *singleton) run(ctx context.Context, h *Host) error {
 	st := h.stateOf(s)
-	return st.election.Run(ctx, coordination.LeaderFunc(s.fn), termOptions(h, st, s.name, st.election.Key()))
+	return st.election.Run(ctx, s.fn, termOptions(h, st, s.name, st.election.Key()))
 }
 
-// termOptions are the run options of a worker on a term loop (singleton
-// and limited workers): the host's backoff, and its logs, events and
-// status at the start and end of each term. key names what the worker
-// campaigns for, in the report of a refused campaign.
-func termOptions(h *Host, st *workerState, name, key string) coordination.RunOptions[*coordination.Lease] {
-	return coordination.RunOptions[*coordination.Lease]{
+// termOptions are the run options of a singleton, limited or scheduled
+// worker: the host's backoff, and its logs, events and status at the start
+// and end of each term. key names what it campaigns for.
+func termOptions(h *Host, st *workerState, name, key string) *coordination.RunOptions[*coordination.Lease] {
+	return &coordination.RunOptions[*coordination.Lease]{
 		Backoff:    h.cfg.RestartBackoff,
 		MaxBackoff: h.cfg.MaxRestartBackoff,
-		// Code outside the host campaigns for the same election in this
-		// process: report it, and campaign again after the backoff.
+		// Code outside the host may campaign for the same election here.
 		RetryBusy: true,
 		OnTermStart: func(l *coordination.Lease) {
 			st.setTerm(l)
 			st.log.Info("started leading", zap.String("lease", l.Key()), zap.Int64("epoch", l.Epoch()))
-			h.emit(Event{Kind: EventStartedLeading, Worker: name, Lease: l.Key(), Epoch: l.Epoch()})
+			h.emit(Event{Kind: EventStartedLeading, Worker: name, Key: l.Key(), Epoch: l.Epoch()})
 		},
 		OnTermEnd: func(l *coordination.Lease, cause error) {
 			log := st.log.With(zap.String("lease", l.Key()), zap.Int64("epoch", l.Epoch()))
@@ -184,7 +151,7 @@ func termOptions(h *Host, st *workerState, name, key string) coordination.RunOpt
 			}
 			st.setTerm(nil)
 			log.Info("stopped leading", zap.NamedError("cause", cause))
-			h.emit(Event{Kind: EventStoppedLeading, Worker: name, Lease: l.Key(), Epoch: l.Epoch(), Err: cause})
+			h.emit(Event{Kind: EventStoppedLeading, Worker: name, Key: l.Key(), Epoch: l.Epoch(), Err: cause})
 		},
 		OnError: func(l *coordination.Lease, err error, retryIn time.Duration) {
 			if l == nil { // a refused campaign

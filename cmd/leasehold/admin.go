@@ -29,7 +29,7 @@ func migrateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 				return err
 			}
 			if abs, err := sqliteMissing(e.db.dsn); isSQLite(e.db.driver) && errors.Is(err, os.ErrNotExist) {
-				ddl, err := migrations.DDL(dialectOf(e.db.driver), migrations.DDLOptions{TablePrefix: e.db.prefix})
+				ddl, err := migrations.DDL(dialectOf(e.db.driver), migrations.Options{TablePrefix: e.db.prefix})
 				if err != nil {
 					return err
 				}
@@ -53,7 +53,7 @@ func migrateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 			return nil
 		}
 		if *dryRun {
-			ddl, err := migrations.DDL(db.Name(), migrations.DDLOptions{TablePrefix: opts.TablePrefix, From: v})
+			ddl, err := migrations.DDL(db.Name(), migrations.Options{TablePrefix: opts.TablePrefix, From: v})
 			if err != nil {
 				return err
 			}
@@ -99,7 +99,7 @@ func ddlFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if *from < 0 || *from > migrations.LatestVersion {
 			return usagef("invalid value %d for flag -from: want a schema version from 0 to %d", *from, migrations.LatestVersion)
 		}
-		ddl, err := migrations.DDL(d, migrations.DDLOptions{TablePrefix: e.db.prefix, From: *from})
+		ddl, err := migrations.DDL(d, migrations.Options{TablePrefix: e.db.prefix, From: *from})
 		if err != nil {
 			return err
 		}
@@ -143,11 +143,18 @@ func resignFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 				return err
 			}
 		}
-		info, err := adm.Resign(ctx, name, coordination.ResignOptions{PreferredHolder: *prefer})
+		info, err := adm.Resign(ctx, name, *prefer)
 		switch {
-		case errors.Is(err, coordination.ErrUnknownLease):
-			return fmt.Errorf("no lease named %q (leasehold status lists them; names look like cluster/<cluster>/<name> or global/<name>)", name)
 		case errors.Is(err, coordination.ErrNotHeld):
+			// The lease has no row, or no live holder: the leases say
+			// which.
+			known, lerr := hasLease(ctx, adm, name)
+			switch {
+			case lerr != nil:
+				return err
+			case !known:
+				return fmt.Errorf("no lease named %q (leasehold status lists them; names look like cluster/<cluster>/<name> or global/<name>)", name)
+			}
 			return fmt.Errorf("lease %q has no live holder: there is nobody to ask", name)
 		case errors.Is(err, coordination.ErrInvalidConfig):
 			return usagef("invalid value %q for flag -prefer: %v", *prefer, err)
@@ -159,7 +166,21 @@ func resignFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			next = *prefer
 		}
 		fmt.Fprintf(e.stdout, "asked %s to hand over %s (epoch %d) to %s, in %s; it sees the request at its next renewal\n",
-			info.Holder, info.Name, info.Epoch, next, e.where())
+			info.Holder, info.Key, info.Epoch, next, e.where())
 		return nil
 	}
+}
+
+// hasLease reports whether the database has a lease row named name.
+func hasLease(ctx context.Context, adm *coordination.Admin, name string) (bool, error) {
+	infos, err := adm.Leases(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, li := range infos {
+		if li.Key == name {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -232,7 +232,7 @@ func (c *dbConfig) check() error {
 	if !slices.Contains(drivers(), c.driver) {
 		return usagef("invalid value %q for flag -driver: want one of %s", c.driver, strings.Join(drivers(), ", "))
 	}
-	if _, err := migrations.DDL(dialectOf(c.driver), migrations.DDLOptions{TablePrefix: c.prefix}); err != nil {
+	if _, err := migrations.DDL(dialectOf(c.driver), migrations.Options{TablePrefix: c.prefix}); err != nil {
 		return usagef("invalid value %q for flag -table-prefix: %v", c.prefix, err)
 	}
 	return nil
@@ -456,7 +456,7 @@ func (e *env) admin(ctx context.Context, a access) (*coordination.Admin, func(),
 		closeDB()
 		prefix := e.db.prefix
 		if prefix == "" {
-			prefix = migrations.DefaultTablePrefix
+			prefix = "leasehold_" // the default table prefix
 		}
 		if v == 0 {
 			return nil, nil, fmt.Errorf("no leasehold tables with prefix %q in %s (run leasehold migrate to create them)",
@@ -465,7 +465,7 @@ func (e *env) admin(ctx context.Context, a access) (*coordination.Admin, func(),
 		return nil, nil, fmt.Errorf("the tables with prefix %q in %s are at schema version %d; this build reads version %d (run leasehold migrate)",
 			prefix, e.where(), v, migrations.LatestVersion)
 	}
-	adm, err := coordination.NewAdmin(db, coordination.AdminConfig{TablePrefix: e.db.prefix})
+	adm, err := coordination.NewAdmin(db, coordination.Config{TablePrefix: e.db.prefix})
 	if err != nil {
 		closeDB()
 		return nil, nil, err

@@ -187,15 +187,19 @@ func caseStatus(t *testing.T, tg testdb.Target) {
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 		t.Fatalf("status -json does not decode: %v\n%s", err, r.stdout)
 	}
-	if len(s.Leases) != 1 || s.Leases[0].Name != l.Key() || s.Leases[0].Holder != c.Holder() ||
-		!s.Leases[0].Live || s.Leases[0].Epoch != l.Epoch() || s.Leases[0].Left <= 0 || s.DatabaseTime.IsZero() {
+	if len(s.Leases) != 1 || s.Leases[0].Key != l.Key() || s.Leases[0].Holder != c.Holder() ||
+		!s.Leases[0].Live || s.Leases[0].Epoch != l.Epoch() || !s.Leases[0].ExpiresAt.After(s.Leases[0].DatabaseTime) ||
+		s.DatabaseTime.IsZero() {
 		t.Fatalf("status -json = %+v, want %s live, held by %s at epoch %d", s, l.Key(), c.Holder(), l.Epoch())
 	}
 	if len(s.Pools) != 1 || s.Pools[0].Key != key || s.Pools[0].Generation < 1 || len(s.Pools[0].Members) != 1 {
 		t.Fatalf("status -json pools = %+v, want %s with one member", s.Pools, key)
 	}
-	if m := s.Pools[0].Members[0]; m.Index == nil || *m.Index != 0 || m.Holder != c.Holder() || !m.Live || !m.Acked {
-		t.Fatalf("status -json pool member = %+v, want index 0, held by %s, live and acknowledged", m, c.Holder())
+	// Index 0 is the first of the generation's list; acknowledged, the
+	// generation is its ack.
+	if p, m := s.Pools[0], s.Pools[0].Members[0]; len(p.List) != 1 || p.List[0] != m.ID || m.Holder != c.Holder() || !m.Live ||
+		m.Ack != p.Generation {
+		t.Fatalf("status -json pool = %+v, want member 0 held by %s, live and acknowledged", p, c.Holder())
 	}
 }
 
@@ -220,7 +224,7 @@ func runPool(t *testing.T, c *coordination.Coordinator, name string) string {
 			}
 			<-ctx.Done()
 			return nil
-		})
+		}, nil)
 		if err != nil {
 			t.Errorf("pool: %v", err)
 		}
@@ -369,7 +373,7 @@ func TestMissingSQLiteFile(t *testing.T) {
 func TestDDL(t *testing.T) {
 	for _, d := range migrations.Dialects() {
 		for from := 0; from <= migrations.LatestVersion; from++ {
-			want, err := migrations.DDL(d, migrations.DDLOptions{TablePrefix: "ops_", From: from})
+			want, err := migrations.DDL(d, migrations.Options{TablePrefix: "ops_", From: from})
 			if err != nil {
 				t.Fatal(err)
 			}

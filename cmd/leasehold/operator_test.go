@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	procs "github.com/leasehold/leasehold/internal/proc"
 	"github.com/leasehold/leasehold/internal/redact"
@@ -438,7 +439,10 @@ func TestResignPrefersALiveProcess(t *testing.T) {
 	tg := testdb.Target{Name: "sqlite-pure", Dialect: "sqlite"}
 	driver, dsn := tg.OpenDSN(t)
 	b, _ := holdLeaseAs(t, "node-b", driver, dsn, "cli-live-b")
-	id := b.Identity()
+	id, err := identity.ParseHolder(b.Holder())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, good := range []string{id.Node, id.Instance, b.Holder()} {
 		_, l := holdLease(t, driver, dsn, fmt.Sprintf("cli-live-%d", i))
 		r := runCmd(t, dbEnv(driver, dsn), "resign", l.Key(), "-prefer", good)

@@ -52,8 +52,8 @@ func caseStatusOfSchedule(t *testing.T, tg testdb.Target) {
 	if err := json.Unmarshal([]byte(r.stdout), &snap); r.code != 0 || err != nil {
 		t.Fatalf("status -json: %v, %+v", err, r)
 	}
-	if len(snap.Schedules) != 1 || snap.Schedules[0].Name != "nightly" || !snap.Schedules[0].Next.Equal(slot) ||
-		len(snap.Schedules[0].History) != 2 || snap.Schedules[0].Running == nil {
+	if len(snap.Schedules) != 1 || snap.Schedules[0].Name != "nightly" || !snap.Schedules[0].State.Next.Equal(slot) ||
+		len(snap.Schedules[0].State.History) != 2 || snap.Schedules[0].State.Running == nil {
 		t.Fatalf("status -json schedules = %+v", snap.Schedules)
 	}
 }

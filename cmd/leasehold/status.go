@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/status"
 )
 
@@ -64,10 +65,10 @@ func writeSnapshot(w io.Writer, s status.Snapshot, changes *changeSet) {
 		fmt.Fprintln(tw, "(none)")
 	}
 	for _, l := range s.Leases {
-		row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s\t%s", l.Name, orDash(l.Holder), l.Epoch, yesNo(l.Live),
-			left(l.Live, l.Left), stamp(l.AcquiredAt), stamp(l.RenewedAt))
+		row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s\t%s", l.Key, orDash(l.Holder), l.Epoch, yesNo(l.Live),
+			left(l.Live, l.ExpiresAt, l.DatabaseTime), stamp(l.AcquiredAt), stamp(l.RenewedAt))
 		if changes != nil {
-			row = orDash(changes.leases[l.Name]) + "\t" + row
+			row = orDash(changes.leases[l.Key]) + "\t" + row
 		}
 		fmt.Fprintln(tw, row)
 	}
@@ -86,19 +87,21 @@ func writeSnapshot(w io.Writer, s status.Snapshot, changes *changeSet) {
 		fmt.Fprintf(w, "\nPOOL %s  generation %d%s\n", p.Key, p.Generation, mark)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  INDEX\tMEMBER\tHOLDER\tLIVE\tACK\tLEFT")
-		if len(p.Members) == 0 {
+		rows := memberRows(p)
+		if len(rows) == 0 {
 			fmt.Fprintln(tw, "  (no members)")
 		}
-		for _, m := range p.Members {
+		for _, m := range rows {
 			index := "-"
-			if m.Index != nil {
-				index = strconv.Itoa(*m.Index)
+			if m.index >= 0 {
+				index = strconv.Itoa(m.index)
 			}
 			ack := strconv.FormatInt(m.Ack, 10)
-			if m.Acked {
+			if m.Ack == p.Generation {
 				ack += " (current)"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", index, m.ID, orDash(m.Holder), yesNo(m.Live), ack, left(m.Live, m.Left))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", index, m.ID, orDash(m.Holder), yesNo(m.Live), ack,
+				left(m.Live, m.ExpiresAt, p.DatabaseTime))
 		}
 		_ = tw.Flush()
 	}
@@ -118,16 +121,18 @@ func writeSchedule(w io.Writer, sc status.Schedule) {
 		fmt.Fprintf(w, "\nSCHEDULE %s  unreadable: %s\n", sc.Name, sc.Error)
 		return
 	}
-	fmt.Fprintf(w, "\nSCHEDULE %s  next %s  done %s  holder %s epoch %d\n", sc.Name, stamp(sc.Next), stamp(sc.Done), orDash(sc.Holder), sc.Epoch)
-	if r := sc.Running; r != nil {
+	st := sc.State
+	fmt.Fprintf(w, "\nSCHEDULE %s  next %s  done %s  holder %s epoch %d\n", sc.Name, stamp(st.Next), stamp(st.Done),
+		orDash(sc.Lease.Holder), sc.Lease.Epoch)
+	if r := st.Running; r != nil {
 		fmt.Fprintf(w, "  running: slot %s since %s on %s epoch %d\n", stamp(r.Slot), stamp(r.Start), r.Holder, r.Epoch)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  SLOT\tOUTCOME\tHOLDER\tEPOCH\tATTEMPT\tSTART\tEND")
-	if len(sc.History) == 0 {
+	if len(st.History) == 0 {
 		fmt.Fprintln(tw, "  (no runs)")
 	}
-	for _, r := range sc.History {
+	for _, r := range st.History {
 		outcome := string(r.Outcome)
 		if r.Skipped > 0 {
 			outcome += " (" + strconv.FormatInt(r.Skipped, 10) + ")"
@@ -155,11 +160,47 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-func left(live bool, secs float64) string {
+// left is the time a live lease or membership has left, from its expiry
+// and the database clock at the read, or "-" when it is not live.
+func left(live bool, expires, dbNow time.Time) string {
 	if !live {
 		return "-"
 	}
+	secs := max(expires.Sub(dbNow), 0).Round(time.Millisecond).Seconds()
 	return strconv.FormatFloat(secs, 'f', 1, 64) + "s"
+}
+
+// memberRow is one member row of a pool, with its index in the
+// generation; -1 outside it.
+type memberRow struct {
+	coordination.Member
+	index int
+}
+
+// memberRows lays out the members of a pool: the generation's in index
+// order, then the member rows outside it (joining, or left and not yet
+// pruned). A member of the generation without a row has only its id.
+func memberRows(p coordination.PoolState) []memberRow {
+	byID := make(map[string]coordination.Member, len(p.Members))
+	for _, m := range p.Members {
+		byID[m.ID] = m
+	}
+	rows := make([]memberRow, 0, len(p.Members))
+	listed := make(map[string]bool, len(p.List))
+	for i, id := range p.List {
+		listed[id] = true
+		m, ok := byID[id]
+		if !ok {
+			m = coordination.Member{ID: id}
+		}
+		rows = append(rows, memberRow{Member: m, index: i})
+	}
+	for _, m := range p.Members {
+		if !listed[m.ID] {
+			rows = append(rows, memberRow{Member: m, index: -1})
+		}
+	}
+	return rows
 }
 
 func stamp(t time.Time) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/status"
 )
 
@@ -23,13 +24,13 @@ type changeSet struct {
 // diff compares s with the previous snapshot prev.
 func diff(prev, s status.Snapshot) *changeSet {
 	c := &changeSet{leases: map[string]string{}, pools: map[string]string{}}
-	before := map[string]status.Lease{}
+	before := map[string]coordination.LeaseInfo{}
 	for _, l := range prev.Leases {
-		before[l.Name] = l
+		before[l.Key] = l
 	}
 	for _, l := range s.Leases {
-		old, ok := before[l.Name]
-		delete(before, l.Name)
+		old, ok := before[l.Key]
+		delete(before, l.Key)
 		var what []string
 		switch {
 		case !ok:
@@ -46,7 +47,7 @@ func diff(prev, s status.Snapshot) *changeSet {
 			}
 		}
 		if len(what) > 0 {
-			c.leases[l.Name] = strings.Join(what, ",")
+			c.leases[l.Key] = strings.Join(what, ",")
 		}
 	}
 	for name := range before {
@@ -54,7 +55,7 @@ func diff(prev, s status.Snapshot) *changeSet {
 	}
 	slices.Sort(c.goneLeases)
 
-	pools := map[string]status.Pool{}
+	pools := map[string]coordination.PoolState{}
 	for _, p := range prev.Pools {
 		pools[p.Key] = p
 	}
@@ -85,14 +86,10 @@ func diff(prev, s status.Snapshot) *changeSet {
 }
 
 // membersOf summarises a pool's members for comparison.
-func membersOf(p status.Pool) string {
+func membersOf(p coordination.PoolState) string {
 	var b strings.Builder
-	for _, m := range p.Members {
-		index := -1
-		if m.Index != nil {
-			index = *m.Index
-		}
-		fmt.Fprintf(&b, "%d %s %s %t %d;", index, m.ID, m.Holder, m.Live, m.Ack)
+	for _, m := range memberRows(p) {
+		fmt.Fprintf(&b, "%d %s %s %t %d;", m.index, m.ID, m.Holder, m.Live, m.Ack)
 	}
 	return b.String()
 }

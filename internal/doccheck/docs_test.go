@@ -139,7 +139,6 @@ var configTypes = map[string]reflect.Type{
 	"coordination.Config":     reflect.TypeFor[coordination.Config](),
 	"coordination.PoolConfig": reflect.TypeFor[coordination.PoolConfig](),
 	"workers.Config":          reflect.TypeFor[workers.Config](),
-	"workers.PartitionConfig": reflect.TypeFor[workers.PartitionConfig](),
 	"migrations.Options":      reflect.TypeFor[migrations.Options](),
 }
 

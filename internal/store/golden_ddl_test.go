@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -34,8 +35,8 @@ func TestGoldenDDL(t *testing.T) {
 func TestDDLFromRejectsVersions(t *testing.T) {
 	for _, from := range []int{-1, LatestVersion + 1} {
 		_, err := DDLFrom(Postgres, "", from)
-		if err == nil || !strings.Contains(err.Error(), fmt.Sprint(from)) || !strings.Contains(err.Error(), "from") {
-			t.Errorf("DDLFrom(%d): err = %v, want an error naming from and the value", from, err)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), fmt.Sprint(from)) || !strings.Contains(err.Error(), "From") {
+			t.Errorf("DDLFrom(%d): err = %v, want ErrInvalidConfig naming From and the value", from, err)
 		}
 	}
 }

@@ -235,7 +235,7 @@ func DDLFrom(dialectName, prefix string, from int) ([]string, error) {
 		return nil, err
 	}
 	if from < 0 || from > LatestVersion {
-		return nil, fmt.Errorf("leasehold: schema version %d out of range: from must be 0 to %d", from, LatestVersion)
+		return nil, fmt.Errorf("%w: schema version %d out of range: From must be 0 to %d", ErrInvalidConfig, from, LatestVersion)
 	}
 	stmts := []string{sq.createMigrationsTable(t)}
 	rebuild := false

@@ -11,12 +11,15 @@ import (
 
 // Errors returned by the store.
 var (
+	// ErrInvalidConfig is wrapped by every error of bad input; the public
+	// packages export it as coordination.ErrInvalidConfig.
+	ErrInvalidConfig = errors.New("leasehold: invalid config")
 	// ErrUnsupportedDialect is returned for a gorm dialector leasehold does
 	// not support.
-	ErrUnsupportedDialect = errors.New("leasehold: unsupported database dialect")
+	ErrUnsupportedDialect = fmt.Errorf("%w: unsupported database dialect", ErrInvalidConfig)
 	// ErrInvalidPrefix is returned for a table prefix that is not a safe
 	// SQL identifier fragment.
-	ErrInvalidPrefix = errors.New("leasehold: invalid table prefix")
+	ErrInvalidPrefix = fmt.Errorf("%w: invalid table prefix", ErrInvalidConfig)
 	// ErrSchemaMissing is returned when the coordination tables do not
 	// exist or are older than this build needs.
 	ErrSchemaMissing = errors.New("leasehold: coordination schema is missing or outdated")

@@ -37,7 +37,7 @@ func (d *demo) checkHTTP(ctx context.Context) error {
 		{"/healthz", "ok"},
 		{"/readyz", "ok"},
 		{"/status", "global/ledger"},
-		{"/status.json", `"pool": "global/orders"`},
+		{"/status.json", `"key": "global/orders"`},
 		{"/metrics", "leasehold_lease_held"},
 	}
 	return d.waitFor(ctx, "the status node's HTTP endpoints", httpTimeout, func(ctx context.Context) error {

@@ -16,30 +16,25 @@ import (
 
 // store is the demo's own access to the sample's database: its handle,
 // with which it reads the orders, the ledger and the timeline and writes
-// its own timeline rows, and a coordinator that only reads leases and the
-// pool.
+// its own timeline rows, and an admin client that reads the leases and
+// the pool.
 type store struct {
 	db    *gorm.DB
-	coord *coordination.Coordinator // for reading leases and the pool; never run
-	pool  *coordination.Pool
+	admin *coordination.Admin // reads leases and pools; no identity, never migrates
 }
 
-// open opens the demo's own handle on the database at dsn, and a
-// coordinator used only to read leases and the pool (it is never run).
+// ordersPool is the key of the sample's partitioned worker's pool.
+const ordersPool = "global/orders"
+
+// open opens the demo's own handle on the database at dsn, and an admin
+// client on its coordination tables.
 func (s *store) open(dsn string) error {
 	db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		return err
 	}
 	s.db = db
-	id, err := identity.New("demo", "demo")
-	if err != nil {
-		return err
-	}
-	if s.coord, err = coordination.New(db, id, coordination.Config{DisableAutoMigrate: true}); err != nil {
-		return err
-	}
-	s.pool, err = s.coord.Pool(coordination.GlobalScope, "orders", coordination.PoolConfig{})
+	s.admin, err = coordination.NewAdmin(db, coordination.Config{})
 	return err
 }
 
@@ -82,16 +77,16 @@ func (s *store) processed(ctx context.Context) (int64, error) {
 
 // lease reads one lease row.
 func (s *store) lease(ctx context.Context, name string) (coordination.LeaseInfo, error) {
-	ls, err := s.coord.Leases(ctx)
+	ls, err := s.admin.Leases(ctx)
 	if err != nil {
 		return coordination.LeaseInfo{}, dbError{err}
 	}
 	for _, l := range ls {
-		if l.Name == name {
+		if l.Key == name {
 			return l, nil
 		}
 	}
-	return coordination.LeaseInfo{Name: name}, nil
+	return coordination.LeaseInfo{Key: name}, nil
 }
 
 // leader returns the node holding a live lease, or notYet.
@@ -120,16 +115,22 @@ type assignment struct {
 // workingGeneration checks that the pool's current generation has count
 // members and that each of them reported its assignment (it is working).
 func (s *store) workingGeneration(ctx context.Context, count int) (int64, []assignment, error) {
-	st, err := s.pool.State(ctx)
+	pools, err := s.admin.Pools(ctx)
 	if err != nil {
 		return 0, nil, dbError{err}
+	}
+	var st coordination.PoolState
+	for _, p := range pools {
+		if p.Key == ordersPool {
+			st = p
+		}
 	}
 	if len(st.List) != count {
 		return 0, nil, notYet("orders pool generation %d has %d members, want %d", st.Generation, len(st.List), count)
 	}
 	var as []assignment
 	err = s.db.WithContext(ctx).Raw("SELECT node, idx, cnt FROM sample_timeline "+
-		"WHERE kind = 'assignment-changed' AND worker = 'orders' AND generation = ? ORDER BY idx", st.Generation).
+		"WHERE kind = 'assignment-started' AND worker = 'orders' AND generation = ? ORDER BY idx", st.Generation).
 		Scan(&as).Error
 	if err != nil {
 		return 0, nil, dbError{err}

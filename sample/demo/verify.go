@@ -242,7 +242,7 @@ func timelineLines(rows []timelineRow, t0, killAt time.Time, killedEpoch int64) 
 	// Group the assignments by generation, to print each rebalance once.
 	gens := map[int64][]timelineRow{}
 	for _, r := range rows {
-		if r.Kind == "assignment-changed" {
+		if r.Kind == "assignment-started" {
 			gens[r.Generation] = append(gens[r.Generation], r)
 		}
 	}
@@ -305,7 +305,7 @@ func timelineLines(rows []timelineRow, t0, killAt time.Time, killedEpoch int64) 
 				reason = after
 			}
 			add(r, r.Node, fmt.Sprintf("%s stopped leading %s (epoch %d): %s", r.Node, r.Worker, r.Epoch, reason))
-		case "assignment-changed":
+		case "assignment-started":
 			if printedGen[r.Generation] {
 				continue
 			}

@@ -158,9 +158,9 @@ func (a *ambiguousAcquireStore) AcquireEach(ctx context.Context, session, holder
 // startAmbiguous starts a process, node-a, whose every acquire commits
 // but is reported failed, until as.on is closed.
 func startAmbiguous(t *testing.T, b *bundle) (*running, *ambiguousAcquireStore) {
-	cfg := withDefaults(notifying(b.fastConfig()))
+	cfg := withDefaults(t, notifying(b.fastConfig()))
 	cfg.Logger = zaptest.NewLogger(t)
-	as := &ambiguousAcquireStore{dbStore: rawStore(t, b.db), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
+	as := &ambiguousAcquireStore{dbStore: storeFor(t, b.db, cfg), on: make(chan struct{}), seen: make(chan []store.Term, 1)}
 	return startCoordinator(t, newCoordinator(t, as, testIdentity(t, "node-a"), cfg)), as
 }
 
@@ -293,7 +293,7 @@ func caseAmbiguousJoinGivenBack(t *testing.T, b *bundle) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runs.Go(func() { _ = p.Run(ctx, rec.fn(r.Identity().Instance)) })
+		runs.Go(func() { _ = p.Run(ctx, rec.fn(r.Identity().Instance), nil) })
 	}
 	select {
 	case taken := <-as.seen:

@@ -3,6 +3,7 @@ package coordination_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -31,15 +32,17 @@ func caseAdminReadsChecksAndFences(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatalf("Leases: %v", err)
 	}
-	if len(infos) != 2 || infos[0].Name != l.Key() || infos[1].Name != lb.Key() {
+	if len(infos) != 2 || infos[0].Key != l.Key() || infos[1].Key != lb.Key() {
 		t.Fatalf("Leases = %+v, want %s and %s, by name", infos, l.Key(), lb.Key())
 	}
-	if i := infos[0]; i.Holder != a.Holder() || i.Epoch != l.Epoch() || !i.Live || i.Mine || i.DatabaseTime.IsZero() {
-		t.Fatalf("Leases()[0] = %+v, want live, held by %s at epoch %d, not Mine", i, a.Holder(), l.Epoch())
+	if i := infos[0]; i.Holder != a.Holder() || i.Epoch != l.Epoch() || !i.Live || i.DatabaseTime.IsZero() {
+		t.Fatalf("Leases()[0] = %+v, want live, held by %s at epoch %d", i, a.Holder(), l.Epoch())
 	}
-	mine, err := a.Leases(ctx)
-	if err != nil || len(mine) != 2 || !mine[0].Mine || mine[1].Mine {
-		t.Fatalf("Coordinator.Leases = %+v, %v; want the first Mine only", mine, err)
+	// A coordinator's Admin reads the same; whose a lease is, is its
+	// Holder compared with Coordinator.Holder.
+	mine, err := a.Admin().Leases(ctx)
+	if err != nil || len(mine) != 2 || mine[0].Holder != a.Holder() || mine[1].Holder == a.Holder() {
+		t.Fatalf("Coordinator.Admin().Leases = %+v, %v; want the first held by %s only", mine, err, a.Holder())
 	}
 	if pools, err := admin.Pools(ctx); err != nil || len(pools) != 0 {
 		t.Fatalf("Pools = %+v, %v; want none", pools, err)
@@ -69,23 +72,21 @@ func caseAdminReadsChecksAndFences(t *testing.T, b *bundle) {
 		tk     coordination.Token
 		reason string
 	}{
-		{coordination.Token{Name: l.Key(), Epoch: l.Epoch() + 1}, "the epoch is now"},
-		{coordination.Token{Name: "global/no-such-lease", Epoch: 1}, "no such lease"},
+		{coordination.Token{Key: l.Key(), Epoch: l.Epoch() + 1}, "the epoch is now"},
+		{coordination.Token{Key: "global/no-such-lease", Epoch: 1}, "no such lease"},
 	} {
-		var fe *coordination.FenceError
-		if err := fence(tc.tk); !errors.Is(err, coordination.ErrFenced) || !errors.As(err, &fe) || !strings.Contains(fe.Reason, tc.reason) {
+		if err := fence(tc.tk); !isFenced(err, fmt.Sprintf("lease %q epoch %d", tc.tk.Key, tc.tk.Epoch), tc.reason) {
 			t.Errorf("CheckFence(%s) = %v, want ErrFenced saying %q", tc.tk, err, tc.reason)
 		}
 	}
-	if err := admin.CheckFence(nil, l.Token()); !errors.Is(err, coordination.ErrNotInTransaction) {
-		t.Errorf("CheckFence(nil) = %v, want ErrNotInTransaction", err)
+	if err := admin.CheckFence(nil, l.Token()); !isNotInTransaction(err) {
+		t.Errorf("CheckFence(nil) = %v, want ErrInvalidConfig for a handle outside a transaction", err)
 	}
-	if err := admin.CheckFence(b.db, l.Token()); !errors.Is(err, coordination.ErrNotInTransaction) {
-		t.Errorf("CheckFence outside a transaction = %v, want ErrNotInTransaction", err)
+	if err := admin.CheckFence(b.db, l.Token()); !isNotInTransaction(err) {
+		t.Errorf("CheckFence outside a transaction = %v, want ErrInvalidConfig for a handle outside a transaction", err)
 	}
 	release(t, l)
-	var fe *coordination.FenceError
-	if err := fence(l.Token()); !errors.As(err, &fe) || !strings.Contains(fe.Reason, "free") {
+	if err := fence(l.Token()); !isFenced(err, fmt.Sprintf("lease %q epoch %d", l.Key(), l.Epoch()), "free") {
 		t.Errorf("CheckFence after release = %v, want ErrFenced saying the lease is free", err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/testdb"
-	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 // TestApplicationClockHoursOff runs two coordinators whose clock is
@@ -54,11 +53,11 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 	// on the bubble; a listener waiting on a socket for notifications
 	// never does. The case is about the clock, and wake-ups are hints.
 	cfg.DisableNotifications = true
-	cfg = withDefaults(cfg)
+	cfg = withDefaults(t, cfg)
 
-	fa := &faultStore{LeaseStore: rawStore(t, db)}
+	fa := &faultStore{Backend: storeFor(t, db, cfg)}
 	a := newCoordinator(t, fa, testIdentity(t, "node-a"), cfg)
-	b := newCoordinator(t, rawStore(t, db), testIdentity(t, "node-b"), cfg)
+	b := newCoordinator(t, storeFor(t, db, cfg), testIdentity(t, "node-b"), cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	for _, c := range []*coordination.Coordinator{a, b} {
 		go func() { _ = c.Run(ctx) }()
@@ -76,6 +75,7 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sessionA := sessionOf(t, db, la) // the row is a's while a holds it
 	info, err := ea.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 	// Cut a off. Its trust deadline passes on its own clock, and it stops.
 	fa.failAll.Store(true)
 	select {
-	case <-la.Done():
+	case <-la.Context().Done():
 	case <-time.After(time.Hour):
 		t.Fatalf("cut-off holder did not stop")
 	}
@@ -120,9 +120,9 @@ func appClockOffCase(t *testing.T, driver, dsn string) {
 	// bubble's, stands still while statements run, so a can reach its
 	// trust deadline after b's takeover; a's clock runs slow there, not
 	// the library.)
-	last, ok, err := rawStore(t, db).ReadSession(context.Background(), testlink.SessionID(la))
+	last, ok, err := rawStore(t, db).ReadSession(context.Background(), sessionA)
 	if err != nil || !ok {
-		t.Fatalf("a's session %s: found %v, %v", testlink.SessionID(la), ok, err)
+		t.Fatalf("a's session %s: found %v, %v", sessionA, ok, err)
 	}
 
 	var lb *coordination.Lease

@@ -75,17 +75,22 @@ var conformanceCases = []conformanceCase{
 	{"LeaseData", caseLeaseData},
 }
 
-// renewSignal installs a hook that reports every successful renewal.
-func renewSignal(r *running) <-chan int {
+// renewSignal reports every successful renewal of r's renewal loop from
+// now on, with the number of leases and memberships r holds then
+// (watchRenewals).
+func renewSignal(t testing.TB, r *running) <-chan int {
 	ch := make(chan int, 64)
-	onRenew(r, func(terms, lost int, err error) {
-		if err == nil && lost == 0 {
-			select {
-			case ch <- terms:
-			default:
+	renewals := watchRenewals(t, r.Coordinator)
+	go func() {
+		for rs := range renewals {
+			if rs.err == nil {
+				select {
+				case ch <- rs.held:
+				default:
+				}
 			}
 		}
-	})
+	}()
 	return ch
 }
 
@@ -102,7 +107,7 @@ func recvInt(t testing.TB, ch <-chan int) int {
 
 func caseAcquireRenewRelease(t *testing.T, b *bundle) {
 	r := start(t, b.db, "node-a", b.fastConfig())
-	renewed := renewSignal(r)
+	renewed := renewSignal(t, r)
 	e := election(t, r.Coordinator, coordination.ClusterScope, "jobs")
 	l := mustCampaign(t, e)
 	if l.Epoch() != 1 || l.Key() != "cluster/test/jobs" {
@@ -158,7 +163,7 @@ func caseEpochNeverReused(t *testing.T, b *bundle) {
 	l2 := mustCampaign(t, ea)
 	epochs = append(epochs, l2.Epoch())
 	select {
-	case <-l.Done():
+	case <-l.Context().Done():
 	case <-time.After(wait):
 		t.Fatalf("the expired term was not ended")
 	}
@@ -206,7 +211,7 @@ func caseExactlyOneWinner(t *testing.T, b *bundle) {
 		t.Fatalf("nobody won within %v", wait)
 	}
 	// Let the winner renew a few times while the others keep trying.
-	renewed := renewSignal(runs[winner.i])
+	renewed := renewSignal(t, runs[winner.i])
 	for range 5 {
 		recvInt(t, renewed)
 	}
@@ -313,38 +318,53 @@ func caseStaleHolder(t *testing.T, b *bundle) {
 	}
 }
 
-// tick is one successful renewal as seen by the renew loop: its sequence
-// number among all renewal attempts, the terms it covered, and the
-// statement counts of the counting logger right after it.
+// tick is one renewal of the session as the counting logger saw it: its
+// sequence number among all renewal statements, and the logger's counts
+// right after it (its own number among all statements, and the
+// statements setting renewed_at_us so far). A failed renewal statement
+// takes a number but is no tick.
 type tick struct {
-	seq, terms     int
+	seq            int
 	stmts, renewal int
 }
 
-// tickSignal reports every renewal attempt that renewed all its terms,
-// with the logger's counts taken on the renew loop itself, so a reader
-// that falls behind still compares the right ticks.
-func tickSignal(r *running, cl *countingLogger) <-chan tick {
+// tickSignal reports every renewal statement the coordinator running on
+// cl's handle sent that did not fail, with the logger's counts taken as
+// it returned, so a reader that falls behind still compares the right
+// ticks.
+func tickSignal(cl *countingLogger) <-chan tick {
 	ch := make(chan tick, 1024)
+	var mu sync.Mutex
 	seq := 0
-	onRenew(r, func(terms, lost int, err error) {
-		seq++
-		if err != nil || lost != 0 {
+	watch := func(st sentStmt) {
+		if !isSessionRenewal(st.sql) {
 			return
 		}
-		stmts, _ := cl.snapshot()
+		mu.Lock()
+		seq++
+		n := seq
+		mu.Unlock()
+		if st.err != nil {
+			return
+		}
 		select {
-		case ch <- tick{seq: seq, terms: terms, stmts: stmts, renewal: cl.renewals()}:
+		case ch <- tick{seq: n, stmts: st.n, renewal: st.renews}:
 		default:
 		}
-	})
+	}
+	cl.watch.Store(&watch)
 	return ch
 }
 
-// twoTicks waits for two consecutive renewal attempts that both covered
-// held terms and returns them.
-func twoTicks(t *testing.T, ticks <-chan tick, held int) (tick, tick) {
+// twoTicks waits for two consecutive renewals, both sent after the call,
+// while r holds held terms (all of them taken before the call), and
+// returns them.
+func twoTicks(t *testing.T, r *running, cl *countingLogger, ticks <-chan tick, held int) (tick, tick) {
 	t.Helper()
+	if got := r.Renewal().Held; got != held {
+		t.Fatalf("the process holds %d terms, want %d", got, held)
+	}
+	from, _ := cl.snapshot()
 	var prev tick
 	for {
 		var cur tick
@@ -353,7 +373,10 @@ func twoTicks(t *testing.T, ticks <-chan tick, held int) (tick, tick) {
 		case <-time.After(wait):
 			t.Fatalf("no renewal of %d terms within %v", held, wait)
 		}
-		if prev.terms == held && cur.terms == held && cur.seq == prev.seq+1 {
+		if prev.stmts > from && cur.seq == prev.seq+1 {
+			if got := r.Renewal().Held; got != held {
+				t.Fatalf("the process holds %d terms after the renewals, want %d", got, held)
+			}
 			return prev, cur
 		}
 		prev = cur
@@ -379,9 +402,9 @@ func caseOneStatementPerRenewTick(t *testing.T, b *bundle) {
 	if !cfg.DisableNotifications {
 		waitListening(t, r) // listening sends its own statements once, at the start
 	}
-	ticks := tickSignal(r, cl)
+	ticks := tickSignal(cl)
 	measure := func(held int) int {
-		first, second := twoTicks(t, ticks, held)
+		first, second := twoTicks(t, r, cl, ticks, held)
 		if n := second.stmts - first.stmts; n != 1 {
 			t.Logf("%d statements between ticks %d and %d (statement #%d); since the first:\n%s",
 				n, first.seq, second.seq, second.stmts, cl.since(first.stmts))
@@ -415,7 +438,7 @@ func caseOneStatementPerRenewTick(t *testing.T, b *bundle) {
 				joined <- struct{}{}
 				<-ctx.Done()
 				return nil
-			})
+			}, nil)
 		})
 	}
 	for range 3 {
@@ -425,7 +448,7 @@ func caseOneStatementPerRenewTick(t *testing.T, b *bundle) {
 			t.Fatalf("pools did not assign")
 		}
 	}
-	first, second := twoTicks(t, ticks, 103)
+	first, second := twoTicks(t, r, cl, ticks, 103)
 	if got := second.renewal - first.renewal; got != 1 {
 		t.Logf("statements between ticks %d and %d (statement #%d); since the first:\n%s",
 			first.seq, second.seq, second.stmts, cl.since(first.stmts))
@@ -469,14 +492,13 @@ func caseFence(t *testing.T, b *bundle) {
 	// The database check alone (as a paused process would run it before
 	// its own timers fire) refuses the stale epoch.
 	err := write(2, func(tx *gorm.DB) error { return a.CheckFence(tx, l.Token()) })
-	var fe *coordination.FenceError
-	if !errors.Is(err, coordination.ErrFenced) || !errors.As(err, &fe) || !strings.Contains(fe.Reason, "held by") {
+	if !isFenced(err, fmt.Sprintf("lease %q epoch %d", l.Key(), l.Epoch()), "held by") {
 		t.Fatalf("stale fenced write: err = %v, want ErrFenced naming the new holder", err)
 	}
 	// A claimed epoch that is not the current one is refused even for the
 	// real holder.
 	err = write(3, func(tx *gorm.DB) error {
-		return c.CheckFence(tx, coordination.Token{Name: l2.Key(), Epoch: l2.Epoch() - 1})
+		return c.CheckFence(tx, coordination.Token{Key: l2.Key(), Epoch: l2.Epoch() - 1})
 	})
 	if !errors.Is(err, coordination.ErrFenced) {
 		t.Fatalf("write with an old epoch: err = %v, want ErrFenced", err)
@@ -499,7 +521,7 @@ func caseFence(t *testing.T, b *bundle) {
 	}
 	// The stale lease object refuses locally too, once its term ended.
 	select {
-	case <-l.Done():
+	case <-l.Context().Done():
 	case <-time.After(wait):
 		t.Fatalf("stale term not ended")
 	}
@@ -532,7 +554,7 @@ func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
 			assigned <- a
 			<-ctx.Done()
 			return nil
-		})
+		}, nil)
 	}()
 	defer func() {
 		leave()
@@ -553,7 +575,7 @@ func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
 		{"Lease.Fence", l.Fence, fmt.Sprintf("lease %q epoch %d", l.Key(), l.Epoch())},
 		{"Coordinator.CheckFence", func(tx *gorm.DB) error { return r.CheckFence(tx, l.Token()) },
 			fmt.Sprintf("lease %q epoch %d", l.Key(), l.Epoch())},
-		{"Assignment.Fence", a.Fence, fmt.Sprintf("pool %q generation %d", a.Pool, a.Generation)},
+		{"Assignment.Fence", a.Fence, fmt.Sprintf("pool %q generation %d", a.Key, a.Generation)},
 	}
 	for _, c := range checks {
 		refused := map[string]*gorm.DB{
@@ -565,16 +587,16 @@ func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
 		}
 		for what, tx := range refused {
 			err := c.fence(tx)
-			if !errors.Is(err, coordination.ErrNotInTransaction) || errors.Is(err, coordination.ErrFenced) {
-				t.Errorf("%s with %s = %v, want ErrNotInTransaction", c.name, what, err)
+			if !isNotInTransaction(err) || errors.Is(err, coordination.ErrFenced) {
+				t.Errorf("%s with %s = %v, want ErrInvalidConfig for a handle outside a transaction", c.name, what, err)
 				continue
 			}
 			if !strings.Contains(err.Error(), c.names) {
 				t.Errorf("%s with %s: error %q does not name %s", c.name, what, err, c.names)
 			}
 		}
-		if err := b.db.Connection(func(conn *gorm.DB) error { return c.fence(conn) }); !errors.Is(err, coordination.ErrNotInTransaction) {
-			t.Errorf("%s on a dedicated connection outside a transaction = %v, want ErrNotInTransaction", c.name, err)
+		if err := b.db.Connection(func(conn *gorm.DB) error { return c.fence(conn) }); !isNotInTransaction(err) {
+			t.Errorf("%s on a dedicated connection outside a transaction = %v, want ErrInvalidConfig for a handle outside a transaction", c.name, err)
 		}
 		// Inside a transaction, however it was begun, the check passes.
 		if err := b.db.Transaction(func(tx *gorm.DB) error { return c.fence(tx) }); err != nil {
@@ -596,10 +618,8 @@ func caseFenceNeedsTransaction(t *testing.T, b *bundle) {
 	stale := a
 	stale.Generation = a.Generation - 1
 	err = b.db.Transaction(stale.Fence)
-	var fe *coordination.FenceError
-	if !errors.As(err, &fe) || !errors.Is(err, coordination.ErrFenced) || !fe.Pool || fe.Generation != stale.Generation ||
-		!strings.Contains(err.Error(), fmt.Sprintf("pool %q generation %d: the pool is at generation %d", a.Pool, stale.Generation, a.Generation)) {
-		t.Errorf("fence of a superseded generation = %v, want a pool FenceError naming generation %d", err, stale.Generation)
+	if !isFenced(err, fmt.Sprintf("pool %q generation %d: the pool is at generation %d", a.Key, stale.Generation, a.Generation), "") {
+		t.Errorf("fence of a superseded generation = %v, want ErrFenced naming the pool and generation %d", err, stale.Generation)
 	}
 }
 
@@ -649,7 +669,7 @@ func caseLeaderAndList(t *testing.T, b *bundle) {
 	a := start(t, b.db, "node-a", cfg)
 	e := election(t, a.Coordinator, coordination.ClusterScope, "who")
 	info, err := e.Leader(context.Background())
-	if err != nil || info.Name != "cluster/test/who" || info.Live {
+	if err != nil || info.Key != "cluster/test/who" || info.Live {
 		t.Fatalf("before any campaign: %+v, %v", info, err)
 	}
 	l := mustCampaign(t, e)
@@ -657,7 +677,7 @@ func caseLeaderAndList(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !info.Live || !info.Mine || info.Holder != a.Holder() || info.Epoch != l.Epoch() {
+	if !info.Live || info.Holder != a.Holder() || info.Epoch != l.Epoch() {
 		t.Fatalf("leader = %+v, want live, mine, epoch %d", info, l.Epoch())
 	}
 	// Times come from the database clock: expiry lies within one TTL of
@@ -668,12 +688,12 @@ func caseLeaderAndList(t *testing.T, b *bundle) {
 	if info.AcquiredAt.After(info.DatabaseTime) {
 		t.Fatalf("AcquiredAt %v after DatabaseTime %v", info.AcquiredAt, info.DatabaseTime)
 	}
-	all, err := a.Leases(context.Background())
-	if err != nil || len(all) != 1 || all[0].Name != l.Key() {
+	all, err := a.Admin().Leases(context.Background())
+	if err != nil || len(all) != 1 || all[0].Key != l.Key() {
 		t.Fatalf("Leases = %+v, %v", all, err)
 	}
-	if held := a.Held(); len(held) != 1 || held[0] != l.Token() {
-		t.Fatalf("Held = %v, want [%s]", held, l.Token())
+	if held, st := heldTokens(t, a.Coordinator), a.Renewal(); len(held) != 1 || held[0] != l.Token() || st.Held != 1 {
+		t.Fatalf("held = %v (Renewal().Held %d), want [%s]", held, st.Held, l.Token())
 	}
 	release(t, l)
 }
@@ -683,8 +703,7 @@ func caseCutOff(t *testing.T, b *bundle) {
 	a, fa := startFaulty(t, b.db, "node-a", cfg)
 	c := start(t, b.db, "node-c", cfg)
 	l := mustCampaign(t, election(t, a.Coordinator, coordination.ClusterScope, "cut"))
-	events, unsub := a.Subscribe(16)
-	defer unsub()
+	events := a.Subscribe(t.Context(), 16)
 	var mu sync.Mutex
 	var stoppedAt time.Time
 	context.AfterFunc(l.Context(), func() {
@@ -729,20 +748,22 @@ func caseTransientErrors(t *testing.T, b *bundle) {
 	cfg := steady(b.fastConfig())
 	a, fa := startFaulty(t, b.db, "node-a", cfg)
 	l := mustCampaign(t, election(t, a.Coordinator, coordination.ClusterScope, "flaky"))
-	events, unsub := a.Subscribe(64)
-	defer unsub()
+	events := a.Subscribe(t.Context(), 64)
 	failures := make(chan struct{}, 16)
 	successes := make(chan struct{}, 16)
-	onRenew(a, func(terms, lost int, err error) {
-		ch := successes
-		if err != nil {
-			ch = failures
+	renewals := watchRenewals(t, a.Coordinator)
+	go func() {
+		for rs := range renewals {
+			ch := successes
+			if rs.err != nil {
+				ch = failures
+			}
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	})
+	}()
 	fa.failRenew.Store(true)
 	for range 2 {
 		select {
@@ -792,7 +813,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 			close(cancelled)
 			<-finish // still cleaning up after cancellation
 			return nil
-		})
+		}, nil)
 	}()
 	var l *coordination.Lease
 	select {
@@ -811,7 +832,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 	}
 	// The work has not returned: the lease must still be held in the
 	// database, renewed by the draining coordinator.
-	renewed := renewSignal(a)
+	renewed := renewSignal(t, a)
 	recvInt(t, renewed)
 	if got := row(t, b.db, l.Key()); got.Holder != a.Holder() || !got.Live() {
 		t.Fatalf("lease released while leader work still ran: %+v", got)
@@ -842,8 +863,7 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 	cfg := b.fastConfig()
 	cfg.ShutdownTimeout = 300 * time.Millisecond
 	a := start(t, b.db, "node-a", cfg)
-	events, unsub := a.Subscribe(16)
-	defer unsub()
+	events := a.Subscribe(t.Context(), 16)
 	e := election(t, a.Coordinator, coordination.ClusterScope, "stubborn")
 	started := make(chan *coordination.Lease, 1)
 	finish := make(chan struct{})
@@ -854,7 +874,7 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 			started <- l
 			<-finish // ignores ctx
 			return nil
-		})
+		}, nil)
 	}()
 	var l *coordination.Lease
 	select {
@@ -885,8 +905,7 @@ func caseLeaderChanged(t *testing.T, b *bundle) {
 	c := start(t, b.db, "node-c", b.fastConfig())
 	l := mustCampaign(t, election(t, a.Coordinator, coordination.ClusterScope, "watch"))
 	settle(t, b.db) // C's first read on its node sees A's lease
-	events, unsub := c.Subscribe(16)
-	defer unsub()
+	events := c.Subscribe(t.Context(), 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan *coordination.Lease, 1)
 	go func() {

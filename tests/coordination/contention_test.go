@@ -122,7 +122,7 @@ func caseContention(t *testing.T, b *bundle) {
 				}
 				mu.Unlock()
 				return nil
-			})
+			}, nil)
 		})
 	}
 	select {

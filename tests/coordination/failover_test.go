@@ -14,7 +14,6 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
-	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 // TestFailoverRollback puts the database, in one transaction, in the state
@@ -151,8 +150,7 @@ func acquiredAfterHold(t *testing.T, db *gorm.DB, name string, holdUS int64) {
 // new epoch above the floor, so A's epoch is never issued twice.
 func caseRollbackLostAcquire(t *testing.T, b *bundle) {
 	a, bb := twoCoordinators(t, b)
-	events, stop := a.Subscribe(64)
-	defer stop()
+	events := a.Subscribe(t.Context(), 64)
 	ea := election(t, a.Coordinator, coordination.GlobalScope, "job")
 	for range 3 {
 		release(t, mustCampaign(t, ea))
@@ -185,7 +183,7 @@ func caseRollbackKeptTerm(t *testing.T, b *bundle) {
 	a, bb := twoCoordinators(t, b)
 	la := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "job"))
 	won := campaignFor(t, election(t, bb.Coordinator, coordination.GlobalScope, "job"))
-	renewals := renewSignal(a)
+	renewals := renewSignal(t, a)
 
 	rollBack(t, b.db)
 	hold, floor := waitAdopted(t, b.db, oldIncarnation)
@@ -271,7 +269,7 @@ func caseRollbackLostRelease(t *testing.T, b *bundle) {
 	a, bb := twoCoordinators(t, b)
 	keep := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "keep"))
 	gone := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "gone"))
-	session, epoch := testlink.SessionID(keep), gone.Epoch()
+	session, epoch := sessionOf(t, b.db, keep), gone.Epoch()
 	release(t, gone)
 	tables, _ := store.TablesFor("")
 	rollBack(t, b.db, "UPDATE "+tables.Leases+" SET holder = '"+a.Holder()+"', session_id = '"+session+"', epoch = "+
@@ -306,7 +304,7 @@ func caseRollbackPool(t *testing.T, b *bundle) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { defer close(done); _ = p.Run(ctx, work) }()
+		go func() { defer close(done); _ = p.Run(ctx, work, nil) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
 	runPool(a)
@@ -432,7 +430,7 @@ func promote(t *testing.T, p *testdb.Pair, kill bool) {
 // lostInFailover reports whether ev ended a term because the new primary
 // did not show it.
 func lostInFailover(ev coordination.Event) bool {
-	return ev.Kind == coordination.EventLost && errors.Is(ev.Err, testlink.ErrLostInFailover)
+	return ev.Kind == coordination.EventLost && isLostInFailover(ev.Err)
 }
 
 // caseFailoverSync: nothing acknowledged is lost. The holder's term is on
@@ -443,8 +441,7 @@ func caseFailoverSync(t *testing.T, p *testdb.Pair) {
 	db := openPairDB(t, p)
 	a := start(t, db, "node-a", pairConfig())
 	bb := start(t, db, "node-b", pairConfig())
-	events, stop := a.Subscribe(256)
-	defer stop()
+	events := a.Subscribe(t.Context(), 256)
 	la := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "job"))
 	won := campaignFor(t, election(t, bb.Coordinator, coordination.GlobalScope, "job"))
 
@@ -487,8 +484,7 @@ func caseFailoverAsyncLostAcquire(t *testing.T, p *testdb.Pair) {
 	db := openPairDB(t, p)
 	bb := start(t, db, "node-b", pairConfig())
 	cc := start(t, db, "node-c", pairConfig())
-	events, stop := bb.Subscribe(256)
-	defer stop()
+	events := bb.Subscribe(t.Context(), 256)
 	kept := mustCampaign(t, election(t, bb.Coordinator, coordination.GlobalScope, "kept"))
 	eb := election(t, bb.Coordinator, coordination.GlobalScope, "job")
 	release(t, mustCampaign(t, eb))
@@ -506,7 +502,7 @@ func caseFailoverAsyncLostAcquire(t *testing.T, p *testdb.Pair) {
 	before := currentIncarnation(t, db)
 	promote(t, p, true)
 
-	ev := recvEvent(t, events, func(ev coordination.Event) bool { return ev.Kind == coordination.EventLost && ev.Lease == "global/job" })
+	ev := recvEvent(t, events, func(ev coordination.Event) bool { return ev.Kind == coordination.EventLost && ev.Key == "global/job" })
 	if ev.Epoch != lost.Epoch() || !errors.Is(ev.Err, coordination.ErrLeaseLost) {
 		t.Fatalf("B's loss: %+v; want ErrLeaseLost for epoch %d", ev, lost.Epoch())
 	}
@@ -527,7 +523,7 @@ func caseFailoverAsyncLostAcquire(t *testing.T, p *testdb.Pair) {
 // lostInFailoverCause reports whether l ended because the new primary did
 // not show it.
 func lostInFailoverCause(l *coordination.Lease) bool {
-	return errors.Is(context.Cause(l.Context()), testlink.ErrLostInFailover)
+	return isLostInFailover(context.Cause(l.Context()))
 }
 
 // TestFailoverDetectionUnavailable runs a coordinator as a role that may
@@ -574,9 +570,13 @@ func TestFailoverDetectionUnavailable(t *testing.T) {
 	core, logs := zapobserver.New(zap.WarnLevel)
 	cfg := fastConfig()
 	cfg.Logger = zap.New(core)
-	a := start(t, db, "node-a", cfg)
+	cfg = withDefaults(t, notifying(cfg))
+	// The coordinator runs on a store the test keeps, opened as New opens
+	// it, so that the test can ask it whether it detects failovers.
+	st := storeFor(t, db, cfg)
+	a := startCoordinator(t, newCoordinator(t, st, testIdentity(t, "node-a"), cfg))
 	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "job"))
-	renewals := renewSignal(a)
+	renewals := renewSignal(t, a)
 	select {
 	case <-renewals:
 	case <-time.After(wait):
@@ -586,7 +586,7 @@ func TestFailoverDetectionUnavailable(t *testing.T) {
 	if n := logs.FilterMessageSnippet("cannot say which incarnation").Len(); n != 1 {
 		t.Fatalf("%d warnings that failovers are not detected, want 1: %v", n, logs.All())
 	}
-	if storeOf(a).(interface{ DetectsFailover() bool }).DetectsFailover() {
+	if st.DetectsFailover() {
 		t.Fatal("the store still detects failovers")
 	}
 	// A coordinator that never runs, as the leasehold command uses for
@@ -595,7 +595,7 @@ func TestFailoverDetectionUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Leases(context.Background()); err != nil {
+	if _, err := c.Admin().Leases(context.Background()); err != nil {
 		t.Fatalf("read the leases as an operator: %v", err)
 	}
 }

@@ -35,8 +35,7 @@ func caseFencedTransactionsKeepTerm(t *testing.T, b *bundle) {
 		gap  = 5 * time.Millisecond   // pause between two fenced transactions
 	)
 	a := start(t, b.db, "node-a", cfg)
-	events, unsub := a.Subscribe(256)
-	defer unsub()
+	events := a.Subscribe(t.Context(), 256)
 	var lostEvents atomic.Int64
 	lostSeen := make(chan coordination.Event, 1)
 	go func() {
@@ -115,8 +114,7 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 	cfg := coordination.Config{TTL: 2 * time.Second, RenewInterval: 667 * time.Millisecond, Margin: 400 * time.Millisecond}
 	a := start(t, b.db, "node-a", cfg)
 	c := start(t, b.db, "node-c", cfg)
-	events, unsub := a.Subscribe(64)
-	defer unsub()
+	events := a.Subscribe(t.Context(), 64)
 	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "rolled-back"))
 	tables := rawStore(t, b.db).Tables()
 	if !rawStore(t, b.db).SerializesWriters() {
@@ -201,7 +199,7 @@ func caseRolledBackFenceExtendsNothing(t *testing.T, b *bundle) {
 // the term rides on is another row, so its renewals go on while a fenced
 // transaction stays open for two TTLs, and the term never ends.
 func fenceDoesNotHoldOffRenewal(t *testing.T, b *bundle, a *running, l *coordination.Lease, events <-chan coordination.Event) {
-	renewed := renewSignal(a)
+	renewed := renewSignal(t, a)
 	tx := b.db.Begin()
 	if tx.Error != nil {
 		t.Fatal(tx.Error)

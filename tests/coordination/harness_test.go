@@ -14,14 +14,15 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
+	"gorm.io/gorm/schema"
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/identity"
-	"github.com/leasehold/leasehold/internal/kitlink"
+	"github.com/leasehold/leasehold/internal/memstore"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
-	"github.com/leasehold/leasehold/internal/testlink"
 	"github.com/leasehold/leasehold/pgnotify"
 )
 
@@ -146,6 +147,20 @@ type running struct {
 	*coordination.Coordinator
 	cancel context.CancelFunc
 	runErr chan error
+}
+
+// Identity returns the identity the coordinator was built with, as its
+// holder string ("node/cluster/instance") says.
+func (r *running) Identity() identity.Identity { return identityOf(r.Coordinator) }
+
+// identityOf returns the identity c was built with, parsed from its holder
+// string.
+func identityOf(c *coordination.Coordinator) identity.Identity {
+	id, err := identity.ParseHolder(c.Holder())
+	if err != nil {
+		panic(fmt.Sprintf("the holder %q of a coordinator does not parse: %v", c.Holder(), err))
+	}
+	return id
 }
 
 // spread maps the handle a case gets on a cluster (openSpread) to handles
@@ -420,14 +435,14 @@ func recvEvent(t testing.TB, ch <-chan coordination.Event, match func(coordinati
 }
 
 func kindIs(k coordination.EventKind, lease string) func(coordination.Event) bool {
-	return func(ev coordination.Event) bool { return ev.Kind == k && (lease == "" || ev.Lease == lease) }
+	return func(ev coordination.Event) bool { return ev.Kind == k && (lease == "" || ev.Key == lease) }
 }
 
 // faultStore wraps the real store and fails chosen operations while a
 // switch is on; failAll fails every database operation, as for a process
 // cut off from the database.
 type faultStore struct {
-	testlink.LeaseStore
+	store.Backend
 	failRenew   atomic.Bool
 	failAcquire atomic.Bool
 	failAll     atomic.Bool
@@ -441,126 +456,142 @@ func (f *faultStore) RenewSession(ctx context.Context, id string, ttl time.Durat
 	if f.failRenew.Load() || f.failAll.Load() {
 		return false, 0, errInjected
 	}
-	return f.LeaseStore.RenewSession(ctx, id, ttl)
+	return f.Backend.RenewSession(ctx, id, ttl)
 }
 
 func (f *faultStore) CreateSession(ctx context.Context, id, holder string, ttl time.Duration) error {
 	if f.failAll.Load() {
 		return errInjected
 	}
-	return f.LeaseStore.CreateSession(ctx, id, holder, ttl)
+	return f.Backend.CreateSession(ctx, id, holder, ttl)
 }
 
 func (f *faultStore) ReadSession(ctx context.Context, id string) (store.Session, bool, error) {
 	if f.failAll.Load() {
 		return store.Session{}, false, errInjected
 	}
-	return f.LeaseStore.ReadSession(ctx, id)
+	return f.Backend.ReadSession(ctx, id)
 }
 
 func (f *faultStore) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {
 	if f.failAll.Load() {
 		return errInjected
 	}
-	return f.LeaseStore.EndSession(ctx, id, pruneAfter)
+	return f.Backend.EndSession(ctx, id, pruneAfter)
 }
 
 func (f *faultStore) AcquireEach(ctx context.Context, session, holder string, names []string, took func([]store.Term)) ([]string, error) {
 	if f.failAcquire.Load() || f.failAll.Load() {
 		return names[:min(len(names), store.WriteChunk)], errInjected // the first statement fails
 	}
-	return f.LeaseStore.AcquireEach(ctx, session, holder, names, took)
+	return f.Backend.AcquireEach(ctx, session, holder, names, took)
 }
 
 func (f *faultStore) Get(ctx context.Context, names []string) ([]store.Row, error) {
 	if f.failAll.Load() {
 		return nil, errInjected
 	}
-	return f.LeaseStore.Get(ctx, names)
+	return f.Backend.Get(ctx, names)
 }
 
 func (f *faultStore) Release(ctx context.Context, session string, terms []store.Term) (int64, error) {
 	if f.failAll.Load() {
 		return 0, errInjected
 	}
-	return f.LeaseStore.Release(ctx, session, terms)
+	return f.Backend.Release(ctx, session, terms)
 }
 
 func (f *faultStore) EnsureRows(ctx context.Context, names []string) error {
 	if f.failAll.Load() {
 		return errInjected
 	}
-	return f.LeaseStore.EnsureRows(ctx, names)
+	return f.Backend.EnsureRows(ctx, names)
 }
 
 func (f *faultStore) List(ctx context.Context, prefix string) ([]store.Row, error) {
 	if f.failAll.Load() {
 		return nil, errInjected
 	}
-	return f.LeaseStore.List(ctx, prefix)
+	return f.Backend.List(ctx, prefix)
 }
 
 func (f *faultStore) SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error) {
 	if f.failAll.Load() {
 		return false, errInjected
 	}
-	return f.LeaseStore.SetData(ctx, session, t, data, wake)
+	return f.Backend.SetData(ctx, session, t, data, wake)
 }
 
 func (f *faultStore) Publish(ctx context.Context, name string, from int64, data string) (bool, error) {
 	if f.failAll.Load() {
 		return false, errInjected
 	}
-	return f.LeaseStore.Publish(ctx, name, from, data)
+	return f.Backend.Publish(ctx, name, from, data)
 }
 
 func (f *faultStore) PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error) {
 	if f.failAll.Load() {
 		return 0, errInjected
 	}
-	return f.LeaseStore.PruneDead(ctx, prefix, grace)
+	return f.Backend.PruneDead(ctx, prefix, grace)
 }
 
 func (f *faultStore) EnsureFloored(ctx context.Context, rows []store.Floored) error {
 	if f.failAll.Load() {
 		return errInjected
 	}
-	return f.LeaseStore.EnsureFloored(ctx, rows)
+	return f.Backend.EnsureFloored(ctx, rows)
 }
 
 func (f *faultStore) ReleaseFloored(ctx context.Context, session string, terms []store.FlooredTerm) (int64, error) {
 	if f.failAll.Load() {
 		return 0, errInjected
 	}
-	return f.LeaseStore.ReleaseFloored(ctx, session, terms)
+	return f.Backend.ReleaseFloored(ctx, session, terms)
 }
 
 func (f *faultStore) PruneFloored(ctx context.Context, prefix string, floor func(string) string, grace time.Duration, limit int) (int64, error) {
 	if f.failAll.Load() {
 		return 0, errInjected
 	}
-	return f.LeaseStore.PruneFloored(ctx, prefix, floor, grace, limit)
+	return f.Backend.PruneFloored(ctx, prefix, floor, grace, limit)
 }
 
-// startFaulty runs a coordinator whose store can be made to fail.
+// startFaulty runs a coordinator whose store can be made to fail: the
+// store of db, opened as coordination.New opens it (storeFor), wrapped in
+// a faultStore.
 func startFaulty(t testing.TB, db *gorm.DB, node string, cfg coordination.Config) (*running, *faultStore) {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = zaptest.NewLogger(t)
 	}
-	cfg = withDefaults(notifying(cfg))
-	fs := &faultStore{LeaseStore: rawStore(t, db)}
+	cfg = withDefaults(t, notifying(cfg))
+	fs := &faultStore{Backend: storeFor(t, db, cfg)}
 	c := newCoordinator(t, fs, testIdentity(t, node), cfg)
 	return startCoordinator(t, c), fs
 }
 
 // countingLogger counts the statements gorm sends and keeps the last ones.
+// A coordinator's statements go through the logger of the handle it is
+// given, so a countingLogger on a session of the test's handle
+// (db.Session(&gorm.Session{Logger: cl})) sees every one of them.
 type countingLogger struct {
 	logger.Interface
 	mu     sync.Mutex
 	count  int
 	renews int
 	stmts  []string
+	// watch, when set, is called after each statement, with the logger
+	// unlocked.
+	watch atomic.Pointer[func(stmt sentStmt)]
+}
+
+// sentStmt is a statement as a countingLogger saw it.
+type sentStmt struct {
+	n      int    // its number among the statements counted
+	renews int    // the statements setting renewed_at_us so far, this one included
+	sql    string // with its arguments
+	err    error
 }
 
 func (l *countingLogger) LogMode(logger.LogLevel) logger.Interface { return l }
@@ -568,7 +599,6 @@ func (l *countingLogger) LogMode(logger.LogLevel) logger.Interface { return l }
 func (l *countingLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
 	sql, _ := fc()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.count++
 	if strings.Contains(sql, "SET renewed_at_us") {
 		l.renews++
@@ -581,6 +611,33 @@ func (l *countingLogger) Trace(ctx context.Context, begin time.Time, fc func() (
 	if len(l.stmts) > 50 {
 		l.stmts = l.stmts[1:]
 	}
+	st := sentStmt{n: l.count, renews: l.renews, sql: sql, err: err}
+	l.mu.Unlock()
+	if w := l.watch.Load(); w != nil {
+		(*w)(st)
+	}
+}
+
+// isSessionRenewal reports whether sql is the renewal of a session: the
+// one statement of a tick of the renewal loop, "UPDATE <sessions> SET
+// renewed_at_us = ...".
+func isSessionRenewal(sql string) bool {
+	return strings.HasPrefix(sql, "UPDATE ") && strings.Contains(sql, "sessions") && strings.Contains(sql, " SET renewed_at_us = ")
+}
+
+// campaignRead returns the names of global leases a read of lease rows
+// by name names ("SELECT l.name, l.holder, ... WHERE <name in the list>":
+// what a campaign round reads), and whether sql is such a read. The
+// names of the cases that use it are all "global/<name>".
+func campaignRead(sql string) (names int, ok bool) {
+	if !strings.HasPrefix(sql, "SELECT l.name, l.holder") {
+		return 0, false
+	}
+	_, where, ok := strings.Cut(sql, " WHERE ")
+	if !ok {
+		return 0, false // a list of every lease (Admin.Leases), not a read by name
+	}
+	return strings.Count(where, "global/"), true
 }
 
 // since returns the statements, of the last 50 kept, sent after the
@@ -591,13 +648,6 @@ func (l *countingLogger) since(n int) string {
 	first := l.count - len(l.stmts) + 1 // the number of l.stmts[0]
 	kept := l.stmts[max(0, min(n+1-first, len(l.stmts))):]
 	return strings.Join(kept, "\n")
-}
-
-// renewals counts the renewal statements sent so far.
-func (l *countingLogger) renewals() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.renews
 }
 
 func (l *countingLogger) snapshot() (int, string) {
@@ -630,61 +680,130 @@ func newDBStore(st *store.Store) dbStore {
 }
 
 // withDefaults returns cfg with its defaults, as coordination.New sets
-// them.
-func withDefaults(cfg coordination.Config) coordination.Config {
-	return testlink.ConfigDefaults(cfg).(coordination.Config)
+// them: the Config of a coordinator built with cfg (on an in-process
+// database; it does not run).
+func withDefaults(t testing.TB, cfg coordination.Config) coordination.Config {
+	t.Helper()
+	return newCoordinator(t, memstore.New().Conn(), testIdentity(t, "defaults"), cfg).Config()
 }
 
-// newCoordinator returns a coordinator for id on st (a store with the
-// methods of dbStore), after the checks coordination.New makes.
-func newCoordinator(t testing.TB, st any, id identity.Identity, cfg coordination.Config) *coordination.Coordinator {
+// storeFor opens the store of db as coordination.New opens it for a
+// coordinator with cfg (defaults filled in, withDefaults): its table
+// prefix, its bound on connections, the failover hold-off of its TTL, and
+// the pool member rows as rows whose release wakes nobody.
+func storeFor(t testing.TB, db *gorm.DB, cfg coordination.Config) dbStore {
 	t.Helper()
-	c, err := kitlink.NewCoordinator(st, id, cfg)
+	s, err := store.New(db, store.Options{TablePrefix: cfg.TablePrefix, MaxConnections: cfg.MaxConnections,
+		FailoverHold: cfg.TTL, Quiet: isPoolMemberRow})
+	if err != nil {
+		t.Fatalf("store.New: %v", err)
+	}
+	return newDBStore(s)
+}
+
+// isPoolMemberRow reports whether name is the row of a pool member,
+// "pool|<key>|member|<member id>" (the package doc's "Names and rows").
+func isPoolMemberRow(name string) bool {
+	rest, ok := strings.CutPrefix(name, "pool|")
+	if !ok {
+		return false
+	}
+	_, rest, ok = strings.Cut(rest, "|")
+	return ok && strings.HasPrefix(rest, "member|")
+}
+
+// backendDialector is a gorm dialector that brings a store of its own
+// (store.Embedded), as the in-process database of the test kit does: a
+// coordinator given a *gorm.DB on it runs on that store, so a test can
+// wrap the store of a database to inject faults or watch calls. Any SQL
+// sent through the handle itself fails; the wrapped store sends its own
+// on its database.
+type backendDialector struct{ st store.Backend }
+
+var _ store.Embedded = backendDialector{}
+
+func (d backendDialector) Backend() store.Backend                       { return d.st }
+func (backendDialector) Name() string                                   { return "test-backend" }
+func (backendDialector) Initialize(*gorm.DB) error                      { return nil }
+func (backendDialector) Migrator(*gorm.DB) gorm.Migrator                { return nil }
+func (backendDialector) DataTypeOf(*schema.Field) string                { return "" }
+func (backendDialector) DefaultValueOf(*schema.Field) clause.Expression { return clause.Expr{} }
+func (backendDialector) BindVarTo(w clause.Writer, _ *gorm.Statement, _ any) {
+	_ = w.WriteByte('?')
+}
+func (backendDialector) QuoteTo(w clause.Writer, s string)   { _, _ = w.WriteString(s) }
+func (backendDialector) Explain(sql string, _ ...any) string { return sql }
+
+// newCoordinator returns a coordinator for id on st (a wrapped store of a
+// database, or the in-process one), built by coordination.New, with its
+// checks, on a handle whose dialector brings st (backendDialector).
+func newCoordinator(t testing.TB, st store.Backend, id identity.Identity, cfg coordination.Config) *coordination.Coordinator {
+	t.Helper()
+	db, err := gorm.Open(backendDialector{st}, &gorm.Config{DisableAutomaticPing: true, Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("open a handle on the test's store: %v", err)
+	}
+	c, err := coordination.New(db, id, cfg)
 	if err != nil {
 		t.Fatalf("new coordinator: %v", err)
 	}
-	return c.(*coordination.Coordinator)
+	return c
 }
 
-// coordinatorOf returns x, a *running or a *coordination.Coordinator, as
-// the coordinator.
-func coordinatorOf(x any) *coordination.Coordinator {
-	switch x := x.(type) {
-	case *running:
-		return x.Coordinator
-	case *coordination.Coordinator:
-		return x
-	}
-	panic(fmt.Sprintf("not a coordinator: %T", x))
+// renewalSeen is one attempt of a coordinator's renewal loop, as
+// Coordinator.Renewal shows it: a success (err nil), when LastSuccess
+// moved, or a failure, when Failures grew.
+type renewalSeen struct {
+	at   time.Time // LastSuccess for a success; when the failure was seen
+	held int       // leases and memberships held and trusted then
+	err  error
 }
 
-// onRenew installs f as the hook called after every renewal attempt of c.
-func onRenew(c any, f func(terms, lost int, err error)) { testlink.OnRenew(coordinatorOf(c), f) }
-
-// onRound installs f as the hook called after every campaign round of c.
-func onRound(c any, f func(names int)) { testlink.OnRound(coordinatorOf(c), f) }
-
-// onWoken installs f as the hook called after every attempt of c of
-// leases named by a wake-up.
-func onWoken(c any, f func(attempted int)) { testlink.OnWoken(coordinatorOf(c), f) }
-
-// dropWakes makes c drop every wake-up it receives, or stop dropping.
-func dropWakes(c any, drop bool) { testlink.DropWakes(coordinatorOf(c), drop) }
-
-// wakeFor delivers a wake-up for names to c.
-func wakeFor(c any, names []string) { testlink.WakeFor(coordinatorOf(c), names) }
-
-// listening reports whether wake-ups arrive at c.
-func listening(c any) bool { return testlink.Listening(coordinatorOf(c)) }
-
-// listenChanged receives at each change of c's listening.
-func listenChanged(c any) <-chan struct{} { return testlink.ListenChanged(coordinatorOf(c)) }
-
-// transport returns c's wake-up transport.
-func transport(c any) any { return testlink.Transport(coordinatorOf(c)) }
-
-// storeOf returns the store c runs on.
-func storeOf(c any) any { return testlink.Store(coordinatorOf(c)) }
+// watchRenewals reports every attempt of c's renewal loop from now on, by
+// looking at c.Renewal() every 2ms (the renewal intervals of these tests
+// are 100 times that), until the test ends or c stops. A renewal that
+// found the session gone is neither: the terms it ends say so. Attempts
+// beyond the channel's buffer are dropped; the channel is closed when the
+// watch ends.
+func watchRenewals(t testing.TB, c *coordination.Coordinator) <-chan renewalSeen {
+	ch := make(chan renewalSeen, 1024)
+	last := c.Renewal()
+	ctx := t.Context()
+	go func() {
+		defer close(ch)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			case <-c.Done():
+				return
+			}
+			st := c.Renewal()
+			var seen []renewalSeen
+			// Failures counts those since the last success: a success in
+			// between starts it over.
+			failedBefore := last.Failures
+			if !st.LastSuccess.Equal(last.LastSuccess) {
+				seen = append(seen, renewalSeen{at: st.LastSuccess, held: st.Held})
+				failedBefore = 0
+			}
+			for range st.Failures - failedBefore {
+				seen = append(seen, renewalSeen{at: time.Now(), held: st.Held, err: st.LastError})
+			}
+			last = st
+			for _, rs := range seen {
+				select {
+				case ch <- rs:
+				default:
+				}
+			}
+		}
+	}()
+	return ch
+}
 
 // poke wakes a loop waiting on ch without blocking.
 func poke(ch chan struct{}) {
@@ -692,4 +811,170 @@ func poke(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// Errors that wrap a broader sentinel and say in their message which
+// case they are.
+
+// isNotInTransaction reports whether err is the refusal of a fencing
+// check given a handle outside a transaction.
+func isNotInTransaction(err error) bool {
+	return errors.Is(err, coordination.ErrInvalidConfig) && strings.Contains(err.Error(), "needs a handle inside a transaction")
+}
+
+// isInvalidName reports whether err is the refusal of a bad name or lock
+// key.
+func isInvalidName(err error) bool {
+	return errors.Is(err, coordination.ErrInvalidConfig) && strings.Contains(err.Error(), "invalid name")
+}
+
+// isSessionLost reports whether err is an attempt that lost the trust of
+// its own session while it took a lease.
+func isSessionLost(err error) bool {
+	return errors.Is(err, coordination.ErrLeaseLost) && strings.Contains(err.Error(), "this process stopped trusting its session")
+}
+
+// isPoolMode reports whether err is the failure of a member whose pool
+// live members run in another mode (by index and count, or partitions).
+func isPoolMode(err error) bool {
+	return errors.Is(err, coordination.ErrInvalidConfig) && strings.Contains(err.Error(), "pool is run in another mode")
+}
+
+// isLostInFailover reports whether err is the cause of a term the new
+// primary of a failed-over database does not show.
+func isLostInFailover(err error) bool {
+	return errors.Is(err, coordination.ErrLeaseLost) && strings.Contains(err.Error(), "the database failed over")
+}
+
+// isFenced reports whether err is a failed fencing check of what (such as
+// `lease "global/x" epoch 3` or `pool "global/x" generation 3`; "" for any)
+// that says reason.
+func isFenced(err error, what, reason string) bool {
+	return errors.Is(err, coordination.ErrFenced) && strings.Contains(err.Error(), what) && strings.Contains(err.Error(), reason)
+}
+
+// endOfTerm reports whether err is the cause of a term's end rather than
+// a failure of the work: one of the causes a lease's context ends with
+// (RunOptions.OnTermEnd lists them), a fencing refusal, or a context's
+// own end; never a panic.
+func endOfTerm(err error) bool {
+	var pe *coordination.PanicError
+	if errors.As(err, &pe) {
+		return false
+	}
+	for _, target := range []error{
+		context.Canceled, context.DeadlineExceeded, coordination.ErrLeaseLost, coordination.ErrClosed,
+		coordination.ErrReleased, coordination.ErrFenced, coordination.ErrResigned, coordination.ErrUnhealthy,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// The limits and bounds package coordination documents, whose constants
+// are its own.
+const (
+	maxNameLen    = 128  // the longest name (validateName)
+	maxKeyLen     = 100  // the longest lock key (validateKey)
+	maxPartitions = 4096 // the most partitions of a pool (PoolConfig.Partitions)
+	maxLimit      = 1000 // the largest semaphore limit (Coordinator.Semaphore)
+	// deadMemberGrace is how many TTLs a dead pool member's row outlives
+	// its expiry before a live member prunes it ("Dead member rows are
+	// pruned after 10 TTLs").
+	deadMemberGrace = 10
+	// lockFloors is the number of floor rows of a namespace of keyed
+	// locks, "lockfloor|<key>|<bucket>".
+	lockFloors = 64
+)
+
+// rebalanceBound is how soon after a join or a graceful leave every member
+// works in the new generation, for a pool's poll interval: poll + poll/4,
+// as PoolConfig.PollInterval documents it.
+func rebalanceBound(poll time.Duration) time.Duration { return poll + poll/4 }
+
+// crashRebalanceBound is how soon after a member's crash every other
+// member works in a generation without it: ttl + poll/4 + 2ms, as
+// PoolConfig.PollInterval documents it.
+func crashRebalanceBound(ttl, poll time.Duration) time.Duration {
+	return ttl + poll/4 + 2*time.Millisecond
+}
+
+// Row names, in the formats of package coordination's doc ("Names and
+// rows").
+
+// poolGenerationRow is "pool|<key>|generation": the generation of the pool
+// with key (Pool.Key).
+func poolGenerationRow(key string) string { return "pool|" + key + "|generation" }
+
+// poolRowsPrefix starts every row of the pool with key, and no other row.
+func poolRowsPrefix(key string) string { return "pool|" + key + "|" }
+
+// poolMembersPrefix starts every member row of the pool with key.
+func poolMembersPrefix(key string) string { return "pool|" + key + "|member|" }
+
+// poolMemberRow is "pool|<key>|member|<member id>".
+func poolMemberRow(key, member string) string { return poolMembersPrefix(key) + member }
+
+// lockRowsPrefix starts every row of the keyed locks of the namespace with
+// key (Locks.Key): "lock|<key>|<lock key>".
+func lockRowsPrefix(key string) string { return "lock|" + key + "|" }
+
+// membershipToken is the fencing token of the membership an assignment was
+// given under: the member row of its member, at its Epoch.
+func membershipToken(a coordination.Assignment) coordination.Token {
+	return coordination.Token{Key: poolMemberRow(a.Key, a.Members[a.Index]), Epoch: a.Epoch}
+}
+
+// sessionOf returns the id of the session the lease l rides on, as its row
+// shows it.
+func sessionOf(t testing.TB, db *gorm.DB, l *coordination.Lease) string {
+	t.Helper()
+	return row(t, db, l.Key()).Session
+}
+
+// heldTokens returns the tokens of the live leases and memberships the
+// database shows c holding.
+func heldTokens(t testing.TB, c *coordination.Coordinator) []coordination.Token {
+	t.Helper()
+	infos, err := c.Admin().Leases(context.Background())
+	if err != nil {
+		t.Fatalf("Leases: %v", err)
+	}
+	var out []coordination.Token
+	for _, info := range infos {
+		if info.Live && info.Holder == c.Holder() {
+			out = append(out, coordination.Token{Key: info.Key, Epoch: info.Epoch})
+		}
+	}
+	return out
+}
+
+// poolRows names the rows of one pool, in the documented formats.
+type poolRows struct {
+	Prefix     string // every row of the pool starts with it, and no other row does
+	Generation string // the generation row
+	Members    string // every member row starts with it
+	key        string
+}
+
+// Member returns the row of the member with the given id.
+func (r poolRows) Member(id string) string { return poolMemberRow(r.key, id) }
+
+// poolRowsOf returns the names of the rows of the pool with key.
+func poolRowsOf(key string) poolRows {
+	return poolRows{Prefix: poolRowsPrefix(key), Generation: poolGenerationRow(key), Members: poolMembersPrefix(key), key: key}
+}
+
+// memDB returns a handle on a fresh in-process database (the test kit's,
+// internal/memstore): a coordinator given it runs there, and any SQL sent
+// through it fails.
+func memDB(t testing.TB) *gorm.DB {
+	t.Helper()
+	db, err := memstore.New().Conn().Open()
+	if err != nil {
+		t.Fatalf("open the in-process database: %v", err)
+	}
+	return db
 }

@@ -19,7 +19,7 @@ func TestHealthState(t *testing.T) {
 		h := &health{}
 		mp, probe := newMeterProbe(t)
 		cfg := coordination.Config{HealthCheck: h.check, HealthInterval: 10 * time.Second, HealthFailures: 3, MeterProvider: mp}
-		if st := newCoordinator(t, memstore.New(), testIdentity(t, "node-a"), withDefaults(cfg)).Renewal(); !st.Unhealthy ||
+		if st := newCoordinator(t, memstore.New(), testIdentity(t, "node-a"), withDefaults(t, cfg)).Renewal(); !st.Unhealthy ||
 			!st.HealthChanged.IsZero() || st.HealthError != nil {
 			t.Fatalf("Renewal before Run = %+v, want unhealthy (no check has passed), no change time, no error", st)
 		}

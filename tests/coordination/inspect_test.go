@@ -46,7 +46,7 @@ func casePoolsListsEveryPool(t *testing.T, b *bundle) {
 		j := joined{leave: leave, done: make(chan struct{})}
 		go func() {
 			defer close(j.done)
-			_ = p.Run(ctx, func(ctx context.Context, _ coordination.Assignment) error { <-ctx.Done(); return nil })
+			_ = p.Run(ctx, func(ctx context.Context, _ coordination.Assignment) error { <-ctx.Done(); return nil }, nil)
 		}()
 		t.Cleanup(func() {
 			leave()
@@ -85,7 +85,7 @@ func casePoolsListsEveryPool(t *testing.T, b *bundle) {
 		deadline := time.Now().Add(wait)
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
-			got, err := reader.Pools(ctx)
+			got, err := reader.Admin().Pools(ctx)
 			cancel()
 			if err != nil {
 				t.Fatalf("Pools: %v", err)
@@ -104,15 +104,15 @@ func casePoolsListsEveryPool(t *testing.T, b *bundle) {
 		return len(ps) == 3 && settled(ps[0], idB) && settled(ps[1], idA, idB) && settled(ps[2], idA)
 	})
 	for i, st := range got {
-		if st.Pool != keys[i] {
-			t.Fatalf("pool %d is %q, want %q (in key order)", i, st.Pool, keys[i])
+		if st.Key != keys[i] {
+			t.Fatalf("pool %d is %q, want %q (in key order)", i, st.Key, keys[i])
 		}
-		if st.DBNow.IsZero() {
-			t.Errorf("pool %s: DBNow is zero", st.Pool)
+		if st.DatabaseTime.IsZero() {
+			t.Errorf("pool %s: DBNow is zero", st.Key)
 		}
 		for _, m := range st.Members {
-			if !m.Live || !m.ExpiresAt.After(st.DBNow) || m.Holder == "" {
-				t.Errorf("pool %s: member %+v not live at %v", st.Pool, m, st.DBNow)
+			if !m.Live || !m.ExpiresAt.After(st.DatabaseTime) || m.Holder == "" {
+				t.Errorf("pool %s: member %+v not live at %v", st.Key, m, st.DatabaseTime)
 			}
 		}
 	}
@@ -150,7 +150,7 @@ func casePoolsListsEveryPool(t *testing.T, b *bundle) {
 	if left == nil || left.Live {
 		t.Errorf("the row of the member that left = %+v, want present and not live", left)
 	}
-	if got[0].Pool != keys[0] || !settled(got[0], idB) || got[2].Pool != keys[2] || !settled(got[2], idA) {
+	if got[0].Key != keys[0] || !settled(got[0], idB) || got[2].Key != keys[2] || !settled(got[2], idA) {
 		t.Errorf("a leave from global/a changed another pool: %+v", got)
 	}
 }

@@ -40,8 +40,8 @@ func caseLeaseData(t *testing.T, b *bundle) {
 	if got := row(t, b.db, l1.Key()).Data; got != "two" {
 		t.Fatalf("data = %q, want two", got)
 	}
-	if err := l1.SetDataIn(b.db, "x"); !errors.Is(err, coordination.ErrNotInTransaction) {
-		t.Fatalf("SetDataIn outside a transaction: %v, want ErrNotInTransaction", err)
+	if err := l1.SetDataIn(b.db, "x"); !isNotInTransaction(err) {
+		t.Fatalf("SetDataIn outside a transaction: %v, want ErrInvalidConfig for a handle outside a transaction", err)
 	}
 	if err := l1.SetData(ctx, strings.Repeat("x", coordination.MaxDataLen+1)); !errors.Is(err, coordination.ErrInvalidConfig) || !strings.Contains(err.Error(), "MaxDataLen") {
 		t.Fatalf("SetData of too much data: %v, want ErrInvalidConfig naming MaxDataLen", err)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/testdb"
-	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 // TestLocksConformance runs the keyed lock cases on every database
@@ -60,7 +59,7 @@ func mustLock(t testing.TB, l *coordination.Locks, key string) *coordination.Lea
 // rows.
 func lockRows(t testing.TB, db *gorm.DB, l *coordination.Locks) []string {
 	t.Helper()
-	rows, err := rawStore(t, db).List(context.Background(), testlink.LockRowPrefix+l.Key()+testlink.KeySep)
+	rows, err := rawStore(t, db).List(context.Background(), lockRowsPrefix(l.Key()))
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -155,13 +154,13 @@ func caseLocksTryLock(t *testing.T, b *bundle) {
 		t.Fatalf("TryLock after the release = %v; want the key at an epoch above %d", err, l.Epoch())
 	}
 	release(t, l2)
-	for _, key := range []string{"", strings.Repeat("k", coordination.MaxKeyLen+1), "tab\there", "caf\xc3\xa9"} {
-		if _, err := a.TryLock(ctx, key); !errors.Is(err, coordination.ErrInvalidName) || !strings.Contains(err.Error(), "lock key") {
-			t.Fatalf("TryLock(%q) = %v; want ErrInvalidName naming the lock key", key, err)
+	for _, key := range []string{"", strings.Repeat("k", maxKeyLen+1), "tab\there", "caf\xc3\xa9"} {
+		if _, err := a.TryLock(ctx, key); !isInvalidName(err) || !strings.Contains(err.Error(), "lock key") {
+			t.Fatalf("TryLock(%q) = %v; want ErrInvalidConfig naming the lock key", key, err)
 		}
 	}
-	if _, err := a.Lock(ctx, ""); !errors.Is(err, coordination.ErrInvalidName) {
-		t.Fatalf("Lock(\"\") = %v; want ErrInvalidName", err)
+	if _, err := a.Lock(ctx, ""); !isInvalidName(err) {
+		t.Fatalf("Lock(\"\") = %v; want ErrInvalidConfig", err)
 	}
 }
 
@@ -176,12 +175,15 @@ func caseLocksFreeKeyTakenByTheCaller(t *testing.T, b *bundle) {
 	r := start(t, b.db.Session(&gorm.Session{Logger: cl}), "node-a", cfg)
 	ns := locks(t, r.Coordinator, coordination.GlobalScope, "accounts")
 	release(t, mustLock(t, ns, "warm-up")) // starts the session
+	// A campaign round that reads names sends a read of lease rows by
+	// name (rounds that read nothing send nothing): count them from here.
 	var rounds atomic.Int32
-	onRound(r, func(names int) {
-		if names > 0 {
+	watch := func(st sentStmt) {
+		if strings.HasPrefix(st.sql, "SELECT l.name, l.holder") && strings.Contains(st.sql, " WHERE ") {
 			rounds.Add(1)
 		}
-	})
+	}
+	cl.watch.Store(&watch)
 	before, _ := cl.snapshot()
 	l := mustLock(t, ns, "acct-7")
 	after, last := cl.snapshot()
@@ -250,7 +252,7 @@ func caseLocksEpochRisesAcrossDelete(t *testing.T, b *bundle) {
 	}
 	last = dead.Epoch()
 	fa.failAll.Store(true)
-	<-dead.Done()
+	<-dead.Context().Done()
 	deadline := time.Now().Add(wait)
 	for {
 		// Each release of another key prunes when a TTL has passed.
@@ -338,13 +340,20 @@ func caseLocksReleaseWakesWaiter(t *testing.T, b *bundle) {
 	na, nc := locks(t, a.Coordinator, coordination.GlobalScope, "acct"), locks(t, c.Coordinator, coordination.GlobalScope, "acct")
 	l := mustLock(t, na, "k")
 	got := make(chan *coordination.Lease, 1)
+	// node-c's campaign round that reads the key held says so with an
+	// EventLeaderChanged naming a's holder.
+	events := c.Subscribe(t.Context(), 64)
 	rounds := make(chan int, 16)
-	onRound(c, func(n int) {
-		select {
-		case rounds <- n:
-		default:
+	go func() {
+		for ev := range events {
+			if ev.Kind == coordination.EventLeaderChanged && ev.Key == l.Key() && ev.Holder == a.Holder() {
+				select {
+				case rounds <- 1:
+				default:
+				}
+			}
 		}
-	})
+	}()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
@@ -376,7 +385,7 @@ func caseLocksOneRenewalPerTick(t *testing.T, b *bundle) {
 	db := b.db.Session(&gorm.Session{Logger: cl})
 	cfg := steady(b.fastConfig())
 	r := start(t, db, "node-a", cfg)
-	ticks := tickSignal(r, cl)
+	ticks := tickSignal(cl)
 	ns := locks(t, r.Coordinator, coordination.GlobalScope, "many")
 	const held = 300
 	// The waits join the campaign loop's rounds, which take the keys in
@@ -399,7 +408,7 @@ func caseLocksOneRenewalPerTick(t *testing.T, b *bundle) {
 	if t.Failed() {
 		return
 	}
-	first, second := twoTicks(t, ticks, held)
+	first, second := twoTicks(t, r, cl, ticks, held)
 	if got := second.renewal - first.renewal; got != 1 {
 		t.Fatalf("renewal statements per tick with %d held keys = %d, want 1", held, got)
 	}
@@ -433,8 +442,8 @@ func caseLocksRowsBounded(t *testing.T, b *bundle) {
 	}
 	all, err := rawStore(t, b.db).List(context.Background(), "")
 	check(t, err)
-	if len(all) > testlink.LockFloors {
-		t.Fatalf("%d rows after %d distinct keys were used and released; want at most the %d floor rows", len(all), keys, testlink.LockFloors)
+	if len(all) > lockFloors {
+		t.Fatalf("%d rows after %d distinct keys were used and released; want at most the %d floor rows", len(all), keys, lockFloors)
 	}
 }
 

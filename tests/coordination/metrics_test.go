@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 // The names of the instruments, their attributes and the causes of a
@@ -198,7 +198,7 @@ func caseMetricsAcquireRenewRelease(t *testing.T, b *bundle) {
 	cfg := b.fastConfig()
 	cfg.MeterProvider = mp
 	r := start(t, b.db, "node-a", cfg)
-	renewed := renewSignal(r)
+	renewed := renewSignal(t, r)
 	e := election(t, r.Coordinator, coordination.ClusterScope, "metered")
 
 	if held, ok := probe.collect().gauge(metricLeaseHeld, attrLease, e.Key()); !ok || held != 0 {
@@ -341,10 +341,8 @@ func caseMetricsLossAndHandoff(t *testing.T, b *bundle) {
 	cfgA.MeterProvider, cfgC.MeterProvider = mpA, mpC
 	a, fa := startFaulty(t, b.db, "node-a", cfgA)
 	c := start(t, b.db, "node-c", cfgC)
-	eventsA, unsubA := a.Subscribe(16)
-	defer unsubA()
-	eventsC, unsubC := c.Subscribe(16)
-	defer unsubC()
+	eventsA := a.Subscribe(t.Context(), 16)
+	eventsC := c.Subscribe(t.Context(), 16)
 
 	la := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "handoff"))
 	ec := election(t, c.Coordinator, coordination.GlobalScope, "handoff")
@@ -440,7 +438,7 @@ func caseMetricsPool(t *testing.T, b *bundle) {
 				m.got <- a
 				<-ctx.Done()
 				return nil
-			})
+			}, nil)
 		}()
 		t.Cleanup(func() {
 			cancel()
@@ -481,7 +479,7 @@ func caseMetricsPool(t *testing.T, b *bundle) {
 		if n, _ := s.gauge(metricPoolAssigned, attrPool, m.p.Key()); n != 1 {
 			t.Errorf("member %d: assigned = %d, want 1", i, n)
 		}
-		if held, _ := s.gauge(metricLeaseHeld, attrLease, testlink.AssignmentMember(a).(*coordination.Lease).Key()); held != 1 {
+		if held, _ := s.gauge(metricLeaseHeld, attrLease, membershipToken(a).Key); held != 1 {
 			t.Errorf("member %d: membership lease held = %d, want 1", i, held)
 		}
 		// A join takes its membership on the acquire path of elections.
@@ -499,18 +497,26 @@ func caseMetricsPool(t *testing.T, b *bundle) {
 }
 
 // TestMetricsRenewPathAllocatesNothing: the values a renewal records
-// allocate nothing per tick with the SDK either.
+// allocate nothing per tick with the SDK either. The test captures the
+// instruments a coordinator creates on an SDK provider (capturingProvider)
+// and records on them as the renewal loop does, without attributes and
+// with a background context; package coordination's test of the same name
+// checks that the loop's own recording allocates nothing.
 func TestMetricsRenewPathAllocatesNothing(t *testing.T) {
 	mp, probe := newMeterProbe(t)
-	renewal, headroom, err := testlink.Metrics(mp)
+	cp := &capturingProvider{MeterProvider: mp, hists: map[string]metric.Float64Histogram{}}
+	c, err := coordination.New(memDB(t), testIdentity(t, "node-a"), coordination.Config{MeterProvider: cp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	renewal(time.Millisecond, nil)
-	headroom(time.Second)
+	_ = c
+	renewal, headroom := cp.hist(t, metricRenewDuration), cp.hist(t, metricTrustHeadroom)
+	ctx := context.Background()
+	renewal.Record(ctx, time.Millisecond.Seconds())
+	headroom.Record(ctx, time.Second.Seconds())
 	allocs := testing.AllocsPerRun(100, func() {
-		renewal(time.Millisecond, nil)
-		headroom(time.Second)
+		renewal.Record(ctx, time.Millisecond.Seconds())
+		headroom.Record(ctx, time.Second.Seconds())
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per renewal, want 0", allocs)
@@ -518,6 +524,46 @@ func TestMetricsRenewPathAllocatesNothing(t *testing.T) {
 	if n, _, _ := probe.collect().hist(metricRenewDuration); n != 102 {
 		t.Fatalf("renew round trips recorded = %d, want 102", n)
 	}
+}
+
+// capturingProvider is a MeterProvider that hands out its inner
+// provider's instruments and keeps the histograms, by name.
+type capturingProvider struct {
+	metric.MeterProvider
+	mu    sync.Mutex
+	hists map[string]metric.Float64Histogram
+}
+
+func (p *capturingProvider) Meter(name string, opts ...metric.MeterOption) metric.Meter {
+	return capturingMeter{Meter: p.MeterProvider.Meter(name, opts...), p: p}
+}
+
+// hist returns the histogram named name, failing the test when the
+// coordinator created none.
+func (p *capturingProvider) hist(t testing.TB, name string) metric.Float64Histogram {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.hists[name]
+	if !ok {
+		t.Fatalf("the coordinator created no histogram %q", name)
+	}
+	return h
+}
+
+type capturingMeter struct {
+	metric.Meter
+	p *capturingProvider
+}
+
+func (m capturingMeter) Float64Histogram(name string, opts ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
+	h, err := m.Meter.Float64Histogram(name, opts...)
+	if err == nil {
+		m.p.mu.Lock()
+		m.p.hists[name] = h
+		m.p.mu.Unlock()
+	}
+	return h, err
 }
 
 // TestMetricsTrustRemaining runs caseMetricsTrustRemaining on every
@@ -542,8 +588,7 @@ func caseMetricsTrustRemaining(t *testing.T, b *bundle) {
 	mp, probe := newMeterProbe(t)
 	cfg.MeterProvider = mp
 	r, fs := startFaulty(t, b.db, "node-a", cfg)
-	events, unsubscribe := r.Subscribe(16)
-	defer unsubscribe()
+	events := r.Subscribe(t.Context(), 16)
 
 	if v, ok := probe.collect().value(metricTrustRemaining); !ok || v != 0 {
 		t.Fatalf("before any lease: trust remaining = %v (observed %v), want 0", v, ok)

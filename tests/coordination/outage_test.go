@@ -178,8 +178,7 @@ func caseDatabaseDownAtStart(t *testing.T, o *outageEnv) {
 	if err != nil {
 		t.Fatalf("New with the database down: %v", err)
 	}
-	events, unsub := c.Subscribe(256)
-	defer unsub()
+	events := c.Subscribe(t.Context(), 256)
 	r := launch(t, c)
 	e := election(t, c, coordination.GlobalScope, "down-at-start")
 	campCtx, campCancel := context.WithTimeout(context.Background(), 2*wait)
@@ -287,22 +286,26 @@ func waitPollsOrCampaign(t *testing.T, polls chan struct{}, n int, campaign <-ch
 	}
 }
 
-// renewResult is one renewal attempt, as the afterRenew hook saw it.
+// renewResult is one renewal attempt, as Coordinator.Renewal shows it
+// (watchRenewals): when it succeeded, or when its failure was seen.
 type renewResult struct {
-	at   time.Time
-	lost int
-	err  error
+	at  time.Time
+	err error
 }
 
-// renewResults installs a hook that reports every renewal attempt.
-func renewResults(r *running) <-chan renewResult {
+// renewResults reports every renewal attempt of r's renewal loop from now
+// on.
+func renewResults(t testing.TB, r *running) <-chan renewResult {
 	ch := make(chan renewResult, 256)
-	onRenew(r, func(terms, lost int, err error) {
-		select {
-		case ch <- renewResult{at: time.Now(), lost: lost, err: err}:
-		default:
+	renewals := watchRenewals(t, r.Coordinator)
+	go func() {
+		for rs := range renewals {
+			select {
+			case ch <- renewResult{at: rs.at, err: rs.err}:
+			default:
+			}
 		}
-	})
+	}()
 	return ch
 }
 
@@ -343,15 +346,15 @@ func caseDatabaseRestartUnderHolder(t *testing.T, o *outageEnv) {
 	driver, dsn := o.database(t, "outage_restart_under_holder")
 	db := outageOpen(t, driver, dsn)
 	a := start(t, db, "node-a", cfg)
-	ps := &pollSignalStore{dbStore: rawStore(t, db), polls: make(chan struct{}, 64)}
 	bcfg := cfg
 	bcfg.Logger = zaptest.NewLogger(t)
-	b := startCoordinator(t, newCoordinator(t, ps, testIdentity(t, "node-b"), withDefaults(notifying(bcfg))))
+	bcfg = withDefaults(t, notifying(bcfg))
+	ps := &pollSignalStore{dbStore: storeFor(t, db, bcfg), polls: make(chan struct{}, 64)}
+	b := startCoordinator(t, newCoordinator(t, ps, testIdentity(t, "node-b"), bcfg))
 
 	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "restart"))
-	events, unsub := a.Subscribe(256)
-	defer unsub()
-	renews := renewResults(a)
+	events := a.Subscribe(t.Context(), 256)
+	renews := renewResults(t, a)
 	bctx, bcancel := context.WithCancel(context.Background())
 	defer bcancel()
 	bgot := campaignAsync(bctx, election(t, b.Coordinator, coordination.GlobalScope, "restart"))
@@ -382,7 +385,7 @@ await:
 				ok = rr
 				break await
 			}
-		case <-l.Done():
+		case <-l.Context().Done():
 			if outage < trustSlack {
 				t.Fatalf("holder lost the term over a %v restart (it keeps it for restarts under %v): %v",
 					outage, trustSlack, context.Cause(l.Context()))
@@ -417,9 +420,9 @@ await:
 	stillRunning(t, a)
 	stillRunning(t, b)
 
-	if ok.lost != 0 || !l.Valid() || l.Context().Err() != nil {
-		t.Fatalf("holder lost the term over a %v restart: lost=%d valid=%v cause=%v",
-			outage, ok.lost, l.Valid(), context.Cause(l.Context()))
+	if !l.Valid() || l.Context().Err() != nil {
+		t.Fatalf("holder lost the term over a %v restart: valid=%v cause=%v",
+			outage, l.Valid(), context.Cause(l.Context()))
 	}
 	got := row(t, db, l.Key())
 	if got.Holder != a.Holder() || got.Epoch != l.Epoch() || !got.Live() {
@@ -464,8 +467,7 @@ func caseDatabaseDownLongerThanTrust(t *testing.T, o *outageEnv) {
 	driver, dsn := o.database(t, "outage_down_longer_than_trust")
 	db := outageOpen(t, driver, dsn)
 	a := start(t, db, "node-a", cfg)
-	events, unsub := a.Subscribe(256)
-	defer unsub()
+	events := a.Subscribe(t.Context(), 256)
 	e := election(t, a.Coordinator, coordination.GlobalScope, "long-outage")
 
 	terms := make(chan *coordination.Lease, 4)
@@ -477,7 +479,7 @@ func caseDatabaseDownLongerThanTrust(t *testing.T, o *outageEnv) {
 			terms <- l
 			<-ctx.Done()
 			return nil
-		})
+		}, nil)
 	}()
 	recvLease := func(what string) *coordination.Lease {
 		t.Helper()
@@ -496,7 +498,7 @@ func caseDatabaseDownLongerThanTrust(t *testing.T, o *outageEnv) {
 	stopServer(t, o.srv)
 	stoppedAt := time.Now()
 	select {
-	case <-l1.Done():
+	case <-l1.Context().Done():
 	case <-time.After(wait):
 		t.Fatalf("the term did not end within %v of the database going down", wait)
 	}

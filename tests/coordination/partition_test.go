@@ -51,7 +51,7 @@ func partitionItems() []partitionItem {
 }
 
 // scoped is what selects a share of a pool's rows: an Assignment of a
-// pool of index and count, or a Partition of a sticky pool.
+// pool of index and count, or an Assignment of a pool with Partitions.
 type scoped interface {
 	Scope(column string) func(*gorm.DB) *gorm.DB
 	BucketScope(column string) func(*gorm.DB) *gorm.DB
@@ -78,12 +78,12 @@ func casePartitionRows(t *testing.T, b *bundle) {
 	var all []shares
 	for _, count := range []int{1, 2, 3, 5, 7, 64} {
 		all = append(all, shares{"member", count, func(i int) scoped {
-			return coordination.Assignment{Pool: "global/orders", Index: i, Count: count, Generation: 9}
+			return coordination.Assignment{Key: "global/orders", Index: i, Count: count, Generation: 9}
 		}})
 	}
-	for _, count := range []int{1, 3, 16, 256, coordination.MaxPartitions} {
+	for _, count := range []int{1, 3, 16, 256, maxPartitions} {
 		all = append(all, shares{"partition", count, func(i int) scoped {
-			return coordination.Partition{Pool: "global/orders", Partition: i, Count: count, Since: 9}
+			return coordination.Assignment{Key: "global/orders", Index: i, Count: count, Generation: 9}
 		}})
 	}
 	for _, sh := range all {
@@ -101,7 +101,7 @@ func casePartitionRows(t *testing.T, b *bundle) {
 				{"Scope(id)", a.Scope("partition_items.id"), byID, func(it partitionItem) bool { return a.Owns(it.ID) }},
 				{"BucketScope(bucket)", a.BucketScope("bucket"), byBucket, func(it partitionItem) bool { return a.OwnsBucket(it.Bucket) }},
 			}
-			if count == coordination.MaxPartitions && index%64 != 0 {
+			if count == maxPartitions && index%64 != 0 {
 				// Of the 4096 partitions, one in 64 is queried; Owns and
 				// OwnsBucket still account for every row below.
 				for _, q := range queries {
@@ -162,17 +162,19 @@ func casePartitionErrors(t *testing.T, b *bundle) {
 		want    string
 		invalid bool // no valid share: owns nothing
 	}{
-		{coordination.Assignment{Pool: "global/orders"}, "id", "Count (0) must be at least 1", true},
-		{coordination.Assignment{Pool: "global/orders", Index: 3, Count: 3}, "id", "Index (3) must lie in [0, Count (3))", true},
-		{coordination.Assignment{Pool: "global/orders", Index: -1, Count: 3}, "id", "Index (-1) must lie in [0, Count (3))", true},
+		{coordination.Assignment{Key: "global/orders"}, "id", "Count (0) must be at least 1", true},
+		{coordination.Assignment{Key: "global/orders", Index: 3, Count: 3}, "id", "Index (3) must lie in [0, Count (3))", true},
+		{coordination.Assignment{Key: "global/orders", Index: -1, Count: 3}, "id", "Index (-1) must lie in [0, Count (3))", true},
 		{coordination.Assignment{Index: 0, Count: 2}, "", `column "": "" is not a plain identifier`, false},
 		{coordination.Assignment{Index: 0, Count: 2}, "id; DROP TABLE partition_items", `column "id; DROP TABLE partition_items"`, false},
 		{coordination.Assignment{Index: 0, Count: 2}, "a.b.c", `column "a.b.c": want a name or table.name`, false},
 		{coordination.Assignment{Index: 0, Count: 2}, "1d", `"1d" is not a plain identifier`, false},
-		{coordination.Partition{Pool: "global/orders"}, "id", `partition of pool "global/orders": Count (0) must be at least 1`, true},
-		{coordination.Partition{Pool: "global/orders", Partition: 16, Count: 16}, "id", "Partition (16) must lie in [0, Count (16))", true},
-		{coordination.Partition{Pool: "global/orders", Partition: -1, Count: 16}, "id", "Partition (-1) must lie in [0, Count (16))", true},
-		{coordination.Partition{Partition: 0, Count: 16}, "id; DROP TABLE partition_items", `column "id; DROP TABLE partition_items"`, false},
+		// An Assignment of a pool with Partitions: its errors name the pool
+		// as an index pool's do.
+		{coordination.Assignment{Key: "global/orders"}, "id", `assignment of pool "global/orders": Count (0) must be at least 1`, true},
+		{coordination.Assignment{Key: "global/orders", Index: 16, Count: 16}, "id", `assignment of pool "global/orders": Index (16) must lie in [0, Count (16))`, true},
+		{coordination.Assignment{Key: "global/orders", Index: -1, Count: 16}, "id", `assignment of pool "global/orders": Index (-1) must lie in [0, Count (16))`, true},
+		{coordination.Assignment{Index: 0, Count: 16}, "id; DROP TABLE partition_items", `column "id; DROP TABLE partition_items"`, false},
 	} {
 		for _, scope := range []func(string) func(*gorm.DB) *gorm.DB{tc.s.Scope, tc.s.BucketScope} {
 			var ids []int64

@@ -35,7 +35,7 @@ func casePoolFive(t *testing.T, b *bundle) {
 		n := &poolNode{c: r.Coordinator, fs: fs, cancel: r.cancel, leave: leave, done: make(chan struct{})}
 		go func() {
 			defer close(n.done)
-			_ = p.Run(pctx, rec.fn(r.Identity().Instance))
+			_ = p.Run(pctx, rec.fn(r.Identity().Instance), nil)
 		}()
 		t.Cleanup(func() {
 			leave()
@@ -73,6 +73,6 @@ func casePoolFive(t *testing.T, b *bundle) {
 	rec.check(t)
 	poll := cfg.RetryInterval
 	t.Logf("LOUD: %s: pool rebalance: join %v, graceful leave %v (RebalanceBound %v), crash %v (CrashRebalanceBound %v); poll %v, TTL %v",
-		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond), coordination.RebalanceBound(poll),
-		crash.Round(time.Millisecond), coordination.CrashRebalanceBound(cfg.TTL, poll), poll, cfg.TTL)
+		b.target.Name, join.Round(time.Millisecond), leave.Round(time.Millisecond), rebalanceBound(poll),
+		crash.Round(time.Millisecond), crashRebalanceBound(cfg.TTL, poll), poll, cfg.TTL)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/memstore"
-	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 // startFakePoolNode starts a coordinator on the in-process store ms,
@@ -23,7 +22,7 @@ import (
 // for poolNode.done and the coordinator's Done.
 func startFakePoolNode(t *testing.T, ms *memstore.Store, node string, cfg coordination.Config, pool string, rec *recorder) *poolNode {
 	t.Helper()
-	fs := &faultStore{LeaseStore: ms}
+	fs := &faultStore{Backend: ms}
 	c := newCoordinator(t, fs, testIdentity(t, node), cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = c.Run(ctx) }()
@@ -37,7 +36,7 @@ func startFakePoolNode(t *testing.T, ms *memstore.Store, node string, cfg coordi
 	n := &poolNode{c: c, fs: fs, cancel: cancel, leave: leave, done: make(chan struct{})}
 	go func() {
 		defer close(n.done)
-		_ = p.Run(pctx, rec.fn(c.Identity().Instance))
+		_ = p.Run(pctx, rec.fn(identityOf(c).Instance), nil)
 	}()
 	return n
 }
@@ -45,7 +44,7 @@ func startFakePoolNode(t *testing.T, ms *memstore.Store, node string, cfg coordi
 func TestPoolRebalanceOnFakeTime(t *testing.T) {
 	faketime.Test(t, func(t *testing.T) {
 		ms := memstore.New()
-		cfg := withDefaults(coordination.Config{Logger: zaptest.NewLogger(t)}) // TTL 15s, poll = retry 2s
+		cfg := withDefaults(t, coordination.Config{Logger: zaptest.NewLogger(t)}) // TTL 15s, poll = retry 2s
 		rec := newRecorder()
 		var nodes []*poolNode
 		add := func(i int) *poolNode {
@@ -76,7 +75,7 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 		g2 := rec.waitSettled(t, 5, time.Minute)
 		took := time.Since(joined)
 		t.Logf("join: generation %d -> %d in %v (poll %v)", g, g2, took, poll)
-		if b := coordination.RebalanceBound(poll); took > b {
+		if b := rebalanceBound(poll); took > b {
 			t.Errorf("rebalance after join took %v, want within RebalanceBound %v", took, b)
 		}
 
@@ -87,7 +86,7 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 		g3 := rec.waitSettled(t, 4, time.Minute)
 		took = time.Since(left)
 		t.Logf("graceful leave: generation %d -> %d in %v", g2, g3, took)
-		if b := coordination.RebalanceBound(poll); took > b {
+		if b := rebalanceBound(poll); took > b {
 			t.Errorf("rebalance after graceful leave took %v, want within RebalanceBound %v", took, b)
 		}
 
@@ -99,7 +98,7 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 		g4 := rec.waitSettled(t, 3, 5*time.Minute)
 		took = time.Since(crashed)
 		t.Logf("crash: generation %d -> %d in %v (TTL %v)", g3, g4, took, cfg.TTL)
-		if b := coordination.CrashRebalanceBound(cfg.TTL, poll); took > b {
+		if b := crashRebalanceBound(cfg.TTL, poll); took > b {
 			t.Errorf("rebalance after a crash took %v, want within CrashRebalanceBound %v", took, b)
 		}
 
@@ -107,7 +106,7 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 		// have been dead for ten TTLs: the leaver's released row and the
 		// crashed member's alike. Never sooner, so that a row a member is
 		// about to acquire is never deleted under it.
-		memberRow := func(n *poolNode) string { return testlink.PoolRowsFor("global/orders").Member(n.c.Identity().Instance) }
+		memberRow := func(n *poolNode) string { return poolMemberRow("global/orders", identityOf(n.c).Instance) }
 		hasRow := func(name string) bool {
 			_, ok := ms.Row(name)
 			return ok
@@ -118,12 +117,12 @@ func TestPoolRebalanceOnFakeTime(t *testing.T) {
 		if !hasRow(memberRow(nodes[2])) {
 			t.Errorf("the crashed member's row was pruned before its grace period")
 		}
-		time.Sleep(time.Duration(testlink.DeadMemberGrace) * cfg.TTL) // fake time
+		time.Sleep(deadMemberGrace * cfg.TTL) // fake time
 		add(5)
 		rec.waitSettled(t, 4, time.Minute)
 		for _, n := range nodes[1:3] {
 			if hasRow(memberRow(n)) {
-				t.Errorf("the dead member row %s was not pruned after %d TTLs", memberRow(n), testlink.DeadMemberGrace)
+				t.Errorf("the dead member row %s was not pruned after %d TTLs", memberRow(n), deadMemberGrace)
 			}
 		}
 		rec.check(t)
@@ -144,7 +143,7 @@ func TestPoolChurnOnFakeTime(t *testing.T) {
 func poolChurn(t *testing.T, seed int64) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	ms := memstore.New()
-	cfg := withDefaults(coordination.Config{Logger: zap.NewNop()})
+	cfg := withDefaults(t, coordination.Config{Logger: zap.NewNop()})
 	rec := newRecorder()
 	var nodes []*poolNode
 	var alive []*poolNode

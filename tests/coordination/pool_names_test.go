@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 // nestedPoolNames are pool names that extend each other through the parts
@@ -53,7 +52,7 @@ func casePoolNestedNames(t *testing.T, b *bundle) {
 			m := member{leave: leave, done: make(chan struct{})}
 			go func() {
 				defer close(m.done)
-				_ = p.Run(pctx, recs[name].fn(r.Identity().Instance))
+				_ = p.Run(pctx, recs[name].fn(r.Identity().Instance), nil)
 			}()
 			t.Cleanup(func() {
 				leave()
@@ -93,14 +92,14 @@ func casePoolNestedNames(t *testing.T, b *bundle) {
 	last := map[string]int64{}
 	read := func() {
 		for _, p := range pools {
-			rows, err := rawStore(t, b.db).Get(ctx, []string{testlink.PoolRowsFor(p.Key()).Generation})
+			rows, err := rawStore(t, b.db).Get(ctx, []string{poolGenerationRow(p.Key())})
 			if err != nil {
 				continue // a busy database; the next read decides
 			}
 			mu.Lock()
 			switch {
 			case len(rows) == 0:
-				regressions = append(regressions, fmt.Sprintf("pool %q: generation row %q is gone", p.Key(), testlink.PoolRowsFor(p.Key()).Generation))
+				regressions = append(regressions, fmt.Sprintf("pool %q: generation row %q is gone", p.Key(), poolGenerationRow(p.Key())))
 			case rows[0].Epoch < last[p.Key()]:
 				regressions = append(regressions, fmt.Sprintf("pool %q: generation went from %d back to %d", p.Key(), last[p.Key()], rows[0].Epoch))
 			default:
@@ -202,7 +201,7 @@ func casePoolNestedNames(t *testing.T, b *bundle) {
 	for _, r := range all {
 		var owners []string
 		for _, p := range pools {
-			if strings.HasPrefix(r.Name, testlink.PoolRowsFor(p.Key()).Prefix) {
+			if strings.HasPrefix(r.Name, poolRowsPrefix(p.Key())) {
 				owners = append(owners, p.Key())
 			}
 		}
@@ -234,14 +233,10 @@ func casePrefixMatchIsExact(t *testing.T, b *bundle) {
 	}
 	var keys []string
 	for _, name := range []string{"a", "A", "a_b", "aXb", "ab"} {
-		key, err := testlink.LeaseName(coordination.GlobalScope, "", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, key)
+		keys = append(keys, "global/"+name) // the key of a GlobalScope pool of that name
 	}
 	for _, key := range keys {
-		rows := testlink.PoolRowsFor(key)
+		rows := poolRowsOf(key)
 		if err := s.EnsureRows(ctx, []string{rows.Generation, rows.Member("m1")}); err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +246,7 @@ func casePrefixMatchIsExact(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	for _, key := range keys {
-		rows := testlink.PoolRowsFor(key)
+		rows := poolRowsOf(key)
 		got, err := s.List(ctx, rows.Prefix)
 		if err != nil {
 			t.Fatal(err)
@@ -265,7 +260,7 @@ func casePrefixMatchIsExact(t *testing.T, b *bundle) {
 		}
 	}
 	for i, key := range keys {
-		rows := testlink.PoolRowsFor(key)
+		rows := poolRowsOf(key)
 		n, err := s.PruneDead(ctx, rows.Members, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -274,7 +269,7 @@ func casePrefixMatchIsExact(t *testing.T, b *bundle) {
 			t.Errorf("PruneDead(%q) deleted %d rows, want 1", rows.Members, n)
 		}
 		for _, other := range keys[i+1:] {
-			if got, err := s.Get(ctx, []string{testlink.PoolRowsFor(other).Member("m1")}); err != nil || len(got) != 1 {
+			if got, err := s.Get(ctx, []string{poolMemberRow(other, "m1")}); err != nil || len(got) != 1 {
 				t.Errorf("PruneDead(%q) deleted a member row of pool %q (%v)", rows.Members, other, err)
 			}
 		}

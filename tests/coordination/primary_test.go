@@ -137,13 +137,13 @@ func caseReadReplica(t *testing.T, b *bundle) {
 			t.Fatalf("Leader() = %+v, want %s live at epoch %d", info, a.Holder(), l.Epoch())
 		}
 	}
-	infos, err := c.Leases(ctx)
+	infos, err := c.Admin().Leases(ctx)
 	if err != nil {
 		t.Fatalf("Leases: %v", err)
 	}
 	found := false
 	for _, in := range infos {
-		found = found || (in.Name == l.Key() && in.Holder == a.Holder() && in.Live)
+		found = found || (in.Key == l.Key() && in.Holder == a.Holder() && in.Live)
 	}
 	if !found {
 		t.Fatalf("Leases() = %+v, want %s held by %s", infos, l.Key(), a.Holder())

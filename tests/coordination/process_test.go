@@ -154,11 +154,10 @@ func contenderMain() int {
 		coords = append(coords, c)
 		// An acquire that times out may still have committed: the epoch
 		// it took then has no term, and the parent must be told.
-		evs, unsubscribe := c.Subscribe(64)
-		defer unsubscribe()
+		evs := c.Subscribe(stopCtx, 64) // closed when Run returns, at the latest
 		go func() {
 			for ev := range evs {
-				if ev.Kind == coordination.EventError && strings.HasSuffix(ev.Lease, "/"+contentionElection) &&
+				if ev.Kind == coordination.EventError && strings.HasSuffix(ev.Key, "/"+contentionElection) &&
 					ev.Err != nil && strings.HasPrefix(ev.Err.Error(), "acquire: ") {
 					contenderSay("ambiguous %v", ev.Err)
 				}
@@ -181,7 +180,7 @@ func contenderMain() int {
 			return 1
 		}
 		wg.Go(func() {
-			if err := e.Run(stopCtx, contenderTerm(db, c)); err != nil {
+			if err := e.Run(stopCtx, contenderTerm(db, c), nil); err != nil {
 				contenderSay("error Election.Run: %v", err)
 			}
 		})

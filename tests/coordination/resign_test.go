@@ -11,7 +11,6 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
-	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 // leader runs Election.Run for one election of a coordinator and reports
@@ -35,7 +34,7 @@ func runLeader(t testing.TB, e *coordination.Election) *runner {
 			<-ctx.Done()
 			ld.ended <- context.Cause(ctx)
 			return ctx.Err()
-		})
+		}, nil)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -84,7 +83,7 @@ func resignConfig() coordination.Config {
 // case on tables never migrated calls it through a coordinator.)
 func operator(t testing.TB, b *bundle) *coordination.Admin {
 	t.Helper()
-	a, err := coordination.NewAdmin(b.db, coordination.AdminConfig{Logger: zaptest.NewLogger(t)})
+	a, err := coordination.NewAdmin(b.db, coordination.Config{Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,19 +100,18 @@ func caseResignHandsOver(t *testing.T, b *bundle) {
 	la := runLeader(t, ea)
 	epoch := recvTerm(t, la.terms, "A")
 	lb := runLeader(t, election(t, bb.Coordinator, coordination.ClusterScope, "reports"))
-	events, unsubscribe := a.Subscribe(64)
-	defer unsubscribe()
+	events := a.Subscribe(t.Context(), 64)
 
-	info, err := operator(t, b).Resign(context.Background(), ea.Key(), coordination.ResignOptions{})
+	info, err := operator(t, b).Resign(context.Background(), ea.Key(), "")
 	if err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
-	if info.Holder != a.Holder() || info.Epoch != epoch || !info.Live || info.Name != ea.Key() {
+	if info.Holder != a.Holder() || info.Epoch != epoch || !info.Live || info.Key != ea.Key() {
 		t.Fatalf("Resign returned %+v, want %s live at epoch %d", info, a.Holder(), epoch)
 	}
 	select {
 	case cause := <-la.ended:
-		if !errors.Is(cause, coordination.ErrResigned) || !testlink.EndOfTerm(cause) {
+		if !errors.Is(cause, coordination.ErrResigned) || !endOfTerm(cause) {
 			t.Fatalf("A's work ended with %v, want ErrResigned", cause)
 		}
 	case <-time.After(wait):
@@ -138,7 +136,7 @@ func caseResignHandsOver(t *testing.T, b *bundle) {
 // holder to the request.
 func caseResignIsFencedByEpoch(t *testing.T, b *bundle) {
 	r := start(t, b.db, "node-a", resignConfig())
-	renewed := renewSignal(r)
+	renewed := renewSignal(t, r)
 	e := election(t, r.Coordinator, coordination.GlobalScope, "fenced")
 	l1 := mustCampaign(t, e)
 	release(t, l1)
@@ -152,7 +150,7 @@ func caseResignIsFencedByEpoch(t *testing.T, b *bundle) {
 	if err := b.db.Exec("UPDATE "+tables.Leases+" SET resign_epoch = ? WHERE name = ?", l1.Epoch(), e.Key()).Error; err != nil {
 		t.Fatal(err)
 	}
-	if err := b.db.Exec("UPDATE "+tables.Sessions+" SET notice = notice + 1 WHERE id = ?", testlink.SessionID(l2)).Error; err != nil {
+	if err := b.db.Exec("UPDATE "+tables.Sessions+" SET notice = notice + 1 WHERE id = ?", sessionOf(t, b.db, l2)).Error; err != nil {
 		t.Fatal(err)
 	}
 	settle(t, b.db)
@@ -165,7 +163,7 @@ func caseResignIsFencedByEpoch(t *testing.T, b *bundle) {
 
 	// A request for the second term, which is released before its holder
 	// acts on it: the next term is not affected.
-	if _, err := operator(t, b).Resign(context.Background(), e.Key(), coordination.ResignOptions{}); err != nil {
+	if _, err := operator(t, b).Resign(context.Background(), e.Key(), ""); err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
 	release(t, l2)
@@ -184,11 +182,11 @@ func caseResignIsFencedByEpoch(t *testing.T, b *bundle) {
 	}
 
 	// The check fails when it should: a request for the current term ends it.
-	if _, err := operator(t, b).Resign(context.Background(), e.Key(), coordination.ResignOptions{}); err != nil {
+	if _, err := operator(t, b).Resign(context.Background(), e.Key(), ""); err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
 	select {
-	case <-l3.Done():
+	case <-l3.Context().Done():
 	case <-time.After(wait):
 		t.Fatalf("a request for the current term did not end it within %v", wait)
 	}
@@ -205,14 +203,15 @@ func caseResignUnknownAndFree(t *testing.T, b *bundle) {
 	op := operator(t, b)
 	ctx := context.Background()
 
-	_, err := op.Resign(ctx, "global/nope", coordination.ResignOptions{})
-	if !errors.Is(err, coordination.ErrUnknownLease) || !strings.Contains(err.Error(), `"global/nope"`) || !strings.Contains(err.Error(), "leasehold status") {
-		t.Fatalf("Resign(unknown) = %v, want ErrUnknownLease naming it and suggesting leasehold status", err)
+	_, err := op.Resign(ctx, "global/nope", "")
+	if !errors.Is(err, coordination.ErrNotHeld) || !strings.Contains(err.Error(), "has no lease row") ||
+		!strings.Contains(err.Error(), `"global/nope"`) || !strings.Contains(err.Error(), "leasehold status") {
+		t.Fatalf("Resign(unknown) = %v, want ErrNotHeld saying it has no row, naming it and suggesting leasehold status", err)
 	}
 
 	free := election(t, r.Coordinator, coordination.GlobalScope, "free")
 	release(t, mustCampaign(t, free))
-	_, err = op.Resign(ctx, free.Key(), coordination.ResignOptions{})
+	_, err = op.Resign(ctx, free.Key(), "")
 	if !errors.Is(err, coordination.ErrNotHeld) || !strings.Contains(err.Error(), free.Key()) {
 		t.Fatalf("Resign(free) = %v, want ErrNotHeld naming %s", err, free.Key())
 	}
@@ -220,7 +219,7 @@ func caseResignUnknownAndFree(t *testing.T, b *bundle) {
 	expired := election(t, r.Coordinator, coordination.GlobalScope, "expired")
 	l := mustCampaign(t, expired)
 	expireNow(t, b.db, expired.Key())
-	_, err = op.Resign(ctx, expired.Key(), coordination.ResignOptions{})
+	_, err = op.Resign(ctx, expired.Key(), "")
 	if !errors.Is(err, coordination.ErrNotHeld) || !strings.Contains(err.Error(), expired.Key()) {
 		t.Fatalf("Resign(expired) = %v, want ErrNotHeld naming %s", err, expired.Key())
 	}
@@ -230,23 +229,23 @@ func caseResignUnknownAndFree(t *testing.T, b *bundle) {
 	lh := mustCampaign(t, held)
 	defer release(t, lh)
 	for _, pref := range []string{r.Holder(), "node-a", r.Identity().Instance} {
-		_, err = op.Resign(ctx, held.Key(), coordination.ResignOptions{PreferredHolder: pref})
+		_, err = op.Resign(ctx, held.Key(), pref)
 		if err == nil || !strings.Contains(err.Error(), "current holder") {
 			t.Fatalf("Resign preferring the holder itself (%q) = %v, want it refused", pref, err)
 		}
 	}
-	if _, err := op.Resign(ctx, held.Key(), coordination.ResignOptions{PreferredHolder: strings.Repeat("x", 256)}); !errors.Is(err, coordination.ErrInvalidConfig) ||
-		!strings.Contains(err.Error(), "PreferredHolder") {
-		t.Fatalf("Resign with a 256-byte PreferredHolder = %v, want ErrInvalidConfig naming the field", err)
+	if _, err := op.Resign(ctx, held.Key(), strings.Repeat("x", 256)); !errors.Is(err, coordination.ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), "preferred holder") || !strings.Contains(err.Error(), "256 bytes") {
+		t.Fatalf("Resign with a 256-byte preferred holder = %v, want ErrInvalidConfig naming the argument and its length", err)
 	}
-	if _, err := op.Resign(ctx, held.Key(), coordination.ResignOptions{PreferredHolder: "nöde"}); !errors.Is(err, coordination.ErrInvalidConfig) ||
+	if _, err := op.Resign(ctx, held.Key(), "nöde"); !errors.Is(err, coordination.ErrInvalidConfig) ||
 		!strings.Contains(err.Error(), "printable ASCII") {
-		t.Fatalf("Resign with a non-ASCII PreferredHolder = %v, want ErrInvalidConfig", err)
+		t.Fatalf("Resign with a non-ASCII preferred holder = %v, want ErrInvalidConfig", err)
 	}
 	if got := row(t, b.db, held.Key()); got.ResignEpoch != 0 || got.PreferredHolder != "" {
 		t.Fatalf("refused requests left %+v in the row", got)
 	}
-	if _, err := op.Resign(ctx, "pool|global/orders|member|0123", coordination.ResignOptions{}); err == nil || !strings.Contains(err.Error(), "pool membership") {
+	if _, err := op.Resign(ctx, "pool|global/orders|member|0123", ""); err == nil || !strings.Contains(err.Error(), "pool membership") {
 		t.Fatalf("Resign(pool member) = %v, want it refused", err)
 	}
 	if !lh.Valid() {
@@ -260,7 +259,7 @@ func caseResignUnknownAndFree(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bare.Resign(ctx, held.Key(), coordination.ResignOptions{}); !errors.Is(err, coordination.ErrSchemaMissing) {
+	if _, err := bare.Admin().Resign(ctx, held.Key(), ""); !errors.Is(err, coordination.ErrSchemaMissing) {
 		t.Fatalf("Resign on tables never migrated = %v, want ErrSchemaMissing", err)
 	}
 }
@@ -278,7 +277,7 @@ func caseResignPreferredHolder(t *testing.T, b *bundle) {
 	lc := runLeader(t, election(t, cc.Coordinator, coordination.ClusterScope, "preferred"))
 	op := operator(t, b)
 
-	if _, err := op.Resign(context.Background(), ea.Key(), coordination.ResignOptions{PreferredHolder: "node-c"}); err != nil {
+	if _, err := op.Resign(context.Background(), ea.Key(), "node-c"); err != nil {
 		t.Fatalf("Resign preferring node-c: %v", err)
 	}
 	if got := recvTerm(t, lc.terms, "C"); got != epoch+1 {
@@ -318,7 +317,7 @@ func caseResignPreferredHolder(t *testing.T, b *bundle) {
 		t.Fatalf("the preferred process's acquire = %v, %v; want epoch %d", terms, err, got.Epoch+1)
 	}
 
-	if _, err := op.Resign(context.Background(), ea.Key(), coordination.ResignOptions{PreferredHolder: bb.Identity().Instance}); err != nil {
+	if _, err := op.Resign(context.Background(), ea.Key(), bb.Identity().Instance); err != nil {
 		t.Fatalf("Resign preferring B's instance: %v", err)
 	}
 	if got := recvTerm(t, lb.terms, "B"); got != epoch+2 {

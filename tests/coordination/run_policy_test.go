@@ -40,8 +40,7 @@ func recvEpoch(t *testing.T, ch <-chan int64) int64 {
 
 func caseElectionRunPolicy(t *testing.T, b *bundle) {
 	r := start(t, b.db, "node-a", policyConfig())
-	events, unsubscribe := r.Subscribe(64)
-	defer unsubscribe()
+	events := r.Subscribe(t.Context(), 64)
 	e := election(t, r.Coordinator, coordination.ClusterScope, "policy")
 	errBoom := errors.New("boom")
 	calls := make(chan int64, 8)
@@ -62,7 +61,7 @@ func caseElectionRunPolicy(t *testing.T, b *bundle) {
 			}
 			<-ctx.Done()
 			return nil
-		})
+		}, nil)
 	}()
 	first := recvEpoch(t, calls)
 	ev := recvEvent(t, events, kindIs(coordination.EventError, e.Key()))
@@ -99,8 +98,7 @@ func caseElectionRunPolicy(t *testing.T, b *bundle) {
 
 func casePoolRunPolicy(t *testing.T, b *bundle) {
 	r := start(t, b.db, "node-a", policyConfig())
-	events, unsubscribe := r.Subscribe(64)
-	defer unsubscribe()
+	events := r.Subscribe(t.Context(), 64)
 	p, err := r.Pool(coordination.GlobalScope, "policy", coordination.PoolConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +116,7 @@ func casePoolRunPolicy(t *testing.T, b *bundle) {
 			}
 			<-ctx.Done()
 			return nil
-		})
+		}, nil)
 	}()
 	gen := recvEpoch(t, calls)
 	ev := recvEvent(t, events, func(ev coordination.Event) bool {

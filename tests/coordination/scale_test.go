@@ -71,7 +71,7 @@ func sampleConnections(t *testing.T, b *bundle) *connSampler {
 		}
 		count = func(ctx context.Context) (n int64, err error) {
 			err = conn.QueryRowContext(ctx, q).Scan(&n)
-			if err == nil && n > coordination.DefaultMaxConnections {
+			if err == nil && n > store.DefaultMaxConnections {
 				s.describe(ctx, conn, detail, n)
 			}
 			return n, err
@@ -150,19 +150,18 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 	cfg.ShutdownTimeout = 3 * wait
 	r := start(t, db, "node-a", cfg)
 	waitListening(t, r) // listening sends its own statements once, at the start
-	events, unsubscribe := r.Subscribe(64)
-	defer unsubscribe()
+	events := r.Subscribe(t.Context(), 64)
 	var bad atomic.Int64
 	go func() {
 		for ev := range events {
 			if ev.Kind == coordination.EventError || ev.Kind == coordination.EventLost {
 				if bad.Add(1) == 1 {
-					t.Logf("first error or loss event: %v %s: %v", ev.Kind, ev.Lease, ev.Err)
+					t.Logf("first error or loss event: %v %s: %v", ev.Kind, ev.Key, ev.Err)
 				}
 			}
 		}
 	}()
-	ticks := tickSignal(r, cl)
+	ticks := tickSignal(cl)
 
 	began := time.Now()
 	before, _ := cl.snapshot()
@@ -181,7 +180,7 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 			}
 			held <- l
 			// As Election.Run does: release once the term ends.
-			<-l.Done()
+			<-l.Context().Done()
 			_ = l.Release(context.Background())
 		})
 	}
@@ -200,7 +199,7 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 		t.Errorf("acquiring %d leases took %d statements, want a bounded number (at most 500)", n, got)
 	}
 
-	first, second := twoTicks(t, ticks, n)
+	first, second := twoTicks(t, r, cl, ticks, n)
 	if got := second.renewal - first.renewal; got != 1 {
 		t.Errorf("renew statements per tick with %d leases = %d, want 1", n, got)
 	}
@@ -226,8 +225,8 @@ func caseTenThousandLeases(t *testing.T, b *bundle) {
 	}
 	maxConns := sampler.finish()
 	t.Logf("LOUD: %s: at most %d connections of the library at any sample (%d samples failed)", b.target.Name, maxConns, sampler.errors.Load())
-	if maxConns > coordination.DefaultMaxConnections {
-		t.Errorf("the library used %d connections at once, want at most %d", maxConns, coordination.DefaultMaxConnections)
+	if maxConns > store.DefaultMaxConnections {
+		t.Errorf("the library used %d connections at once, want at most %d", maxConns, store.DefaultMaxConnections)
 	}
 	rows, err := rawStore(t, b.db).List(context.Background(), "global/scale-")
 	if err != nil {
@@ -258,17 +257,16 @@ func casePoolMembersJoiningAtOnce(t *testing.T, b *bundle) {
 	// A statement that times out on a loaded machine is retried at the
 	// next step; a join refused because pruning deleted the row it was
 	// about to take is the failure this case is about. A refusal wraps
-	// ErrNotAcquired, or ErrSessionLost when the session lost trust while
+	// ErrNotAcquired, or the session's loss (ErrLeaseLost) when the session lost trust while
 	// the row was taken; both count.
 	var failures atomic.Int64
 	var runs []*running
 	for i := range members {
 		r := start(t, b.db, fmt.Sprintf("node-%02d", i), cfg)
-		events, unsubscribe := r.Subscribe(64)
-		t.Cleanup(unsubscribe)
+		events := r.Subscribe(t.Context(), 64)
 		go func() {
 			for ev := range events {
-				if ev.Kind == coordination.EventError && (errors.Is(ev.Err, coordination.ErrNotAcquired) || errors.Is(ev.Err, coordination.ErrSessionLost)) {
+				if ev.Kind == coordination.EventError && (errors.Is(ev.Err, coordination.ErrNotAcquired) || isSessionLost(ev.Err)) {
 					failures.Add(1)
 					t.Logf("%s: %v", r.Holder(), ev.Err)
 				}
@@ -286,7 +284,7 @@ func casePoolMembersJoiningAtOnce(t *testing.T, b *bundle) {
 		}
 		pools.Go(func() {
 			<-gate
-			_ = p.Run(ctx, rec.fn(r.Identity().Instance))
+			_ = p.Run(ctx, rec.fn(r.Identity().Instance), nil)
 		})
 	}
 	close(gate)

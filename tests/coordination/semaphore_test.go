@@ -115,7 +115,7 @@ func caseSemaphoreTryAcquire(t *testing.T, b *bundle) {
 	}
 	release(t, l2)
 	release(t, l3)
-	for _, limit := range []int{0, -1, coordination.MaxLimit + 1} {
+	for _, limit := range []int{0, -1, maxLimit + 1} {
 		if _, err := a.Semaphore(coordination.GlobalScope, "bad", limit); !errors.Is(err, coordination.ErrInvalidConfig) {
 			t.Fatalf("Semaphore(limit %d) = %v; want ErrInvalidConfig", limit, err)
 		}
@@ -147,7 +147,7 @@ func caseSemaphoreRun(t *testing.T, b *bundle) {
 				}
 				<-ctx.Done()
 				return nil
-			})
+			}, nil)
 			if err != nil {
 				t.Error(err)
 			}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 // health is a health check a test switches between passing and failing.
@@ -45,13 +44,12 @@ func caseStepDownHandsOver(t *testing.T, b *bundle) {
 	epoch := recvTerm(t, la.terms, "A")
 	bb := start(t, b.db, "node-b", resignConfig())
 	lb := runLeader(t, election(t, bb.Coordinator, coordination.ClusterScope, "stepdown"))
-	events, unsubscribe := a.Subscribe(64)
-	defer unsubscribe()
+	events := a.Subscribe(t.Context(), 64)
 
 	h.healthy.Store(false)
 	select {
 	case cause := <-la.ended:
-		if !errors.Is(cause, coordination.ErrUnhealthy) || !errors.Is(cause, errSick) || !testlink.EndOfTerm(cause) {
+		if !errors.Is(cause, coordination.ErrUnhealthy) || !errors.Is(cause, errSick) || !endOfTerm(cause) {
 			t.Fatalf("A's work ended with %v, want ErrUnhealthy wrapping the check's error", cause)
 		}
 	case <-time.After(wait):
@@ -63,7 +61,7 @@ func caseStepDownHandsOver(t *testing.T, b *bundle) {
 	ev := recvEvent(t, events, func(ev coordination.Event) bool {
 		return ev.Kind == coordination.EventError && errors.Is(ev.Err, coordination.ErrUnhealthy)
 	})
-	if ev.Lease != "" {
+	if ev.Key != "" {
 		t.Fatalf("step-down event = %+v, want one not tied to a lease", ev)
 	}
 	if got := recvTerm(t, lb.terms, "B"); got != epoch+1 {

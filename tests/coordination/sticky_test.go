@@ -15,13 +15,13 @@ import (
 )
 
 // partInterval is one member's work on one partition of a sticky pool:
-// one call of its PartitionFunc.
+// one call of its AssignmentFunc.
 type partInterval struct {
 	node       string // the coordinator's node name
-	member     string // the member id
+	member     string // the membership it ran under: its lease's epoch (a partition's Assignment carries no member id)
 	part       int
 	since      int64
-	pt         coordination.Partition
+	pt         coordination.Assignment
 	start, end time.Time // end is zero while running
 }
 
@@ -38,10 +38,10 @@ func newPartRecorder(parts int) *partRecorder {
 	return &partRecorder{parts: parts, wake: make(chan struct{}, 1)}
 }
 
-// fn returns the PartitionFunc of the member on node.
-func (r *partRecorder) fn(node string) coordination.PartitionFunc {
-	return func(ctx context.Context, pt coordination.Partition) error {
-		iv := &partInterval{node: node, member: pt.Member, part: pt.Partition, since: pt.Since, pt: pt, start: time.Now()}
+// fn returns the AssignmentFunc of the member on node.
+func (r *partRecorder) fn(node string) coordination.AssignmentFunc {
+	return func(ctx context.Context, pt coordination.Assignment) error {
+		iv := &partInterval{node: node, member: fmt.Sprintf("membership epoch %d", pt.Epoch), part: pt.Index, since: pt.Generation, pt: pt, start: time.Now()}
 		r.mu.Lock()
 		r.ivs = append(r.ivs, iv)
 		r.mu.Unlock()
@@ -198,8 +198,8 @@ func startSticky(t *testing.T, db *gorm.DB, node string, cfg coordination.Config
 	n := &poolNode{c: r.Coordinator, fs: fs, cancel: r.cancel, leave: leave, done: make(chan struct{})}
 	go func() {
 		defer close(n.done)
-		if err := p.RunPartitions(pctx, rec.fn(node)); err != nil && !errors.Is(err, coordination.ErrClosed) {
-			t.Errorf("RunPartitions of %s: %v", node, err)
+		if err := p.Run(pctx, rec.fn(node), nil); err != nil && !errors.Is(err, coordination.ErrClosed) {
+			t.Errorf("Pool.Run of %s: %v", node, err)
 		}
 	}()
 	t.Cleanup(func() {
@@ -208,7 +208,7 @@ func startSticky(t *testing.T, db *gorm.DB, node string, cfg coordination.Config
 		select {
 		case <-n.done:
 		case <-time.After(wait):
-			t.Errorf("RunPartitions of %s did not return", node)
+			t.Errorf("Pool.Run of %s did not return", node)
 		}
 	})
 	return &stickyNode{name: node, poolNode: n, pool: p}
@@ -240,8 +240,7 @@ func caseIndexMemberOfStickyPool(t *testing.T, b *bundle) {
 	rec.waitSettled(t, []string{"node-a"}, wait)
 
 	bn := start(t, b.db, "node-b", cfg)
-	events, unsubscribe := bn.Subscribe(64)
-	defer unsubscribe()
+	events := bn.Subscribe(t.Context(), 64)
 	plain, err := bn.Pool(coordination.GlobalScope, "orders", coordination.PoolConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -254,11 +253,11 @@ func caseIndexMemberOfStickyPool(t *testing.T, b *bundle) {
 			t.Errorf("the index member was assigned %+v in a sticky pool", a)
 			<-ctx.Done()
 			return nil
-		})
+		}, nil)
 	}()
 	defer func() { stop(); <-done }()
 	recvEvent(t, events, func(e coordination.Event) bool {
-		return e.Kind == coordination.EventError && errors.Is(e.Err, coordination.ErrPoolMode)
+		return e.Kind == coordination.EventError && isPoolMode(e.Err)
 	})
 	st, err := sn.pool.State(context.Background())
 	if err != nil {
@@ -273,9 +272,10 @@ func caseIndexMemberOfStickyPool(t *testing.T, b *bundle) {
 }
 
 // caseStickyModeMismatch runs a pool by index and count on one process
-// and as a sticky pool on another: the sticky member reports ErrMode and
-// never publishes over the live member's list, and each Run refuses a
-// pool of the other mode.
+// and as a sticky pool on another: the sticky member reports the mode
+// mismatch (an error wrapping ErrInvalidConfig) and never publishes over
+// the live member's list. A second Run of a running pool is refused with
+// ErrBusy.
 func caseStickyModeMismatch(t *testing.T, b *bundle) {
 	cfg := b.fastConfig()
 	rec := newRecorder()
@@ -288,33 +288,29 @@ func caseStickyModeMismatch(t *testing.T, b *bundle) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = plain.Run(ctx, rec.fn(a.Identity().Instance))
+		_ = plain.Run(ctx, rec.fn(a.Identity().Instance), nil)
 	}()
 	t.Cleanup(func() { stop(); <-done })
 	rec.waitSettled(t, 1, wait)
-	if err := plain.RunPartitions(ctx, newPartRecorder(1).fn("node-a")); !errors.Is(err, coordination.ErrInvalidConfig) {
-		t.Errorf("RunPartitions of a pool without Partitions: %v, want ErrInvalidConfig", err)
+	if err := plain.Run(ctx, newPartRecorder(1).fn("node-a"), nil); !errors.Is(err, coordination.ErrBusy) {
+		t.Errorf("a second Run of a running pool: %v, want ErrBusy", err)
 	}
 
 	bn := start(t, b.db, "node-b", cfg)
-	events, unsubscribe := bn.Subscribe(64)
-	defer unsubscribe()
+	events := bn.Subscribe(t.Context(), 64)
 	sticky, err := bn.Pool(coordination.GlobalScope, "orders", coordination.PoolConfig{Partitions: 4})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := sticky.Run(ctx, rec.fn("node-b")); !errors.Is(err, coordination.ErrInvalidConfig) {
-		t.Errorf("Run of a pool with Partitions: %v, want ErrInvalidConfig", err)
 	}
 	sctx, sstop := context.WithCancel(context.Background())
 	sdone := make(chan struct{})
 	go func() {
 		defer close(sdone)
-		_ = sticky.RunPartitions(sctx, newPartRecorder(4).fn("node-b"))
+		_ = sticky.Run(sctx, newPartRecorder(4).fn("node-b"), nil)
 	}()
 	defer func() { sstop(); <-sdone }()
 	ev := recvEvent(t, events, func(e coordination.Event) bool {
-		return e.Kind == coordination.EventError && errors.Is(e.Err, coordination.ErrPoolMode)
+		return e.Kind == coordination.EventError && isPoolMode(e.Err)
 	})
 	t.Logf("sticky member refused the pool: %v", ev.Err)
 	st, err := plain.State(context.Background())
@@ -331,7 +327,7 @@ func caseStickyFence(t *testing.T, b *bundle) {
 	cfg := stickyConfig()
 	rec := newPartRecorder(parts)
 	pcfg := coordination.PoolConfig{Partitions: parts}
-	fence := func(pt coordination.Partition) error {
+	fence := func(pt coordination.Assignment) error {
 		return b.db.Transaction(pt.Fence)
 	}
 	startSticky(t, b.db, "node-a", cfg, pcfg, rec)
@@ -342,11 +338,11 @@ func caseStickyFence(t *testing.T, b *bundle) {
 			t.Fatalf("partition %d of %s: Fence: %v", p, iv.node, err)
 		}
 	}
-	if err := (coordination.Partition{}).Fence(b.db); !errors.Is(err, coordination.ErrNotInTransaction) {
-		t.Errorf("Fence outside a transaction: %v, want ErrNotInTransaction", err)
+	if err := (coordination.Assignment{}).Fence(b.db); !isNotInTransaction(err) {
+		t.Errorf("Fence outside a transaction: %v, want ErrInvalidConfig for a handle outside a transaction", err)
 	}
-	if err := fence(coordination.Partition{}); !errors.Is(err, coordination.ErrFenced) {
-		t.Errorf("Fence of a zero Partition: %v, want ErrFenced", err)
+	if err := fence(coordination.Assignment{}); !errors.Is(err, coordination.ErrFenced) {
+		t.Errorf("Fence of a zero Assignment: %v, want ErrFenced", err)
 	}
 
 	startSticky(t, b.db, "node-c", cfg, pcfg, rec)
@@ -361,9 +357,8 @@ func caseStickyFence(t *testing.T, b *bundle) {
 			continue
 		}
 		moved++
-		var fe *coordination.FenceError
-		if !errors.As(err, &fe) || !errors.Is(err, coordination.ErrFenced) {
-			t.Errorf("partition %d moved from %s (%s) to %s (%s), but the old work's Fence returns %v, want a *FenceError",
+		if !isFenced(err, fmt.Sprintf("pool %q partition %d since generation %d", bf.pt.Key, p, bf.pt.Generation), "") {
+			t.Errorf("partition %d moved from %s (%s) to %s (%s), but the old work's Fence returns %v, want ErrFenced naming the partition",
 				p, bf.node, bf.member, after[p].node, after[p].member, err)
 		}
 		if err := fence(after[p].pt); err != nil {

@@ -85,7 +85,7 @@ func caseTryAcquireFree(t *testing.T, b *bundle) {
 
 // caseTryAcquireHeld: an attempt on a lease another live process holds
 // fails with ErrNotAcquired naming the holder and epoch, never with
-// ErrSessionLost (this process's session is fine), and leaves the row as
+// the session's loss (ErrLeaseLost) (this process's session is fine), and leaves the row as
 // it was.
 func caseTryAcquireHeld(t *testing.T, b *bundle) {
 	a := start(t, b.db, "node-a", b.fastConfig())
@@ -103,16 +103,16 @@ func caseTryAcquireHeld(t *testing.T, b *bundle) {
 		!strings.Contains(err.Error(), "epoch 1") || !strings.Contains(err.Error(), l.Key()) {
 		t.Fatalf("TryAcquire of a held lease = %v, want ErrNotAcquired naming %s, %s and epoch 1", err, l.Key(), a.Holder())
 	}
-	if errors.Is(err, coordination.ErrSessionLost) {
-		t.Fatalf("TryAcquire of a held lease = %v, want ErrNotAcquired alone, not ErrSessionLost", err)
+	if isSessionLost(err) {
+		t.Fatalf("TryAcquire of a held lease = %v, want ErrNotAcquired alone, not the session's loss (ErrLeaseLost)", err)
 	}
 	after := row(t, b.db, l.Key())
 	if after.Holder != before.Holder || after.Epoch != before.Epoch || after.Session != before.Session ||
 		!after.AcquiredAt.Equal(before.AcquiredAt) {
 		t.Fatalf("TryAcquire that failed changed the row: before %+v, after %+v", before, after)
 	}
-	if held := c.Held(); len(held) != 0 || ec.IsLeader() {
-		t.Fatalf("the process that failed to acquire holds %v", held)
+	if held := c.Renewal().Held; held != 0 || ec.IsLeader() {
+		t.Fatalf("the process that failed to acquire holds %d leases", held)
 	}
 	if !l.Valid() {
 		t.Fatalf("the holder's term ended after a failed attempt by another process: %v", l.Check())
@@ -152,7 +152,7 @@ func caseTryAcquireAfterExpiry(t *testing.T, b *bundle) {
 		t.Fatalf("row = %+v, want live, held by %s at epoch %d", got, c.Holder(), l.Epoch())
 	}
 	select {
-	case <-old.Done():
+	case <-old.Context().Done():
 	case <-time.After(wait):
 		t.Fatalf("the expired term was not ended within %v", wait)
 	}

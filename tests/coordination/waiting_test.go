@@ -3,6 +3,7 @@ package coordination_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
-	"github.com/leasehold/leasehold/internal/testlink"
 )
 
 // Cases of TestConformance about statements that wait on a row lock while
@@ -30,7 +30,7 @@ func casePruneWaitingDeletesNewTerm(t *testing.T, b *bundle) {
 	if _, err := s.Migrate(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	prefix := testlink.PoolRowsFor("global/prune").Members
+	prefix := poolMembersPrefix("global/prune")
 	m1, m2 := prefix+"m1", prefix+"m2"
 	sd := newSession(t, s, "holder-d")
 	for _, n := range []string{m1, m2} {
@@ -108,7 +108,7 @@ func caseMemberEpochAfterPrune(t *testing.T, b *bundle) {
 				got <- a
 				<-ctx.Done()
 				return nil
-			})
+			}, nil)
 		}()
 		select {
 		case a := <-got:
@@ -120,19 +120,19 @@ func caseMemberEpochAfterPrune(t *testing.T, b *bundle) {
 		return coordination.Assignment{}, nil, nil
 	}
 	a1, leave, done := runUntilAssigned(ra)
-	old := testlink.AssignmentMember(a1).(*coordination.Lease).Token()
+	old := membershipToken(a1)
 	t.Logf("first membership of A: %s", old)
 	leave()
 	<-done
 	// After the grace of ten TTLs, B joins: its publish prunes A's released row.
-	time.Sleep(time.Duration(testlink.DeadMemberGrace)*cfg.TTL + 500*time.Millisecond)
+	time.Sleep(deadMemberGrace*cfg.TTL + 500*time.Millisecond)
 	_, leaveB, doneB := runUntilAssigned(rb)
 	defer func() { leaveB(); <-doneB }()
 	a2, leave2, done2 := runUntilAssigned(ra)
 	defer func() { leave2(); <-done2 }()
-	t.Logf("second membership of A: %s", testlink.AssignmentMember(a2).(*coordination.Lease).Token())
+	t.Logf("second membership of A: %s", membershipToken(a2))
 	err := b.db.Transaction(func(tx *gorm.DB) error { return ra.CheckFence(tx, old) })
-	if tok := testlink.AssignmentMember(a2).(*coordination.Lease).Token(); tok == old || err == nil {
+	if tok := membershipToken(a2); tok == old || err == nil {
 		t.Fatalf("the second membership of A runs as %s, the first ran as %s; CheckFence of the first's token = %v",
 			tok, old, err)
 	}
@@ -157,8 +157,29 @@ func caseSamePoolTwice(t *testing.T, b *bundle) {
 		a   coordination.Assignment
 	}
 	got := make(chan running, 16)
+	// p1's current assignment: the one its work runs under now.
+	var mu sync.Mutex
+	var p1Now *coordination.Assignment
+	p1Current := func() (coordination.Assignment, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p1Now == nil {
+			return coordination.Assignment{}, false
+		}
+		return *p1Now, true
+	}
 	fn := func(who string) coordination.AssignmentFunc {
 		return func(ctx context.Context, a coordination.Assignment) error {
+			if who == "p1" {
+				mu.Lock()
+				p1Now = &a
+				mu.Unlock()
+				defer func() {
+					mu.Lock()
+					p1Now = nil
+					mu.Unlock()
+				}()
+			}
 			got <- running{who, a}
 			<-ctx.Done()
 			return nil
@@ -167,14 +188,14 @@ func caseSamePoolTwice(t *testing.T, b *bundle) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errs := make(chan error, 2)
-	go func() { errs <- p1.Run(ctx, fn("p1")) }()
+	go func() { errs <- p1.Run(ctx, fn("p1"), nil) }()
 	select {
 	case w := <-got:
 		t.Logf("%s runs index %d of generation %d, member epoch %d", w.who, w.a.Index, w.a.Generation, w.a.Epoch)
 	case <-time.After(wait):
 		t.Fatalf("p1 got no assignment within %v", wait)
 	}
-	go func() { errs <- p2.Run(ctx, fn("p2")) }()
+	go func() { errs <- p2.Run(ctx, fn("p2"), nil) }()
 	deadline := time.After(3 * time.Second)
 	for {
 		select {
@@ -184,7 +205,7 @@ func caseSamePoolTwice(t *testing.T, b *bundle) {
 				return
 			}
 		case w := <-got:
-			a1, ok1 := p1.Current()
+			a1, ok1 := p1Current()
 			t.Logf("%s runs index %d of generation %d, member epoch %d (valid %v); p1 current %v: index %d gen %d epoch %d valid %v",
 				w.who, w.a.Index, w.a.Generation, w.a.Epoch, w.a.Valid(), ok1, a1.Index, a1.Generation, a1.Epoch, a1.Valid())
 			if w.who == "p2" && ok1 && a1.Valid() && a1.Index == w.a.Index {

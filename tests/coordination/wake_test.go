@@ -14,9 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
-	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // TestWakeups runs the release-notification cases on every database:
@@ -24,7 +22,10 @@ import (
 // MySQL, MariaDB and SQL Server (and of PostgreSQL with PeerWakeups), and
 // PostgreSQL behind PgBouncer in transaction mode, where LISTEN cannot
 // work: there the cases that need notifications skip, and the others
-// check that polling alone still works.
+// check that polling alone still works. (Wake-ups dropped on arrival and
+// wake-ups for nothing, which need the coordinator's insides, are package
+// coordination's TestWakeups/*/LostWakeupOnlyDelays, on SQLite and the
+// in-process database.)
 func TestWakeups(t *testing.T) {
 	t.Parallel() // see runCasesOn
 	runCasesOn(t, testdb.PoolerTargets(), []conformanceCase{
@@ -56,6 +57,9 @@ func slowPollConfig() coordination.Config {
 // pooler, where LISTEN cannot work.
 func hasWakeups(b *bundle) bool { return !b.target.Pooled }
 
+// listening reports whether wake-ups arrive at c (RenewalState.Listening).
+func listening(c *running) bool { return c.Renewal().Listening }
+
 // waitListening waits until every coordinator listens for wake-ups.
 func waitListening(t testing.TB, cs ...*running) {
 	t.Helper()
@@ -64,38 +68,43 @@ func waitListening(t testing.TB, cs ...*running) {
 	}
 }
 
-// waitListenState waits, at most wait in all, until ok holds, looking
-// again at each change of c's listening state.
+// waitListenState waits, at most wait, until ok holds, looking again every
+// 5ms (ok looks at c's Renewal, or at its logs).
 func waitListenState(t testing.TB, c *running, ok func() bool, what string) {
 	t.Helper()
-	deadline := time.After(wait)
+	waitListenStateFor(t, c, ok, what, wait)
+}
+
+// waitListenStateFor is waitListenState with a bound of its own.
+func waitListenStateFor(t testing.TB, c *running, ok func() bool, what string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !ok() {
-		select {
-		case <-listenChanged(c):
-		case <-deadline:
-			t.Fatalf("%s: not %s within %v", c.Holder(), what, wait)
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not %s within %v", c.Holder(), what, limit)
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// roundSignal reports every campaign round of c.
-func roundSignal(c *running) <-chan int {
-	ch := make(chan int, 64)
-	onRound(c, func(n int) {
-		select {
-		case ch <- n:
-		default:
-		}
-	})
-	return ch
-}
-
 // campaignAfterRound starts a Campaign of e on c and waits until c has run
-// a round for it, which found the lease held; the lease arrives on the
-// returned channel (nil on failure).
+// a round for it, which found the lease held: c's EventLeaderChanged for
+// the lease, naming a live holder. The lease arrives on the returned
+// channel (nil on failure).
 func campaignAfterRound(t *testing.T, c *running, e *coordination.Election, limit time.Duration) <-chan *coordination.Lease {
 	t.Helper()
-	rounds := roundSignal(c)
+	events := c.Subscribe(t.Context(), 64)
+	rounds := make(chan struct{}, 1)
+	go func() {
+		for ev := range events {
+			if ev.Kind == coordination.EventLeaderChanged && ev.Key == e.Key() && ev.Holder != "" && ev.Holder != c.Holder() {
+				select {
+				case rounds <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
 	got := make(chan *coordination.Lease, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), limit)
@@ -150,94 +159,74 @@ func successor(t *testing.T, got <-chan *coordination.Lease, l *coordination.Lea
 	}
 }
 
-// caseLostWakeupOnlyDelays: a follower that loses every wake-up still
-// takes a released lease at its next poll, with the next epoch, and
-// spurious wake-ups while the lease is held take nothing.
+// caseLostWakeupOnlyDelays: a follower that gets no wake-up still takes a
+// released lease at its next poll, with the next epoch. On the databases of
+// peer wake-ups (MySQL, MariaDB, SQL Server) it listens but advertises an
+// address that reaches nothing (a closed port of the loopback), so the
+// wake-up the release sends it is lost on the way; elsewhere it does not
+// listen (DisableNotifications), and the release's notification reaches
+// it not. Its rounds are its reads of the lease, which a counting logger on
+// its handle sees. Package coordination's TestWakeups/*/LostWakeupOnlyDelays
+// also drops wake-ups on arrival and delivers some for nothing.
 func caseLostWakeupOnlyDelays(t *testing.T, b *bundle) {
 	cfg := slowPollConfig()
 	cfg.RetryInterval = 2 * time.Second
 	a := start(t, b.db, "node-a", cfg)
-	f := start(t, b.db, "node-f", cfg)
-	if hasWakeups(b) {
-		waitListening(t, a, f)
+	fcfg := cfg
+	peer := b.target.Dialect == "mysql" || b.target.Dialect == "sqlserver"
+	if peer {
+		fcfg.WakeAdvertise = []string{"127.0.0.1:9"} // discard: no process of the test listens there
+	} else {
+		fcfg.DisableNotifications = true
 	}
-	dropWakes(f, true)
+	cl := &countingLogger{}
+	rounds := make(chan time.Time, 64)
+	watch := func(st sentStmt) {
+		if names, ok := campaignRead(st.sql); ok && names > 0 && strings.Contains(st.sql, "global/lost") && st.err == nil {
+			select {
+			case rounds <- time.Now():
+			default:
+			}
+		}
+	}
+	cl.watch.Store(&watch)
+	f := start(t, b.db.Session(&gorm.Session{Logger: cl}), "node-f", fcfg)
+	if hasWakeups(b) {
+		waitListening(t, a)
+		if peer {
+			waitListening(t, f) // it listens; what is sent to it does not arrive
+		}
+	}
 	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "lost"))
-	got := campaignAfterRound(t, f, election(t, f.Coordinator, coordination.GlobalScope, "lost"), wait)
-
-	// Spurious wake-ups, one at a time: one for anything runs a round,
-	// one naming the lease attempts it at once; each finds it held.
-	dropWakes(f, false)
-	rounds := roundSignal(f)
-	attempts := make(chan int, 16)
-	onWoken(f, func(n int) {
-		select {
-		case attempts <- n:
-		default:
+	got := make(chan *coordination.Lease, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		l2, err := election(t, f.Coordinator, coordination.GlobalScope, "lost").Campaign(ctx)
+		if err != nil {
+			t.Errorf("follower Campaign: %v", err)
 		}
-	})
-	for i := range 4 {
-		drainSignals(rounds)
-		drainSignals(attempts)
-		if i%2 == 0 {
-			wakeFor(f, nil)
-			select {
-			case <-rounds:
-			case <-time.After(wait):
-				t.Fatalf("a wake-up ran no round within %v", wait)
-			}
-		} else {
-			wakeFor(f, []string{"global/lost"})
-			select {
-			case n := <-attempts:
-				if n != 1 {
-					t.Fatalf("a wake-up naming the lease attempted %d leases, want 1", n)
-				}
-			case <-time.After(wait):
-				t.Fatalf("a wake-up naming the lease attempted nothing within %v", wait)
-			}
-		}
+		got <- l2
+	}()
+	var lastRound time.Time
+	select {
+	case lastRound = <-rounds: // the campaign's first round: it found the lease held
+	case <-time.After(wait):
+		t.Fatalf("the follower ran no round within %v", wait)
 	}
 	select {
 	case l2 := <-got:
 		t.Fatalf("follower acquired epoch %v while the leader holds epoch %d", l2, l.Epoch())
 	default:
 	}
-	if !l.Valid() {
-		t.Fatal("the leader's lease is no longer valid after the follower's wake-ups")
-	}
-
-	dropWakes(f, true)
-	// A round that a wake-up of the loop asked for may still be queued
-	// (the signal a wait above took can be that of an earlier round): wait
-	// for the follower's next round to end, after which only its poll
-	// starts another.
-	drainSignals(rounds)
-	select {
-	case <-rounds:
-	case <-time.After(wait):
-		t.Fatalf("the follower ran no round within %v", wait)
-	}
-	lastRound := time.Now()
 	release(t, l)
 	if l2 := successor(t, got, l, "follower without wake-ups"); l2 != nil {
 		// Its next poll comes at least RetryInterval after its last round;
 		// a slow machine only makes it later.
 		if took := time.Since(lastRound); took < cfg.RetryInterval/2 {
-			t.Fatalf("follower took the lease %v after its last round, before its poll (%v): a dropped wake-up woke it", took, cfg.RetryInterval)
+			t.Fatalf("follower took the lease %v after its last round, before its poll (%v): a lost wake-up woke it", took, cfg.RetryInterval)
 		}
 		release(t, l2)
-	}
-}
-
-// drainSignals empties ch of the signals already sent.
-func drainSignals(ch <-chan int) {
-	for {
-		select {
-		case <-ch:
-		default:
-			return
-		}
 	}
 }
 
@@ -316,16 +305,15 @@ func caseFallbackBehindTransactionPooler(t *testing.T, b *bundle) {
 	unavailable := func() int {
 		return logs.FilterLevelExact(zapcore.WarnLevel).FilterMessageSnippet("release notifications unavailable").Len()
 	}
-	deadline := time.After(listenProbeBound)
+	deadline := time.Now().Add(listenProbeBound)
 	for unavailable() == 0 {
-		select {
-		case <-listenChanged(f):
-		case <-deadline:
+		if time.Now().After(deadline) {
 			t.Fatalf("no warning that notifications are unavailable within %v", listenProbeBound)
 		}
 		if listening(f) {
 			t.Fatal("the coordinator reports listening behind a transaction pooler")
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "fallback"))
 	got := campaignAfterRound(t, f, election(t, f.Coordinator, coordination.GlobalScope, "fallback"), wait)
@@ -369,7 +357,7 @@ func casePoolRebalancesOnWakeup(t *testing.T, b *bundle) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = p.Run(ctx, rec.fn(r.Identity().Instance))
+			_ = p.Run(ctx, rec.fn(r.Identity().Instance), nil)
 		}()
 		t.Cleanup(func() {
 			leave()
@@ -426,7 +414,7 @@ func caseNoListeningOnAOneConnectionPool(t *testing.T, b *bundle) {
 	cfg := b.fastConfig()
 	cfg.TTL, cfg.Margin = 10*time.Second, 2*time.Second
 	r := start(t, b.db, "node-a", cfg)
-	renews := renewSignal(r)
+	renews := renewSignal(t, r)
 	l := mustCampaign(t, election(t, r.Coordinator, coordination.GlobalScope, "one-conn"))
 	for range 3 {
 		select {
@@ -492,35 +480,34 @@ func caseListeningConnectionBreaks(t *testing.T, b *bundle) {
 	cfg.RetryInterval = 500 * time.Millisecond
 	r := start(t, b.db, "node-a", cfg)
 	waitListening(t, r)
-	st := storeOf(r).(interface {
-		Tables() store.Tables
-		Get(ctx context.Context, names []string) ([]store.Row, error)
-	})
+	// The coordinator's reads, its Admin's included, go through its store,
+	// and so through the listening connection (Coordinator.Admin shares
+	// the coordinator's connections).
+	tables := rawStore(t, b.db).Tables()
+	read := func(ctx context.Context) error {
+		_, err := r.Admin().Leases(ctx)
+		return err
+	}
 
 	// Hold a lock that every read of the lease table waits for.
 	lock := b.db.Begin()
 	t.Cleanup(func() { lock.Rollback() })
-	if err := lock.Exec("LOCK TABLE " + st.Tables().Leases + " IN ACCESS EXCLUSIVE MODE").Error; err != nil {
+	if err := lock.Exec("LOCK TABLE " + tables.Leases + " IN ACCESS EXCLUSIVE MODE").Error; err != nil {
 		t.Fatalf("lock the lease table: %v", err)
 	}
-	names := []string{"global/breaks"}
 	// The first read gives up once it waits for the lock and the second
 	// is queued behind it: its context is cancelled then, not at a
 	// deadline that a busy machine could reach before the read waits.
 	giveUp, cancelFirst := context.WithCancel(context.Background())
 	defer cancelFirst()
 	first := make(chan error, 1)
-	go func() {
-		_, err := st.Get(giveUp, names)
-		first <- err
-	}()
+	go func() { first <- read(giveUp) }()
 	waitLockWaiters(t, b.db, 1)
 	second := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
-		_, err := st.Get(ctx, names)
-		second <- err
+		second <- read(ctx)
 	}()
 	time.Sleep(200 * time.Millisecond) // lets the second read queue; it passes either way
 	cancelFirst()
@@ -580,8 +567,16 @@ func casePostgresPeerWakeups(t *testing.T, b *bundle) {
 	a := start(t, b.db, "node-a", cfg)
 	f := start(t, b.db, "node-f", cfg)
 	waitListening(t, a, f)
-	if _, ok := transport(f).(*wake.Peer); !ok {
-		t.Fatalf("the transport with PeerWakeups is %T, want *wake.Peer", transport(f))
+	// Only the peer transport (wake.Peer) advertises where its process
+	// receives, in a session row of its own (wake_addrs, wake_key).
+	tables := rawStore(t, b.db).Tables()
+	var adverts int64
+	if err := b.db.Raw("SELECT count(*) FROM "+tables.Sessions+" WHERE holder = ? AND wake_addrs <> '' AND wake_key <> ''", f.Holder()).
+		Scan(&adverts).Error; err != nil {
+		t.Fatal(err)
+	}
+	if adverts == 0 {
+		t.Fatalf("the follower with PeerWakeups advertises no peer wake-ups in a session row: its transport is not wake.Peer")
 	}
 	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "peer"))
 	got := campaignAfterRound(t, f, election(t, f.Coordinator, coordination.GlobalScope, "peer"), wait)

@@ -45,10 +45,20 @@ func get(t *testing.T, h http.Handler) (int, string) {
 	return res.StatusCode, string(body)
 }
 
-// mustLiveness returns Liveness(c, opts...), failing the test on an error.
-func mustLiveness(t *testing.T, c *coordination.Coordinator, opts ...health.LivenessOption) http.Handler {
+// mustLiveness returns Liveness(c, cfg), failing the test on an error.
+func mustLiveness(t *testing.T, c *coordination.Coordinator, cfg health.Config) http.Handler {
 	t.Helper()
-	h, err := health.Liveness(c, opts...)
+	h, err := health.Liveness(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// mustReadiness returns Readiness(c, cfg), failing the test on an error.
+func mustReadiness(t *testing.T, c *coordination.Coordinator, cfg health.Config) http.Handler {
+	t.Helper()
+	h, err := health.Readiness(c, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,42 +73,56 @@ func expect(t *testing.T, what string, h http.Handler, code int, body string) {
 	}
 }
 
-// TestOptions: Liveness rejects each out-of-range option with an error
-// naming the option and its value, with or without a coordinator, and
-// takes a nil one. (TestOptionsApplied checks that valid ones apply.)
+// TestOptions: Liveness and Readiness reject each out-of-range field of
+// their Config with an error wrapping coordination.ErrInvalidConfig that
+// names the field and its value, with or without a coordinator, and take
+// the zero Config (every default). (The root module's TestConfigApplied
+// checks that valid values apply.)
 func TestOptions(t *testing.T) {
 	c := newCoordinator(t, "node-a")
 	bad := []struct {
-		opt  health.LivenessOption
+		cfg  health.Config
 		name string
 	}{
-		{health.WithFailures(0), "WithFailures(0)"},
-		{health.WithFailures(-3), "WithFailures(-3)"},
-		{health.WithHeadroom(0), "WithHeadroom(0s)"},
-		{health.WithHeadroom(-time.Second), "WithHeadroom(-1s)"},
+		{health.Config{Failures: -1, Headroom: time.Second}, "Failures (-1)"},
+		{health.Config{Failures: -3, Headroom: time.Second}, "Failures (-3)"},
+		{health.Config{Headroom: -time.Second}, "Headroom (-1s)"},
+		{health.Config{Failures: 1, Headroom: -time.Nanosecond}, "Headroom (-1ns)"},
 	}
 	for _, tc := range bad {
 		for _, coord := range []*coordination.Coordinator{c, nil} {
-			h, err := health.Liveness(coord, health.WithHeadroom(time.Second), tc.opt)
-			if !errors.Is(err, health.ErrInvalidOption) || !strings.Contains(err.Error(), tc.name) || h != nil {
-				t.Errorf("Liveness(%v, %s) = %v, %v; want no handler and an error wrapping ErrInvalidOption that names %s",
-					coord != nil, tc.name, h, err, tc.name)
+			h, err := health.Liveness(coord, tc.cfg)
+			if !errors.Is(err, coordination.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.name) || h != nil {
+				t.Errorf("Liveness(%v, %+v) = %v, %v; want no handler and an error wrapping ErrInvalidConfig that names %s",
+					coord != nil, tc.cfg, h, err, tc.name)
+			}
+			h, err = health.Readiness(coord, tc.cfg)
+			if !errors.Is(err, coordination.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.name) || h != nil {
+				t.Errorf("Readiness(%v, %+v) = %v, %v; want no handler and an error wrapping ErrInvalidConfig that names %s",
+					coord != nil, tc.cfg, h, err, tc.name)
 			}
 		}
 	}
-	_, err := health.Liveness(c, health.WithFailures(0), health.WithHeadroom(-time.Second))
-	if !errors.Is(err, health.ErrInvalidOption) || !strings.Contains(err.Error(), "WithFailures(0)") || !strings.Contains(err.Error(), "WithHeadroom(-1s)") {
-		t.Errorf("two bad options: err = %v, want both named", err)
+	// Two bad fields: the error names the first one checked.
+	_, err := health.Liveness(c, health.Config{Failures: -1, Headroom: -time.Second})
+	if !errors.Is(err, coordination.ErrInvalidConfig) || !strings.Contains(err.Error(), "Failures (-1)") {
+		t.Errorf("two bad fields: err = %v, want an error wrapping ErrInvalidConfig that names Failures (-1)", err)
 	}
-	if h, err := health.Liveness(c, nil, health.WithFailures(1)); err != nil || h == nil {
-		t.Fatalf("Liveness with a nil option = %v, %v; want a handler", h, err)
+	// The zero values are the defaults, not errors.
+	for _, cfg := range []health.Config{{}, {Failures: 0, Headroom: 0}, {Failures: 1}, {Headroom: time.Second}} {
+		if h, err := health.Liveness(c, cfg); err != nil || h == nil {
+			t.Fatalf("Liveness(%+v) = %v, %v; want a handler", cfg, h, err)
+		}
+		if h, err := health.Readiness(c, cfg); err != nil || h == nil {
+			t.Fatalf("Readiness(%+v) = %v, %v; want a handler", cfg, h, err)
+		}
 	}
 }
 
 func TestNilArguments(t *testing.T) {
-	expect(t, "Liveness(nil)", mustLiveness(t, nil), http.StatusServiceUnavailable, "no coordinator")
-	expect(t, "Readiness(nil)", health.Readiness(nil), http.StatusServiceUnavailable, "no coordinator")
-	expect(t, "Readiness(nil, RequireHealthy())", health.Readiness(nil, health.RequireHealthy()), http.StatusServiceUnavailable, "no coordinator")
+	expect(t, "Liveness(nil)", mustLiveness(t, nil, health.Config{}), http.StatusServiceUnavailable, "no coordinator")
+	expect(t, "Readiness(nil)", mustReadiness(t, nil, health.Config{}), http.StatusServiceUnavailable, "no coordinator")
+	expect(t, "Readiness(nil, RequireHealthy)", mustReadiness(t, nil, health.Config{RequireHealthy: true}), http.StatusServiceUnavailable, "no coordinator")
 	expect(t, "ReadyWhenLeading(nil)", health.ReadyWhenLeading(nil), http.StatusServiceUnavailable, "no election")
 }
 
@@ -147,7 +171,7 @@ func TestHandlersOnSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, ready, leading := mustLiveness(t, c), health.Readiness(c), health.ReadyWhenLeading(e)
+	live, ready, leading := mustLiveness(t, c, health.Config{}), mustReadiness(t, c, health.Config{}), health.ReadyWhenLeading(e)
 
 	expect(t, "liveness before Run", live, http.StatusOK, "ok")
 	expect(t, "readiness before Run", ready, http.StatusServiceUnavailable, "not running")
@@ -203,7 +227,7 @@ func TestLivenessFailsBeforeTheTrustDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = l.Release(context.Background()) }()
-	live := mustLiveness(t, c, health.WithHeadroom(8*time.Second))
+	live := mustLiveness(t, c, health.Config{Headroom: 8 * time.Second})
 	expect(t, "liveness of a leader", live, http.StatusOK, "ok")
 
 	sqlDB, err := db.DB()
@@ -233,7 +257,7 @@ func TestLivenessFailsBeforeTheTrustDeadline(t *testing.T) {
 		t.Errorf("reason = %q", reason)
 	}
 	select {
-	case <-l.Done():
+	case <-l.Context().Done():
 	case <-time.After(wait):
 		t.Fatalf("the lease was not lost within %v of the database going away", wait)
 	}
@@ -263,7 +287,7 @@ func TestReadinessRequiresHealthy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready, readyHealthy := health.Readiness(c), health.Readiness(c, health.RequireHealthy())
+	ready, readyHealthy := mustReadiness(t, c, health.Config{}), mustReadiness(t, c, health.Config{RequireHealthy: true})
 	expect(t, "readiness requiring health before Run", readyHealthy, http.StatusServiceUnavailable, "coordinator not running")
 
 	run(t, c)

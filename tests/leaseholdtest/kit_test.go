@@ -53,7 +53,7 @@ type entry struct {
 
 // runLedger is the singleton under test: while it leads, it appends an
 // entry every second, each in a transaction fenced by its lease.
-func runLedger(db *gorm.DB, node string) workers.SingletonFunc {
+func runLedger(db *gorm.DB, node string) coordination.LeaderFunc {
 	return func(ctx context.Context, l *coordination.Lease) error {
 		for {
 			err := db.Transaction(func(tx *gorm.DB) error {
@@ -81,10 +81,10 @@ func TestLedgerStopsWritingAfterLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		db := appDB(t, &entry{})
 		kit := leaseholdtest.New(t)
-		a := kit.StartHost(kit.Identity("node-a", "eu"), workers.Config{},
+		a := kit.StartHost(kit.Identity("node-a", "eu"), coordination.Config{}, workers.Config{},
 			workers.GlobalSingleton("ledger", runLedger(db, "node-a")))
 		time.Sleep(5 * time.Second) // node-a leads and writes
-		kit.StartHost(kit.Identity("node-b", "eu"), workers.Config{},
+		kit.StartHost(kit.Identity("node-b", "eu"), coordination.Config{}, workers.Config{},
 			workers.GlobalSingleton("ledger", runLedger(db, "node-b")))
 
 		a.Pause(time.Minute) // beyond the 15 s TTL: node-b takes over meanwhile
@@ -120,7 +120,7 @@ type order struct {
 // processOrders is the partitioned worker under test: it processes the
 // orders its assignment owns (Assignment.Scope), one per fenced
 // transaction a second, and records which share processed each.
-func processOrders(db *gorm.DB, node string) workers.PartitionFunc {
+func processOrders(db *gorm.DB, node string) coordination.AssignmentFunc {
 	return func(ctx context.Context, a coordination.Assignment) error {
 		for {
 			err := db.Transaction(func(tx *gorm.DB) error {
@@ -165,8 +165,8 @@ func TestOrdersAcrossRebalance(t *testing.T) {
 		}
 		kit := leaseholdtest.New(t)
 		start := func(node string) {
-			kit.StartHost(kit.Identity(node, "eu"), workers.Config{},
-				workers.GlobalPartitioned("orders", processOrders(db, node), workers.PartitionConfig{}))
+			kit.StartHost(kit.Identity(node, "eu"), coordination.Config{}, workers.Config{},
+				workers.GlobalPartitioned("orders", processOrders(db, node), coordination.PoolConfig{}))
 		}
 		start("node-a")
 		start("node-b")

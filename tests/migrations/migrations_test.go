@@ -223,7 +223,7 @@ func closeDB(db *gorm.DB) {
 // checks the result is a current schema that Migrate leaves alone.
 func caseHandAppliedDDL(t *testing.T, tg testdb.Target) {
 	db := tg.Open(t)
-	ddl, err := migrations.DDL(db.Name(), migrations.DDLOptions{TablePrefix: "dba_"})
+	ddl, err := migrations.DDL(db.Name(), migrations.Options{TablePrefix: "dba_"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func caseDDLFromTwice(t *testing.T, tg testdb.Target) {
 				t.Fatal(err)
 			}
 		}
-		ddl, err := migrations.DDL(db.Name(), migrations.DDLOptions{TablePrefix: prefix, From: from})
+		ddl, err := migrations.DDL(db.Name(), migrations.Options{TablePrefix: prefix, From: from})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,7 +365,7 @@ func caseDDLFromAboveRealVersion(t *testing.T, tg testdb.Target) {
 				"VALUES ('global/kept', 'n/c/i', 41, 1, 2, 3)").Error; err != nil {
 				t.Fatal(err)
 			}
-			ddl, err := migrations.DDL(db.Name(), migrations.DDLOptions{TablePrefix: prefix, From: from})
+			ddl, err := migrations.DDL(db.Name(), migrations.Options{TablePrefix: prefix, From: from})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -456,7 +456,7 @@ func caseScriptThroughClient(t *testing.T, tg testdb.Target) {
 		if _, err := st.Schema().MigrateTo(ctx, time.Minute, from); err != nil {
 			t.Fatal(err)
 		}
-		ddl, err := migrations.DDL(db.Name(), migrations.DDLOptions{TablePrefix: opts.TablePrefix, From: from})
+		ddl, err := migrations.DDL(db.Name(), migrations.Options{TablePrefix: opts.TablePrefix, From: from})
 		if err != nil {
 			t.Fatal(err)
 		}

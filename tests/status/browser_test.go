@@ -55,7 +55,7 @@ func TestPageInBrowser(t *testing.T) {
 	for _, s := range []string{
 		`<table id="leases">`, `<td class="name">cluster/test/reports</td>`, `<td class="name">global/ledger</td>`,
 		`<td class="holder">` + f.a.Holder() + `</td>`, `<td class="holder">` + f.b.Holder() + `</td>`,
-		`<h3>global/orders</h3>`, `<td class="name">` + f.b.Identity().Instance + `</td>`,
+		`<h3>global/orders</h3>`, `<td class="name">` + instance(t, f.b) + `</td>`,
 	} {
 		if !strings.Contains(dom, s) {
 			t.Errorf("the rendered DOM lacks %q", s)

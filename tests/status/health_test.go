@@ -27,7 +27,7 @@ func getJSON(t *testing.T, url string) status.Snapshot {
 
 // awaitRenewal polls the JSON at url until ok accepts its renewal state,
 // for at most wait.
-func awaitRenewal(t *testing.T, url, what string, ok func(status.Renewal) bool) status.Renewal {
+func awaitRenewal(t *testing.T, url, what string, ok func(coordination.RenewalState) bool) coordination.RenewalState {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
@@ -43,8 +43,8 @@ func awaitRenewal(t *testing.T, url, what string, ok func(status.Renewal) bool) 
 }
 
 // TestPageShowsHealth: the page and its JSON show whether the process's
-// health checks let it campaign, and since when, without the checks'
-// error text.
+// health checks let it campaign, and since when (the page: for how long),
+// without the checks' error text.
 func TestPageShowsHealth(t *testing.T) {
 	var healthy atomic.Bool
 	secret := errors.New("cannot reach 10.1.2.3:5432 as admin")
@@ -60,10 +60,10 @@ func TestPageShowsHealth(t *testing.T) {
 	srv := httptest.NewServer(status.Handler(c, status.Options{Refresh: -1}))
 	defer srv.Close()
 
-	sick := awaitRenewal(t, srv.URL+"/status.json", "unhealthy after a failed check", func(r status.Renewal) bool {
-		return r.HealthCheck && r.Unhealthy
+	sick := awaitRenewal(t, srv.URL+"/status.json", "unhealthy after a failed check", func(r coordination.RenewalState) bool {
+		return r.Unhealthy
 	})
-	if now := time.Now(); sick.HealthChanged.IsZero() || sick.HealthChanged.After(now) || sick.HealthFor == nil || *sick.HealthFor < 0 {
+	if now := time.Now(); sick.HealthChanged.IsZero() || sick.HealthChanged.After(now) {
 		t.Errorf("renewal state of an unhealthy process = %+v, want the time it became unhealthy, before %v", sick, now)
 	}
 	_, _, html := fetch(t, srv.URL+"/status", "")
@@ -78,10 +78,10 @@ func TestPageShowsHealth(t *testing.T) {
 	}
 
 	healthy.Store(true)
-	r := awaitRenewal(t, srv.URL+"/status.json", "healthy after a passing check", func(r status.Renewal) bool {
-		return r.HealthCheck && !r.Unhealthy
+	r := awaitRenewal(t, srv.URL+"/status.json", "healthy after a passing check", func(r coordination.RenewalState) bool {
+		return !r.Unhealthy
 	})
-	if !r.HealthChanged.After(sick.HealthChanged) || r.HealthFor == nil {
+	if !r.HealthChanged.After(sick.HealthChanged) {
 		t.Errorf("renewal state of a process healthy again = %+v, want the time it became healthy, after %v", r, sick.HealthChanged)
 	}
 	if _, _, html = fetch(t, srv.URL+"/status", ""); !strings.Contains(html, `<span id="health">healthy for `) {
@@ -95,7 +95,7 @@ func TestPageWithoutHealthCheck(t *testing.T) {
 	c := start(t, openSQLite(t), "node-a")
 	srv := httptest.NewServer(status.Handler(c, status.Options{Refresh: -1}))
 	defer srv.Close()
-	if r := *getJSON(t, srv.URL+"/status.json").Renewal; r.HealthCheck || r.Unhealthy || !r.HealthChanged.IsZero() || r.HealthFor != nil {
+	if r := *getJSON(t, srv.URL+"/status.json").Renewal; r.Unhealthy || !r.HealthChanged.IsZero() {
 		t.Errorf("renewal state without a health check = %+v", r)
 	}
 	if _, _, html := fetch(t, srv.URL+"/status", ""); !strings.Contains(html, `<span id="health">no health check</span>`) {

@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/status"
 	"github.com/leasehold/leasehold/workers"
 )
@@ -21,14 +18,9 @@ import (
 // and reads its next slot and its runs from the page and its JSON.
 func TestPageShowsSchedules(t *testing.T) {
 	db := openSQLite(t)
-	id, err := identity.New("node-a", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := start(t, db, "node-a")
 	slots := make(chan time.Time, 64)
-	h, err := workers.NewHost(db, id, workers.Config{Coordination: coordination.Config{
-		TTL: time.Minute, RetryInterval: 100 * time.Millisecond, Logger: zaptest.NewLogger(t),
-	}}, workers.Scheduled("report", func(_ context.Context, s *workers.Slot) error {
+	h, err := workers.NewHost(c, workers.Config{}, workers.Scheduled("report", func(_ context.Context, s *workers.Slot) error {
 		slots <- s.Time
 		return nil
 	}, workers.ScheduleConfig{
@@ -63,7 +55,7 @@ func TestPageShowsSchedules(t *testing.T) {
 		}
 	}
 
-	srv := httptest.NewServer(status.Handler(h.Coordinator(), status.Options{}))
+	srv := httptest.NewServer(status.Handler(c, status.Options{}))
 	defer srv.Close()
 	var snap status.Snapshot
 	deadline := time.Now().Add(wait)
@@ -75,7 +67,7 @@ func TestPageShowsSchedules(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &snap); err != nil {
 			t.Fatal(err)
 		}
-		if len(snap.Schedules) == 2 && len(snap.Schedules[1].History) == 2 && !snap.Schedules[1].History[1].Slot.Before(third) {
+		if len(snap.Schedules) == 2 && len(snap.Schedules[1].State.History) == 2 && !snap.Schedules[1].State.History[1].Slot.Before(third) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -84,16 +76,16 @@ func TestPageShowsSchedules(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	odd, sc := snap.Schedules[0], snap.Schedules[1]
-	if odd.Name != "odd" || odd.Error != "" || len(odd.History) != 0 {
+	if odd.Name != "odd" || odd.Error != "" || len(odd.State.History) != 0 {
 		t.Errorf("schedule odd = %+v, want no runs", odd)
 	}
-	if sc.Name != "report" || sc.Lease != workers.ScheduleLease("report") || sc.Holder != h.Coordinator().Holder() || !sc.Live ||
-		!sc.Next.After(sc.Done) || sc.Done.Before(third) {
-		t.Errorf("schedule = %+v, want report held by %s, done up to %v at least, and its next slot", sc, h.Coordinator().Holder(), third)
+	if sc.Name != "report" || sc.Lease.Key != workers.ScheduleLease("report") || sc.Lease.Holder != c.Holder() || !sc.Lease.Live ||
+		!sc.State.Next.After(sc.State.Done) || sc.State.Done.Before(third) {
+		t.Errorf("schedule = %+v, want report held by %s, done up to %v at least, and its next slot", sc, c.Holder(), third)
 	}
-	for _, r := range sc.History {
-		if r.Outcome != workers.OutcomeOK || r.Epoch != sc.Epoch || r.Holder != sc.Holder || r.End.Before(r.Start) {
-			t.Errorf("history entry %+v, want ok under epoch %d", r, sc.Epoch)
+	for _, r := range sc.State.History {
+		if r.Outcome != workers.OutcomeOK || r.Epoch != sc.Lease.Epoch || r.Holder != sc.Lease.Holder || r.End.Before(r.Start) {
+			t.Errorf("history entry %+v, want ok under epoch %d", r, sc.Lease.Epoch)
 		}
 	}
 

@@ -3,6 +3,7 @@ package status_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -98,7 +99,7 @@ func join(t *testing.T, c *coordination.Coordinator, name string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = p.Run(ctx, func(ctx context.Context, _ coordination.Assignment) error { <-ctx.Done(); return nil })
+		_ = p.Run(ctx, func(ctx context.Context, _ coordination.Assignment) error { <-ctx.Done(); return nil }, nil)
 	}()
 	t.Cleanup(func() {
 		leave()
@@ -116,12 +117,12 @@ func waitSettled(t *testing.T, c *coordination.Coordinator, key string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		ps, err := c.Pools(context.Background())
+		ps, err := c.Admin().Pools(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range ps {
-			if p.Pool != key || len(p.List) != n {
+			if p.Key != key || len(p.List) != n {
 				continue
 			}
 			acked := 0
@@ -139,6 +140,17 @@ func waitSettled(t *testing.T, c *coordination.Coordinator, key string, n int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// instance returns the instance id of c's process: its member id in a
+// pool it joins once.
+func instance(t *testing.T, c *coordination.Coordinator) string {
+	t.Helper()
+	id, err := identity.ParseHolder(c.Holder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id.Instance
 }
 
 // fixture is two coordinators on one SQLite database: a leads the cluster
@@ -199,8 +211,8 @@ func TestPageListsLeasesAndPools(t *testing.T) {
 		"<title>orders service</title>", `http-equiv="refresh"`,
 		`<td class="name">cluster/test/reports</td>`, `<td class="name">global/ledger</td>`,
 		`<td class="holder">` + f.a.Holder() + `</td>`, `<td class="holder">` + f.b.Holder() + `</td>`,
-		"<h3>global/orders</h3>", `<td class="name">` + f.a.Identity().Instance + `</td>`,
-		`<td class="name">` + f.b.Identity().Instance + `</td>`, `<span class="live">live</span>`,
+		"<h3>global/orders</h3>", `<td class="name">` + instance(t, f.a) + `</td>`,
+		`<td class="name">` + instance(t, f.b) + `</td>`, `<span class="live">live</span>`,
 		`<tr class="lease mine">`,
 	} {
 		if !strings.Contains(html, s) {
@@ -215,6 +227,7 @@ func TestPageListsLeasesAndPools(t *testing.T) {
 	}
 
 	var want status.Snapshot
+	before := time.Now()
 	for _, url := range []string{srv.URL + "/status.json", srv.URL + "/status?format=json"} {
 		code, ct, body := fetch(t, url, "")
 		if code != http.StatusOK || ct != "application/json" {
@@ -231,20 +244,28 @@ func TestPageListsLeasesAndPools(t *testing.T) {
 	if want.Renewal == nil {
 		t.Fatalf("JSON has no renewal state: %+v", want)
 	}
+	// The trust deadline is on the serving process's clock: this one's.
 	if want.Holder != f.a.Holder() || !want.Renewal.Running || want.Renewal.Held != 2 ||
-		want.Renewal.TrustLeft == nil || *want.Renewal.TrustLeft <= 0 || want.DatabaseTime.IsZero() {
+		!want.Renewal.TrustDeadline.After(before) || want.DatabaseTime.IsZero() {
 		t.Errorf("JSON header = holder %q, renewal %+v, database time %v", want.Holder, want.Renewal, want.DatabaseTime)
 	}
 	names := make([]string, 0, len(want.Leases))
+	held := 0 // by a, the serving process
 	for _, l := range want.Leases {
-		names = append(names, l.Name)
-		if !l.Live || l.Epoch < 1 || l.Left <= 0 || l.AcquiredAt.IsZero() || l.RenewedAt.IsZero() ||
-			l.Mine != (l.Holder == f.a.Holder()) {
-			t.Errorf("lease %+v: want live, acquired, mine only when held by %s", l, f.a.Holder())
+		names = append(names, l.Key)
+		if !l.Live || l.Epoch < 1 || !l.ExpiresAt.After(l.DatabaseTime) || l.AcquiredAt.IsZero() || l.RenewedAt.IsZero() {
+			t.Errorf("lease %+v: want live, with time left, acquired", l)
 		}
-		if !strings.Contains(html, `<td class="name">`+l.Name+`</td>`) {
-			t.Errorf("JSON lease %s is not on the page", l.Name)
+		if l.Holder == f.a.Holder() {
+			held++
 		}
+		if !strings.Contains(html, `<td class="name">`+l.Key+`</td>`) {
+			t.Errorf("JSON lease %s is not on the page", l.Key)
+		}
+	}
+	// The page marks as mine the leases the serving process holds.
+	if n := strings.Count(html, `<tr class="lease mine">`); n != held || held != 1 {
+		t.Errorf("the page marks %d leases mine; the JSON has %d held by %s, want 1", n, held, f.a.Holder())
 	}
 	if !slices.Equal(names, []string{"cluster/test/reports", "global/ledger"}) {
 		t.Errorf("JSON leases = %v", names)
@@ -253,20 +274,39 @@ func TestPageListsLeasesAndPools(t *testing.T) {
 		t.Fatalf("JSON pools = %+v, want global/orders only", want.Pools)
 	}
 	p := want.Pools[0]
-	if p.Key != "global/orders" || p.Generation < 1 || len(p.Members) != 2 {
+	if p.Key != "global/orders" || p.Generation < 1 || len(p.List) != 2 || len(p.Members) != 2 {
 		t.Fatalf("JSON pool = %+v", p)
 	}
+	// Members are by id; List gives the generation's, in index order.
 	mine := 0
-	for i, m := range p.Members {
-		if m.Index == nil || *m.Index != i || !m.Live || !m.Acked || m.Ack != p.Generation || m.Left <= 0 {
-			t.Errorf("member %d = %+v: want index %d, live, acknowledged", i, m, i)
+	for i, id := range p.List {
+		j := slices.IndexFunc(p.Members, func(m coordination.Member) bool { return m.ID == id })
+		if j < 0 {
+			t.Errorf("member %d (%s) of the list has no row: %+v", i, id, p.Members)
+			continue
 		}
-		if m.Mine {
+		if m := p.Members[j]; !m.Live || m.Ack != p.Generation || !m.ExpiresAt.After(p.DatabaseTime) {
+			t.Errorf("member %d = %+v: want live, acknowledged, with time left", i, m)
+		}
+		if p.Members[j].Holder == f.a.Holder() {
 			mine++
 		}
 	}
 	if mine != 1 {
-		t.Errorf("%d members are mine, want 1", mine)
+		t.Errorf("%d members are held by %s, want 1", mine, f.a.Holder())
+	}
+	// The page lists them in index order, acknowledged, one of them mine.
+	for i, id := range p.List {
+		row := fmt.Sprintf(`<td class="num">%d</td>`+"\n"+`<td class="name">%s</td>`, i, id)
+		if !strings.Contains(html, row) {
+			t.Errorf("the page lacks member %s at index %d", id, i)
+		}
+	}
+	if n := strings.Count(html, `<tr class="member mine">`); n != 1 {
+		t.Errorf("the page marks %d members mine, want 1", n)
+	}
+	if strings.Contains(html, "(pending)") {
+		t.Errorf("the page shows an acknowledgement pending in a settled pool")
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/testdb"
-	"github.com/leasehold/leasehold/internal/testlink"
 	"github.com/leasehold/leasehold/workers"
 )
 
@@ -58,14 +57,14 @@ func (r *recorder) unitsIn(group string) int {
 // leases (name -> holder).
 func checkLiveLeases(t *testing.T, r *running, want map[string]string) {
 	t.Helper()
-	infos, err := r.Coordinator().Leases(context.Background())
+	infos, err := r.Coordinator().Admin().Leases(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
 	for _, info := range infos {
 		if info.Live {
-			got[info.Name] = info.Holder
+			got[info.Key] = info.Holder
 		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -161,7 +160,9 @@ func caseGlobalSingletonOneOverall(t *testing.T, b *bundle) {
 
 func caseFailoverOnHostStop(t *testing.T, b *bundle) {
 	rec := newRecorder()
-	a := startHost(t, b.db, "node-a", "test", fastConfig(), workers.ClusterSingleton("handoff", rec.fn("handoff", "node-a")))
+	acfg := fastConfig()
+	released := countReleases(t, &acfg)
+	a := startHost(t, b.db, "node-a", "test", acfg, workers.ClusterSingleton("handoff", rec.fn("handoff", "node-a")))
 	first := rec.current(t, "handoff")
 	c := startHost(t, b.db, "node-c", "test", fastConfig(), workers.ClusterSingleton("handoff", rec.fn("handoff", "node-c")))
 	sawLeader(t, c, "cluster/test/handoff", a.Coordinator().Holder())
@@ -186,10 +187,17 @@ func caseFailoverOnHostStop(t *testing.T, b *bundle) {
 	}
 	t.Logf("node-a's function returned %v after stop; node-c started %v after stop (gap %v)",
 		runs[0].end.Sub(stopAt), runs[1].start.Sub(stopAt), runs[1].start.Sub(runs[0].end))
-	// Handed over by a release, not left to expire.
-	recvEvent(t, a.coordEvents, "node-a's release", func(ev coordination.Event) bool {
-		return ev.Kind == coordination.EventReleased && ev.Epoch == first.epoch
-	})
+	// Handed over by a release, not left to expire: node-a's one term is
+	// the one lease its coordinator released. (Its EventReleased, sent
+	// while the coordinator shut down, may come after the coordinator's
+	// event stream closed; the releases counter has it once node-a's Run
+	// has returned.)
+	released.waitN("node-a's releases", 1)
+	for _, ev := range pending(a.coordEvents) {
+		if ev.Kind == coordination.EventReleased && ev.Epoch != first.epoch {
+			t.Fatalf("node-a released %+v, want only epoch %d", ev, first.epoch)
+		}
+	}
 	stopped := recvEvent(t, a.events, "stopped-leading on node-a", hostEvent(workers.EventStoppedLeading, "handoff"))
 	if !errors.Is(stopped.Err, coordination.ErrClosed) || stopped.Epoch != first.epoch {
 		t.Fatalf("stopped-leading = %+v, want epoch %d and ErrClosed", stopped, first.epoch)
@@ -251,7 +259,7 @@ func checkRestarts(t *testing.T, r *running, worker string, calls []call) []work
 	var errs []workers.Event
 	for _, ev := range evs {
 		if ev.Kind == workers.EventWorkerError {
-			if ev.Worker != worker || ev.Lease != calls[0].lease.Key() || ev.Epoch != calls[0].lease.Epoch() {
+			if ev.Worker != worker || ev.Key != calls[0].lease.Key() || ev.Epoch != calls[0].lease.Epoch() {
 				t.Fatalf("worker-error event %+v, want worker %q term %s", ev, worker, calls[0].lease.Token())
 			}
 			errs = append(errs, ev)
@@ -316,14 +324,14 @@ func casePanicRecovered(t *testing.T, b *bundle) {
 	if len(errs) != 2 {
 		t.Fatalf("worker-error events = %v, want 2", errs)
 	}
-	var pe *workers.PanicError
-	if !errors.As(errs[0].Err, &pe) || pe.Value != "kaboom" || !errors.Is(errs[0].Err, workers.ErrPanicked) {
+	var pe *coordination.PanicError
+	if !errors.As(errs[0].Err, &pe) || pe.Value != "kaboom" || !errors.Is(errs[0].Err, coordination.ErrPanicked) {
 		t.Fatalf("first event's error = %v, want a *PanicError of \"kaboom\"", errs[0].Err)
 	}
 	if !strings.Contains(string(pe.Stack), "casePanicRecovered") {
 		t.Fatalf("panic stack does not show the panicking function:\n%s", pe.Stack)
 	}
-	if !errors.Is(errs[1].Err, errBoom) || !errors.Is(errs[1].Err, workers.ErrPanicked) {
+	if !errors.Is(errs[1].Err, errBoom) || !errors.Is(errs[1].Err, coordination.ErrPanicked) {
 		t.Fatalf("second event's error = %v, want a panic wrapping %v", errs[1].Err, errBoom)
 	}
 	logged := r.logs.FilterMessage("worker panicked; recovered").All()
@@ -431,7 +439,9 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 		<-finish // still cleaning up after cancellation
 		return nil
 	}
-	r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.ClusterSingleton("drain", fn))
+	cfg := fastConfig()
+	released := countReleases(t, &cfg)
+	r := startHost(t, b.db, "node-a", "test", cfg, workers.ClusterSingleton("drain", fn))
 	var l *coordination.Lease
 	select {
 	case l = <-started:
@@ -447,7 +457,7 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 	// The coordinator is draining: it ended the term with ErrClosed. (The
 	// function may have seen the host's cancellation first.)
 	select {
-	case <-l.Done():
+	case <-l.Context().Done():
 	case <-time.After(wait):
 		t.Fatalf("term not ended by the coordinator's shutdown")
 	}
@@ -487,10 +497,14 @@ func caseShutdownOrder(t *testing.T, b *bundle) {
 			t.Fatalf("lease released while the function still ran: %+v", ev)
 		}
 	}
+	if n := released.n(); n != 0 {
+		t.Fatalf("%d releases while the function still ran, want 0", n)
+	}
 	close(finish)
-	recvEvent(t, r.coordEvents, "the release", func(ev coordination.Event) bool {
-		return ev.Kind == coordination.EventReleased && ev.Epoch == l.Epoch()
-	})
+	// The release, of the one term: counted by the releases counter. (Its
+	// EventReleased may come after the shutting-down coordinator closed its
+	// event stream.)
+	released.waitN("the release", 1)
 	select {
 	case <-returned:
 	default:
@@ -541,7 +555,7 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 		t.Fatalf("Run returned after %v, before ShutdownTimeout %v", took, cfg.Coordination.ShutdownTimeout)
 	}
 	ev := recvEvent(t, r.events, "shutdown-overrun", hostEvent(workers.EventShutdownOverrun, "stubborn"))
-	if ev.Lease != l.Key() || ev.Epoch != l.Epoch() || !errors.Is(ev.Err, workers.ErrShutdownOverrun) {
+	if ev.Key != l.Key() || ev.Epoch != l.Epoch() || !errors.Is(ev.Err, workers.ErrShutdownOverrun) {
 		t.Fatalf("overrun event = %+v, want term %s and ErrShutdownOverrun", ev, l.Token())
 	}
 	logged := r.logs.FilterLevelExact(zapcore.ErrorLevel).FilterField(zapString("worker", "stubborn")).
@@ -553,11 +567,15 @@ func caseShutdownOverrun(t *testing.T, b *bundle) {
 		t.Fatalf("lease of a function still running was released: %+v", row)
 	}
 	// The function returns at last: its goroutine ends and gives the lease
-	// back.
+	// back. (Nothing of the host shows its goroutine's end once Run has
+	// returned: the release is what the goroutine does last.)
 	close(finish)
-	r.waitWorkers(t)
-	if row := leaseRow(t, b.db, l.Key()); row.Holder != "" {
-		t.Fatalf("lease not released after the stuck function returned: %+v", row)
+	deadline := time.Now().Add(wait)
+	for row := leaseRow(t, b.db, l.Key()); row.Holder != ""; row = leaseRow(t, b.db, l.Key()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lease not released within %v after the stuck function returned: %+v", wait, row)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -574,11 +592,10 @@ func caseStatus(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	want := []workers.Leading{
-		{Worker: "warmer", Kind: workers.KindClusterSingleton, Lease: "cluster/test/warmer", Epoch: 1},
-		{Worker: "billing", Kind: workers.KindGlobalSingleton, Lease: "global/billing", Epoch: 1},
+		{Worker: "warmer", Kind: "cluster-singleton", Key: "cluster/test/warmer", Epoch: 1},
+		{Worker: "billing", Kind: "global-singleton", Key: "global/billing", Epoch: 1},
 	}
-	if st.Holder != a.Coordinator().Holder() || st.Identity != a.Coordinator().Identity() ||
-		fmt.Sprint(st.Leading) != fmt.Sprint(want) || len(st.Pools) != 0 {
+	if st.Holder != a.Coordinator().Holder() || fmt.Sprint(st.Leading) != fmt.Sprint(want) || len(st.Pools) != 0 {
 		t.Fatalf("leader's Status = %+v, want holder %s leading %v", st, a.Coordinator().Holder(), want)
 	}
 	if st, err := c.Status(context.Background()); err != nil || len(st.Leading) != 0 || st.Holder != c.Coordinator().Holder() {
@@ -606,55 +623,61 @@ func caseStatus(t *testing.T, b *bundle) {
 	}
 }
 
+// caseNewHostValidation: every bad config or worker is refused with an
+// error wrapping coordination.ErrInvalidConfig that names it, by
+// coordination.New (the coordinator's config, the identity, the database)
+// or by workers.NewHost (the host's config and its workers).
 func caseNewHostValidation(t *testing.T, b *bundle) {
 	noop := func(context.Context, *coordination.Lease) error { return nil }
 	part := func(context.Context, coordination.Assignment) error { return nil }
 	id := testIdentity(t, "node-a", "test")
-	long := strings.Repeat("x", coordination.MaxNameLen+1)
+	const maxNameLen = 128 // the longest name coordination takes (its validateName)
+	long := strings.Repeat("x", maxNameLen+1)
+	invalid := []error{coordination.ErrInvalidConfig}
 	for _, tc := range []struct {
 		name    string
-		cfg     workers.Config
+		cfg     hostConfig
 		ws      []workers.Worker
 		is      []error
 		mention []string
 	}{
-		{"DuplicateName", workers.Config{}, []workers.Worker{workers.ClusterSingleton("jobs", noop), workers.ClusterSingleton("jobs", noop)},
-			[]error{workers.ErrInvalidWorker}, []string{`"jobs"`, "cluster-singleton"}},
-		{"NilFunction", workers.Config{}, []workers.Worker{workers.GlobalSingleton("outbox", nil)},
-			[]error{workers.ErrInvalidWorker}, []string{`"outbox"`, "nil function"}},
-		{"NilWorker", workers.Config{}, []workers.Worker{workers.ClusterSingleton("a", noop), nil},
-			[]error{workers.ErrInvalidWorker}, []string{"worker 1"}},
-		{"BadName", workers.Config{}, []workers.Worker{workers.ClusterSingleton("bad name", noop)},
-			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"bad name"`}},
-		{"EmptyName", workers.Config{}, []workers.Worker{workers.GlobalSingleton("", noop)},
-			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidName}, []string{"empty"}},
-		{"LongName", workers.Config{}, []workers.Worker{workers.GlobalSingleton(long, noop)},
-			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidName}, []string{"129 bytes"}},
-		{"NegativeRestartBackoff", workers.Config{RestartBackoff: -time.Second}, nil,
-			[]error{workers.ErrInvalidConfig}, []string{"RestartBackoff", "-1s"}},
-		{"MaxBelowRestartBackoff", workers.Config{RestartBackoff: time.Minute}, nil,
-			[]error{workers.ErrInvalidConfig}, []string{"MaxRestartBackoff (30s)", "RestartBackoff (1m0s)"}},
-		{"BadCoordinationConfig", workers.Config{Coordination: coordination.Config{TTL: time.Second, Margin: 2 * time.Second}}, []workers.Worker{workers.ClusterSingleton("a", noop)},
-			[]error{workers.ErrInvalidConfig, coordination.ErrInvalidConfig}, []string{"Margin (2s)", "TTL (1s)"}},
-		{"MaxInt64TTL", workers.Config{Coordination: coordination.Config{TTL: math.MaxInt64}}, []workers.Worker{workers.ClusterSingleton("a", noop)},
-			[]error{workers.ErrInvalidConfig, coordination.ErrInvalidConfig}, []string{"TTL (2562047h47m16.854775807s)", "at most 24h0m0s"}},
-		{"NoWorkers", workers.Config{}, nil,
-			[]error{workers.ErrInvalidWorker}, []string{"no workers", "0 entries"}},
-		{"DotDotName", workers.Config{}, []workers.Worker{workers.GlobalSingleton("../..", noop)},
-			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"../.."`, `segment ".."`}},
-		{"EmptySegmentName", workers.Config{}, []workers.Worker{workers.GlobalPartitioned("items/", part, workers.PartitionConfig{})},
-			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidName}, []string{`"items/"`, "empty segment"}},
-		{"NanosecondPoll", workers.Config{}, []workers.Worker{workers.GlobalPartitioned("items", part, workers.PartitionConfig{PollInterval: time.Nanosecond})},
-			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (1ns)", "at least 10ms"}},
-		{"NegativePoll", workers.Config{}, []workers.Worker{workers.GlobalPartitioned("items", part, workers.PartitionConfig{PollInterval: -time.Second})},
-			[]error{workers.ErrInvalidWorker, coordination.ErrInvalidConfig}, []string{`"items"`, "PollInterval (-1s)"}},
-		{"SingletonOnAScheduledWorkersLease", workers.Config{}, []workers.Worker{
+		{"DuplicateName", hostConfig{}, []workers.Worker{workers.ClusterSingleton("jobs", noop), workers.ClusterSingleton("jobs", noop)},
+			invalid, []string{`"jobs"`, "cluster-singleton"}},
+		{"NilFunction", hostConfig{}, []workers.Worker{workers.GlobalSingleton("outbox", nil)},
+			invalid, []string{`"outbox"`, "nil function"}},
+		{"NilWorker", hostConfig{}, []workers.Worker{workers.ClusterSingleton("a", noop), nil},
+			invalid, []string{"worker 1"}},
+		{"BadName", hostConfig{}, []workers.Worker{workers.ClusterSingleton("bad name", noop)},
+			invalid, []string{`"bad name"`}},
+		{"EmptyName", hostConfig{}, []workers.Worker{workers.GlobalSingleton("", noop)},
+			invalid, []string{"empty"}},
+		{"LongName", hostConfig{}, []workers.Worker{workers.GlobalSingleton(long, noop)},
+			invalid, []string{"129 bytes"}},
+		{"NegativeRestartBackoff", hostConfig{Config: workers.Config{RestartBackoff: -time.Second}}, nil,
+			invalid, []string{"RestartBackoff", "-1s"}},
+		{"MaxBelowRestartBackoff", hostConfig{Config: workers.Config{RestartBackoff: time.Minute}}, nil,
+			invalid, []string{"MaxRestartBackoff (30s)", "RestartBackoff (1m0s)"}},
+		{"BadCoordinationConfig", hostConfig{Coordination: coordination.Config{TTL: time.Second, Margin: 2 * time.Second}}, []workers.Worker{workers.ClusterSingleton("a", noop)},
+			invalid, []string{"Margin (2s)", "TTL (1s)"}},
+		{"MaxInt64TTL", hostConfig{Coordination: coordination.Config{TTL: math.MaxInt64}}, []workers.Worker{workers.ClusterSingleton("a", noop)},
+			invalid, []string{"TTL (2562047h47m16.854775807s)", "at most 24h0m0s"}},
+		{"NoWorkers", hostConfig{}, nil,
+			invalid, []string{"no workers", "0 entries"}},
+		{"DotDotName", hostConfig{}, []workers.Worker{workers.GlobalSingleton("../..", noop)},
+			invalid, []string{`"../.."`, `segment ".."`}},
+		{"EmptySegmentName", hostConfig{}, []workers.Worker{workers.GlobalPartitioned("items/", part, coordination.PoolConfig{})},
+			invalid, []string{`"items/"`, "empty segment"}},
+		{"NanosecondPoll", hostConfig{}, []workers.Worker{workers.GlobalPartitioned("items", part, coordination.PoolConfig{PollInterval: time.Nanosecond})},
+			invalid, []string{`"items"`, "PollInterval (1ns)", "at least 10ms"}},
+		{"NegativePoll", hostConfig{}, []workers.Worker{workers.GlobalPartitioned("items", part, coordination.PoolConfig{PollInterval: -time.Second})},
+			invalid, []string{`"items"`, "PollInterval (-1s)"}},
+		{"SingletonOnAScheduledWorkersLease", hostConfig{}, []workers.Worker{
 			workers.Scheduled("report", func(context.Context, *workers.Slot) error { return nil }, workers.ScheduleConfig{Cron: "@hourly"}),
 			workers.GlobalSingleton("schedule/report", noop)},
-			[]error{workers.ErrInvalidWorker}, []string{`"schedule/report"`, `"global/schedule/report"`, `scheduled worker "report"`}},
+			invalid, []string{`"schedule/report"`, `"global/schedule/report"`, `scheduled worker "report"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := workers.NewHost(b.db, id, tc.cfg, tc.ws...)
+			_, h, err := newHost(b.db, id, tc.cfg, tc.ws...)
 			if err == nil {
 				t.Fatalf("NewHost succeeded: %v", h)
 			}
@@ -670,14 +693,18 @@ func caseNewHostValidation(t *testing.T, b *bundle) {
 			}
 		})
 	}
-	if _, err := workers.NewHost(b.db, identity0(), workers.Config{}, workers.ClusterSingleton("a", noop)); !errors.Is(err, workers.ErrInvalidConfig) {
-		t.Errorf("NewHost with a zero identity = %v, want ErrInvalidConfig", err)
+	if _, _, err := newHost(b.db, identity0(), hostConfig{}, workers.ClusterSingleton("a", noop)); !errors.Is(err, coordination.ErrInvalidConfig) {
+		t.Errorf("a coordinator with a zero identity = %v, want ErrInvalidConfig", err)
 	}
-	if _, err := workers.NewHost(nil, id, workers.Config{}, workers.ClusterSingleton("a", noop)); !errors.Is(err, workers.ErrInvalidConfig) {
-		t.Errorf("NewHost with a nil db = %v, want ErrInvalidConfig", err)
+	if _, _, err := newHost(nil, id, hostConfig{}, workers.ClusterSingleton("a", noop)); !errors.Is(err, coordination.ErrInvalidConfig) {
+		t.Errorf("a coordinator with a nil db = %v, want ErrInvalidConfig", err)
+	}
+	if h, err := workers.NewHost(nil, workers.Config{}, workers.ClusterSingleton("a", noop)); !errors.Is(err, coordination.ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), "coord is nil") {
+		t.Errorf("NewHost with a nil coordinator = %v, %v; want ErrInvalidConfig naming coord", h, err)
 	}
 	// The same name in different kinds is two different workers.
-	if _, err := workers.NewHost(b.db, id, workers.Config{}, workers.ClusterSingleton("jobs", noop), workers.GlobalSingleton("jobs", noop)); err != nil {
+	if _, _, err := newHost(b.db, id, hostConfig{}, workers.ClusterSingleton("jobs", noop), workers.GlobalSingleton("jobs", noop)); err != nil {
 		t.Errorf("a cluster and a global singleton of the same name: %v", err)
 	}
 }
@@ -685,14 +712,14 @@ func caseNewHostValidation(t *testing.T, b *bundle) {
 func caseRunTwice(t *testing.T, b *bundle) {
 	idle := func(ctx context.Context, _ *coordination.Lease) error { <-ctx.Done(); return nil }
 	r := startHost(t, b.db, "node-a", "test", fastConfig(), workers.ClusterSingleton("idle", idle))
-	if err := r.Run(context.Background()); !errors.Is(err, workers.ErrAlreadyRunning) {
-		t.Fatalf("second Run while running = %v, want ErrAlreadyRunning", err)
+	if err := r.Run(context.Background()); !errors.Is(err, coordination.ErrClosed) {
+		t.Fatalf("second Run while running = %v, want ErrClosed", err)
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	if err := r.Run(context.Background()); !errors.Is(err, workers.ErrAlreadyRunning) {
-		t.Fatalf("Run after stop = %v, want ErrAlreadyRunning", err)
+	if err := r.Run(context.Background()); !errors.Is(err, coordination.ErrClosed) {
+		t.Fatalf("Run after stop = %v, want ErrClosed", err)
 	}
 	// The channel holds the events of the run, then is closed.
 	closed := make(chan struct{})
@@ -706,37 +733,47 @@ func caseRunTwice(t *testing.T, b *bundle) {
 	case <-time.After(wait):
 		t.Fatalf("event channel open after Run returned")
 	}
-	ch, _ := r.Subscribe(1)
+	ch := r.Subscribe(t.Context(), 1)
 	if _, ok := <-ch; ok {
 		t.Fatalf("subscription after Run returned is open")
 	}
 }
 
+// caseCoordinatorFailure: a coordinator that cannot start (auto-migration
+// off, no schema) makes its Run fail with ErrSchemaMissing, and the host
+// beside it returns at once with an error wrapping ErrClosed, having run
+// no worker; its worker goroutines have returned with its Run.
 func caseCoordinatorFailure(t *testing.T, b *bundle) {
 	cfg := fastConfig()
 	cfg.Coordination.DisableAutoMigrate = true // and no schema: the coordinator refuses to start
+	var ran atomic.Int32
 	never := func(context.Context, *coordination.Lease) error {
+		ran.Add(1)
 		t.Errorf("worker ran without a coordinator")
 		return nil
 	}
-	h, err := workers.NewHost(b.db, testIdentity(t, "node-a", "test"), cfg, workers.ClusterSingleton("x", never), workers.GlobalSingleton("y", never))
+	coord, h, err := newHost(b.db, testIdentity(t, "node-a", "test"), cfg, workers.ClusterSingleton("x", never), workers.GlobalSingleton("y", never))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	if err := h.Run(ctx); !errors.Is(err, coordination.ErrSchemaMissing) {
-		t.Fatalf("Run = %v, want ErrSchemaMissing", err)
+	coordErr := make(chan error, 1)
+	go func() { coordErr <- coord.Run(ctx) }()
+	if err := h.Run(ctx); !errors.Is(err, coordination.ErrClosed) {
+		t.Fatalf("host's Run = %v, want ErrClosed", err)
+	}
+	if err := <-coordErr; !errors.Is(err, coordination.ErrSchemaMissing) {
+		t.Fatalf("coordinator's Run = %v, want ErrSchemaMissing", err)
 	}
 	if ctx.Err() != nil {
 		t.Fatalf("Run waited for its context instead of failing")
 	}
-	for _, st := range testlink.Workers(h) {
-		select {
-		case <-st.Done:
-		default:
-			t.Fatalf("worker %q still running after Run returned", st.Name)
-		}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("the workers ran %d times", n)
+	}
+	if st, err := h.Status(context.Background()); err == nil && len(st.Leading) != 0 {
+		t.Fatalf("Status after Run returned = %+v, want leading nothing", st)
 	}
 }
 
@@ -768,7 +805,7 @@ func caseLimitedAtMostLimit(t *testing.T, b *bundle) {
 		t.Fatalf("at most %d runs at once; want 2: %s", peaks["exports"], rec)
 	}
 	st, err := hosts[first[1].host].Status(context.Background())
-	if err != nil || len(st.Leading) != 1 || st.Leading[0].Kind != workers.KindLimited || !strings.HasPrefix(st.Leading[0].Lease, "sem|global/exports|") {
+	if err != nil || len(st.Leading) != 1 || st.Leading[0].Kind != "limited" || !strings.HasPrefix(st.Leading[0].Key, "sem|global/exports|") {
 		t.Fatalf("Status of a running limited worker = %+v, %v", st.Leading, err)
 	}
 }

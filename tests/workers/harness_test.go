@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
@@ -18,7 +21,6 @@ import (
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
-	"github.com/leasehold/leasehold/internal/testlink"
 	"github.com/leasehold/leasehold/pgnotify"
 	"github.com/leasehold/leasehold/workers"
 )
@@ -27,9 +29,16 @@ import (
 // how long a broken build takes to fail, never whether a healthy one passes.
 const wait = 20 * time.Second
 
+// hostConfig is what a test host is built from: the config of the
+// coordinator the host runs on, and the host's own.
+type hostConfig struct {
+	Coordination coordination.Config
+	workers.Config
+}
+
 // fastConfig is a config with short timings, as in coordination's tests.
-func fastConfig() workers.Config {
-	return workers.Config{
+func fastConfig() hostConfig {
+	return hostConfig{
 		Coordination: coordination.Config{
 			TTL:             1200 * time.Millisecond,
 			RenewInterval:   200 * time.Millisecond,
@@ -39,9 +48,25 @@ func fastConfig() workers.Config {
 			// As a service on PostgreSQL sets it; other databases ignore it.
 			Notifications: pgnotify.New(),
 		},
-		RestartBackoff:    100 * time.Millisecond,
-		MaxRestartBackoff: 400 * time.Millisecond,
+		Config: workers.Config{
+			RestartBackoff:    100 * time.Millisecond,
+			MaxRestartBackoff: 400 * time.Millisecond,
+		},
 	}
+}
+
+// newHost builds a coordinator for id on db with cfg.Coordination, and a
+// host of ws on it with cfg.Config, as a service does.
+func newHost(db *gorm.DB, id identity.Identity, cfg hostConfig, ws ...workers.Worker) (*coordination.Coordinator, *workers.Host, error) {
+	coord, err := coordination.New(db, id, cfg.Coordination)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := workers.NewHost(coord, cfg.Config, ws...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return coord, h, nil
 }
 
 // bundle is what a worker case gets.
@@ -87,39 +112,58 @@ func testIdentity(t testing.TB, node, cluster string) identity.Identity {
 	return id
 }
 
-// running is a host started by a test. Its event subscriptions are made
-// before Run, so they miss nothing.
+// running is a host started by a test, and the coordinator it runs on,
+// which the test runs beside it as a service does. Its event
+// subscriptions are made before Run, so they miss nothing.
 type running struct {
 	*workers.Host
+	coord       *coordination.Coordinator
 	name        string
 	cancel      context.CancelFunc
-	done        chan struct{} // closed when Run has returned
-	err         error         // Run's result, set before done is closed
+	done        chan struct{} // closed when the host's and the coordinator's Run have returned
+	err         error         // the host's Run's result, set before done is closed
+	coordErr    error         // the coordinator's Run's result, set before done is closed
 	events      <-chan workers.Event
 	coordEvents <-chan coordination.Event
 	logs        *observer.ObservedLogs
 }
 
-// startHost creates a host for node in cluster, runs it and waits until its
-// coordinator is ready. The host is stopped, and its worker goroutines
-// waited for, when the test ends.
-func startHost(t testing.TB, db *gorm.DB, node, cluster string, cfg workers.Config, ws ...workers.Worker) *running {
+// Coordinator returns the coordinator the host runs on.
+func (r *running) Coordinator() *coordination.Coordinator { return r.coord }
+
+// startHost creates a coordinator and a host for node in cluster, runs
+// both (the host's Run and the coordinator's, on one context) and waits
+// until the coordinator is ready. Both are stopped when the test ends; the
+// host's worker goroutines have returned once its Run has (unless a
+// shutdown overrun left one running, which the case that causes it waits
+// for).
+func startHost(t testing.TB, db *gorm.DB, node, cluster string, cfg hostConfig, ws ...workers.Worker) *running {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	cfg.Coordination.Logger = zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))
 	if cfg.Coordination.Notifications == nil {
 		cfg.Coordination.Notifications = pgnotify.New() // as a service on PostgreSQL sets it
 	}
-	h, err := workers.NewHost(db, testIdentity(t, node, cluster), cfg, ws...)
+	coord, h, err := newHost(db, testIdentity(t, node, cluster), cfg, ws...)
 	if err != nil {
 		t.Fatalf("NewHost(%s): %v", node, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{Host: h, name: node, cancel: cancel, done: make(chan struct{}), logs: logs}
-	r.events, _ = h.Subscribe(1024)
-	r.coordEvents, _ = h.Coordinator().Subscribe(1024)
+	r := &running{Host: h, coord: coord, name: node, cancel: cancel, done: make(chan struct{}), logs: logs}
+	r.events = h.Subscribe(t.Context(), 1024)
+	r.coordEvents = coord.Subscribe(t.Context(), 1024)
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
+		defer wg.Done()
+		r.coordErr = coord.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
 		r.err = h.Run(ctx)
+	}()
+	go func() {
+		wg.Wait()
 		close(r.done)
 	}()
 	t.Cleanup(func() {
@@ -129,19 +173,19 @@ func startHost(t testing.TB, db *gorm.DB, node, cluster string, cfg workers.Conf
 		case <-time.After(wait):
 			t.Errorf("host %s did not stop within %v", node, wait)
 		}
-		r.waitWorkers(t)
 	})
 	select {
-	case <-h.Coordinator().Ready():
+	case <-coord.Ready():
 	case <-r.done:
-		t.Fatalf("host %s: Run returned before ready: %v", node, r.err)
+		t.Fatalf("host %s: Run returned before ready: coordinator %v, host %v", node, r.coordErr, r.err)
 	case <-time.After(wait):
 		t.Fatalf("host %s not ready within %v", node, wait)
 	}
 	return r
 }
 
-// stop cancels the host and returns Run's result.
+// stop cancels the host and its coordinator, waits for both Runs to
+// return, and returns the host's Run's result.
 func (r *running) stop(t testing.TB) error {
 	t.Helper()
 	r.cancel()
@@ -150,21 +194,64 @@ func (r *running) stop(t testing.TB) error {
 	case <-time.After(wait):
 		t.Fatalf("host %s did not stop within %v", r.name, wait)
 	}
+	if r.coordErr != nil {
+		t.Errorf("host %s: the coordinator's Run = %v, want nil", r.name, r.coordErr)
+	}
 	return r.err
 }
 
-// waitWorkers waits until every worker goroutine of the host has returned,
-// including any left behind by a shutdown overrun.
-func (r *running) waitWorkers(t testing.TB) {
+// releaseCounter reads how many leases a coordinator released, from the
+// leasehold.lease.releases counter (docs/operations.md) of an SDK
+// provider of its own. The counter is added to when the release statement
+// has returned, before Lease.Release returns, so once the host's Run has
+// returned it counts every release its workers made, also those made while
+// the coordinator shut down, whose EventReleased the coordinator's event
+// stream may have closed before.
+type releaseCounter struct {
+	t      testing.TB
+	reader *sdkmetric.ManualReader
+}
+
+// countReleases gives cfg's coordinator a meter provider whose releases
+// the returned counter reads.
+func countReleases(t testing.TB, cfg *hostConfig) *releaseCounter {
 	t.Helper()
-	deadline := time.After(wait)
-	for _, st := range testlink.Workers(r.Host) {
-		select {
-		case <-st.Done:
-		case <-deadline:
-			t.Errorf("host %s: worker %q still running %v after the test", r.name, st.Name, wait)
-			return
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	cfg.Coordination.MeterProvider = mp
+	return &releaseCounter{t: t, reader: reader}
+}
+
+// n returns the releases counted so far.
+func (c *releaseCounter) n() int64 {
+	c.t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := c.reader.Collect(context.Background(), &rm); err != nil {
+		c.t.Fatalf("Collect: %v", err)
+	}
+	var total int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "leasehold.lease.releases" {
+				for _, dp := range sum.DataPoints {
+					total += dp.Value
+				}
+			}
 		}
+	}
+	return total
+}
+
+// waitN waits, at most wait, until n releases are counted.
+func (c *releaseCounter) waitN(what string, n int64) {
+	c.t.Helper()
+	deadline := time.Now().Add(wait)
+	for got := c.n(); got != n; got = c.n() {
+		if got > n || time.Now().After(deadline) {
+			c.t.Fatalf("%s: %d releases counted, want %d", what, got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -227,7 +314,7 @@ func pending[E any](ch <-chan E) []E {
 func sawLeader(t testing.TB, r *running, lease, holder string) {
 	t.Helper()
 	recvEvent(t, r.coordEvents, fmt.Sprintf("%s seeing %s lead %s", r.name, holder, lease), func(ev coordination.Event) bool {
-		return ev.Kind == coordination.EventLeaderChanged && ev.Lease == lease && ev.Holder == holder
+		return ev.Kind == coordination.EventLeaderChanged && ev.Key == lease && ev.Holder == holder
 	})
 }
 
@@ -330,7 +417,7 @@ const unitInterval = 100 * time.Millisecond
 // fn returns a singleton function that records its run in group and does
 // a unit of work every unitInterval, checking Valid first, until its
 // context ends.
-func (r *recorder) fn(group, host string) workers.SingletonFunc {
+func (r *recorder) fn(group, host string) coordination.LeaderFunc {
 	return func(ctx context.Context, l *coordination.Lease) error {
 		run := r.begin(group, host, l.Epoch())
 		defer r.end(run)

@@ -2,6 +2,7 @@ package workers_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/history"
-	"github.com/leasehold/leasehold/internal/testlink"
 	"github.com/leasehold/leasehold/workers"
 )
 
@@ -138,7 +138,7 @@ func casePartitionedFive(t *testing.T, b *bundle) {
 		id := testIdentity(t, name, "test")
 		holder := id.Holder()
 		work := func(ctx context.Context, a coordination.Assignment) error {
-			base := history.Event{Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch, Holder: holder}
+			base := history.Event{Pool: a.Key, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch, Holder: holder}
 			start, stop := base, base
 			start.Kind, stop.Kind = history.PartitionStart, history.PartitionStop
 			// The term ends when the pool revokes it or the member's
@@ -185,13 +185,21 @@ func casePartitionedFive(t *testing.T, b *bundle) {
 			}
 			return nil
 		}
-		h, err := workers.NewHost(db, id, cfg, workers.GlobalPartitioned("items", work, workers.PartitionConfig{}))
+		coord, h, err := newHost(db, id, cfg, workers.GlobalPartitioned("items", work, coordination.PoolConfig{}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		n := &node{host: h, stop: cancel, done: make(chan error, 1), closeDB: closeDB}
-		go func() { n.done <- h.Run(ctx) }()
+		go func() {
+			// The host and the coordinator it runs on, side by side as a
+			// service runs them; done gets the host's result once both
+			// have returned, or the coordinator's error.
+			coordErr := make(chan error, 1)
+			go func() { coordErr <- coord.Run(ctx) }()
+			err := h.Run(ctx)
+			n.done <- errors.Join(err, <-coordErr)
+		}()
 		t.Cleanup(func() {
 			cancel()
 			select {
@@ -253,8 +261,8 @@ func casePartitionedFive(t *testing.T, b *bundle) {
 			live++
 		}
 	}
-	if ps.Worker != "items" || ps.Assignment.Count != 5 || live != 5 || ps.Pool.Generation != ps.Assignment.Generation ||
-		len(ps.Pool.List) != 5 {
+	if ps.Worker != "items" || len(ps.Assignments) != 1 || ps.Assignments[0].Count != 5 || live != 5 ||
+		ps.Pool.Generation != ps.Assignments[0].Generation || len(ps.Pool.List) != 5 {
 		t.Fatalf("pool status = %+v (live members %d), want count 5 and 5 live members at the assignment's generation", ps, live)
 	}
 	leaveStart := time.Now()
@@ -333,7 +341,10 @@ func committedBy(db *gorm.DB, id int64, holder string, gen int64) bool {
 
 // The constructor names who shares the work: ClusterPartitioned is a pool
 // of this process's cluster, GlobalPartitioned one across every cluster,
-// as ClusterSingleton and GlobalSingleton are for elections.
+// as ClusterSingleton and GlobalSingleton are for elections. The host's
+// Status names each worker's pool by its key (coordination.Pool.Key: the
+// documented "cluster/<cluster>/<name>" or "global/<name>"); the host
+// need not run for it, the coordinator only for the schema.
 func TestPartitionedScopes(t *testing.T) {
 	db, err := dbopen.Open("sqlite", filepath.Join(t.TempDir(), "scopes.db"), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
@@ -345,15 +356,37 @@ func TestPartitionedScopes(t *testing.T) {
 		}
 	})
 	work := func(context.Context, coordination.Assignment) error { return nil }
-	cluster := workers.ClusterPartitioned("shard", work, workers.PartitionConfig{})
-	global := workers.GlobalPartitioned("items", work, workers.PartitionConfig{})
-	h, err := workers.NewHost(db, testIdentity(t, "node-a", "east"), workers.Config{}, cluster, global)
+	cluster := workers.ClusterPartitioned("shard", work, coordination.PoolConfig{})
+	global := workers.GlobalPartitioned("items", work, coordination.PoolConfig{})
+	coord, h, err := newHost(db, testIdentity(t, "node-a", "east"), hostConfig{}, cluster, global)
 	if err != nil {
 		t.Fatalf("NewHost: %v", err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- coord.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("coordinator's Run = %v", err)
+		}
+	}()
+	select {
+	case <-coord.Ready():
+	case <-time.After(wait):
+		t.Fatalf("coordinator not ready within %v", wait)
+	}
+	st, err := h.Status(context.Background())
+	if err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	got := map[string]string{}
+	for _, ps := range st.Pools {
+		got[ps.Worker] = ps.Pool.Key
+	}
 	for w, want := range map[workers.Worker]string{cluster: "cluster/east/shard", global: "global/items"} {
-		if got := testlink.WorkerPoolKey(h, w); got != want {
-			t.Errorf("%s worker %q: pool %q, want %q", w.Kind(), w.Name(), got, want)
+		if got[w.Name()] != want {
+			t.Errorf("worker %q: pool %q, want %q (status pools %+v)", w.Name(), got[w.Name()], want, st.Pools)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package workers_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/store"
-	"github.com/leasehold/leasehold/internal/testlink"
 	"github.com/leasehold/leasehold/migrations"
 	"github.com/leasehold/leasehold/workers"
 )
@@ -70,7 +70,17 @@ func seedSchedule(t testing.TB, db *gorm.DB, worker string, state func(now time.
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("Get(%q): %v, %d rows", name, err, len(rows))
 	}
-	data := testlink.EncodeSchedule(state(rows[0].Now))
+	// The data is the state as the scheduled worker writes it: its JSON
+	// (workers/schedule.go, ScheduleState.encode).
+	b, err := json.Marshal(state(rows[0].Now))
+	if err != nil {
+		t.Fatalf("encode the state of %q: %v", name, err)
+	}
+	data := string(b)
+	got, err := workers.DecodeScheduleState(data)
+	if again, _ := json.Marshal(got); err != nil || string(again) != data {
+		t.Fatalf("the seeded state of %q decodes as %+v (%v), which encodes as %s; want %s", name, got, err, again, data)
+	}
 	if err := db.Exec("UPDATE "+s.Tables().Leases+" SET data = ? WHERE name = ?", data, name).Error; err != nil {
 		t.Fatalf("seed the state of %q: %v", name, err)
 	}
@@ -110,7 +120,7 @@ func caseScheduledSlotsInOrder(t *testing.T, b *bundle) {
 	}
 	mu.Unlock()
 	hs, err := r.Status(context.Background())
-	if err != nil || len(hs.Leading) != 1 || hs.Leading[0].Kind != workers.KindScheduled || hs.Leading[0].Lease != workers.ScheduleLease("ticker") {
+	if err != nil || len(hs.Leading) != 1 || hs.Leading[0].Kind != "scheduled" || hs.Leading[0].Key != workers.ScheduleLease("ticker") {
 		t.Fatalf("Status = %+v, %v; want it leading the scheduled worker's lease", hs, err)
 	}
 	st, row := scheduleState(t, b.db, "ticker")
@@ -191,7 +201,7 @@ func caseScheduledNoSlotCompletedTwice(t *testing.T, b *bundle) {
 				}
 			}
 		}
-		expireNow(t, b.db, last.Lease)
+		expireNow(t, b.db, last.Key)
 	}
 	// Completions go on after the takeovers.
 	_, before := duplicateSlots(t, b.db)
@@ -241,7 +251,7 @@ func caseScheduledPausedHolderCannotComplete(t *testing.T, b *bundle) {
 	}
 	a := startHost(t, b.db, "node-a", "test", fastConfig(), workers.Scheduled("paused", pausedFn, cfg))
 	started := recvEvent(t, a.events, "node-a starting a slot", hostEvent(workers.EventSlotStarted, "paused"))
-	expireNow(t, b.db, started.Lease)
+	expireNow(t, b.db, started.Key)
 	bh := startHost(t, b.db, "node-b", "test", fastConfig(), workers.Scheduled("paused", completingFn(b.db, "node-b"), cfg))
 	// node-b takes over and runs the interrupted slot again.
 	retried := recvEvent(t, bh.events, "node-b completing the paused slot", func(ev workers.Event) bool {

@@ -39,20 +39,20 @@ type stickyRuns struct {
 	panics  map[int]bool   // partitions whose first call panicked
 }
 
-func (s *stickyRuns) fn(db *gorm.DB, host string) coordination.PartitionFunc {
-	return func(ctx context.Context, pt coordination.Partition) error {
+func (s *stickyRuns) fn(db *gorm.DB, host string) coordination.AssignmentFunc {
+	return func(ctx context.Context, pt coordination.Assignment) error {
 		s.mu.Lock()
-		if other, ok := s.running[pt.Partition]; ok && other != host {
-			s.twice = append(s.twice, fmt.Sprintf("partition %d on %s and %s", pt.Partition, other, host))
+		if other, ok := s.running[pt.Index]; ok && other != host {
+			s.twice = append(s.twice, fmt.Sprintf("partition %d on %s and %s", pt.Index, other, host))
 		}
-		s.running[pt.Partition] = host
-		first := pt.Partition == 0 && !s.panics[0]
+		s.running[pt.Index] = host
+		first := pt.Index == 0 && !s.panics[0]
 		s.panics[0] = s.panics[0] || first
 		s.mu.Unlock()
 		defer func() {
 			s.mu.Lock()
-			if s.running[pt.Partition] == host {
-				delete(s.running, pt.Partition)
+			if s.running[pt.Index] == host {
+				delete(s.running, pt.Index)
 			}
 			s.mu.Unlock()
 		}()
@@ -63,7 +63,7 @@ func (s *stickyRuns) fn(db *gorm.DB, host string) coordination.PartitionFunc {
 			if err := pt.Fence(tx); err != nil {
 				return err
 			}
-			return tx.Create(&stickyItem{Partition: pt.Partition, Holder: host, Since: pt.Since}).Error
+			return tx.Create(&stickyItem{Partition: pt.Index, Holder: host, Since: pt.Generation}).Error
 		})
 		if err != nil && ctx.Err() == nil {
 			return err
@@ -78,7 +78,7 @@ func (s *stickyRuns) fn(db *gorm.DB, host string) coordination.PartitionFunc {
 func partitionsOf(t *testing.T, r *running, worker string, n int) map[int]int64 {
 	t.Helper()
 	deadline := time.Now().Add(wait)
-	var last []coordination.Partition
+	var last []coordination.Assignment
 	for time.Now().Before(deadline) {
 		st, err := r.Status(context.Background())
 		if err != nil {
@@ -88,11 +88,11 @@ func partitionsOf(t *testing.T, r *running, worker string, n int) map[int]int64 
 			if p.Worker != worker {
 				continue
 			}
-			last = p.Partitions
-			if len(p.Partitions) == n {
+			last = p.Assignments
+			if len(p.Assignments) == n {
 				out := make(map[int]int64, n)
-				for _, pt := range p.Partitions {
-					out[pt.Partition] = pt.Since
+				for _, pt := range p.Assignments {
+					out[pt.Index] = pt.Generation
 				}
 				return out
 			}
@@ -115,8 +115,8 @@ func caseStickyJoin(t *testing.T, b *bundle) {
 	cfg := fastConfig()
 	cfg.Coordination.TTL = 3 * time.Second
 	runs := &stickyRuns{running: map[int]string{}, panics: map[int]bool{}}
-	scfg := workers.StickyConfig{Partitions: parts}
-	a := startHost(t, b.db, "node-a", "eu-1", cfg, workers.GlobalSticky("orders", runs.fn(b.db, "node-a"), scfg))
+	scfg := coordination.PoolConfig{Partitions: parts}
+	a := startHost(t, b.db, "node-a", "eu-1", cfg, workers.GlobalPartitioned("orders", runs.fn(b.db, "node-a"), scfg))
 	ev := recvEvent(t, a.events, "the panic of partition 0", hostEvent(workers.EventWorkerError, "orders"))
 	var pe *coordination.PanicError
 	if !errors.As(ev.Err, &pe) || !strings.Contains(ev.Err.Error(), "partition 0") {
@@ -124,7 +124,7 @@ func caseStickyJoin(t *testing.T, b *bundle) {
 	}
 	before := partitionsOf(t, a, "orders", parts)
 
-	bh := startHost(t, b.db, "node-b", "eu-2", cfg, workers.GlobalSticky("orders", runs.fn(b.db, "node-b"), scfg))
+	bh := startHost(t, b.db, "node-b", "eu-2", cfg, workers.GlobalPartitioned("orders", runs.fn(b.db, "node-b"), scfg))
 	gained := partitionsOf(t, bh, "orders", parts/2)
 	kept := partitionsOf(t, a, "orders", parts/2)
 	for p, since := range kept {
@@ -137,17 +137,17 @@ func caseStickyJoin(t *testing.T, b *bundle) {
 	}
 	stopped := map[int]bool{}
 	for _, ev := range pending(a.events) {
-		if ev.Kind == workers.EventPartitionStopped && ev.Worker == "orders" {
-			if ev.Partition == nil || ev.Err == nil {
-				t.Errorf("partition-stopped event %+v: want its partition and the cause", ev)
+		if ev.Kind == workers.EventAssignmentStopped && ev.Worker == "orders" {
+			if ev.Assignment == nil || ev.Err == nil {
+				t.Errorf("assignment-stopped event %+v: want its partition and the cause", ev)
 				continue
 			}
-			stopped[ev.Partition.Partition] = true
+			stopped[ev.Assignment.Index] = true
 		}
 	}
 	for p := range gained {
 		if !stopped[p] {
-			t.Errorf("partition %d moved to node-b without a partition-stopped event on node-a (stopped: %v)", p, stopped)
+			t.Errorf("partition %d moved to node-b without an assignment-stopped event on node-a (stopped: %v)", p, stopped)
 		}
 	}
 	for p := range kept {

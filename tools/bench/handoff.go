@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"syscall"
 	"time"
-
-	"github.com/leasehold/leasehold/coordination"
 )
 
 // Settings of the handoff section.
@@ -39,12 +37,21 @@ type timing struct {
 	about      string   // what the tables say of it
 }
 
+// defaultTTL and defaultRetryInterval are the defaults of
+// coordination.Config.TTL and RetryInterval, as Config documents them
+// (the library's own constants are unexported); a test checks them
+// against what coordination.New fills in.
+const (
+	defaultTTL           = 15 * time.Second
+	defaultRetryInterval = 2 * time.Second
+)
+
 // defaultTiming is coordination's defaults, which the graceful handoff's
 // targets are stated for.
 var defaultTiming = timing{
-	ttl: coordination.DefaultTTL, retry: coordination.DefaultRetryInterval, args: []string{"-defaults"},
+	ttl: defaultTTL, retry: defaultRetryInterval, args: []string{"-defaults"},
 	about: fmt.Sprintf("coordination's defaults: TTL %v, RenewInterval TTL/3, RetryInterval %v",
-		coordination.DefaultTTL, coordination.DefaultRetryInterval),
+		defaultTTL, defaultRetryInterval),
 }
 
 // fastTiming is the timing of the parts that wait for a lease to expire.
@@ -72,7 +79,7 @@ func gracefulTarget(dialect string) time.Duration {
 	case "mysql":
 		return 50 * time.Millisecond // peer wake-ups
 	}
-	return coordination.DefaultRetryInterval + 50*time.Millisecond
+	return defaultRetryInterval + 50*time.Millisecond
 }
 
 // candidateGroup starts candidates processes campaigning for the

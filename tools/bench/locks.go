@@ -367,7 +367,7 @@ func lockRowsAfter(ctx context.Context, t *Table, c *coordination.Coordinator, l
 			return
 		}
 	}
-	infos, err := c.Leases(ctx)
+	infos, err := c.Admin().Leases(ctx)
 	if err != nil {
 		t.fail(fmt.Sprintf("rows after %d distinct keys", n), err.Error(), "")
 		return
@@ -375,9 +375,9 @@ func lockRowsAfter(ctx context.Context, t *Table, c *coordination.Coordinator, l
 	locks, floors := 0, 0
 	for _, info := range infos {
 		switch {
-		case strings.HasPrefix(info.Name, "lock|"):
+		case strings.HasPrefix(info.Key, "lock|"):
 			locks++
-		case strings.HasPrefix(info.Name, "lockfloor|"):
+		case strings.HasPrefix(info.Key, "lockfloor|"):
 			floors++
 		}
 	}

@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"syscall"
 	"time"
-
-	"github.com/leasehold/leasehold/coordination"
 )
 
 // Settings of the rebalance section.
@@ -163,8 +161,20 @@ func runRebalance(ctx context.Context, r *runner, tg *target) *Table {
 	t.note("rebalance: from the event (the joiner's report that its Pool.Run started; the runner sending SIGTERM or SIGKILL, " +
 		"at a random moment of the polls) to the last member's report that its work started in the generation of the " +
 		"new membership, on the members' wall clocks (same host)")
-	t.note("the library's bounds: a join or graceful leave within RebalanceBound(poll) = %s, a crash within "+
-		"CrashRebalanceBound(TTL, poll) = %s, each plus a few statements", fmtDur(coordination.RebalanceBound(poll)),
-		fmtDur(coordination.CrashRebalanceBound(tm.ttl, poll)))
+	t.note("the library's bounds: a join or graceful leave within poll + poll/4 = %s, a crash within "+
+		"TTL + poll/4 + 2ms = %s, each plus a few statements", fmtDur(rebalanceBound(poll)),
+		fmtDur(crashRebalanceBound(tm.ttl, poll)))
 	return t
+}
+
+// rebalanceBound and crashRebalanceBound are the bounds that
+// coordination.PoolConfig.PollInterval documents (the library's own are
+// unexported): every member of a pool works in the new generation within
+// rebalanceBound of a join or a graceful leave, and within
+// crashRebalanceBound of a crash, plus the time of a few statements and
+// of the work returning once cancelled.
+func rebalanceBound(poll time.Duration) time.Duration { return poll + poll/4 }
+
+func crashRebalanceBound(ttl, poll time.Duration) time.Duration {
+	return ttl + poll/4 + 2*time.Millisecond
 }

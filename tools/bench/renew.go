@@ -164,8 +164,9 @@ func runRenew(ctx context.Context, r *runner, tg *target) *Table {
 		return t
 	}
 	w.ev = &EventCounts{}
-	events, unsubscribe := c.Subscribe(1 << 16)
+	sctx, unsubscribe := context.WithCancel(ctx)
 	defer unsubscribe()
+	events := c.Subscribe(sctx, 1<<16)
 	go func() {
 		for e := range events {
 			w.ev.Add(e)
@@ -202,7 +203,7 @@ func runRenew(ctx context.Context, r *runner, tg *target) *Table {
 				t.fail(label+": elections", err.Error(), "")
 				break
 			}
-			work.Go(func() { _ = e.Run(cctx, fn) })
+			work.Go(func() { _ = e.Run(cctx, fn, nil) })
 		}
 		target := "<= " + acquireBound.String()
 		ok, took, got := waitCount(ctx, func() int { return int(held.Load()) }, n, acquireBound, acquireStall)

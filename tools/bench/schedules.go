@@ -72,12 +72,17 @@ func runSchedules(ctx context.Context, r *runner, tg *target) *Table {
 			t.fail("identity", err.Error(), "")
 			return t
 		}
-		h, err := workers.NewHost(db, id, workers.Config{Coordination: coordination.Config{Logger: zap.NewNop(), Notifications: pgnotify.New()}},
-			workers.Scheduled("bench", fn, workers.ScheduleConfig{Every: scheduleEvery}))
+		c, err := coordination.New(db, id, coordination.Config{Logger: zap.NewNop(), Notifications: pgnotify.New()})
+		if err != nil {
+			t.fail("coordinator", err.Error(), "")
+			return t
+		}
+		h, err := workers.NewHost(c, workers.Config{}, workers.Scheduled("bench", fn, workers.ScheduleConfig{Every: scheduleEvery}))
 		if err != nil {
 			t.fail("host", err.Error(), "")
 			return t
 		}
+		wg.Go(func() { _ = c.Run(hctx) })
 		wg.Go(func() { _ = h.Run(hctx) })
 	}
 	bound := time.Duration(scheduleSlots)*scheduleEvery + time.Minute
@@ -112,7 +117,7 @@ func runSchedules(ctx context.Context, r *runner, tg *target) *Table {
 	}
 	t.add("slots run twice", fmt.Sprint(twice), "0", twice == 0)
 	t.note("coordination.Config{} defaults (TTL %v, retry %v) with pgnotify; every slot is claimed and completed under "+
-		"the term in the lease row (two writes and a clock read per slot)", coordination.DefaultTTL, coordination.DefaultRetryInterval)
+		"the term in the lease row (two writes and a clock read per slot)", defaultTTL, defaultRetryInterval)
 	t.note("lateness is read on the process's wall clock against the slot's database-clock time; the server runs on the same machine")
 	return t
 }

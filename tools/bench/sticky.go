@@ -48,18 +48,18 @@ type stickyRecorder struct {
 	started time.Time             // the start of the last work
 }
 
-// stickyWork is one call of a member's PartitionFunc: it processes an
-// item every stickyItemEvery while it runs.
+// stickyWork is one call of a member's AssignmentFunc, on one partition:
+// it processes an item every stickyItemEvery while it runs.
 type stickyWork struct {
 	node       string
 	start, end time.Time // end is zero while it runs
 }
 
-func (s *stickyRecorder) fn(node string) coordination.PartitionFunc {
-	return func(ctx context.Context, pt coordination.Partition) error {
+func (s *stickyRecorder) fn(node string) coordination.AssignmentFunc {
+	return func(ctx context.Context, pt coordination.Assignment) error {
 		w := &stickyWork{node: node, start: time.Now()}
 		s.mu.Lock()
-		s.owner[pt.Partition] = append(s.owner[pt.Partition], w)
+		s.owner[pt.Index] = append(s.owner[pt.Index], w)
 		s.all = append(s.all, w)
 		s.started = w.start
 		s.mu.Unlock()
@@ -67,10 +67,10 @@ func (s *stickyRecorder) fn(node string) coordination.PartitionFunc {
 		<-ctx.Done()
 		s.mu.Lock()
 		w.end = time.Now()
-		ws := s.owner[pt.Partition]
+		ws := s.owner[pt.Index]
 		for i, x := range ws {
 			if x == w {
-				s.owner[pt.Partition] = append(ws[:i:i], ws[i+1:]...)
+				s.owner[pt.Index] = append(ws[:i:i], ws[i+1:]...)
 				break
 			}
 		}
@@ -158,9 +158,9 @@ func (s *stickyRecorder) waitSettled(ctx context.Context, nodes map[string]bool,
 // own in this process, running the pool.
 type stickyMember struct {
 	name   string
-	began  time.Time          // when RunPartitions was called, the coordinator ready
-	stop   context.CancelFunc // stops RunPartitions: a graceful leave
-	done   chan struct{}      // RunPartitions returned
+	began  time.Time          // when Pool.Run was called, the coordinator ready
+	stop   context.CancelFunc // stops Pool.Run: a graceful leave
+	done   chan struct{}      // Pool.Run returned
 	coord  context.CancelFunc // stops the coordinator
 	coDone <-chan struct{}
 }
@@ -323,7 +323,7 @@ func runSticky(ctx context.Context, r *runner, tg *target) *Table {
 	t.note("pool: %d partitions, PoolConfig's default PollInterval (RetryInterval %v), TTL %v, wake-ups on; each partition's work processes an item every %v "+
 		"while it runs, counted from its running time; throughput over %v from the join's start, against %v of the settled pool",
 		stickyPartitions, FastRetryInterval, stickyTTL, stickyItemEvery, stickyWindow, stickyWindow)
-	t.note("a join: from the joiner's RunPartitions call (its coordinator ready) to the start of the last moved partition's work; a leave: from cancelling the leaver's RunPartitions")
+	t.note("a join: from the joiner's Pool.Run call (its coordinator ready) to the start of the last moved partition's work; a leave: from cancelling the leaver's Pool.Run")
 	if tg.dialect == "mysql" {
 		t.note("the join time has no target on MariaDB: the issue's target is PostgreSQL's and SQLite's")
 	}
@@ -348,17 +348,15 @@ func startStickyMember(ctx context.Context, db *gorm.DB, node, pool string, rec 
 	if err != nil {
 		return nil, err
 	}
-	events, unsubscribe := c.Subscribe(1 << 10)
+	cctx, coord := context.WithCancel(ctx)
+	// The channel closes when Run returns.
+	events := c.Subscribe(context.WithoutCancel(ctx), 1<<10)
 	go func() {
 		for e := range events {
 			ev.Add(e)
 		}
 	}()
-	cctx, coord := context.WithCancel(ctx)
-	go func() {
-		defer unsubscribe()
-		_ = c.Run(cctx)
-	}()
+	go func() { _ = c.Run(cctx) }()
 	select {
 	case <-c.Ready():
 	case <-time.After(time.Minute):
@@ -370,7 +368,7 @@ func startStickyMember(ctx context.Context, db *gorm.DB, node, pool string, rec 
 	m := &stickyMember{name: node, began: time.Now(), stop: stop, done: make(chan struct{}), coord: coord, coDone: c.Done()}
 	go func() {
 		defer close(m.done)
-		_ = p.RunPartitions(pctx, rec.fn(node))
+		_ = p.Run(pctx, rec.fn(node), nil)
 	}()
 	return m, nil
 }

@@ -13,11 +13,9 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/leasehold/leasehold/coordination"
-	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/dbopen"
 	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/migrations"
-	"github.com/leasehold/leasehold/pgnotify"
 )
 
 // postgresSettings are the private PostgreSQL server's extra settings:
@@ -153,17 +151,13 @@ func (tg *target) liveLeases(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer closeDB(db)
-	id, err := identity.New("bench-check", Cluster)
-	if err != nil {
-		return 0, err
-	}
-	c, err := coordination.New(db, id, coordination.Config{TTL: TTL, RenewInterval: RenewInterval, Notifications: pgnotify.New()})
+	a, err := coordination.NewAdmin(db, coordination.Config{})
 	if err != nil {
 		return 0, err
 	}
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	leases, err := c.Leases(lctx)
+	leases, err := a.Leases(lctx)
 	if err != nil {
 		return 0, err
 	}

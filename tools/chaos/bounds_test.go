@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/history"
+	"github.com/leasehold/leasehold/internal/memstore"
 )
 
 // TestKillBound checks that the kill bound covers both recoveries it
@@ -15,14 +17,28 @@ import (
 // poll interval is valid.
 func TestKillBound(t *testing.T) {
 	kill := Bounds()[history.FaultKill]
-	join := coordination.RebalanceBound(PollInterval)
-	if pool := coordination.CrashRebalanceBound(TTL, PollInterval); kill < pool+join+slack {
+	join := rebalanceBound(PollInterval)
+	if pool := crashRebalanceBound(TTL, PollInterval); kill < pool+join+slack {
 		t.Errorf("kill bound %v is below the pool's crash rebalance %v plus a join %v and slack %v", kill, pool, join, slack)
 	}
 	if lease := TTL + RetryInterval*3/2; kill < lease+join+slack {
 		t.Errorf("kill bound %v is below the lease takeover %v plus a join %v and slack %v", kill, lease, join, slack)
 	}
-	if err := (coordination.PoolConfig{PollInterval: PollInterval}).Validate(); err != nil {
+	// The library checks a PoolConfig when a pool is made: on an
+	// in-process store, with no I/O.
+	db, err := memstore.New().Conn().Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := identity.New("bounds", Cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := coordination.New(db, id, CoordinationConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pool(coordination.GlobalScope, ItemsWorker, coordination.PoolConfig{PollInterval: PollInterval}); err != nil {
 		t.Errorf("PollInterval: %v", err)
 	}
 }
@@ -31,7 +47,7 @@ func TestKillBound(t *testing.T) {
 // the library's own rebalance formula, and that CHAOS_KINDS parsing names
 // an unknown kind and lists the valid ones.
 func TestFailoverBound(t *testing.T) {
-	want := RenewInterval + TTL + RetryInterval*3/2 + 2*coordination.RebalanceBound(PollInterval) + slack
+	want := RenewInterval + TTL + RetryInterval*3/2 + 2*rebalanceBound(PollInterval) + slack
 	for _, k := range []history.FaultKind{history.FaultFailoverSync, history.FaultFailoverAsync} {
 		if b := Bounds()[k]; b != want {
 			t.Errorf("%s bound %v, want %v", k, b, want)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/history"
 	"github.com/leasehold/leasehold/internal/testdb"
 	"golang.org/x/sync/errgroup"
@@ -106,7 +105,7 @@ const (
 //   - then as after a kill whose rows have already expired: a follower
 //     acquires within RetryInterval × 1.5, and the pool, whose members all
 //     join again, settles within two rebalances (the joins, then the
-//     barrier), 2 × coordination.RebalanceBound.
+//     barrier), 2 × rebalanceBound.
 //
 // The same bound holds for both kinds: a synchronous failover loses no
 // commit, but it changes the incarnation all the same, so the hold-off
@@ -114,6 +113,18 @@ const (
 // later, since the lost renewals only make the rows on the new primary
 // older. slack is added as for every kind.
 const FailoverBound = RenewInterval + TTL + RetryInterval*3/2 + 2*(PollInterval+PollInterval/4) + slack
+
+// rebalanceBound and crashRebalanceBound are the bounds that
+// coordination.PoolConfig.PollInterval documents (the library's own are
+// unexported): every member of a pool works in the new generation within
+// rebalanceBound of a join or a graceful leave, and within
+// crashRebalanceBound of a crash, plus the time of a few statements and
+// of the work returning once cancelled.
+func rebalanceBound(poll time.Duration) time.Duration { return poll + poll/4 }
+
+func crashRebalanceBound(ttl, poll time.Duration) time.Duration {
+	return ttl + poll/4 + 2*time.Millisecond
+}
 
 // FailoverWindow is how long, in the failover-async fault, the primary
 // goes on without its standby after the leader's successor is in place:
@@ -129,10 +140,10 @@ const FailoverWindow = RenewInterval * 2
 //     rebalance, plus one join rebalance. The killed holder's lease
 //     expires, by the database clock, at most TTL after the kill, and a
 //     follower tries again within RetryInterval × 1.5 (its jitter). The
-//     pool is rebalanced within coordination.CrashRebalanceBound of the
-//     kill. The replacement process then joins the pool, and if its join
-//     comes after that rebalance, the pool rebalances once more, within
-//     coordination.RebalanceBound.
+//     pool is rebalanced within crashRebalanceBound of the kill. The
+//     replacement process then joins the pool, and if its join comes after
+//     that rebalance, the pool rebalances once more, within
+//     rebalanceBound.
 //   - cut, pause, pool-exhaustion, clock-skew: the trust window TTL -
 //     Margin. Each lasts longer than the trust window (clock-skew changes
 //     nothing), so a successor has taken over before the heal; at the
@@ -146,8 +157,8 @@ const FailoverWindow = RenewInterval * 2
 //
 // Each has slack added.
 func Bounds() map[history.FaultKind]time.Duration {
-	takeover := max(TTL+RetryInterval*3/2, coordination.CrashRebalanceBound(TTL, PollInterval)) +
-		coordination.RebalanceBound(PollInterval) + slack
+	takeover := max(TTL+RetryInterval*3/2, crashRebalanceBound(TTL, PollInterval)) +
+		rebalanceBound(PollInterval) + slack
 	rejoin := TTL - Margin + slack
 	return map[history.FaultKind]time.Duration{
 		history.FaultKill:            takeover,
@@ -210,9 +221,10 @@ const MariaDBPair = "mariadb-pair"
 
 // PgBouncer is the dialect name of PostgreSQL behind a private PgBouncer
 // in transaction pooling mode (testdb.StartPgBouncer): the workers reach
-// it through the pooler with pgx's default exec mode, so their LISTEN
-// falls back to polling; the cut, latency and restart faults act on the
-// pooler.
+// it through the pooler with pgx's exec mode (testdb.PgBouncerDSNSetting,
+// which the library requires behind a pooler), and wake each other by
+// datagrams (coordination.PeerWakeups), since LISTEN cannot work there;
+// the cut, latency and restart faults act on the pooler.
 const PgBouncer = "pgbouncer"
 
 // Galera is the dialect name of the private three-node MariaDB Galera

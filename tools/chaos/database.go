@@ -82,10 +82,10 @@ func (d *database) open(ctx context.Context) error {
 		if d.srv, err = testdb.StartPgBouncer(ctx, d.upstream); err != nil {
 			return err
 		}
-		// The workers' own statements (their fenced writes) need the
-		// exec mode docs/operations.md asks of a program behind a
-		// transaction pooler; the library's work whatever the mode
-		// (TestFencedTransactionsThroughPgBouncer).
+		// Behind a transaction pooler the library and the workers' own
+		// statements (their fenced writes) need the exec mode
+		// docs/operations.md asks for: the store refuses a DSN without
+		// it when the coordinator starts (store.ErrPoolerMode).
 		d.driver, d.dsn = dbopen.Postgres, d.srv.DSN("chaos")+" connect_timeout=2"+testdb.PgBouncerDSNSetting
 		d.dsnVia = func(addr string) string {
 			host, port, _ := strings.Cut(addr, ":")

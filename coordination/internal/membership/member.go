@@ -24,8 +24,7 @@ var errSuperseded = errors.New("leasehold: pool generation superseded")
 var ErrMode = errors.New("leasehold: pool is run in another mode")
 
 // maxReadsPerStep bounds the reads of one step: a member that loses the
-// race to publish reads again at once, since the winner's generation is
-// already there to acknowledge.
+// race to publish reads the winner's generation again at once.
 const maxReadsPerStep = 3
 
 // Member is the state of one membership run: owned by the goroutine that
@@ -39,13 +38,11 @@ type Member struct {
 	// parts is the running work of a sticky pool's partitions, by
 	// partition; each work's gen is the partition's Since.
 	parts map[int]*work
-	// expiry is the moment, on this process's clock, just after the first
-	// other live member row seen by the last read expires unless it is
-	// renewed; zero when there is none.
+	// expiry is when, on this process's clock, the first other live member
+	// row of the last read expires unless renewed; zero for none.
 	expiry time.Time
-	// gen is the generation of the last read; settledGen the one the
-	// member was last settled in, and unsettledSince the start of the
-	// first step since then that left it unsettled (see NoteSettled).
+	// gen is the generation of the last read; settledGen and
+	// unsettledSince follow the rebalance time (NoteSettled).
 	gen, settledGen int64
 	unsettledSince  time.Time
 	// outage follows the failed steps: the wait after each, and their log.
@@ -77,12 +74,9 @@ func (m *Member) Lost() <-chan struct{} {
 }
 
 // Step runs one round of the member protocol. It reports whether the
-// member is settled (working in the current generation, or correctly idle).
-// A step whose statement fails is not settled either, and the next waits
-// for its backoff (NextRead, Failing). A step that sent statements, all
-// of which succeeded, ends an outage; one that sent none (while the
-// health checks hold off a join), or whose ctx ended, neither fails nor
-// succeeds.
+// member is settled: working in the current generation, or correctly
+// idle. A step whose statement fails is not settled, and the next waits
+// for its backoff (NextRead, Failing).
 func (m *Member) Step(ctx context.Context) bool {
 	defer func() { m.outage.stepEnded(m.cfg.Now(), m.mem != nil && ctx.Err() == nil) }()
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.StepTimeout)
@@ -114,9 +108,8 @@ func (m *Member) Step(ctx context.Context) bool {
 			return false
 		}
 		m.me, m.mem, m.ack = me, l, -1
-		// No wake-up: the rounds below publish the generation that lists
-		// this member, and that publish wakes the others. Woken by the
-		// join itself, they would all race to publish it.
+		// No wake-up: the publish of the generation that lists this
+		// member wakes the others.
 		m.cfg.Log.Info("joined pool", zap.Int64("epoch", l.Epoch()))
 	}
 	for range maxReadsPerStep - 1 {
@@ -150,21 +143,16 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 	m.cfg.Reporter.Read(st.Generation, len(st.List))
 
 	// Publish a new generation when the live members differ from the
-	// list, or when the generation is below the floor of a failover (the
-	// next one goes above it, so no generation is numbered twice). After
-	// a failover of the database, the generations the old primary
-	// published last may be lost while members still work in them: no
-	// publish and no new work until the hold-off has passed, by when every
-	// membership the old primary granted has passed its trust deadline.
+	// list, or when the generation is below a failover's floor. After a
+	// failover, no publish and no new work until the hold-off has passed.
 	live := st.live()
 	live[m.me] = Row{ID: m.me, Holder: m.cfg.Holder, Live: true} // acknowledged below
 	next := nextList(st.List, live)
 	publish := !slices.Equal(next, st.List) || st.Generation < st.Floor
 	stays := !publish && !st.heldOff()
 
-	// Revoke: stop work of older generations, then acknowledge. A new
-	// acknowledgement of a generation that stays wakes the member that
-	// gathers them, with the same statement where the store can.
+	// Revoke: stop work of older generations, then acknowledge, waking the
+	// collector when the generation stays.
 	wasAcked := m.ack >= st.Generation
 	wake := ""
 	if stays && !wasAcked {
@@ -187,9 +175,8 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 			return false, true // another member published first
 		}
 		m.cfg.Log.Info("published generation", zap.Int64("generation", published), zap.Strings("members", next))
-		// The publisher acknowledges its generation at once rather than on
-		// its next read: the others need not wait a read longer for it.
-		// Then it wakes every member, to the new generation.
+		// The publisher acknowledges its generation at once, then wakes
+		// every member to it.
 		m.acknowledge(opCtx, published, "")
 		m.cfg.Notifier.Notify(opCtx, m.mem.Key())
 		m.pruneDead(opCtx)
@@ -207,8 +194,7 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 		}
 	}
 	if collector(st.List) == m.me && len(live) > 1 {
-		// Every acknowledgement is in, and the others' woke only this
-		// member: wake them all to start.
+		// Every acknowledgement is in: wake the others to start.
 		m.cfg.Notifier.Notify(opCtx, m.mem.Key())
 	}
 	m.startWork(ctx, Assignment{
@@ -218,11 +204,9 @@ func (m *Member) round(ctx, opCtx context.Context) (settled, again bool) {
 	return true, false
 }
 
-// acknowledge stops work of generations older than gen and records in the
-// member row that this member has, unless it already did. A new
-// acknowledgement wakes the name wake, unless it is "" (round decides
-// whom: collectorWake). It reports whether the member row now
-// acknowledges gen.
+// acknowledge stops work of generations older than gen and records that
+// in the member row, waking the name wake unless it is "". It reports
+// whether the member row now acknowledges gen.
 func (m *Member) acknowledge(ctx context.Context, gen int64, wake string) bool {
 	if m.work != nil && m.work.gen < gen {
 		m.stopWork(errSuperseded)
@@ -231,15 +215,8 @@ func (m *Member) acknowledge(ctx context.Context, gen int64, wake string) bool {
 }
 
 // collector returns the member that gathers the acknowledgements of the
-// generation whose member list is list: the first of the list, "" for an
-// empty list. Every member of a generation waits for every live member's
-// acknowledgement before it starts, so an acknowledgement does not wake
-// them all: it wakes the collector alone (Rows.Wake), which reads the pool
-// on each, and wakes every member once it sees them all (round). Twenty
-// members acknowledging a generation then make one member read the pool
-// up to twenty times, rather than twenty members up to twenty times each.
-// A lost wake-up, or a collector that is gone, leaves the others to find
-// the acknowledgements at their next read, a quarter poll later.
+// generation whose member list is list, and wakes every member once it
+// sees them all: the first of the list, "" for an empty list.
 func collector(list []string) string {
 	if len(list) == 0 {
 		return ""
@@ -247,11 +224,9 @@ func collector(list []string) string {
 	return list[0]
 }
 
-// collectorWake returns the wake-up that an acknowledgement of the
-// generation of the member list list sends: the one of the member
-// gathering its acknowledgements (Rows.Wake). It is "", waking nobody,
-// when that is this member, which the others' wake, and for a list
-// without members, in whose generation nobody works.
+// collectorWake returns the wake-up an acknowledgement of list's
+// generation sends: the collector's, or "" when that is this member or
+// there is none.
 func (m *Member) collectorWake(list []string) string {
 	if c := collector(list); c != "" && c != m.me {
 		return m.cfg.Rows.Wake(c)
@@ -260,10 +235,8 @@ func (m *Member) collectorWake(list []string) string {
 }
 
 // recordAck records in the member row that this member acknowledges gen,
-// unless it already did, with the wake-up wakeName unless it is "" (one
-// statement where the store can: Store.SetData), and then calls wake
-// unless it is nil. It reports whether the member row now acknowledges
-// gen.
+// unless it already did, with the wake-up wakeName unless it is "", then
+// calls wake unless it is nil. It reports whether the row acknowledges gen.
 func (m *Member) recordAck(ctx context.Context, gen int64, wakeName string, wake func()) bool {
 	if m.ack >= gen {
 		return true
@@ -283,10 +256,8 @@ func (m *Member) recordAck(ctx context.Context, gen int64, wakeName string, wake
 	return true
 }
 
-// fail records a failed statement of the step under way, unless the
-// step's context was cancelled: the run is ending. The log warns once per
-// outage (outage.failed); every failure is reported, for the programs
-// that follow the events.
+// fail records and reports a failed statement of the step under way,
+// unless the step's context was cancelled: the run is ending.
 func (m *Member) fail(op string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
@@ -313,10 +284,9 @@ func (m *Member) startWork(ctx context.Context, a Assignment) {
 	}()
 }
 
-// stopWork cancels the running work and waits for it to return. It keeps
-// waiting however long that takes: acknowledging a new generation while
-// old work still runs would let two members own one index. It logs loudly
-// every ShutdownTimeout.
+// stopWork cancels the running work and waits for it to return, however
+// long that takes, logging every ShutdownTimeout: acknowledging while old
+// work runs would let two members own one index.
 func (m *Member) stopWork(cause error) {
 	w := m.work
 	if w == nil {
@@ -353,11 +323,7 @@ func (m *Member) waitWork(w *work, limit time.Duration) bool {
 
 // Leave ends the membership when its run ends: stop the work with cause
 // (bounded by ShutdownTimeout), release the membership, publish a
-// generation without this member, and wake the others to it. Releasing
-// first means no member can read this one as live and not listed, and
-// publish it back into the list. The release itself wakes nobody (the
-// coordinator's store releases member rows quietly): woken by it, every
-// member would race this one to publish the same generation. Work that
+// generation without this member, and wake the others to it. Work that
 // does not return in time is reported as a failure wrapping cause, and
 // the membership is not released: it expires.
 func (m *Member) Leave(ctx context.Context, cause error) {
@@ -380,8 +346,7 @@ func (m *Member) Leave(ctx context.Context, cause error) {
 	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.ShutdownTimeout)
 	defer cancel()
 	_ = m.mem.Release(opCtx)
-	// Whether this member published the next generation, another did, or
-	// the read or the publish failed, the others read the pool now.
+	// Whatever the publish below does, the others read the pool now.
 	defer m.cfg.Notifier.Notify(opCtx, m.mem.Key())
 	if m.cfg.Partitions > 0 {
 		m.leaveMap(opCtx)
@@ -397,9 +362,8 @@ func (m *Member) Leave(ctx context.Context, cause error) {
 	}
 }
 
-// pruneDead deletes member rows of processes that left or died, so the
-// pool's reads stay small however often processes restart. It runs after
-// a publish, that is, only when membership changed.
+// pruneDead deletes member rows of processes that left or died, after a
+// publish: only when membership changed.
 func (m *Member) pruneDead(ctx context.Context) {
 	n, err := m.cfg.Store.PruneDead(ctx, m.cfg.Rows.Members, m.cfg.PruneAfter)
 	if err != nil {
@@ -411,12 +375,9 @@ func (m *Member) pruneDead(ctx context.Context) {
 	}
 }
 
-// NoteSettled follows the member's steps for the rebalance time: a
-// period out of work starts with the first step that leaves the member
-// unsettled, and is reported (Reporter.Rebalanced) when a step settles it
-// in another generation than the one it was last settled in. A member
-// that settles again in the same generation (after a failed read, say)
-// reports nothing. began is when the step began.
+// NoteSettled follows the member's steps, begun at began, for the
+// rebalance time: from the first step that leaves the member unsettled to
+// the one that settles it in another generation (Reporter.Rebalanced).
 func (m *Member) NoteSettled(began time.Time, settled bool) {
 	if !settled {
 		if m.unsettledSince.IsZero() {

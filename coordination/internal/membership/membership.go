@@ -1,20 +1,13 @@
 // Package membership is the member protocol of a pool: join, read the
-// pool's rows, publish the next member list as a new generation, revoke
-// the work of older generations and acknowledge, assign, leave, and prune
-// the rows of dead members; and when to read again.
+// pool's rows, publish the next generation, revoke the work of older
+// generations and acknowledge, assign, leave, prune the rows of dead
+// members, and decide when to read again.
 //
-// A [Member] is one process's membership of one pool for one run of it.
-// The coordinator's Pool.Run drives it: it calls Step, and sleeps until
+// A [Member] is one process's membership of one pool for one run of it,
+// driven by the coordinator's Pool.Run: it calls Step, and sleeps until
 // NextRead, a wake-up or the end of the membership (Lost). What the
-// protocol needs from outside it is handed at New, behind small
-// interfaces: the slice of the store it uses ([Store]), the join of a
-// member row ([Joiner]) and the membership that gives ([Lease]), the
-// wake-up of the other members ([Notifier]), the start and stop of the
-// work of a generation ([Worker]), and where reads, failures and
-// rebalance times go ([Reporter]).
-//
-// The protocol and the guarantees it gives are described with the
-// coordination package's Pool type.
+// protocol needs from outside is handed to New behind small interfaces.
+// Its guarantees are those the coordination package's Pool documents.
 package membership
 
 import (
@@ -34,8 +27,7 @@ type Store interface {
 	List(ctx context.Context, prefix string) ([]store.Row, error)
 	// SetData writes an acknowledgement into the member row and, once it
 	// wrote and unless wake is "", wakes the processes for the name wake
-	// (Rows.Wake): in the same statement where the database carries
-	// wake-ups, otherwise through the transport that carries them.
+	// (Rows.Wake), in the same statement where the database can.
 	SetData(ctx context.Context, session string, t store.Term, data, wake string) (bool, error)
 	Publish(ctx context.Context, name string, from int64, data string) (bool, error)
 	PruneDead(ctx context.Context, prefix string, grace time.Duration) (int64, error)
@@ -59,10 +51,9 @@ type Joiner interface {
 	// MayJoin reports whether the process may join now (not while its
 	// health checks fail).
 	MayJoin() bool
-	// NewID returns the member id of a new membership: one the process
-	// never used in this pool before, so that a member row, whose epochs
-	// start at 1 again when it is pruned and created anew, never hands
-	// out a fencing token an earlier membership had.
+	// NewID returns the member id of a new membership, one the process
+	// never used in this pool: a row pruned and created anew starts its
+	// epochs at 1 again, and must not hand out an earlier fencing token.
 	NewID() string
 	// Join takes the member row named row.
 	Join(ctx context.Context, row string) (Lease, error)
@@ -101,9 +92,8 @@ type Worker interface {
 type Reporter interface {
 	// Read reports the generation and member count of each read.
 	Read(generation int64, members int)
-	// Failed reports each failed statement of a step, or work that did
-	// not return on Leave, once logged. The log warns once per outage
-	// (Member.fail); Failed is told of every failure.
+	// Failed reports each failed statement of a step, and work that did
+	// not return on Leave.
 	Failed(err error)
 	// Rebalanced reports how long the member was out of work before it
 	// settled in a new generation (see NoteSettled).
@@ -131,15 +121,14 @@ type Config struct {
 	Log      *zap.Logger      // the pool's logger
 	Now      func() time.Time // the clock; time.Now when nil
 
-	// Partitions, when above 0, makes the pool sticky (sticky.go): the
-	// member runs the partitions the generation's map gives it through
-	// Parts, and Worker is not used.
+	// Partitions, when above 0, makes the pool sticky: the member runs the
+	// partitions the generation's map gives it through Parts, and Worker
+	// is not used.
 	Partitions int
 	Parts      PartitionWorker
-	// Static says the member id is the user's stable identity of the
-	// process (StaticPrefix), the same after a restart. AwayGrace is how
-	// long after a static member's row stopped being live its partitions
-	// stay with it, waiting for it to come back.
+	// Static says the member id is the process's stable identity, the same
+	// after a restart. AwayGrace is how long after a static member's row
+	// stopped being live its partitions wait for it to come back.
 	Static    bool
 	AwayGrace time.Duration
 }

@@ -10,24 +10,18 @@ import (
 )
 
 // maxRetryWait caps the backoff of failed steps, however long a step may
-// take (see retryPolicy).
+// take.
 const maxRetryWait = 30 * time.Second
 
-// retryPolicy is the backoff of failed steps (internal/backoff): the
-// first wait is the poll, and it doubles with each consecutive failure up
-// to the step's timeout, at most maxRetryWait, and never below the poll.
-// The cap bounds how late a member notices that the database is back, and
-// how long a member whose row stayed live holds up a rebalance, which
-// waits for its acknowledgement: the coordinator's step timeout is a TTL
-// or a campaign round, whichever is longer, so that is about as long as a
-// crashed member holds it up, one TTL.
+// retryPolicy is the backoff of failed steps: from the poll, doubling with
+// each consecutive failure up to the step's timeout, at most
+// maxRetryWait, and never below the poll.
 func retryPolicy(cfg Config) backoff.Policy {
 	return backoff.Policy{Interval: cfg.Poll, Max: min(cfg.StepTimeout, maxRetryWait)}
 }
 
-// outage follows the failed steps of a member: the wait before the step
-// after each (retryPolicy), and one warning an outage rather than one a
-// failure.
+// outage follows the failed steps of a member: the wait after each, and
+// one warning an outage rather than one a failure.
 type outage struct {
 	retry backoff.Retry
 	log   *zap.Logger
@@ -42,10 +36,9 @@ func newOutage(cfg Config) outage {
 	return outage{retry: backoff.Retry{Policy: retryPolicy(cfg)}, log: cfg.Log}
 }
 
-// failed records the failure err of a statement of the step under way.
-// The step's first counts one failed step (retry) and sets the wait
-// after it. The first failure of an outage, the first since the last step
-// that succeeded, is logged at Warn, with the wait; the others at Debug.
+// failed records the failure err of a statement of the step under way; a
+// step's first counts one failed step. The first failure of an outage is
+// logged at Warn, the others at Debug.
 func (o *outage) failed(err error) {
 	level := zapcore.DebugLevel
 	if o.wait == 0 {
@@ -59,10 +52,8 @@ func (o *outage) failed(err error) {
 }
 
 // stepEnded records the end, at now, of a step: after a failed one, the
-// next may start once its wait from now has passed (until). A step that
-// succeeded, having sent statements (tried), ends the outage, if there is
-// one, with one line that says how many steps failed and how long it
-// lasted. One that did not try neither fails nor succeeds.
+// next may start once its wait has passed (until); one that succeeded
+// having sent statements (tried) ends the outage, with one line.
 func (o *outage) stepEnded(now time.Time, tried bool) {
 	o.until = time.Time{}
 	switch {

@@ -8,21 +8,16 @@ import (
 	"strings"
 )
 
-// A sticky pool has a fixed number of partitions, each owned by at most
-// one member in a generation. Its generation row's data is the partition
-// map of the generation (EncodeMap) instead of a member list.
-
 // PartitionMap is the owner of every partition of a sticky pool in one
 // generation.
 type PartitionMap struct {
 	// Owner is, by partition, the member id that owns it; "" for none
 	// (a pool without members).
 	Owner []string
-	// Since is, by partition, the generation from which Owner has owned
-	// it without a break: the generation that last moved it. Work on a
-	// partition is identified by (Owner, Since), so a member that loses a
-	// partition and gets it back later never mistakes its old work for
-	// its new.
+	// Since is, by partition, the generation that last moved it to Owner.
+	// Work on a partition is identified by (Owner, Since), so a member
+	// that loses a partition and gets it back never mistakes old work for
+	// new.
 	Since []int64
 	// Prev is, by partition, the members other than Owner that may still
 	// work on it: its owners before Since that had not acknowledged
@@ -104,12 +99,9 @@ func Balance(prev []string, members []string) []string {
 // Next returns the map of generation gen whose owners are owners, given
 // the acknowledgement of each live member (acks, by id). A partition that
 // changed owner has Since gen, and its Prev is its owner before, if live,
-// and those of its Prev that are live and had not acknowledged its
-// Since: each of them may still work on it. The others keep their Since,
-// and their Prev less the members that acknowledged it or are not live.
-// A member whose row is not live has passed its trust deadline, so it no
-// longer works on anything; one that acknowledged a generation at or
-// after a partition's Since has stopped its work on it.
+// and those of its Prev that are live and had not acknowledged its Since.
+// The others keep their Since, and their Prev less the members that
+// acknowledged it or are not live.
 func (m PartitionMap) Next(owners []string, gen int64, acks map[string]int64) PartitionMap {
 	n := PartitionMap{Owner: slices.Clone(owners), Since: make([]int64, len(owners)), Prev: make([][]string, len(owners))}
 	for p, o := range owners {

@@ -11,9 +11,8 @@ import (
 const ExpiryMargin = 2 * time.Millisecond
 
 // noteExpiry records when the first other live member row of st expires
-// unless renewed, converted to this process's clock. readEnd is taken
-// after the read returned, so the database clock was read before it and
-// the converted moment is never early.
+// unless renewed, on this process's clock. readEnd is taken after the
+// read returned, so the converted moment is never early.
 func (m *Member) noteExpiry(st State, readEnd time.Time) {
 	for _, mb := range st.Members {
 		if !mb.Live || mb.ID == m.me || mb.ExpiresAt.IsZero() {
@@ -27,10 +26,10 @@ func (m *Member) noteExpiry(st State, readEnd time.Time) {
 }
 
 // NextRead returns when the read after the step that began at began
-// starts (see nextRead), given whether it left the member settled. After
-// a failed step it is the end of the step's backoff instead (retryPolicy:
-// at least one poll after the step ended), whenever another member's row
-// expires: no member retries faster than it polls, whatever the error.
+// starts, given whether it left the member settled: one poll later when
+// settled, a quarter poll while a rebalance is pending, or as soon as
+// another member's row would expire. After a failed step it is the end of
+// the step's backoff, at least one poll after the step ended.
 func (m *Member) NextRead(began time.Time, settled bool) time.Time {
 	if m.Failing() {
 		return m.outage.until
@@ -39,17 +38,12 @@ func (m *Member) NextRead(began time.Time, settled bool) time.Time {
 }
 
 // Failing reports whether the last step failed. The next one then waits
-// for its backoff (NextRead), which a wake-up does not cut short: what
-// another member changed is read when the backoff ends.
+// for its backoff, which a wake-up does not cut short.
 func (m *Member) Failing() bool { return !m.outage.until.IsZero() }
 
-// nextRead returns when the read after the one whose step began at began
-// starts: one poll later when settled, a quarter of it while a rebalance
-// is pending, each shortened by a random 0-10% so that members do not act
-// in step yet never wait longer than the interval. When another member's
-// row would expire before then (expiry, if not zero), the read comes at
-// that expiry instead, so a crashed member is noticed at once rather than
-// up to a poll later.
+// nextRead returns when the read after a step that began at began starts:
+// a poll later when settled, a quarter poll while a rebalance is pending,
+// less a random 0-10%; or at expiry, if not zero, when that comes first.
 func nextRead(poll time.Duration, began time.Time, settled bool, expiry time.Time) time.Time {
 	wait := poll
 	if !settled {

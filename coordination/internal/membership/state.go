@@ -13,7 +13,7 @@ import (
 )
 
 // Rows names the rows of one pool. The coordinator builds it from the
-// pool's key (coordination's names.go, where every row key is named).
+// pool's key.
 type Rows struct {
 	Prefix     string // every row of this pool starts with it, and no other row does
 	Generation string // the generation row
@@ -79,9 +79,8 @@ type State struct {
 }
 
 // StateOf builds the state of the pool whose rows rows names from its
-// rows, as read by one statement. The generation row's data is the member
-// list, comma-separated, or a sticky pool's partition map (EncodeMap); a
-// member row's is its acknowledgement.
+// rows. The generation row's data is the member list, comma-separated, or
+// a partition map (EncodeMap); a member row's is its acknowledgement.
 func StateOf(rows Rows, rs []store.Row) State {
 	var st State
 	for _, r := range rs {

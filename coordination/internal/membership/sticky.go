@@ -11,39 +11,25 @@ import (
 	"go.uber.org/zap"
 )
 
-// A sticky pool (Config.Partitions > 0) has P partitions, and its
-// generation row holds the partition map of the generation: each
-// partition's owner, the generation since which the owner has held it,
-// and the members that may still work on it (PartitionMap). The protocol
-// is the index/count one per partition:
+// A sticky pool (Config.Partitions > 0) runs the index/count protocol per
+// partition, on the generation's PartitionMap:
 //
-//   - A member publishes the next generation when Balance of the current
-//     map over the members taking part (the live ones, and static ones
-//     away for less than AwayGrace) differs from the map. Partitions that
-//     change owner get the new generation as their Since, and as their
-//     Prev the live owner before and the live earlier owners that had
-//     not acknowledged their loss yet (PartitionMap.Next).
-//   - On seeing a generation, a member stops the work of each partition
-//     whose owner and Since in its map are not this member and the Since
-//     that work started with, waits for that work to return, and then
-//     acknowledges the generation. Work on the other partitions goes on:
-//     a rebalance never touches a partition that does not move.
-//   - A member starts a partition of its own that it does not run yet
-//     only when each member of its Prev whose row is live acknowledges
-//     its Since, so has stopped its work on it; one whose row has expired
-//     by the database clock has passed its trust deadline. A member that
-//     never held the partition is not waited for, nor is one that gave
-//     up another partition.
+//   - a member publishes the next generation when Balance over the
+//     members taking part differs from the map (PartitionMap.Next);
+//   - on seeing a generation, a member stops the work of each partition
+//     the map no longer gives it with the Since that work started with,
+//     waits for it to return, and then acknowledges; the other partitions
+//     run on;
+//   - a member starts a partition of its own only when each live member
+//     of its Prev has acknowledged its Since (an expired one has passed
+//     its trust deadline).
 //
 // So no partition is run by two members at overlapping times, and work
 // identified by (owner, Since) runs only while every generation its
-// member saw keeps that pair: a member that lost a partition and got it
-// back in a later generation starts it anew, with the later Since, after
-// the barrier.
+// member saw keeps that pair.
 
-// StaticPrefix starts the member id of a static member: "s:" and the
-// user's stable id of the process. Instance ids never contain ':', so a
-// static id never equals a dynamic one.
+// StaticPrefix starts the member id of a static member; instance ids never
+// contain ':', so a static id never equals a dynamic one.
 const StaticPrefix = "s:"
 
 // PartitionAssignment is one partition of a sticky pool given to this
@@ -60,11 +46,10 @@ type PartitionAssignment struct {
 // PartitionWorker runs the work of a sticky pool's partitions.
 type PartitionWorker interface {
 	// StartPartition is called when the member starts working on a
-	// partition. It returns the work, which the member runs in a
-	// goroutine of its own under a context that ends when the partition
-	// moves to another member, the membership ends or the context of
-	// Step ends. The member waits for the work to return before it
-	// acknowledges the generation that moved the partition.
+	// partition, and returns the work, which the member runs in a
+	// goroutine under a context that ends when the partition moves, the
+	// membership ends or Step's context does. The member waits for it to
+	// return before it acknowledges the generation that moved it.
 	StartPartition(a PartitionAssignment) (run func(ctx context.Context))
 	// PartitionStopped is called once the work of a partition has
 	// returned after the partition moved or the membership was lost; not
@@ -124,8 +109,7 @@ func (m *Member) stickyRound(ctx, opCtx context.Context) (settled, again bool) {
 	}
 
 	// Assign: start each partition of this member that does not run yet
-	// once each live member that may still work on it (its Prev) has
-	// acknowledged its Since, so has stopped that work.
+	// once its Prev has released it.
 	var start []int
 	waiting := false
 	for p, o := range cur.Owner {
@@ -171,11 +155,9 @@ func acksOf(live map[string]Row) map[string]int64 {
 	return acks
 }
 
-// currentMap returns the partition map of the generation st read. A
-// generation row that holds no map of this pool's size (a new pool, one
-// run by index and count before, or with another number of partitions)
-// counts as a map without owners, unless a member of it is live: then
-// the pool is run in another mode, and the error wraps ErrMode.
+// currentMap returns the partition map of the generation st read. A row
+// with no map of this pool's size counts as a map without owners, unless
+// a member of it is live: then the error wraps ErrMode.
 func (m *Member) currentMap(st State) (PartitionMap, error) {
 	if st.Map != nil && len(st.Map.Owner) == m.cfg.Partitions {
 		return *st.Map, nil
@@ -192,11 +174,9 @@ func (m *Member) currentMap(st State) (PartitionMap, error) {
 }
 
 // mayJoinMode reads the pool before joining it, and reports false, having
-// reported ErrMode, when live members run it in another mode: a member
-// row of this member would be counted by them, and stall their
-// rebalances (or, joining a sticky pool by index and count, take
-// partitions it never works on). A failed read leaves the check to the
-// rounds.
+// reported ErrMode, when live members run it in another mode, whose
+// rebalances this member's row would stall. A failed read leaves the
+// check to the rounds.
 func (m *Member) mayJoinMode(ctx context.Context) bool {
 	st, err := Read(ctx, m.cfg.Store, m.cfg.Pool, m.cfg.Rows)
 	if err != nil {
@@ -217,12 +197,9 @@ func (m *Member) mayJoinMode(ctx context.Context) bool {
 	return true
 }
 
-// takingPart returns the members the partitions are spread over: the
-// live ones, and the static members that own partitions in cur and whose
-// row stopped being live less than AwayGrace ago by the database clock,
-// so that a static member restarting in that time gets its partitions
-// back without a rebalance. It notes when the first of those is due to
-// drop out, converted to this process's clock (as noteExpiry does).
+// takingPart returns the members the partitions are spread over: the live
+// ones, and the static owners in cur whose row stopped being live less
+// than AwayGrace ago. It notes when the first of those drops out.
 func (m *Member) takingPart(st State, cur PartitionMap, live map[string]Row, readEnd time.Time) []string {
 	ids := make([]string, 0, len(live))
 	for id := range live {
@@ -250,11 +227,8 @@ func (m *Member) takingPart(st State, cur PartitionMap, live map[string]Row, rea
 
 // acknowledgeMap stops the work of every partition that pm does not give
 // this member with the Since it started with, waits for it, and then
-// acknowledges gen. The member that published gen wakes every member, to
-// the new generation. Any other wakes only the members waiting for its
-// acknowledgement, the owners of the partitions whose Prev lists it
-// (Rows.Wake): the others' work does not wait for it, so twenty members
-// acknowledging a join make the joiner read the pool, not all twenty.
+// acknowledges gen, waking every member if it published gen and otherwise
+// only the members waiting for its acknowledgement.
 func (m *Member) acknowledgeMap(ctx context.Context, gen int64, pm PartitionMap, published bool) bool {
 	m.stopParts(func(p int, w *work) bool { return pm.Owner[p] != m.me || pm.Since[p] != w.gen }, errMoved)
 	return m.recordAck(ctx, gen, "", func() {
@@ -301,9 +275,8 @@ func (m *Member) startPartition(ctx context.Context, a PartitionAssignment) {
 	}()
 }
 
-// stopParts cancels the work of the partitions that match (every one for
-// a nil match) and waits for all of it to return, however long that
-// takes, as stopWork does.
+// stopParts cancels the work of the partitions that match (all for a nil
+// match) and waits for it, however long that takes, as stopWork does.
 func (m *Member) stopParts(match func(p int, w *work) bool, cause error) {
 	var stopped []int
 	for p, w := range m.parts {
@@ -324,9 +297,8 @@ func (m *Member) stopParts(match func(p int, w *work) bool, cause error) {
 }
 
 // leaveParts stops the work of every partition on Leave, waiting at most
-// ShutdownTimeout in all. It reports false, having logged and reported
-// the failure, when some work did not return in time: the membership is
-// then not released and expires.
+// ShutdownTimeout in all. It reports false, having reported it, when some
+// work did not return in time.
 func (m *Member) leaveParts(cause error) bool {
 	for _, w := range m.parts {
 		w.cancel(cause)

@@ -144,8 +144,10 @@ func run(ctx context.Context) error {
 		return err
 	}
 	var ev bench.EventCounts
-	events, unsubscribe := c.Subscribe(1 << 16)
+	// The subscription outlives ctx, to count the events of the shutdown.
+	sctx, unsubscribe := context.WithCancel(context.WithoutCancel(ctx))
 	defer unsubscribe()
+	events := c.Subscribe(sctx, 1<<16)
 	evDone := make(chan struct{})
 	go func() {
 		defer close(evDone)
@@ -192,7 +194,7 @@ func run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			work.Go(func() { _ = e.Run(ctx, fn) })
+			work.Go(func() { _ = e.Run(ctx, fn, nil) })
 		}
 	} else {
 		p, err := c.Pool(coordination.GlobalScope, *poolName, coordination.PoolConfig{})
@@ -204,7 +206,7 @@ func run(ctx context.Context) error {
 				o.send(bench.Report{Type: "assigned", Index: a.Index, Count: a.Count, Generation: a.Generation, WallNS: time.Now().UnixNano()})
 				<-ctx.Done()
 				return nil
-			})
+			}, nil)
 		})
 	}
 	o.send(bench.Report{Type: "ready", WallNS: time.Now().UnixNano()})

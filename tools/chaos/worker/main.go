@@ -3,13 +3,14 @@
 // fenced transaction, a partitioned worker "items" that processes the
 // seeded rows of chaos_items, one per fenced transaction, a semaphore of
 // limit 2 ("chaos-sem", workers.Limited) and a scheduled job
-// ("chaos-tick", a slot a second, missed slots run once); and, on the
-// host's coordinator, keyed locks on four keys ("chaos-locks") and a
-// sticky pool of 16 partitions ("chaos-sticky"). Each grant of a key or
-// slot and each sticky partition makes fenced writes to chaos_grants, and
-// each slot is completed with a fenced insert into chaos_slots. Every
-// term, grant, write, processed item and completed slot is recorded to
-// DIR/<pid>.jsonl with history.Recorder.
+// ("chaos-tick", a slot a second, missed slots all run); and, on the
+// coordinator the host runs on, keyed locks on four keys ("chaos-locks")
+// and a sticky pool of 16 partitions ("chaos-sticky", a pool with
+// PoolConfig.Partitions). Each grant of a key or slot and each sticky
+// partition makes fenced writes to chaos_grants, and each slot is
+// completed with a fenced insert into chaos_slots. Every term, grant,
+// write, processed item and completed slot is recorded to DIR/<pid>.jsonl
+// with history.Recorder.
 //
 //	worker -driver postgres -dsn DSN -dir DIR -node w1 [-max-open-conns N -exhaust-for D] [-clock-skew D] [-peer-wakeups] [-check-dsns DSN,...]
 //
@@ -45,6 +46,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -148,34 +150,37 @@ func run(ctx context.Context) error {
 		defer signal.Stop(usr2)
 		go w.skewOnSignal(ctx, usr2, *clockSkew)
 	}
-	host, err := workers.NewHost(db, id, workers.Config{
-		Coordination:      coordinationConfig(log, *peerWakeups),
-		RestartBackoff:    100 * time.Millisecond,
-		MaxRestartBackoff: time.Second,
-	},
+	coord, err := coordination.New(db, id, coordinationConfig(log, *peerWakeups))
+	if err != nil {
+		return err
+	}
+	host, err := workers.NewHost(coord, workers.Config{RestartBackoff: 100 * time.Millisecond, MaxRestartBackoff: time.Second},
 		workers.GlobalSingleton(chaos.LedgerWorker, w.ledger),
-		workers.GlobalPartitioned(chaos.ItemsWorker, w.items, workers.PartitionConfig{PollInterval: chaos.PollInterval}),
+		workers.GlobalPartitioned(chaos.ItemsWorker, w.items, coordination.PoolConfig{PollInterval: chaos.PollInterval}),
 		workers.Limited(chaos.SemaphoreWorker, chaos.SemaphoreLimit, w.semaphore),
 		workers.Scheduled(chaos.ScheduleWorker, w.tick, workers.ScheduleConfig{Every: chaos.ScheduleEvery, Misfire: workers.MisfireRunAll}),
 	)
 	if err != nil {
 		return err
 	}
-	locks, err := host.Coordinator().Locks(coordination.GlobalScope, chaos.LocksName)
+	locks, err := coord.Locks(coordination.GlobalScope, chaos.LocksName)
 	if err != nil {
 		return err
 	}
-	sticky, err := host.Coordinator().Pool(coordination.GlobalScope, chaos.StickyPool,
+	sticky, err := coord.Pool(coordination.GlobalScope, chaos.StickyPool,
 		coordination.PoolConfig{Partitions: chaos.StickyPartitions, PollInterval: chaos.PollInterval})
 	if err != nil {
 		return err
 	}
 	_ = rec.Notef("started: holder %s pid %d", id.Holder(), os.Getpid())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.lockLoop(ctx, locks) })
-	wg.Go(func() { w.runSticky(ctx, sticky) })
-	err = host.Run(ctx)
-	wg.Wait()
+	// The coordinator runs beside the host, the keyed locks and the sticky
+	// pool, which all use it; when one of them fails the others stop.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return coord.Run(gctx) })
+	g.Go(func() error { return host.Run(gctx) })
+	g.Go(func() error { w.lockLoop(gctx, locks); return nil })
+	g.Go(func() error { w.runSticky(gctx, sticky); return nil })
+	err = g.Wait()
 	_ = rec.Notef("stopped: %v", err)
 	return err
 }
@@ -393,8 +398,8 @@ func (w *worker) ledger(ctx context.Context, l *coordination.Lease) error {
 // never returns early, so its term lasts as long as the assignment.
 func (w *worker) items(ctx context.Context, a coordination.Assignment) error {
 	defer history.Term(ctx, w.record,
-		history.Event{Kind: history.PartitionStart, Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch},
-		history.Event{Kind: history.PartitionStop, Pool: a.Pool, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch})()
+		history.Event{Kind: history.PartitionStart, Pool: a.Key, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch},
+		history.Event{Kind: history.PartitionStop, Pool: a.Key, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch})()
 	t := time.NewTicker(chaos.ItemEvery)
 	defer t.Stop()
 	for {
@@ -431,7 +436,7 @@ func (w *worker) process(ctx context.Context, a coordination.Assignment, id int6
 		// lost during the commit). Look, so the history matches the table.
 		ok = w.committed(ctx, id, a.Generation)
 	}
-	e := history.Event{Kind: history.Write, Resource: chaos.ItemsWorker, Pool: a.Pool, Generation: a.Generation, Accepted: ok, Time: at}
+	e := history.Event{Kind: history.Write, Resource: chaos.ItemsWorker, Pool: a.Key, Generation: a.Generation, Accepted: ok, Time: at}
 	if err != nil {
 		e.Err = err.Error()
 	}
@@ -591,11 +596,11 @@ func (w *worker) slotCommitted(ctx context.Context, row chaos.SlotRow) bool {
 	}
 }
 
-// runSticky runs the sticky pool until ctx is done, calling RunPartitions
-// again after an error.
+// runSticky runs the sticky pool until ctx is done, calling Run again
+// after an error.
 func (w *worker) runSticky(ctx context.Context, p *coordination.Pool) {
 	for {
-		err := p.RunPartitions(ctx, w.partition)
+		err := p.Run(ctx, w.partition, nil)
 		if ctx.Err() != nil {
 			return
 		}
@@ -608,12 +613,14 @@ func (w *worker) runSticky(ctx context.Context, p *coordination.Pool) {
 
 // partition works on one partition of the sticky pool: a fenced write
 // every StickyEvery until the partition moves or the membership ends.
-func (w *worker) partition(ctx context.Context, pt coordination.Partition) error {
+// a.Generation is the generation since which this member owns the
+// partition.
+func (w *worker) partition(ctx context.Context, a coordination.Assignment) error {
 	ev := func(k history.Kind) history.Event {
-		return history.Event{Kind: k, Pool: pt.Pool, Index: pt.Partition, Count: pt.Count, Generation: pt.Since, Epoch: pt.Epoch}
+		return history.Event{Kind: k, Pool: a.Key, Index: a.Index, Count: a.Count, Generation: a.Generation, Epoch: a.Epoch}
 	}
 	defer history.Term(ctx, w.record, ev(history.StickyStart), ev(history.StickyStop))()
-	resource := fmt.Sprintf("sticky/%02d", pt.Partition)
+	resource := fmt.Sprintf("sticky/%02d", a.Index)
 	t := time.NewTicker(chaos.StickyEvery)
 	defer t.Stop()
 	for {
@@ -622,10 +629,10 @@ func (w *worker) partition(ctx context.Context, pt coordination.Partition) error
 			return nil
 		case <-t.C:
 		}
-		_, ok, at, err := w.fenced(ctx, pt.Fence, func(tx *gorm.DB) (bool, error) {
-			return true, tx.Create(&chaos.GrantRow{Resource: resource, Epoch: pt.Since, Holder: w.holder}).Error
+		_, ok, at, err := w.fenced(ctx, a.Fence, func(tx *gorm.DB) (bool, error) {
+			return true, tx.Create(&chaos.GrantRow{Resource: resource, Epoch: a.Generation, Holder: w.holder}).Error
 		})
-		e := history.Event{Kind: history.Write, Resource: resource, Pool: pt.Pool, Index: pt.Partition, Generation: pt.Since, Accepted: ok, Time: at}
+		e := history.Event{Kind: history.Write, Resource: resource, Pool: a.Key, Index: a.Index, Generation: a.Generation, Accepted: ok, Time: at}
 		if err != nil {
 			e.Err = err.Error()
 		}

@@ -25,9 +25,15 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := workers.NewHost(db, id, workers.Config{Coordination: coordination.Config{}})
+	coord, err := coordination.New(db, id, coordination.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Fatal(h.Run(context.Background()))
+	h, err := workers.NewHost(coord, workers.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	go func() { log.Fatal(coord.Run(ctx)) }()
+	log.Fatal(h.Run(ctx))
 }
