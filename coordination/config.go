@@ -78,15 +78,15 @@ type Config struct {
 	// polling goes on. Defaults to false (wake-ups on).
 	DisableNotifications bool
 
-	// Notifications receives wake-ups on PostgreSQL: pgnotify.New()
-	// (package github.com/leasehold/leasehold/pgnotify), or PeerWakeups()
-	// behind a transaction pooler. With nil, the default, this process
-	// polls (Run warns once), and its releases still wake those that
-	// listen. Ignored on other databases and with DisableNotifications.
+	// Notifications receives wake-ups on PostgreSQL through LISTEN
+	// (pgnotify.New(), package github.com/leasehold/leasehold/pgnotify)
+	// instead of the peer wake-ups over UDP. Processes with and without it
+	// on the same tables wake each other. Ignored on other databases and
+	// with DisableNotifications. Defaults to nil: peer wake-ups.
 	Notifications NotificationTransport
 
 	// WakeAddress is the UDP host:port on which this process receives peer
-	// wake-ups (MySQL, MariaDB, SQL Server; PostgreSQL with PeerWakeups()):
+	// wake-ups (every database but SQLite; not with Notifications set):
 	// an IP or empty host (every interface), port 0 for one the system
 	// picks. The processes must reach each other's advertised addresses over
 	// UDP, their clocks agreeing within 30s. Defaults to ":0".

@@ -449,10 +449,9 @@ func ExampleConfig_healthCheck() {
 }
 
 // Peer wake-ups in Kubernetes: each pod receives them on a fixed port and
-// advertises its pod IP, which the downward API puts in POD_IP. On
-// PostgreSQL behind PgBouncer in transaction mode, add Notifications:
-// coordination.PeerWakeups(); on MySQL, MariaDB and SQL Server they are on
-// by default.
+// advertises its pod IP, which the downward API puts in POD_IP. They are
+// on by default on every database but SQLite; on PostgreSQL, pgnotify
+// replaces them with LISTEN.
 func ExampleConfig_peerWakeups() {
 	db, cleanup := openExampleDB()
 	defer cleanup()

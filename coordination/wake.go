@@ -3,6 +3,7 @@ package coordination
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -29,58 +30,58 @@ type NotificationTransport interface {
 	Open(db wake.Database) wake.Transport
 }
 
-// PeerWakeups returns the NotificationTransport that wakes the processes
-// on PostgreSQL with UDP datagrams (Config.WakeAddress), as on MySQL,
-// MariaDB and SQL Server, instead of LISTEN/NOTIFY: behind a transaction
-// pooler, or where pgx is not wanted. Every process on the tables must then use it: those
-// listening through pgnotify are not woken by its pool changes, nor it by
-// theirs.
-func PeerWakeups() NotificationTransport { return peerWakeups{} }
-
-// peerWakeups is PeerWakeups, which wakeTransport builds from the
-// configuration.
-type peerWakeups struct{}
-
-// Open returns the peer transport with the default configuration;
-// wakeTransport does not call it.
-func (peerWakeups) Open(db wake.Database) wake.Transport {
-	return peerTransport(db, Config{}.withDefaults(), "")
-}
-
-// errNeedsTransport is the listening of PostgreSQL without
-// Config.Notifications.
-var errNeedsTransport = errors.New("leasehold: listening for release notifications on PostgreSQL needs Config.Notifications = pgnotify.New() " +
-	"(package github.com/leasehold/leasehold/pgnotify), or coordination.PeerWakeups() behind a transaction pooler")
-
-// announcer is a database that carries wake-ups (PostgreSQL) without a
-// transport that listens: this process does not listen, but announces its
-// releases and pool changes to the processes that do.
-type announcer struct{ db wake.Database }
-
-func (announcer) Listen(context.Context, func([]string), func()) error { return errNeedsTransport }
-
-func (a announcer) Notify(ctx context.Context, names []string) error { return a.db.Notify(ctx, names) }
-
 // wakeTransport picks the transport of the wake-ups on db for holder: nil
 // where there is none, or where they are turned off.
+//
+// On PostgreSQL every process announces through both transports, and
+// listens on one: the release statements NOTIFY at commit, and a peer
+// transport sends the datagrams. Without Config.Notifications a process
+// listens for the datagrams; with pgnotify it listens through LISTEN and
+// only sends them. So processes with and without pgnotify on the same
+// tables wake each other.
 func wakeTransport(db wake.Database, cfg Config, holder string) wake.Transport {
 	if cfg.DisableNotifications || db == nil {
 		return nil
 	}
 	switch db.Means() {
 	case wake.Through:
-		switch cfg.Notifications.(type) {
-		case nil:
-			return announcer{db}
-		case peerWakeups:
-			return peerTransport(db, cfg, holder)
+		var through wake.Transport = notifier{db}
+		if cfg.Notifications != nil {
+			through = cfg.Notifications.Open(db)
 		}
-		return cfg.Notifications.Open(db)
+		peer := peerTransport(db, cfg, holder)
+		switch {
+		case peer == nil:
+			return through
+		case cfg.Notifications == nil:
+			return alsoNotify{peer, through}
+		}
+		return alsoNotify{through, peer}
 	case wake.Sockets:
 		return wake.NewSocket(db)
 	}
 	return peerTransport(db, cfg, holder)
 }
+
+// alsoNotify listens on its Transport and announces through it and also.
+type alsoNotify struct {
+	wake.Transport
+	also wake.Transport
+}
+
+func (a alsoNotify) Notify(ctx context.Context, names []string) error {
+	return errors.Join(a.Transport.Notify(ctx, names), a.also.Notify(ctx, names))
+}
+
+// notifier announces through the database (PostgreSQL's NOTIFY); it does
+// not listen.
+type notifier struct{ db wake.Database }
+
+func (notifier) Listen(context.Context, func([]string), func()) error {
+	return fmt.Errorf("%w: this store keeps no session rows for peer wake-ups", wake.ErrNoWakeups)
+}
+
+func (n notifier) Notify(ctx context.Context, names []string) error { return n.db.Notify(ctx, names) }
 
 // peerTransport is the peer transport of db (wake.Peer) for holder, where
 // its store keeps the rows that advertise the processes; nil where it
@@ -145,11 +146,6 @@ func (w *waker) listenLoop(ctx context.Context) {
 	})
 	w.listening.Store(false)
 	switch {
-	case errors.Is(err, errNeedsTransport):
-		w.log.Warn("no release notifications on PostgreSQL without package pgnotify; followers poll every RetryInterval. "+
-			"Set Notifications: pgnotify.New() in coordination.Config for instant takeover, "+
-			"or DisableNotifications to poll without this warning",
-			zap.Duration("retry_interval", w.cfg.RetryInterval))
 	case errors.Is(err, wake.ErrNoWakeups):
 		w.log.Info("no release notifications; followers poll every RetryInterval",
 			zap.String("dialect", w.dialect), zap.Duration("retry_interval", w.cfg.RetryInterval), zap.Error(err))
@@ -164,7 +160,7 @@ func (w *waker) listenLoop(ctx context.Context) {
 // wake-ups may have been missed; state reports every start and stop. It
 // retries a failed Listen from RetryInterval doubling up to a minute, and
 // returns the reason at once where listening cannot work (wake.ErrNoWakeups,
-// errNeedsTransport, or an error marked wake.Final).
+// or an error marked wake.Final).
 func (w *waker) listen(ctx context.Context, state func(err error)) error {
 	if w.transport == nil {
 		return wake.ErrNoWakeups
@@ -179,7 +175,7 @@ func (w *waker) listen(ctx context.Context, state func(err error)) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, wake.ErrNoWakeups) || errors.Is(err, errNeedsTransport) || wake.IsFinal(err) {
+		if errors.Is(err, wake.ErrNoWakeups) || wake.IsFinal(err) {
 			return err
 		}
 		if err == nil {

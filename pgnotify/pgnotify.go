@@ -1,6 +1,7 @@
-// Package pgnotify makes a graceful handoff on PostgreSQL immediate: it
-// receives leasehold's release notifications (LISTEN/NOTIFY) through the
-// pgx driver that gorm.io/driver/postgres uses.
+// Package pgnotify delivers leasehold's wake-ups on PostgreSQL through
+// LISTEN/NOTIFY, on the pgx driver that gorm.io/driver/postgres uses,
+// instead of the peer wake-ups over UDP that a coordinator uses without
+// it: for processes that cannot reach each other over UDP.
 //
 // Set it in the coordinator's configuration:
 //
@@ -8,12 +9,10 @@
 //		Notifications: pgnotify.New(),
 //	})
 //
-// Without it, followers on PostgreSQL poll every RetryInterval, and the
-// coordinator says so once when it starts. It is a package of its own so
-// that only programs that choose it link pgx: a program on MySQL, MariaDB,
-// SQLite or SQL Server that imports coordination or workers does not. On
-// those databases it is ignored (SQLite's processes wake each other
-// through sockets next to the database file without it).
+// A process with it still sends the peer wake-ups, and one without it
+// still notifies, so processes with and without it on the same tables
+// wake each other. It is a package of its own so that only programs that
+// choose it link pgx. On other databases it is ignored.
 //
 // Each process listens on one connection of its pool, which also carries
 // the coordinator's reads and acquires while it listens, so listening
@@ -22,9 +21,9 @@
 // notification from another connection of the pool, and reports listening
 // only once that arrives: behind a pooler that breaks LISTEN (PgBouncer in
 // transaction mode) listening is given up for good with one warning, and
-// the followers poll (or use coordination.PeerWakeups() there for wake-ups
-// that do not go through the pooler). It is not tried again: each LISTEN
-// would stay on a server connection the pooler hands to other clients.
+// the process polls; leave Notifications unset there. It is not tried
+// again: each LISTEN would stay on a server connection the pooler hands to
+// other clients.
 package pgnotify
 
 import (
@@ -146,7 +145,7 @@ func serve(ctx context.Context, c wake.Conn, probe func() error, deliver func(na
 			// "got packet 'A' from server when not linked"). Trying again
 			// only leaves more of them.
 			return wake.Final(fmt.Errorf("no notification arrived within %v of LISTEN (a pooler in transaction mode?); "+
-				"not trying again: followers poll, or set coordination.PeerWakeups()", listenProbeTimeout))
+				"not trying again: this process polls; leave coordination.Config.Notifications unset for peer wake-ups", listenProbeTimeout))
 		case err != nil && wctx.Err() != nil:
 			// A statement interrupted the wait: go on unless the
 			// connection broke meanwhile.

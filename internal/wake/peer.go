@@ -29,7 +29,8 @@ import (
 // said so (a hello): a process that started since the last read is woken
 // at its own poll at worst. A hello whose own read of the peers failed is
 // sent again until one has read them, and so is a wake-up whose read
-// failed, to every peer (lateWakes).
+// failed, to every peer (lateWakes). A Peer whose Listen is never called
+// only sends, and does not send late wake-ups again.
 type Peer struct {
 	db  Database
 	dir Directory

@@ -13,7 +13,7 @@
 //
 //   - through the database (PostgreSQL's LISTEN/NOTIFY): package
 //     github.com/leasehold/leasehold/pgnotify, which a program on
-//     PostgreSQL chooses in coordination.Config, since it is the only
+//     PostgreSQL may choose in coordination.Config, since it is the only
 //     package that links the pgx driver. The release statement itself
 //     notifies, at commit (internal/store); the transport listens on a
 //     connection the store lends it (Database.Listen, Conn);
@@ -22,8 +22,10 @@
 //   - over UDP between the processes, whatever the database (Peer, this
 //     package): each advertises an address and a key in its session rows
 //     (Directory), and a release sends an authenticated datagram to the
-//     others. It is the transport of MySQL, MariaDB and SQL Server, and
-//     PostgreSQL's where LISTEN cannot work (behind a transaction pooler).
+//     others. It is the transport of every database but SQLite. On
+//     PostgreSQL a process sends through both of the others and listens
+//     on one (coordination/wake.go), so that processes with and without
+//     pgnotify wake each other.
 //
 // A Transport's Listen returns when listening ends; retrying it, with a
 // backoff, is the caller's (coordination/wake.go).

@@ -15,11 +15,12 @@ import (
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/testdb"
+	"github.com/leasehold/leasehold/pgnotify"
 )
 
 // TestWakeups runs the release-notification cases on every database:
-// PostgreSQL's NOTIFY, the sockets of SQLite, and the peer wake-ups of
-// MySQL, MariaDB and SQL Server (and of PostgreSQL with PeerWakeups), and
+// PostgreSQL's NOTIFY (package pgnotify), the sockets of SQLite, the peer
+// wake-ups of the others (and PostgreSQL's without pgnotify), and
 // PostgreSQL behind PgBouncer in transaction mode, where LISTEN cannot
 // work: there the cases that need notifications skip, and the others
 // check that polling alone still works. (Wake-ups dropped on arrival and
@@ -35,9 +36,9 @@ func TestWakeups(t *testing.T) {
 		{"FallbackWhenListenFails", caseFallbackWhenListenFails},
 		{"PoolRebalancesOnWakeup", casePoolRebalancesOnWakeup},
 		{"NoListeningOnAOneConnectionPool", caseNoListeningOnAOneConnectionPool},
-		{"PostgresWithoutPGNotify", casePostgresWithoutPGNotify},
+		{"PostgresWithAndWithoutPGNotify", casePostgresWithAndWithoutPGNotify},
 		{"ListeningConnectionBreaks", caseListeningConnectionBreaks},
-		{"PostgresPeerWakeups", casePostgresPeerWakeups},
+		{"PostgresPeerWakeupsByDefault", casePostgresPeerWakeupsByDefault},
 	})
 }
 
@@ -429,43 +430,50 @@ func caseNoListeningOnAOneConnectionPool(t *testing.T, b *bundle) {
 	release(t, l)
 }
 
-// casePostgresWithoutPGNotify: on PostgreSQL without Config.Notifications
-// a coordinator does not listen and says so in one warning that names
-// pgnotify; its releases still wake the processes that listen.
-func casePostgresWithoutPGNotify(t *testing.T, b *bundle) {
+// casePostgresWithAndWithoutPGNotify: on PostgreSQL a process without
+// pgnotify (peer wake-ups) and one with it (LISTEN) wake each other: with
+// a poll of ten minutes, each takes the lease the other released within
+// the test's bound, and neither warns about its wake-ups.
+func casePostgresWithAndWithoutPGNotify(t *testing.T, b *bundle) {
 	if b.target.Dialect != "postgres" || b.target.Pooled {
-		t.Skip("only PostgreSQL's notifications need package pgnotify, and they never arrive behind a transaction pooler")
+		t.Skip("only PostgreSQL has two transports, and LISTEN does not work behind a transaction pooler")
 	}
-	core, logs := zapobserver.New(zapcore.DebugLevel)
+	core, logs := zapobserver.New(zapcore.WarnLevel)
 	cfg := slowPollConfig()
 	cfg.Logger = zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core()))
-	c, err := coordination.New(b.db, testIdentity(t, "node-p"), cfg)
+	p := startWithoutPGNotify(t, b.db, "node-p", cfg)
+	cfg.Notifications = pgnotify.New()
+	n := start(t, b.db, "node-n", cfg)
+	waitListening(t, p, n)
+
+	handOff := func(from, to *running, who string) {
+		t.Helper()
+		l := mustCampaign(t, election(t, from.Coordinator, coordination.GlobalScope, "mixed"))
+		got := campaignAfterRound(t, to, election(t, to.Coordinator, coordination.GlobalScope, "mixed"), wait)
+		release(t, l)
+		if l2 := successor(t, got, l, who); l2 != nil {
+			release(t, l2)
+		}
+	}
+	handOff(p, n, "the follower with pgnotify, woken by a release without it")
+	handOff(n, p, "the follower without pgnotify, woken by a release with it")
+	if lines := logs.All(); len(lines) != 0 {
+		t.Fatalf("%d warnings or errors, want none; the first: %s", len(lines), lines[0].Message)
+	}
+}
+
+// startWithoutPGNotify is start with cfg as given: on PostgreSQL, peer
+// wake-ups, where start sets pgnotify as a service on PostgreSQL would.
+func startWithoutPGNotify(t *testing.T, db *gorm.DB, node string, cfg coordination.Config) *running {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = zaptest.NewLogger(t)
+	}
+	c, err := coordination.New(db, testIdentity(t, node), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startCoordinator(t, c)
-	f := start(t, b.db, "node-f", slowPollConfig())
-	waitListening(t, f)
-
-	warnings := func() int {
-		return logs.FilterLevelExact(zapcore.WarnLevel).FilterMessageSnippet("pgnotify").Len()
-	}
-	waitListenState(t, p, func() bool { return warnings() > 0 }, "warning that PostgreSQL's notifications need pgnotify")
-	l := mustCampaign(t, election(t, p.Coordinator, coordination.GlobalScope, "no-pgnotify"))
-	got := campaignAfterRound(t, f, election(t, f.Coordinator, coordination.GlobalScope, "no-pgnotify"), wait)
-	release(t, l)
-	if l2 := successor(t, got, l, "listening follower"); l2 != nil {
-		release(t, l2)
-	}
-	if listening(p) {
-		t.Fatal("the coordinator without pgnotify reports listening")
-	}
-	if n := warnings(); n != 1 {
-		t.Fatalf("%d warnings naming pgnotify, want 1", n)
-	}
-	if n := logs.FilterMessageSnippet("release notifications unavailable").Len(); n != 0 {
-		t.Fatalf("%d lines saying notifications are unavailable, want none: the warning naming pgnotify says it", n)
-	}
+	return startCoordinator(t, c)
 }
 
 // caseListeningConnectionBreaks: a statement that gives up mid-query on
@@ -554,18 +562,17 @@ func waitLockWaiters(t *testing.T, db *gorm.DB, n int) {
 	}
 }
 
-// casePostgresPeerWakeups: on PostgreSQL with PeerWakeups, as behind a
-// transaction pooler, the processes wake each other over UDP: with a poll
-// of ten minutes, a follower takes a released lease within the test's
-// bound, and a pool join and leave rebalance it.
-func casePostgresPeerWakeups(t *testing.T, b *bundle) {
+// casePostgresPeerWakeupsByDefault: on PostgreSQL without pgnotify, also
+// behind a transaction pooler, the processes wake each other over UDP:
+// with a poll of ten minutes, a follower takes a released lease within
+// the test's bound.
+func casePostgresPeerWakeupsByDefault(t *testing.T, b *bundle) {
 	if b.target.Dialect != "postgres" {
-		t.Skip("PeerWakeups is PostgreSQL's choice; the other databases without a file use it by default")
+		t.Skip("the other databases without a file have only the peer wake-ups")
 	}
 	cfg := slowPollConfig()
-	cfg.Notifications = coordination.PeerWakeups()
-	a := start(t, b.db, "node-a", cfg)
-	f := start(t, b.db, "node-f", cfg)
+	a := startWithoutPGNotify(t, b.db, "node-a", cfg)
+	f := startWithoutPGNotify(t, b.db, "node-f", cfg)
 	waitListening(t, a, f)
 	// Only the peer transport (wake.Peer) advertises where its process
 	// receives, in a session row of its own (wake_addrs, wake_key).
@@ -576,7 +583,7 @@ func casePostgresPeerWakeups(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	if adverts == 0 {
-		t.Fatalf("the follower with PeerWakeups advertises no peer wake-ups in a session row: its transport is not wake.Peer")
+		t.Fatalf("the follower without pgnotify advertises no peer wake-ups in a session row: its transport is not wake.Peer")
 	}
 	l := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "peer"))
 	got := campaignAfterRound(t, f, election(t, f.Coordinator, coordination.GlobalScope, "peer"), wait)

@@ -54,7 +54,7 @@ func (l *renewCounter) add(s Stmt) {
 // between returns the round trips of the renewals of session that began
 // in [from, to), and how many renewals of another row began meanwhile:
 // the advertisement of the process's peer wake-ups
-// (coordination.PeerWakeups), kept live every 3/4 TTL whatever it holds.
+// where it has them, kept live every 3/4 TTL whatever it holds.
 // A renewal is told by its arguments, not by the SQL text gorm's logger
 // would print, which on PostgreSQL shows them shifted by the driver's
 // statement option.

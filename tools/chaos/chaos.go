@@ -223,7 +223,7 @@ const MariaDBPair = "mariadb-pair"
 // in transaction pooling mode (testdb.StartPgBouncer): the workers reach
 // it through the pooler with pgx's exec mode (testdb.PgBouncerDSNSetting,
 // which the library requires behind a pooler), and wake each other by
-// datagrams (coordination.PeerWakeups), since LISTEN cannot work there;
+// datagrams (without pgnotify), since LISTEN cannot work there;
 // the cut, latency and restart faults act on the pooler.
 const PgBouncer = "pgbouncer"
 

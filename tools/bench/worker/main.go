@@ -86,7 +86,7 @@ func run(ctx context.Context) error {
 	ttl := flag.Duration("ttl", bench.TTL, "lease TTL")
 	renew := flag.Duration("renew", bench.RenewInterval, "renew interval")
 	retry := flag.Duration("retry", 0, "retry interval (0: coordination's default for the TTL)")
-	defaults := flag.Bool("defaults", false, "run with coordination's default timing (TTL 15s, RetryInterval 2s); -ttl, -renew and -retry are ignored")
+	defaults := flag.Bool("defaults", false, "run with coordination's zero Config, as the README's snippet (TTL 15s, RetryInterval 2s, peer wake-ups on PostgreSQL); -ttl, -renew and -retry are ignored")
 	terms := flag.Bool("terms", false, "report the start and the end of every term (\"elected\", \"ended\")")
 	units := flag.Duration("units", 0, "leader work does one unit every this long while its term is valid, and reports each (\"unit\"); 0: it only waits for its context")
 	flag.Parse()
@@ -101,9 +101,10 @@ func run(ctx context.Context) error {
 	}
 	cfg := coordination.Config{TTL: *ttl, RenewInterval: *renew, RetryInterval: *retry, ShutdownTimeout: bench.ShutdownTimeout}
 	if *defaults {
-		cfg = coordination.Config{}
+		cfg = coordination.Config{} // as the README's snippet: peer wake-ups on PostgreSQL too
+	} else {
+		cfg.Notifications = pgnotify.New() // LISTEN/NOTIFY on PostgreSQL
 	}
-	cfg.Notifications = pgnotify.New() // release notifications on PostgreSQL
 	o := &out{enc: json.NewEncoder(os.Stdout), began: began}
 
 	db, err := dbopen.Open(*driver, *dsn, &gorm.Config{Logger: logger.Discard})

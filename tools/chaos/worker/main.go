@@ -82,7 +82,7 @@ func run(ctx context.Context) error {
 	exhaustFor := flag.Duration("exhaust-for", 0, "on SIGUSR1, hold -max-open-conns transactions for this long (0: ignore SIGUSR1)")
 	clockSkew := flag.Duration("clock-skew", 0, "on SIGUSR2, set the wall clock this far off, or back (0: ignore SIGUSR2)")
 	clockCheck := flag.Duration("clock-check", 0, "set the wall clock this far off, print \"observed=D\" with how far off it then reads, and exit")
-	peerWakeups := flag.Bool("peer-wakeups", false, "wake-ups by datagrams between the processes (coordination.PeerWakeups), as behind a transaction pooler")
+	peerWakeups := flag.Bool("peer-wakeups", false, "on PostgreSQL, the default wake-ups by datagrams between the processes instead of pgnotify, as behind a transaction pooler")
 	checkDSNs := flag.String("check-dsns", "", "comma-separated DSNs (same driver) through which to find out whether a failed commit happened, in turn (default: -dsn)")
 	flag.Parse()
 	if *clockCheck != 0 {
@@ -187,13 +187,12 @@ func run(ctx context.Context) error {
 
 // coordinationConfig is the coordinators' configuration of the round,
 // with log, and with release notifications on PostgreSQL (pgnotify), or
-// with peer wake-ups.
+// with the default peer wake-ups.
 func coordinationConfig(log *zap.Logger, peerWakeups bool) coordination.Config {
 	c := chaos.CoordinationConfig()
 	c.Logger = log
-	c.Notifications = pgnotify.New()
-	if peerWakeups {
-		c.Notifications = coordination.PeerWakeups()
+	if !peerWakeups {
+		c.Notifications = pgnotify.New()
 	}
 	return c
 }
