@@ -141,8 +141,7 @@ func (a *Admin) Resign(ctx context.Context, key, preferred string) (LeaseInfo, e
 	name, pref := key, preferred
 	switch {
 	case strings.Contains(name, keySep):
-		return LeaseInfo{}, fmt.Errorf("coordination: resign lease %q: a pool membership cannot be asked to resign; "+
-			"stop the member's Pool.Run, or let its health check fail", name)
+		return LeaseInfo{}, fmt.Errorf("coordination: resign %q: only an election's lease can be asked to resign; %s", name, notResignable(name))
 	case len(pref) > maxPreferredHolderLen:
 		return LeaseInfo{}, fmt.Errorf("%w: preferred holder %q is %d bytes long; the limit is %d",
 			ErrInvalidConfig, pref, len(pref), maxPreferredHolderLen)
@@ -305,4 +304,19 @@ func (c *Coordinator) CheckFence(tx *gorm.DB, t Token) error {
 	var s *session
 	c.terms.query(func(st *termState) { s = st.sessionOf(t) })
 	return c.fencer.check(tx, t, s)
+}
+
+// notResignable says what the row named key, which is not an election's,
+// is and how its holder lets it go.
+func notResignable(key string) string {
+	kind, _, _ := strings.Cut(key, keySep)
+	switch kind {
+	case "pool":
+		return "this is a pool's row: stop the member's Pool.Run, or let its health check fail"
+	case "lock":
+		return "this is a keyed lock: its holder releases it when its work returns, or it expires after TTL"
+	case "sem":
+		return "this is a semaphore's slot: its holder releases it when its work returns, or it expires after TTL"
+	}
+	return "this is a row the keyed locks keep for themselves"
 }

@@ -153,6 +153,9 @@ func resignFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			case lerr != nil:
 				return err
 			case !known:
+				if like := leasesNamed(ctx, adm, name); len(like) > 0 {
+					return fmt.Errorf("no lease named %q; did you mean %s?", name, strings.Join(like, " or "))
+				}
 				return fmt.Errorf("no lease named %q (leasehold status lists them; names look like cluster/<cluster>/<name> or global/<name>)", name)
 			}
 			return fmt.Errorf("lease %q has no live holder: there is nobody to ask", name)
@@ -183,4 +186,20 @@ func hasLease(ctx context.Context, adm *coordination.Admin, name string) (bool, 
 		}
 	}
 	return false, nil
+}
+
+// leasesNamed returns the keys, quoted, of the election leases whose name
+// is name, in any scope: what a name given without its scope meant.
+func leasesNamed(ctx context.Context, adm *coordination.Admin, name string) []string {
+	infos, err := adm.Leases(ctx)
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, li := range infos {
+		if !strings.Contains(li.Key, "|") && strings.HasSuffix(li.Key, "/"+name) {
+			keys = append(keys, strconv.Quote(li.Key))
+		}
+	}
+	return keys
 }

@@ -60,10 +60,11 @@
 //
 //	leasehold -dsn /tmp/leasehold-demo-1234/demo.db status
 //
-// watch prints the same every -interval (2s, at least 100ms), with a
-// CHANGE column that marks what changed since the last refresh: new,
-// holder, epoch, live, expired; gone leases are listed as gone, and a
-// pool's line notes a new generation or membership. It stops on SIGINT or
+// watch prints the same, then every -interval (2s, at least 100ms) the
+// changes alone, a line per lease or pool: new, holder, epoch, live,
+// expired, generation, members or gone, with the old and new values; a
+// refresh without changes prints nothing. -full prints every refresh
+// whole, with a CHANGE column. It stops on SIGINT or
 // SIGTERM, or after -count refreshes. A database that cannot be reached
 // at start is an error; once watching, a read that fails or takes longer
 // than -timeout (10s) is reported on stderr and tried again, the wait

@@ -71,15 +71,19 @@ var envFlags = []struct{ flag, env string }{
 	{"table-prefix", "LEASEHOLD_TABLE_PREFIX"},
 }
 
-// addDBFlags registers the database flags on fs. They are accepted before
-// the subcommand and after it.
-func addDBFlags(fs *flag.FlagSet, c *dbConfig) {
-	fs.StringVar(&c.driver, "driver", c.driver,
+// addDBFlags registers the database flags on fs, into c, keeping the
+// values c holds. They are accepted before the subcommand and after it;
+// the usage shows defaults, what applies without the flag (the built-in
+// value or the environment's), never a value given on the command line.
+func addDBFlags(fs *flag.FlagSet, c *dbConfig, defaults dbConfig) {
+	given := *c
+	fs.StringVar(&c.driver, "driver", defaults.driver,
 		"database driver: "+strings.Join(drivers(), ", ")+" (env LEASEHOLD_DRIVER)")
-	fs.StringVar(&c.dsn, "dsn", c.dsn,
+	fs.StringVar(&c.dsn, "dsn", defaults.dsn,
 		"data source name, or for SQLite the path of the database file, such as "+sampleSQLiteFile+
 			" (env LEASEHOLD_DSN; required by every subcommand but ddl)")
-	fs.StringVar(&c.prefix, "table-prefix", c.prefix, "table prefix (env LEASEHOLD_TABLE_PREFIX)")
+	fs.StringVar(&c.prefix, "table-prefix", defaults.prefix, "table prefix (env LEASEHOLD_TABLE_PREFIX)")
+	*c = given
 }
 
 // drivers lists the accepted driver names, the default first.
@@ -98,7 +102,7 @@ type command struct {
 
 var commands = []command{
 	{"status", "[-json]", "list the leases and pools, by the database clock", statusFlags},
-	{"watch", "[-interval 2s] [-count N] [-timeout 10s]", "list them again every interval, marking what changed", watchFlags},
+	{"watch", "[-interval 2s] [-count N] [-timeout 10s] [-full]", "list them, then what changes, every interval", watchFlags},
 	{"migrate", "[-dry-run]", "bring the schema to the latest version", migrateFlags},
 	{"ddl", "[-dialect D] [-from N]", "print the SQL that takes a schema from version N to the latest", ddlFlags},
 	{"resign", "NAME [-prefer HOLDER [-force]]", "ask the holder of a lease to hand it over", resignFlags},
@@ -135,10 +139,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	// The flag sets print nothing themselves: the flag package would
 	// print the usage on an error or -h before returning it, and run
 	// prints it once, after the error.
+	defaults := e.db
 	top := flag.NewFlagSet("leasehold", flag.ContinueOnError)
 	top.SetOutput(io.Discard)
 	top.Usage = func() {}
-	addDBFlags(top, &e.db)
+	addDBFlags(top, &e.db, defaults)
 	topUsage := func() { printUsage(e.stderr, top) }
 	if err := top.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -160,7 +165,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	action := cmd.flags(fs)
-	addDBFlags(fs, &e.db)
+	addDBFlags(fs, &e.db, defaults)
 	usage := func() {
 		fmt.Fprintf(e.stderr, "Usage: leasehold [db flags] %s %s [db flags]\n\n%s.\n\nFlags:\n", cmd.name, cmd.args, capitalize(cmd.summary))
 		fs.SetOutput(e.stderr)
@@ -343,6 +348,13 @@ func sqliteDSN(driver, dsn string, a access) (string, error) {
 		}
 	}
 	if a == create {
+		dir, err := sqliteDirMissing(dsn)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("no directory %s for the SQLite database (create it first, or give another path with -dsn)", dir)
+		case err != nil:
+			return "", fmt.Errorf("the directory %s of the SQLite database: %w", dir, err)
+		}
 		if plain {
 			return dbopen.SQLiteDSN(driver, path), nil
 		}
@@ -394,6 +406,25 @@ func sqliteMissing(dsn string) (abs string, err error) {
 	}
 	_, err = os.Stat(path)
 	return abs, err
+}
+
+// sqliteDirMissing returns the absolute path of the directory of a
+// SQLite DSN's file, and an error when it is not a directory there. An
+// in-memory database has no directory.
+func sqliteDirMissing(dsn string) (dir string, err error) {
+	path, _ := sqlitePath(dsn)
+	if path == "" || strings.HasPrefix(path, ":memory:") || sqliteParam(dsn, "mode") == "memory" {
+		return "", nil
+	}
+	dir = filepath.Dir(path)
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		dir = abs
+	}
+	fi, err := os.Stat(dir)
+	if err == nil && !fi.IsDir() {
+		err = errors.New("not a directory")
+	}
+	return dir, err
 }
 
 // where names the database for messages: its driver and its DSN, with

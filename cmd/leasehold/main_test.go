@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -256,32 +257,59 @@ func caseWatch(t *testing.T, tg testdb.Target) {
 	if r := runCmd(t, dbEnv(driver, dsn), "migrate"); r.code != 0 {
 		t.Fatalf("migrate: %+v", r)
 	}
-	var name string
-	w := &hookWriter{first: func() {
-		// Between the first refresh and the second, a lease is taken.
-		_, l := holdLease(t, driver, dsn, "cli-watch")
-		name = l.Key()
-	}}
-	r := runTo(t, w, dbEnv(driver, dsn), "watch", "-interval", "100ms", "-count", "2")
-	if r.code != 0 {
-		t.Fatalf("watch: %+v", r)
-	}
-	t.Logf("watch:\n%s", r.stdout)
-	refreshes := strings.Split(r.stdout, "--- refresh ")
-	if len(refreshes) != 3 {
-		t.Fatalf("watch -count 2 printed %d refreshes:\n%s", len(refreshes)-1, r.stdout)
-	}
-	if strings.Contains(refreshes[1], name) {
-		t.Fatalf("the first refresh lists %s, taken only after it:\n%s", name, r.stdout)
-	}
-	marked := false
-	for s := range strings.Lines(refreshes[2]) {
-		if f := strings.Fields(s); len(f) > 1 && f[0] == "new" && f[1] == name {
-			marked = true
+	// watchTaking runs watch with args; between its first refresh and the
+	// second, a lease is taken and kept. It returns the printed refreshes
+	// and the lease's key.
+	watchTaking := func(node string, args ...string) ([]string, string) {
+		t.Helper()
+		var name string
+		w := &hookWriter{first: func() {
+			_, l := holdLeaseAs(t, node, driver, dsn, "cli-watch-"+node)
+			name = l.Key()
+		}}
+		r := runTo(t, w, dbEnv(driver, dsn), append([]string{"watch", "-interval", "100ms"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("watch %v: %+v", args, r)
 		}
+		t.Logf("watch %v:\n%s", args, r.stdout)
+		refreshes := strings.Split(r.stdout, "--- refresh ")[1:]
+		if len(refreshes) > 0 && strings.Contains(refreshes[0], name) {
+			t.Fatalf("the first refresh lists %s, taken only after it:\n%s", name, r.stdout)
+		}
+		return refreshes, name
 	}
-	if !marked {
-		t.Fatalf("the second refresh does not mark %s new:\n%s", name, r.stdout)
+	marks := func(refresh, name string) bool {
+		for s := range strings.Lines(refresh) {
+			if f := strings.Fields(s); len(f) > 1 && f[0] == "new" && f[1] == name {
+				return true
+			}
+		}
+		return false
+	}
+
+	// By default the first refresh is whole, the second names the new
+	// lease alone, and the third, with nothing changed, prints nothing.
+	refreshes, name := watchTaking("node-w", "-count", "3")
+	if len(refreshes) != 2 {
+		t.Fatalf("watch -count 3 with one change printed %d refreshes, want 2 (a refresh without changes prints nothing)", len(refreshes))
+	}
+	if !strings.HasPrefix(refreshes[1], "2, ") || !marks(refreshes[1], name) {
+		t.Fatalf("the second refresh does not mark %s new", name)
+	}
+	if n := len(slices.Collect(strings.Lines(refreshes[1]))); n != 2 {
+		t.Fatalf("the second refresh is %d lines, want 2 (its header and the one change)", n)
+	}
+
+	// -full prints every refresh whole, with a CHANGE column.
+	refreshes, name = watchTaking("node-f", "-count", "3", "-full")
+	if len(refreshes) != 3 {
+		t.Fatalf("watch -full -count 3 printed %d refreshes, want 3", len(refreshes))
+	}
+	if !marks(refreshes[1], name) || !strings.Contains(refreshes[1], "CHANGE") {
+		t.Fatalf("the second refresh of -full does not mark %s new in a CHANGE column", name)
+	}
+	if !strings.Contains(refreshes[2], name) {
+		t.Fatalf("the third refresh of -full does not list %s", name)
 	}
 }
 
@@ -294,6 +322,22 @@ func caseResign(t *testing.T, tg testdb.Target) {
 	r := runCmd(t, env, "resign", "global/no-such-lease")
 	if r.code != 1 || !strings.Contains(r.stderr, `no lease named "global/no-such-lease"`) {
 		t.Fatalf("resign of an unknown lease: %+v", r)
+	}
+	// A name without its scope: the command names the lease it meant.
+	r = runCmd(t, env, "resign", "cli-resign")
+	if r.code != 1 || !strings.Contains(r.stderr, `did you mean "global/cli-resign"?`) {
+		t.Fatalf("resign of a name without its scope: %+v", r)
+	}
+	// Rows that are not an election's say what they are.
+	for key, want := range map[string]string{
+		"lock|global/cli-locks|k1":       "keyed lock",
+		"pool|global/cli-pool|member|m1": "pool's row",
+		"sem|global/cli-sem|0":           "semaphore's slot",
+		"lockfloor|global/cli-locks|3":   "the keyed locks keep",
+	} {
+		if r := runCmd(t, env, "resign", key); r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("resign %s: %+v; want a message saying it is a %s", key, r, want)
+		}
 	}
 	r = runCmd(t, env, "resign", l.Key(), "-prefer", "node-b")
 	if r.code != 0 || !strings.Contains(r.stdout, c.Holder()) || !strings.Contains(r.stdout, "node-b") {
@@ -356,6 +400,43 @@ func TestUsage(t *testing.T) {
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "Usage: leasehold") {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and usage with %q", tc.args, r.code, r.stderr, tc.code, tc.want)
 		}
+	}
+}
+
+// TestUsageShowsDefaults: the usage after a flag error shows what applies
+// without each flag, not the values given before the error.
+func TestUsageShowsDefaults(t *testing.T) {
+	r := runCmd(t, nil, "-driver", "postgres", "-dsn", "postgres://ops:hunter2@db/app", "-table-prefix", "ops_", "watch", "-interval", "5s", "-bogus")
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2: %+v", r.code, r)
+	}
+	for _, want := range []string{`(default "sqlite-pure")`, "(default 2s)"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the usage lacks %s:\n%s", want, r.stderr)
+		}
+	}
+	for _, given := range []string{`(default "postgres")`, "postgres://", "hunter2", `(default "ops_")`, "(default 5s)"} {
+		if strings.Contains(r.stderr, given) {
+			t.Errorf("the usage shows %s, a value given on the command line:\n%s", given, r.stderr)
+		}
+	}
+	// A value from the environment is what applies without the flag.
+	r = runCmd(t, map[string]string{"LEASEHOLD_DRIVER": "mysql"}, "status", "-bogus")
+	if !strings.Contains(r.stderr, `(default "mysql")`) {
+		t.Errorf("the usage does not show LEASEHOLD_DRIVER's value as -driver's default:\n%s", r.stderr)
+	}
+}
+
+// TestMissingSQLiteDirectory: migrate of a SQLite file in a directory
+// that does not exist names the directory, and creates nothing.
+func TestMissingSQLiteDirectory(t *testing.T) {
+	dir := t.TempDir() + "/absent"
+	r := runCmd(t, nil, "-dsn", dir+"/new.db", "migrate")
+	if r.code != 1 || !strings.Contains(r.stderr, "no directory "+dir+" for the SQLite database") {
+		t.Fatalf("migrate in a missing directory: %+v", r)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatalf("migrate created %s", dir)
 	}
 }
 

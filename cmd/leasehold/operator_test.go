@@ -591,7 +591,7 @@ func TestWatchRidesOutAnOutage(t *testing.T) {
 				stderr := &signalWriter{want: "(2 in a row)", seen: make(chan struct{}), on: func() { proxy.set("") }}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 				defer cancel()
-				code := run(ctx, []string{"watch", "-interval", "100ms", "-timeout", "3s", "-count", "2"}, stdout, stderr,
+				code := run(ctx, []string{"watch", "-interval", "100ms", "-timeout", "3s", "-count", "2", "-full"}, stdout, stderr,
 					func(k string) string { return dbEnv(driver, viaProxy)[k] })
 				out, errs := stdout.String(), stderr.String()
 				if code != exitOK {

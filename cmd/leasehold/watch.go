@@ -5,8 +5,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/leasehold/leasehold/coordination"
@@ -85,6 +87,63 @@ func diff(prev, s status.Snapshot) *changeSet {
 	return c
 }
 
+// empty reports whether nothing changed.
+func (c *changeSet) empty() bool {
+	return len(c.leases) == 0 && len(c.pools) == 0 && len(c.goneLeases) == 0 && len(c.gonePools) == 0
+}
+
+// writeChanges prints one line per lease or pool of c, the change of
+// prev into s: what changed, the key, and the holder, epoch and liveness
+// of a lease (old → new where they changed), or a pool's generation.
+func writeChanges(w io.Writer, prev, s status.Snapshot, c *changeSet) {
+	before := map[string]coordination.LeaseInfo{}
+	for _, l := range prev.Leases {
+		before[l.Key] = l
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, l := range s.Leases {
+		what := c.leases[l.Key]
+		if what == "" {
+			continue
+		}
+		old, ok := before[l.Key]
+		if !ok {
+			old = l
+		}
+		fmt.Fprintf(tw, "%s\t%s\tholder %s\tepoch %s\tlive %s\n", what, l.Key,
+			change(orDash(old.Holder), orDash(l.Holder)), change(fmt.Sprint(old.Epoch), fmt.Sprint(l.Epoch)),
+			change(yesNo(old.Live), yesNo(l.Live)))
+	}
+	for _, key := range c.goneLeases {
+		fmt.Fprintf(tw, "gone\t%s\n", key)
+	}
+	generations := map[string]int64{}
+	for _, p := range prev.Pools {
+		generations[p.Key] = p.Generation
+	}
+	for _, p := range s.Pools {
+		if what := c.pools[p.Key]; what != "" {
+			old, ok := generations[p.Key]
+			if !ok {
+				old = p.Generation
+			}
+			fmt.Fprintf(tw, "%s\tpool %s\tgeneration %s\n", what, p.Key, change(fmt.Sprint(old), fmt.Sprint(p.Generation)))
+		}
+	}
+	for _, key := range c.gonePools {
+		fmt.Fprintf(tw, "gone\tpool %s\n", key)
+	}
+	_ = tw.Flush()
+}
+
+// change is "old → now", or now where they are equal.
+func change(old, now string) string {
+	if old == now {
+		return now
+	}
+	return old + " → " + now
+}
+
 // membersOf summarises a pool's members for comparison.
 func membersOf(p coordination.PoolState) string {
 	var b strings.Builder
@@ -104,6 +163,7 @@ const maxWatchBackoff = 30 * time.Second
 
 func watchFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	interval := fs.Duration("interval", 2*time.Second, "time between refreshes; at least "+minWatchInterval.String())
+	full := fs.Bool("full", false, "print every refresh whole, with a CHANGE column, instead of the changes alone")
 	count := fs.Int("count", 0, "stop after this many refreshes; 0 means until SIGINT or SIGTERM")
 	timeout := fs.Duration("timeout", 10*time.Second,
 		"bound on each read; a read that fails or takes longer is tried again, waiting longer each time")
@@ -153,13 +213,23 @@ func watchFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 					changes = &changeSet{}
 				}
 				var b bytes.Buffer
-				if n == 1 {
-					b.WriteString(header)
+				switch {
+				case n == 1 || *full:
+					if n == 1 {
+						b.WriteString(header)
+					}
+					fmt.Fprintf(&b, "--- refresh %d, ", n)
+					writeSnapshot(&b, s, changes)
+					b.WriteString("\n")
+				case !changes.empty():
+					when := "no rows"
+					if !s.DatabaseTime.IsZero() {
+						when = s.DatabaseTime.Format(time.RFC3339Nano)
+					}
+					fmt.Fprintf(&b, "--- refresh %d, database time %s\n", n, when)
+					writeChanges(&b, *prev, s, changes)
 				}
-				fmt.Fprintf(&b, "--- refresh %d, ", n)
-				writeSnapshot(&b, s, changes)
-				b.WriteString("\n")
-				// One write per refresh.
+				// One write per refresh, none for a refresh without changes.
 				if _, err := e.stdout.Write(b.Bytes()); err != nil {
 					return err
 				}
