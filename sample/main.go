@@ -104,8 +104,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	s := &service{db: db, id: id, holder: id.Holder(), log: log, workDelay: cfg.workDelay}
 	coordCfg := coordination.Config{
 		TTL: cfg.ttl, RenewInterval: cfg.renew, RetryInterval: cfg.retry, Logger: log,
-		// Release notifications on PostgreSQL: a graceful handoff is then
-		// immediate. Ignored on the other databases.
+		// Wake-ups on PostgreSQL through LISTEN/NOTIFY instead of UDP
+		// between the copies, so that they need no port open to each
+		// other there. Ignored on the other databases.
 		Notifications: pgnotify.New(),
 	}
 	var tel *telemetry
