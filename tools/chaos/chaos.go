@@ -105,14 +105,21 @@ const (
 //   - then as after a kill whose rows have already expired: a follower
 //     acquires within RetryInterval × 1.5, and the pool, whose members all
 //     join again, settles within two rebalances (the joins, then the
-//     barrier), 2 × rebalanceBound.
+//     barrier), 2 × rebalanceBound, and stepJitter: the members' steps
+//     failed during the promotion, and a failed step's retry waits up to
+//     half a poll longer than a poll.
 //
 // The same bound holds for both kinds: a synchronous failover loses no
 // commit, but it changes the incarnation all the same, so the hold-off
 // applies; an asynchronous one loses commits, which moves no deadline
 // later, since the lost renewals only make the rows on the new primary
 // older. slack is added as for every kind.
-const FailoverBound = RenewInterval + TTL + RetryInterval*3/2 + 2*(PollInterval+PollInterval/4) + slack
+const FailoverBound = RenewInterval + TTL + RetryInterval*3/2 + 2*(PollInterval+PollInterval/4) + stepJitter + slack
+
+// stepJitter is how much longer than PollInterval a pool member waits
+// before it retries a failed step, at most: the library's backoff waits
+// the poll plus a random 0–50% after the first failure of an outage.
+const stepJitter = PollInterval / 2
 
 // rebalanceBound and crashRebalanceBound are the bounds that
 // coordination.PoolConfig.PollInterval documents (the library's own are

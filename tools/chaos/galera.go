@@ -47,8 +47,9 @@ const (
 // on the other nodes have led and worked for TTL (GaleraDownFor), and
 // those of the faulted node have lost their terms, as after a cut; they
 // join the pool again, which takes a retry and one barrier, as after any
-// heal: the trust window TTL - Margin (rejoin in Bounds), and slack.
-const GaleraBound = TTL - Margin + slack
+// heal: the trust window TTL - Margin (rejoin in Bounds), stepJitter (the
+// retry of a step failed during the fault), and slack.
+const GaleraBound = TTL - Margin + stepJitter + slack
 
 // isGaleraFault reports whether k is a fault of a Galera node.
 func isGaleraFault(k history.FaultKind) bool {
