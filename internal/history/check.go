@@ -658,7 +658,7 @@ func (c *checker) overlaps(kind ViolationKind, what string, terms []*term) {
 func (c *checker) pauseException(x, y *term) (*faultRec, []*Event) {
 	var pause *faultRec
 	for _, f := range c.faults {
-		if f.kind() == FaultPause && f.start.Time >= x.start && f.start.Time <= y.start && f.targets(x.proc, x.holder) {
+		if f.kind() == FaultPause && f.start.Time <= y.start && (f.heal == nil || f.heal.Time >= x.start) && f.targets(x.proc, x.holder) {
 			pause = f
 			break
 		}

@@ -42,6 +42,19 @@ func TestCheckCatches(t *testing.T) {
 			msg:  []string{`lease "L": holder "a" (epoch 1, +0.000000s to +10.000000s, its leader-stop) and holder "b" (epoch 2, +5.000000s to +20.000000s, its leader-stop) overlap for 5s`, `"a" was not paused`},
 		},
 		{
+			name: "overlapping grant: the holder's pause had healed before its grant started",
+			events: []Event{
+				fault(1, FaultPause, "a", PhaseStart),
+				fault(2, FaultPause, "a", PhaseHeal),
+				gstart(3, "a", "K", 7),
+				gstart(5, "b", "K", 8),
+				gstop(6, "a", "K", 7),
+				gstop(7, "b", "K", 8),
+			},
+			want: []ViolationKind{GrantOverlap},
+			msg:  []string{`"a" was not paused`},
+		},
+		{
 			name: "overlapping lease: open term of a live process runs to its last event",
 			events: []Event{
 				lstart(0, "a", "L", 1),
@@ -503,6 +516,20 @@ func TestCheckAccepts(t *testing.T) {
 			cfg:       Config{Leases: []string{"L"}, Bound: bounds, ObserveUntil: at(45)},
 			failovers: []time.Duration{0},
 			exempt:    1,
+		},
+		{
+			name: "process paused as its grant started, whose late writes were all rejected",
+			events: []Event{
+				fault(5, FaultPause, "a", PhaseStart),
+				gstart(5.0004, "a", "K", 7),
+				withLease(write(5.0008, "a", "K", 7, true), "K"),
+				gstart(7, "b", "K", 8),
+				gstop(7.2, "b", "K", 8),
+				fault(7.5, FaultPause, "a", PhaseHeal),
+				withLease(write(7.5001, "a", "K", 7, false), "K"),
+				gstop(7.5002, "a", "K", 7),
+			},
+			exempt: 1,
 		},
 		{
 			name: "paused pool member whose late writes were all rejected",

@@ -133,8 +133,11 @@
 //
 // An overlap of X and its successor Y is allowed when
 //
-//   - a pause Fault hit X's process with its start in [X.start, Y.start]
-//     (X was paused while holding, at or before the takeover), and
+//   - a pause Fault hit X's process while it held, at or before the
+//     takeover: the pause, from its start to its heal (or the end of the
+//     history), meets [X.start, Y.start]. A pause recorded a moment
+//     before X.start counts: the runner records it before its SIGSTOP
+//     lands, and the process may record X's start in between. And
 //   - X has no accepted Write in [Y.start, X.end] attributed to it. For a
 //     lease or grant term a Write is attributed when it has X's Holder, no
 //     Pool, Epoch equal to X's epoch, and Lease equal to X's lease or
