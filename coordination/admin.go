@@ -312,7 +312,7 @@ func notResignable(key string) string {
 	kind, _, _ := strings.Cut(key, keySep)
 	switch kind {
 	case "pool":
-		return "this is a pool's row: stop the member's Pool.Run, or let its health check fail"
+		return "this is a pool membership or generation row: stop the member's Pool.Run, or let its health check fail"
 	case "lock":
 		return "this is a keyed lock: its holder releases it when its work returns, or it expires after TTL"
 	case "sem":

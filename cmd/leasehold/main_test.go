@@ -331,7 +331,7 @@ func caseResign(t *testing.T, tg testdb.Target) {
 	// Rows that are not an election's say what they are.
 	for key, want := range map[string]string{
 		"lock|global/cli-locks|k1":       "keyed lock",
-		"pool|global/cli-pool|member|m1": "pool's row",
+		"pool|global/cli-pool|member|m1": "pool membership",
 		"sem|global/cli-sem|0":           "semaphore's slot",
 		"lockfloor|global/cli-locks|3":   "the keyed locks keep",
 	} {

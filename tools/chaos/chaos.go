@@ -160,7 +160,7 @@ const FailoverWindow = RenewInterval * 2
 //     Margin. Each lasts longer than the trust window (clock-skew changes
 //     nothing), so a successor has taken over before the heal; at the
 //     heal, the faulted process joins the pool again, which takes a retry
-//     and one barrier.
+//     and one barrier, and stepJitter for the retry of its failed step.
 //   - latency: the same, plus Latency, which chunks queued before the
 //     heal still wait.
 //   - db-restart: the same, plus RestartAllowance for the server to start.
@@ -171,7 +171,7 @@ const FailoverWindow = RenewInterval * 2
 func Bounds() map[history.FaultKind]time.Duration {
 	takeover := max(TTL+RetryInterval*3/2, crashRebalanceBound(TTL, PollInterval)) +
 		rebalanceBound(PollInterval) + slack
-	rejoin := TTL - Margin + slack
+	rejoin := TTL - Margin + stepJitter + slack
 	return map[history.FaultKind]time.Duration{
 		history.FaultKill:            takeover,
 		history.FaultPause:           rejoin,

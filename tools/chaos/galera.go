@@ -47,7 +47,7 @@ const (
 // on the other nodes have led and worked for TTL (GaleraDownFor), and
 // those of the faulted node have lost their terms, as after a cut; they
 // join the pool again, which takes a retry and one barrier, as after any
-// heal: the trust window TTL - Margin (rejoin in Bounds), stepJitter (the
+// heal: rejoin in Bounds, the trust window TTL - Margin, stepJitter (the
 // retry of a step failed during the fault), and slack.
 const GaleraBound = TTL - Margin + stepJitter + slack
 
