@@ -148,14 +148,13 @@ func resignFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		case errors.Is(err, coordination.ErrNotHeld):
 			// The lease has no row, or no live holder: the leases say
 			// which.
-			known, lerr := hasLease(ctx, adm, name)
+			known, like, lerr := lookUp(ctx, adm, name)
 			switch {
 			case lerr != nil:
 				return err
+			case !known && len(like) > 0:
+				return fmt.Errorf("no lease named %q; did you mean %s?", name, strings.Join(like, " or "))
 			case !known:
-				if like := leasesNamed(ctx, adm, name); len(like) > 0 {
-					return fmt.Errorf("no lease named %q; did you mean %s?", name, strings.Join(like, " or "))
-				}
 				return fmt.Errorf("no lease named %q (leasehold status lists them; names look like cluster/<cluster>/<name> or global/<name>)", name)
 			}
 			return fmt.Errorf("lease %q has no live holder: there is nobody to ask", name)
@@ -174,32 +173,21 @@ func resignFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	}
 }
 
-// hasLease reports whether the database has a lease row named name.
-func hasLease(ctx context.Context, adm *coordination.Admin, name string) (bool, error) {
+// lookUp reads the leases once and reports whether one is named name and,
+// quoted, the keys of the election leases whose name is name in any
+// scope: what a name given without its scope meant.
+func lookUp(ctx context.Context, adm *coordination.Admin, name string) (known bool, like []string, err error) {
 	infos, err := adm.Leases(ctx)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	for _, li := range infos {
-		if li.Key == name {
-			return true, nil
+		switch {
+		case li.Key == name:
+			known = true
+		case !strings.Contains(li.Key, "|") && strings.HasSuffix(li.Key, "/"+name):
+			like = append(like, strconv.Quote(li.Key))
 		}
 	}
-	return false, nil
-}
-
-// leasesNamed returns the keys, quoted, of the election leases whose name
-// is name, in any scope: what a name given without its scope meant.
-func leasesNamed(ctx context.Context, adm *coordination.Admin, name string) []string {
-	infos, err := adm.Leases(ctx)
-	if err != nil {
-		return nil
-	}
-	var keys []string
-	for _, li := range infos {
-		if !strings.Contains(li.Key, "|") && strings.HasSuffix(li.Key, "/"+name) {
-			keys = append(keys, strconv.Quote(li.Key))
-		}
-	}
-	return keys
+	return known, like, nil
 }
