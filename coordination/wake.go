@@ -2,6 +2,7 @@ package coordination
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -21,13 +22,20 @@ import (
 // The acquire or the read decides as on a poll, so a lost or spurious
 // wake-up only moves an attempt, and polling goes on regardless.
 
-// NotificationTransport receives release notifications through the
-// database where that needs a driver of its own: pgnotify.New() on
-// PostgreSQL (Config.Notifications). Its method's types belong to this
-// module's internal packages, so only this module implements it.
+// NotificationTransport reads PostgreSQL's notifications off the driver's
+// connections, for a process that listens through LISTEN
+// (Config.Notifications: pgnotify.New() for pgx). The coordinator lends it
+// a connection of its pool that listens, and runs the listening: when to
+// wait, the probe behind a pooler, the retries.
 type NotificationTransport interface {
-	// Open returns the transport on the store's side of the wake-ups.
-	Open(db wake.Database) wake.Transport
+	// WaitForNotification returns the payload of the next notification
+	// on conn, or the error that ended the wait. With ctx already done it
+	// returns one the driver has received, without reading conn, or an
+	// error.
+	WaitForNotification(ctx context.Context, conn *sql.Conn) (payload string, err error)
+	// ConnClosed reports, without a round trip, whether the driver has
+	// closed conn.
+	ConnClosed(conn *sql.Conn) bool
 }
 
 // wakeTransport picks the transport of the wake-ups on db for holder: nil
@@ -47,7 +55,7 @@ func wakeTransport(db wake.Database, cfg Config, holder string) wake.Transport {
 	case wake.Through:
 		var through wake.Transport = notifier{db}
 		if cfg.Notifications != nil {
-			through = cfg.Notifications.Open(db)
+			through = wake.NewListener(db, cfg.Notifications)
 		}
 		peer := peerTransport(db, cfg, holder)
 		switch {

@@ -11,12 +11,13 @@
 //
 // A Transport carries them. There are three:
 //
-//   - through the database (PostgreSQL's LISTEN/NOTIFY): package
-//     github.com/leasehold/leasehold/pgnotify, which a program on
-//     PostgreSQL may choose in coordination.Config, since it is the only
-//     package that links the pgx driver. The release statement itself
-//     notifies, at commit (internal/store); the transport listens on a
-//     connection the store lends it (Database.Listen, Conn);
+//   - through the database (PostgreSQL's LISTEN/NOTIFY): NewListener,
+//     this package, which a program on PostgreSQL may choose in
+//     coordination.Config with a Driver that reads the notifications off
+//     the driver's connection (package pgnotify, the only package that
+//     links pgx). The release statement itself notifies, at commit
+//     (internal/store); the transport listens on a connection the store
+//     lends it (Database.Listen, Conn);
 //   - through datagram sockets next to an SQLite file (Socket, this
 //     package): the processes sharing a file run on one host;
 //   - over UDP between the processes, whatever the database (Peer, this
