@@ -47,7 +47,7 @@ func TestKillBound(t *testing.T) {
 // the library's own rebalance formula, and that CHAOS_KINDS parsing names
 // an unknown kind and lists the valid ones.
 func TestFailoverBound(t *testing.T) {
-	want := RenewInterval + TTL + RetryInterval*3/2 + 2*rebalanceBound(PollInterval) + 2*PollInterval + slack
+	want := RenewInterval + TTL + RetryInterval*3/2 + 2*rebalanceBound(PollInterval) + PollInterval/2 + slack
 	for _, k := range []history.FaultKind{history.FaultFailoverSync, history.FaultFailoverAsync} {
 		if b := Bounds()[k]; b != want {
 			t.Errorf("%s bound %v, want %v", k, b, want)

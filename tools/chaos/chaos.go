@@ -105,25 +105,20 @@ const (
 //   - then as after a kill whose rows have already expired: a follower
 //     acquires within RetryInterval × 1.5, and the pool, whose members all
 //     join again, settles within two rebalances (the joins, then the
-//     barrier), 2 × rebalanceBound, and failedSteps: the members' steps
-//     failed during the promotion, which can outlast a poll, so twice in
-//     a row, and the retry after a second failure waits up to 3 polls
-//     (2 × PollInterval, plus up to half), 2 more than a rebalance counts.
+//     barrier), 2 × rebalanceBound, and stepJitter: the members' steps
+//     failed during the promotion, and the retry after a failed step, the
+//     first or any later one, waits up to half a poll longer than a poll.
 //
 // The same bound holds for both kinds: a synchronous failover loses no
 // commit, but it changes the incarnation all the same, so the hold-off
 // applies; an asynchronous one loses commits, which moves no deadline
 // later, since the lost renewals only make the rows on the new primary
 // older. slack is added as for every kind.
-const FailoverBound = RenewInterval + TTL + RetryInterval*3/2 + 2*(PollInterval+PollInterval/4) + failedSteps + slack
-
-// failedSteps is how much longer than a poll a pool member whose steps
-// failed twice in a row waits before its next step, at most.
-const failedSteps = 2 * PollInterval
+const FailoverBound = RenewInterval + TTL + RetryInterval*3/2 + 2*(PollInterval+PollInterval/4) + stepJitter + slack
 
 // stepJitter is how much longer than PollInterval a pool member waits
 // before it retries a failed step, at most: the library's backoff waits
-// the poll plus a random 0–50% after the first failure of an outage.
+// the poll plus a random 0–50% after every failed step.
 const stepJitter = PollInterval / 2
 
 // rebalanceBound and crashRebalanceBound are the bounds that

@@ -9,15 +9,12 @@ import (
 	"github.com/leasehold/leasehold/internal/backoff"
 )
 
-// maxRetryWait caps the backoff of failed steps, however long a step may
-// take.
-const maxRetryWait = 30 * time.Second
-
-// retryPolicy is the backoff of failed steps: from the poll, doubling with
-// each consecutive failure up to the step's timeout, at most
-// maxRetryWait, and never below the poll.
+// retryPolicy is the backoff of failed steps: the poll plus up to half of
+// it, as often as a member reads when nothing fails, so an outage costs
+// the database no more statements than a poll does, and a member is
+// back within a poll and a half of the database.
 func retryPolicy(cfg Config) backoff.Policy {
-	return backoff.Policy{Interval: cfg.Poll, Max: min(cfg.StepTimeout, maxRetryWait)}
+	return backoff.Policy{Interval: cfg.Poll}
 }
 
 // outage follows the failed steps of a member: the wait after each, and
