@@ -70,10 +70,11 @@ func (h *handles) electionList() []*Election {
 func (h *handles) enter(r *poolRun) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.running[r.p.key] != nil {
-		return fmt.Errorf("%w: pool %q", ErrBusy, r.p.key)
+	key := r.key()
+	if h.running[key] != nil {
+		return fmt.Errorf("%w: pool %q", ErrBusy, key)
 	}
-	h.running[r.p.key] = r
+	h.running[key] = r
 	return nil
 }
 
@@ -81,8 +82,8 @@ func (h *handles) enter(r *poolRun) error {
 func (h *handles) leave(r *poolRun) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.running[r.p.key] == r {
-		delete(h.running, r.p.key)
+	if key := r.key(); h.running[key] == r {
+		delete(h.running, key)
 	}
 }
 
@@ -107,8 +108,7 @@ func (h *handles) memberID(key string) string {
 }
 
 // woke wakes the running pools whose rows names names, every one for a
-// nil names. A wake-up for one member wakes the pool only if that member
-// is this process's.
+// nil names.
 func (h *handles) woke(names []string) {
 	h.mu.Lock()
 	var runs []*poolRun
@@ -122,10 +122,7 @@ func (h *handles) woke(names []string) {
 		if !ok {
 			continue
 		}
-		if r := h.running[key]; r != nil {
-			if id, one := r.p.rows.WakeFor(n); one && id != r.memberID() {
-				continue
-			}
+		if r := h.running[key]; r != nil && r.wokenBy(n) {
 			runs = append(runs, r)
 		}
 	}
@@ -144,13 +141,6 @@ func (h *handles) observe(o metric.Observer, m *metrics) {
 	}
 	h.mu.Unlock()
 	for _, r := range runs {
-		read := r.read.Load()
-		if read == nil {
-			continue
-		}
-		attrs := r.p.attrs
-		o.ObserveInt64(m.poolGeneration, read.generation, attrs)
-		o.ObserveInt64(m.poolMembers, int64(read.members), attrs)
-		o.ObserveInt64(m.poolAssigned, boolInt(r.current.Load() != nil), attrs)
+		r.observe(o, m)
 	}
 }

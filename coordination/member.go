@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/coordination/internal/membership"
@@ -31,6 +32,28 @@ type poolRun struct {
 type poolRead struct {
 	generation int64
 	members    int
+}
+
+// key returns the pool's key.
+func (r *poolRun) key() string { return r.p.key }
+
+// wokenBy reports whether a wake-up for the pool's row name concerns the
+// run: one for a single member only if that member is the run's.
+func (r *poolRun) wokenBy(name string) bool {
+	id, one := r.p.rows.WakeFor(name)
+	return !one || id == r.memberID()
+}
+
+// observe observes the pool's gauges once the run has read the pool.
+func (r *poolRun) observe(o metric.Observer, m *metrics) {
+	read := r.read.Load()
+	if read == nil {
+		return
+	}
+	attrs := r.p.attrs
+	o.ObserveInt64(m.poolGeneration, read.generation, attrs)
+	o.ObserveInt64(m.poolMembers, int64(read.members), attrs)
+	o.ObserveInt64(m.poolAssigned, boolInt(r.current.Load() != nil), attrs)
 }
 
 // memberID returns the member id of the run's last join, "" before one.
