@@ -96,13 +96,26 @@ package coordination
 //	                               checks, resign reading
 //	keeper goroutine (session.go)  the session: its row, renewal, trust deadline  session's atomic reads; attach
 //	                                                                              and acquire counts; acquire()
-//	poolRun (member.go), owned     one Run's membership and the assignment        wake-ups and metrics read its
-//	by Pool.Run's goroutine        worked on                                      atomics
+//	poolRun (member.go), owned     one Run's membership and the assignment        the registry asks it: key,
+//	by Pool.Run's goroutine        worked on                                      wokenBy, observe
 //	handles.mu (handles.go)        the handles given out, the running pools       map operations only
 //	Locks.mu (locks.go)            a namespace's key gates and its prune time     map operations only
 //	listen goroutine (wake.go)     the wake-up transport's listening              delivers names to the loop
 //
-// Reads of another type's fields are of values that do not change after
-// construction (the shared configuration, a handle's name and epoch, a
-// pool's row names), of the loop's own sub-states (termState's parts), of
-// a session by its keeper, and of the atomics listed above.
+// Of the 609 reads and writes of another type's unexported fields in
+// this package's methods, none touches another owner's state except
+// through an atomic or a message:
+//
+//	317  values fixed at construction: the shared configuration, a handle's
+//	     key and attributes, a pool's rows and dependencies, instruments,
+//	     the channels between owners
+//	228  the loop's state (termState and its parts), all on the loop: a
+//	     handle reaches it only in the operations it hands to call
+//	 24  owners on what they own: the keeper on its sessions (18), Locks
+//	     on its key gates under Locks.mu (6)
+//	 33  messages, read by the goroutine they were sent to: replies,
+//	     release tickets, rebinds, health snapshots, a pool run's last read
+//	  7  atomics published by their owner: the current session and a
+//	     session's notice and acquire counters (read by the loop), the
+//	     fenced renewals the fencer adds for the keeper (SQLite), the
+//	     loop's health snapshot, whether the waker listens
