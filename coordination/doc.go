@@ -102,20 +102,19 @@ package coordination
 //	Locks.mu (locks.go)            a namespace's key gates and its prune time     map operations only
 //	listen goroutine (wake.go)     the wake-up transport's listening              delivers names to the loop
 //
-// Of the 609 reads and writes of another type's unexported fields in
-// this package's methods, none touches another owner's state except
-// through an atomic or a message:
+// Every read or write of another type's unexported fields in this
+// package is one of these:
 //
-//	317  values fixed at construction: the shared configuration, a handle's
-//	     key and attributes, a pool's rows and dependencies, instruments,
-//	     the channels between owners
-//	228  the loop's state (termState and its parts), all on the loop: a
-//	     handle reaches it only in the operations it hands to call
-//	 24  owners on what they own: the keeper on its sessions (18), Locks
-//	     on its key gates under Locks.mu (6)
-//	 33  messages, read by the goroutine they were sent to: replies,
-//	     release tickets, rebinds, health snapshots, a pool run's last read
-//	  7  atomics published by their owner: the current session and a
-//	     session's notice and acquire counters (read by the loop), the
-//	     fenced renewals the fencer adds for the keeper (SQLite), the
-//	     loop's health snapshot, whether the waker listens
+//   - of a value fixed at construction: the shared configuration, a
+//     handle's key and attributes, a pool's rows and dependencies, the
+//     instruments, the channels between owners;
+//   - of the loop's state (termState and its parts), on the loop: a handle
+//     reaches it only in the operations it hands to call;
+//   - of an owner on what it owns: the keeper on its sessions, Locks on
+//     its key gates under Locks.mu;
+//   - of a message, by the goroutine it was sent to: replies, release
+//     tickets, rebinds, health snapshots, a pool run's last read;
+//   - of one of the atomics through which owners see each other: the
+//     current session and a session's notice and acquire counters (read
+//     by the loop), the fenced renewals the fencer adds for the keeper
+//     (SQLite), the loop's health snapshot, whether the waker listens.

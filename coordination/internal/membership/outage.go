@@ -10,9 +10,9 @@ import (
 )
 
 // retryPolicy is the backoff of failed steps: the poll plus up to half of
-// it, as often as a member reads when nothing fails, so an outage costs
-// the database no more statements than a poll does, and a member is
-// back within a poll and a half of the database.
+// it, however many failed before, so an outage costs the database no more
+// statements than polling does, and a member steps again within a poll
+// and a half of the database's return.
 func retryPolicy(cfg Config) backoff.Policy {
 	return backoff.Policy{Interval: cfg.Poll}
 }
