@@ -3,8 +3,13 @@ package coordination
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	zapobserver "go.uber.org/zap/zaptest/observer"
 
 	"github.com/leasehold/leasehold/internal/memstore"
 )
@@ -60,5 +65,53 @@ func TestAcquiringOneAttemptPerLease(t *testing.T) {
 	st.unattempt(round)
 	if again := st.attempt([]string{"a", "b", "c", "d"}, anyLease); len(again) != 4 {
 		t.Fatalf("kept %v once the others were done; want all four", again)
+	}
+}
+
+// TestGrantsLogAtDebug: the acquire and release of a keyed lock or a
+// semaphore slot log at debug, since they come with every call; those of
+// an election's leadership at info.
+func TestGrantsLogAtDebug(t *testing.T) {
+	core, logs := zapobserver.New(zapcore.DebugLevel)
+	cfg := steady(fastConfig())
+	cfg.Logger = zap.New(core)
+	r := startCoordinator(t, newCoordinator(memstore.New(), testIdentity(t, "node-a"), cfg.withDefaults()))
+	ns := locks(t, r.Coordinator, GlobalScope, "files")
+	check(t, ns.Do(context.Background(), "file-1", func(ctx context.Context, l *Lease) error { return nil }))
+	sem, err := r.Semaphore(GlobalScope, "uploads", 2)
+	check(t, err)
+	sl, err := sem.Acquire(context.Background())
+	check(t, err)
+	check(t, sl.Release(context.Background()))
+	e, err := r.Election(GlobalScope, "ledger")
+	check(t, err)
+	l, err := e.Campaign(context.Background())
+	check(t, err)
+	check(t, l.Release(context.Background()))
+
+	want := map[string]zapcore.Level{ // by the row's kind, its key's prefix
+		lockRowPrefix: zapcore.DebugLevel,
+		semRowPrefix:  zapcore.DebugLevel,
+		"global/":     zapcore.InfoLevel,
+	}
+	seen := map[string]int{}
+	for _, e := range logs.All() {
+		if e.Message != "acquired lease" && e.Message != "released lease" {
+			continue
+		}
+		lease, _ := e.ContextMap()["lease"].(string)
+		for prefix, lvl := range want {
+			if strings.HasPrefix(lease, prefix) {
+				seen[prefix]++
+				if e.Level != lvl {
+					t.Errorf("%q of %s logged at %v; want %v", e.Message, lease, e.Level, lvl)
+				}
+			}
+		}
+	}
+	for prefix := range want {
+		if seen[prefix] != 2 {
+			t.Errorf("%d acquire and release lines of the rows %s...; want 2", seen[prefix], prefix)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"go.uber.org/zap/zapcore"
+
 	"github.com/leasehold/leasehold/coordination/internal/membership"
 )
 
@@ -178,4 +180,17 @@ func lockFloor(row string) (string, bool) {
 }
 
 // semRow is the row key of slot i of the semaphore ns.
-func semRow(ns string, i int) string { return "sem" + keySep + ns + keySep + strconv.Itoa(i) }
+func semRow(ns string, i int) string { return semRowPrefix + ns + keySep + strconv.Itoa(i) }
+
+// semRowPrefix starts the row key of every semaphore slot.
+const semRowPrefix = "sem" + keySep
+
+// grantLevel is the level of the lines that log the acquire and release
+// of the row name: debug for a keyed lock's and a semaphore slot's, which
+// come and go with every call, info for a leadership's.
+func grantLevel(name string) zapcore.Level {
+	if strings.HasPrefix(name, lockRowPrefix) || strings.HasPrefix(name, semRowPrefix) {
+		return zapcore.DebugLevel
+	}
+	return zapcore.InfoLevel
+}

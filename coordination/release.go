@@ -174,7 +174,7 @@ func (t *termSet) released(r *releaseReq, err error) error {
 	}
 	if r.held {
 		t.metrics.released()
-		log.Info("released lease")
+		log.Log(grantLevel(r.term.Name), "released lease")
 		t.events.emit(Event{Kind: EventReleased, Key: r.term.Name, Holder: t.holder, Epoch: r.term.Epoch})
 	}
 	return nil

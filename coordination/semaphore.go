@@ -41,7 +41,7 @@ func (c *Coordinator) Semaphore(scope Scope, name string, limit int) (*Semaphore
 		return nil, fmt.Errorf("%w: semaphore %q: limit %d is outside 1 to %d", ErrInvalidConfig, key, limit, maxLimit)
 	}
 	sem := c.handles.semaphore(key, func() *Semaphore {
-		return &Semaphore{t: c.terms, scope: scope, key: key, limit: limit, attrs: c.metrics.leaseAttrs("sem" + keySep + key),
+		return &Semaphore{t: c.terms, scope: scope, key: key, limit: limit, attrs: c.metrics.leaseAttrs(semRowPrefix + key),
 			turn: make(chan struct{}, 1), changed: make(chan struct{}, 1)}
 	})
 	if sem.limit != limit {

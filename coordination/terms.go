@@ -201,7 +201,7 @@ func (st *termState) hold(name string, epoch int64, s *session, g grantee) (*Lea
 	st.held[name] = tm
 	st.leases[name] = tm
 	st.t.metrics.acquired()
-	st.t.log.Info("acquired lease", zap.String("lease", name), zap.Int64("epoch", epoch))
+	st.t.log.Log(grantLevel(name), "acquired lease", zap.String("lease", name), zap.Int64("epoch", epoch))
 	st.t.events.emit(Event{Kind: EventElected, Key: name, Holder: st.t.holder, Epoch: epoch})
 	return l, nil
 }
