@@ -39,12 +39,15 @@ type Admin struct {
 }
 
 // NewAdmin returns an admin client on db's coordination tables, using
-// only cfg's TablePrefix and Logger. It does no I/O; a nil db, an invalid
+// only cfg's TablePrefix and Logger or Slog. It does no I/O; a nil db, an invalid
 // TablePrefix or a database leasehold does not support gives an error
 // wrapping ErrInvalidConfig.
 func NewAdmin(db *gorm.DB, cfg Config) (*Admin, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: db is nil", ErrInvalidConfig)
+	}
+	if cfg.Logger != nil && cfg.Slog != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, bothLoggers)
 	}
 	prefix := cmp.Or(cfg.TablePrefix, store.DefaultTablePrefix)
 	if err := store.ValidateTablePrefix(prefix); err != nil {
@@ -54,10 +57,7 @@ func NewAdmin(db *gorm.DB, cfg Config) (*Admin, error) {
 	if err != nil {
 		return nil, invalid(err)
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
+	log := Config{Logger: cfg.Logger, Slog: cfg.Slog}.withDefaults().Logger
 	return &Admin{store: st, log: log.Named("leasehold"), ttl: defaultTTL}, nil
 }
 

@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.uber.org/zap"
 
+	"github.com/leasehold/leasehold/internal/logbridge"
 	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/wake"
 )
@@ -104,8 +106,15 @@ type Config struct {
 	DisableAutoMigrate bool
 
 	// Logger receives the logs, every line with the holder identity and
-	// lease lines with the lease and epoch. Defaults to a no-op logger.
+	// lease lines with the lease and epoch. Defaults to a no-op logger,
+	// or to Slog.
 	Logger *zap.Logger
+
+	// Slog receives the logs when Logger is nil, for a program that logs
+	// with log/slog (slog.New(handler) for a handler): zap's levels as
+	// slog's, the same keys as attributes, the caller as the source.
+	// Setting both is an error. Config() reports it as Logger.
+	Slog *slog.Logger
 
 	// MeterProvider receives the coordinator's OpenTelemetry metrics,
 	// named under "leasehold." (docs/operations.md lists them). Defaults to
@@ -133,6 +142,9 @@ type Config struct {
 	HealthFailures int
 }
 
+// bothLoggers is the error of a Config with both Logger and Slog.
+const bothLoggers = "Logger and Slog are both set; set one"
+
 // withDefaults returns a copy with zero fields set to their defaults.
 func (c Config) withDefaults() Config {
 	c.TTL = cmp.Or(c.TTL, defaultTTL)
@@ -144,7 +156,10 @@ func (c Config) withDefaults() Config {
 	c.TablePrefix = cmp.Or(c.TablePrefix, store.DefaultTablePrefix)
 	c.HealthInterval = cmp.Or(c.HealthInterval, c.RetryInterval)
 	c.HealthFailures = cmp.Or(c.HealthFailures, defaultHealthFailures)
-	if c.Logger == nil {
+	switch {
+	case c.Logger == nil && c.Slog != nil:
+		c.Logger, c.Slog = logbridge.Logger(c.Slog.Handler()), nil
+	case c.Logger == nil:
 		c.Logger = zap.NewNop()
 	}
 	if c.MeterProvider == nil {
@@ -170,6 +185,8 @@ func (c Config) validate() error {
 		}
 	}
 	switch {
+	case c.Slog != nil:
+		return bad(bothLoggers)
 	case c.TTL < minTTL:
 		return bad("TTL (%v) must be at least %v", c.TTL, minTTL)
 	case c.TTL > maxTTL:

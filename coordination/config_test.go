@@ -3,10 +3,13 @@ package coordination
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/identity"
 	"github.com/leasehold/leasehold/internal/memstore"
@@ -64,6 +67,7 @@ func TestConfigValidation(t *testing.T) {
 		{"WakeAddressHostName", Config{WakeAddress: "db.example:7946"}, []string{`WakeAddress ("db.example:7946")`, "IP address"}},
 		{"WakeAddressBadPort", Config{WakeAddress: ":70000"}, []string{`WakeAddress (":70000")`, "0 to 65535"}},
 		{"WakeAdvertiseHostName", Config{WakeAdvertise: []string{"10.0.0.5", "pod.example"}}, []string{`WakeAdvertise[1] ("pod.example")`}},
+		{"BothLoggers", Config{Logger: zap.NewNop(), Slog: slog.Default()}, []string{"Logger and Slog are both set"}},
 		{"WakeAdvertiseUnspecified", Config{WakeAdvertise: []string{"0.0.0.0:7946"}}, []string{`WakeAdvertise[0] ("0.0.0.0:7946")`, "unicast"}},
 	}
 	for _, tc := range cases {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -468,4 +469,48 @@ func ExampleConfig_peerWakeups() {
 	// Output:
 	// :7946 <nil>
 	// leasehold: invalid config: WakeAdvertise[0] ("my-pod.svc") must be an IP address, or IP:port with a port from 1 to 65535
+}
+
+// A program that logs with log/slog hands its logger over as Slog; the
+// lines carry the same keys as Logger's. Here only the message and the
+// lease keys are kept, for a stable output.
+func ExampleConfig_slog() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+
+	keep := func(_ []string, a slog.Attr) slog.Attr {
+		switch a.Key {
+		case slog.MessageKey, "lease", "epoch":
+			return a
+		}
+		return slog.Attr{}
+	}
+	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: keep}))
+
+	id, _ := identity.New("node-a", "eu-1")
+	// One process alone has nobody to wake: without wake-ups, the lines
+	// are the same on every run.
+	coord, err := coordination.New(db, id, coordination.Config{Slog: log, DisableNotifications: true})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- coord.Run(ctx) }()
+	<-coord.Ready()
+	report, _ := coord.Election(coordination.ClusterScope, "report")
+	lease, err := report.Campaign(ctx)
+	if err != nil {
+		panic(err)
+	}
+	_ = lease.Release(ctx)
+	cancel()
+	<-done
+	// Unordered output:
+	// msg="migrated coordination schema"
+	// msg="started session"
+	// msg="coordinator running"
+	// msg="acquired lease" lease=cluster/eu-1/report epoch=1
+	// msg="released lease" lease=cluster/eu-1/report epoch=1
+	// msg="coordinator stopped"
 }
