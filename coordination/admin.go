@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -31,15 +32,16 @@ type adminStore interface {
 // migrates; each method is one or two statements. NewAdmin builds one;
 // Coordinator.Admin returns a coordinator's. It is safe for concurrent use.
 type Admin struct {
-	store adminStore
-	log   *zap.Logger
+	store  adminStore
+	log    *zap.Logger
+	tracer trace.Tracer
 	// ttl is the holder's TTL when a lease row does not show it: the
 	// coordinator's TTL, or the default.
 	ttl time.Duration
 }
 
 // NewAdmin returns an admin client on db's coordination tables, using
-// only cfg's TablePrefix and Logger or Slog. It does no I/O; a nil db, an invalid
+// only cfg's TablePrefix, Logger or Slog, and TracerProvider. It does no I/O; a nil db, an invalid
 // TablePrefix or a database leasehold does not support gives an error
 // wrapping ErrInvalidConfig.
 func NewAdmin(db *gorm.DB, cfg Config) (*Admin, error) {
@@ -57,8 +59,8 @@ func NewAdmin(db *gorm.DB, cfg Config) (*Admin, error) {
 	if err != nil {
 		return nil, invalid(err)
 	}
-	log := Config{Logger: cfg.Logger, Slog: cfg.Slog}.withDefaults().Logger
-	return &Admin{store: st, log: log.Named("leasehold"), ttl: defaultTTL}, nil
+	d := Config{Logger: cfg.Logger, Slog: cfg.Slog, TracerProvider: cfg.TracerProvider}.withDefaults()
+	return &Admin{store: st, log: d.Logger.Named("leasehold"), tracer: newTracer(d.TracerProvider), ttl: defaultTTL}, nil
 }
 
 // Admin returns an admin client on the coordinator's database and tables,
@@ -267,7 +269,10 @@ func (a *Admin) CheckFence(tx *gorm.DB, t Token) error {
 	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", t.Key, t.Epoch)); err != nil {
 		return err
 	}
-	return a.checkFence(tx, t, "")
+	span := fenceSpan(a.tracer, tx, t)
+	err := a.checkFence(tx, t, "")
+	endSpan(span, err)
+	return err
 }
 
 // checkFence is the fencing check of term t inside tx, with holder the

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
@@ -429,6 +430,15 @@ func (st *termState) startWoken() {
 // statement failed (and may have committed), nil when the rows or the
 // session could not be had.
 func (t *termSet) acquire(ctx context.Context, names, missing []string, grant func(st *termState, name string, epoch int64, s *session)) (failed []string, err error) {
+	ctx, span := t.tracer.Start(ctx, spanAcquire)
+	acquired := 0
+	if span.IsRecording() {
+		span.SetAttributes(leasesAttr(names))
+	}
+	defer func() {
+		span.SetAttributes(attribute.Int(attrAcquired, acquired))
+		endSpan(span, err)
+	}()
 	if t.health.unhealthy() {
 		return nil, errUnhealthyNow
 	}
@@ -445,6 +455,10 @@ func (t *termSet) acquire(ctx context.Context, names, missing []string, grant fu
 	sent := time.Now() // when the current statement was sent
 	failed, err = t.store.AcquireEach(ctx, s.id, t.holder, names, func(terms []store.Term) {
 		t.metrics.acquireRoundTrip(time.Since(sent))
+		acquired += len(terms)
+		for i := 0; i < len(terms) && span.IsRecording(); i++ {
+			span.AddEvent(eventGranted, termAttrs(terms[i].Name, terms[i].Epoch))
+		}
 		if !t.call(func(st *termState) {
 			for _, tm := range terms {
 				grant(st, tm.Name, tm.Epoch, s)

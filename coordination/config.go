@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/internal/logbridge"
@@ -121,6 +123,13 @@ type Config struct {
 	// a no-op provider: nothing is recorded.
 	MeterProvider metric.MeterProvider
 
+	// TracerProvider receives the coordinator's OpenTelemetry spans: its
+	// acquires, releases, terms, fencing checks and pool rebalances, and
+	// the workers' scheduled slot runs (docs/operations.md lists them). A
+	// term's span is in its lease's context, so spans of the leader work
+	// are its children. Defaults to a no-op provider: nothing is recorded.
+	TracerProvider trace.TracerProvider
+
 	// HealthCheck, when set, is called by Run every HealthInterval; nil
 	// means fit to lead. A check that errs, panics or overruns HealthInterval
 	// (its context is then cancelled) fails, as does each tick while it
@@ -164,6 +173,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = tracenoop.NewTracerProvider()
 	}
 	return c
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -53,6 +54,7 @@ type shared struct {
 	log     *zap.Logger
 	events  *broadcaster
 	metrics *metrics
+	tracer  trace.Tracer
 
 	ready   chan struct{} // closed once the schema is in place and loops run
 	closing chan struct{} // closed when shutdown begins
@@ -129,7 +131,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 		log.Warn("the meter provider refused an instrument; no metrics are recorded", zap.Error(err))
 	}
 	sh := &shared{
-		cfg: cfg, holder: holder, log: log, metrics: m,
+		cfg: cfg, holder: holder, log: log, metrics: m, tracer: newTracer(cfg.TracerProvider),
 		events:  &broadcaster{b: broadcast.Broadcaster[Event]{Stamp: stampDropped}},
 		ready:   make(chan struct{}),
 		closing: make(chan struct{}),
@@ -137,7 +139,7 @@ func newCoordinator(st leaseStore, id identity.Identity, cfg Config) *Coordinato
 	c := &Coordinator{shared: sh, id: id, store: st, done: make(chan struct{}),
 		directTurns: make(chan struct{}, max(1, cfg.MaxConnections-1))}
 	c.keeper = newKeeper(sh, st)
-	c.admin = &Admin{store: st, log: log, ttl: cfg.TTL}
+	c.admin = &Admin{store: st, log: log, tracer: sh.tracer, ttl: cfg.TTL}
 	c.fencer = &fencer{shared: sh, store: st, data: st, admin: c.admin, keeper: c.keeper}
 	c.terms = newTermSet(sh, flooredOps{leaseOps: st, floored: st}, st, c.keeper, c.fencer)
 	c.handles = newHandles(id.Instance)

@@ -30,10 +30,12 @@ type fencer struct {
 // check is the fencing check of term t inside tx, by this process: the
 // renewal of s inside tx where writers exclude each other (s is nil when
 // this process does not hold and trust t), then the Admin's check.
-func (f *fencer) check(tx *gorm.DB, t Token, s *session) error {
+func (f *fencer) check(tx *gorm.DB, t Token, s *session) (err error) {
 	if err := requireTransaction(tx, fmt.Sprintf("lease %q epoch %d", t.Key, t.Epoch)); err != nil {
 		return err
 	}
+	span := fenceSpan(f.tracer, tx, t)
+	defer func() { endSpan(span, err) }()
 	if s != nil && f.store.SerializesWriters() {
 		ok, notice, err := f.store.RenewSessionIn(tx, s.id, f.cfg.TTL)
 		if err != nil {

@@ -140,5 +140,9 @@ func (r *poolRun) Failed(err error) {
 	r.p.deps.events.emit(Event{Kind: EventError, Key: r.p.key, Err: poolModeError(err)})
 }
 
-// Rebalanced records a rebalance time in the pool's histogram.
-func (r *poolRun) Rebalanced(d time.Duration) { r.p.deps.metrics.rebalanced(r.p, d) }
+// Rebalanced records a rebalance time in the pool's histogram, and as a
+// span, ending now, of the move into generation.
+func (r *poolRun) Rebalanced(d time.Duration, generation int64) {
+	r.p.deps.metrics.rebalanced(r.p, d)
+	rebalanceSpan(r.p.deps.tracer, r.p.key, generation, d)
+}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/version"
 )
 
 // Metrics go through the OpenTelemetry metric API to Config.MeterProvider
@@ -47,9 +48,9 @@ const (
 
 // Attribute keys.
 const (
-	attrLease = "lease"
-	attrCause = "cause"
-	attrPool  = "pool"
+	attrLease = "leasehold.lease.name"
+	attrCause = "leasehold.loss.cause"
+	attrPool  = "leasehold.pool.key"
 )
 
 // lossCause is why a term ended without a Release: the value of the
@@ -103,7 +104,7 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	if _, isNoop := mp.(noop.MeterProvider); mp == nil || isNoop {
 		return &metrics{}, nil
 	}
-	m := &metrics{on: true, meter: mp.Meter(meterName)}
+	m := &metrics{on: true, meter: mp.Meter(meterName, metric.WithInstrumentationVersion(version.Module()))}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		inst, err := m.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/internal/store"
@@ -64,6 +65,9 @@ func (st *termState) release(name string, l *Lease) (releaseTicket, bool) {
 	}
 	var r releaseTicket
 	held := tm.held
+	if held {
+		tm.span.SetAttributes(attribute.String(attrTermEnd, termReleased))
+	}
 	st.drop(tm)
 	tm.cancel(ErrReleased)
 	if tm.election != nil {
@@ -148,7 +152,16 @@ func (t *termSet) sendBatch(batch []*releaseReq) {
 		for i, r := range reqs {
 			terms[i] = r.term
 		}
-		_, err := t.store.Release(ctx, id, terms)
+		sctx, span := t.tracer.Start(ctx, spanRelease)
+		if span.IsRecording() {
+			names := make([]string, len(terms))
+			for i, tm := range terms {
+				names[i] = tm.Name
+			}
+			span.SetAttributes(leasesAttr(names))
+		}
+		_, err := t.store.Release(sctx, id, terms)
+		endSpan(span, err)
 		for _, r := range reqs {
 			switch {
 			case r.done != nil:

@@ -7,7 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/internal/store"
@@ -123,6 +126,7 @@ type heldTerm struct {
 	held          bool // false once ended: lost, resigned, stepped down
 	confirmedLost bool // the database showed it over: its release sends nothing
 	election      *electionState
+	span          trace.Span // the term's, from hold to drop
 }
 
 // loop runs until Run closes stop. ctx is Run's: when it ends, the
@@ -195,9 +199,11 @@ func (st *termState) hold(name string, epoch int64, s *session, g grantee) (*Lea
 		return nil, errSessionLost
 	}
 	st.watch(s)
-	ctx, cancel := context.WithCancelCause(s.ctx)
+	ctx, span := st.t.tracer.Start(s.ctx, spanTerm, trace.WithNewRoot(), termAttrs(name, epoch),
+		trace.WithAttributes(attribute.String(attrHolder, st.t.holder)))
+	ctx, cancel := context.WithCancelCause(ctx)
 	l := &Lease{t: st.t, f: st.t.fencer, name: name, epoch: epoch, sess: s, ctx: ctx, onRelease: g.onRelease}
-	tm := &heldTerm{name: name, epoch: epoch, sess: s, ctx: ctx, cancel: cancel, attrs: g.attrs, lease: l, held: true, election: g.es}
+	tm := &heldTerm{name: name, epoch: epoch, sess: s, ctx: ctx, cancel: cancel, attrs: g.attrs, lease: l, held: true, election: g.es, span: span}
 	st.held[name] = tm
 	st.leases[name] = tm
 	st.t.metrics.acquired()
@@ -233,6 +239,7 @@ func (st *termState) drop(tm *heldTerm) {
 	tm.held = false
 	delete(st.held, tm.name)
 	tm.sess.detach()
+	tm.span.End()
 }
 
 // settle follows a change to the held terms: a shutdown's releases wait
@@ -252,6 +259,10 @@ func (st *termState) lose(tm *heldTerm, cause error, why lossCause) {
 	if w, over := tm.sess.over(); over {
 		cause, why = context.Cause(tm.sess.ctx), w
 		tm.confirmedLost = w == lossSessionGone
+	}
+	tm.span.SetAttributes(attribute.String(attrTermEnd, why.String()))
+	if why != lossResigned && why != lossUnhealthy {
+		tm.span.SetStatus(codes.Error, fmt.Sprint("lost: ", cause))
 	}
 	st.drop(tm)
 	defer st.settle()

@@ -11,6 +11,8 @@ require (
 	gorm.io/gorm v1.31.2
 )
 
+require go.opentelemetry.io/otel/trace v1.46.0 // indirect
+
 require (
 	filippo.io/edwards25519 v1.1.0 // indirect
 	github.com/bitfield/gotestdox v0.2.2 // indirect

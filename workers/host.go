@@ -9,10 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/leasehold/leasehold/coordination"
 	"github.com/leasehold/leasehold/internal/broadcast"
+	"github.com/leasehold/leasehold/internal/version"
 )
 
 type runState int32
@@ -30,6 +32,7 @@ type Host struct {
 	cfg     Config
 	coord   *coordination.Coordinator
 	log     *zap.Logger
+	tracer  trace.Tracer  // on the coordinator's TracerProvider
 	timeout time.Duration // the coordinator's ShutdownTimeout
 	events  broadcast.Broadcaster[Event]
 	states  []*workerState // in the order given to NewHost
@@ -87,7 +90,8 @@ func NewHost(coord *coordination.Coordinator, cfg Config, ws ...Worker) (*Host, 
 	}
 	c := coord.Config()
 	log := c.Logger.Named("leasehold").Named("workers").With(zap.String("identity", coord.Holder()))
-	h := &Host{cfg: cfg, coord: coord, log: log, timeout: c.ShutdownTimeout,
+	tracer := c.TracerProvider.Tracer("github.com/leasehold/leasehold/workers", trace.WithInstrumentationVersion(version.Module()))
+	h := &Host{cfg: cfg, coord: coord, log: log, tracer: tracer, timeout: c.ShutdownTimeout,
 		events: broadcast.Broadcaster[Event]{Stamp: stampDropped},
 		byKey:  make(map[workerKey]*workerState, len(ws)), byLease: make(map[string]*workerState)}
 	for _, w := range ws {

@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -117,7 +121,7 @@ func (s *scheduled) bind(h *Host, st *workerState) error {
 func (s *scheduled) run(ctx context.Context, h *Host) error {
 	st := h.stateOf(s)
 	return st.election.Run(ctx, func(ctx context.Context, l *coordination.Lease) error {
-		return (&slotRunner{job: s, holder: h.coord.Holder(), log: st.log, emit: h.emit, lease: l,
+		return (&slotRunner{job: s, holder: h.coord.Holder(), log: st.log, tracer: h.tracer, emit: h.emit, lease: l,
 			report: func(err error) { h.reportError(st, l.Key(), l.Epoch(), err, 0) }}).lead(ctx)
 	}, termOptions(h, st, s.name, st.election.Key()))
 }
@@ -128,6 +132,7 @@ type slotRunner struct {
 	job    *scheduled
 	holder string // this process's holder string
 	log    *zap.Logger
+	tracer trace.Tracer
 	emit   func(Event)
 	report func(error) // a failed slot, as the host reports a failed worker
 	lease  term
@@ -318,10 +323,16 @@ func (r *slotRunner) readClock(ctx context.Context) error {
 // runSlot claims a slot, runs the function and records the outcome, all
 // under the term. When the term is over or a write failed it returns an
 // error, and the next term finds the slot interrupted.
-func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) error {
+func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) (runErr error) {
 	if err := r.lease.Check(); err != nil {
 		return err
 	}
+	ctx, span := r.tracer.Start(ctx, "leasehold.schedule.run", trace.WithAttributes(
+		attribute.String("leasehold.schedule.name", r.job.name), attribute.String("leasehold.schedule.slot", at.UTC().Format(time.RFC3339Nano)),
+		attribute.Int("leasehold.schedule.attempt", attempt), attribute.String("leasehold.lease.name", r.lease.Key()),
+		attribute.Int64("leasehold.lease.epoch", r.lease.Epoch())))
+	var fnErr error
+	defer func() { endSpan(span, cmp.Or(fnErr, runErr)) }()
 	cfg := r.job.cfg
 	run := RunRecord{Slot: at, Holder: r.holder, Epoch: r.lease.Epoch(), Attempt: attempt, Start: r.now(), Outcome: OutcomeRunning}
 	r.state.Running = &run
@@ -343,6 +354,7 @@ func (r *slotRunner) runSlot(ctx context.Context, at time.Time, attempt int) err
 	slot.complete = func() ScheduleState { return finish(OutcomeOK) }
 	r.emit(Event{Kind: EventSlotStarted, Worker: r.job.name, Key: r.lease.Key(), Epoch: r.lease.Epoch(), Slot: at})
 	err := r.call(ctx, slot)
+	fnErr = err
 	if ctx.Err() != nil || !r.lease.Valid() {
 		// The term ended mid-run: the next holder applies Interrupted.
 		return firstErr(context.Cause(ctx), r.lease.Check())
@@ -379,6 +391,15 @@ func (r *slotRunner) call(ctx context.Context, slot *Slot) (err error) {
 		}
 	}()
 	return r.job.fn(ctx, slot)
+}
+
+// endSpan ends span, with an error status when err is not nil.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 // later returns the later of a and b.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 	"gorm.io/gorm"
 
@@ -101,7 +102,7 @@ func runFake(t *testing.T, ft *fakeTerm, cfg ScheduleConfig, d time.Duration, wo
 	if err := job.validate(); err != nil {
 		t.Fatal(err)
 	}
-	r := &slotRunner{job: job, holder: "node-a/test/x", log: zap.NewNop(), emit: func(Event) {}, report: func(error) {}, lease: ft}
+	r := &slotRunner{job: job, holder: "node-a/test/x", log: zap.NewNop(), tracer: tracenoop.NewTracerProvider().Tracer(""), emit: func(Event) {}, report: func(error) {}, lease: ft}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.lead(ctx) }()

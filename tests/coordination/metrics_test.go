@@ -37,9 +37,9 @@ const (
 	metricPoolAssigned      = "leasehold.pool.assigned"
 	metricRebalanceDuration = "leasehold.pool.rebalance.duration"
 
-	attrLease = "lease"
-	attrCause = "cause"
-	attrPool  = "pool"
+	attrLease = "leasehold.lease.name"
+	attrCause = "leasehold.loss.cause"
+	attrPool  = "leasehold.pool.key"
 
 	lossTrustDeadline   = "trust_deadline"
 	lossLateRenewal     = "late_renewal"

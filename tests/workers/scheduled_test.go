@@ -6,9 +6,14 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/coordination"
@@ -30,6 +35,7 @@ func TestScheduled(t *testing.T) {
 		{"InterruptedRetry", caseScheduledInterrupted(workers.InterruptRetry)},
 		{"InterruptedAbandon", caseScheduledInterrupted(workers.InterruptAbandon)},
 		{"HistoryBounded", caseScheduledHistoryBounded},
+		{"Traced", caseScheduledTraced},
 	})
 }
 
@@ -424,5 +430,59 @@ func caseScheduledHistoryBounded(t *testing.T, b *bundle) {
 	}
 	if h := st.History[2]; h.Slot.Before(last.Slot) {
 		t.Fatalf("newest history entry is slot %v, want %v or later", h.Slot, last.Slot)
+	}
+}
+
+// caseScheduledTraced: each slot run is a span with the worker's name, the
+// slot and the epoch, a child of the term's span, whose children are the
+// function's own spans; a failed run is an error span.
+func caseScheduledTraced(t *testing.T, b *bundle) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	var calls atomic.Int64
+	fn := func(ctx context.Context, s *workers.Slot) error {
+		_, span := tp.Tracer("app").Start(ctx, "app.slot")
+		defer span.End()
+		if calls.Add(1) == 2 {
+			return errors.New("second slot fails")
+		}
+		return nil
+	}
+	cfg := fastConfig()
+	cfg.Coordination.TracerProvider = tp
+	r := startHost(t, b.db, "node-a", "test", cfg, workers.Scheduled("traced", fn, workers.ScheduleConfig{Every: 100 * time.Millisecond}))
+	var done []workers.Event
+	for range 2 {
+		done = append(done, slotDone(t, r, "traced"))
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	spans := map[string][]tracetest.SpanStub{}
+	for _, s := range exp.GetSpans() {
+		spans[s.Name] = append(spans[s.Name], s)
+	}
+	runs, apps, terms := spans["leasehold.schedule.run"], spans["app.slot"], spans["leasehold.term"]
+	if len(runs) < 2 || len(apps) < 2 || len(terms) == 0 {
+		t.Fatalf("%d slot-run spans, %d of the function, %d of terms; want at least 2, 2 and 1", len(runs), len(apps), len(terms))
+	}
+	for i, run := range runs[:2] {
+		set := attribute.NewSet(run.Attributes...)
+		name, _ := set.Value("leasehold.schedule.name")
+		slot, _ := set.Value("leasehold.schedule.slot")
+		epoch, _ := set.Value("leasehold.lease.epoch")
+		if name.AsString() != "traced" || slot.AsString() != done[i].Slot.UTC().Format(time.RFC3339Nano) || epoch.AsInt64() != done[i].Epoch {
+			t.Errorf("slot-run span %d: %v; want worker traced, slot %v, epoch %d", i, run.Attributes, done[i].Slot, done[i].Epoch)
+		}
+		if run.Parent.SpanID() != terms[0].SpanContext.SpanID() {
+			t.Errorf("slot-run span %d has parent %v; want the term's %v", i, run.Parent.SpanID(), terms[0].SpanContext.SpanID())
+		}
+		if apps[i].Parent.SpanID() != run.SpanContext.SpanID() {
+			t.Errorf("the function's span %d has parent %v; want its slot run's %v", i, apps[i].Parent.SpanID(), run.SpanContext.SpanID())
+		}
+		if failed := run.Status.Code == codes.Error; failed != (i == 1) {
+			t.Errorf("slot-run span %d has status %v; want an error only for the second", i, run.Status)
+		}
 	}
 }

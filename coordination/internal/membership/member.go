@@ -386,7 +386,7 @@ func (m *Member) NoteSettled(began time.Time, settled bool) {
 		return
 	}
 	if m.gen != m.settledGen {
-		m.cfg.Reporter.Rebalanced(m.cfg.Now().Sub(cmp.Or(m.unsettledSince, began)))
+		m.cfg.Reporter.Rebalanced(m.cfg.Now().Sub(cmp.Or(m.unsettledSince, began)), m.gen)
 		m.settledGen = m.gen
 	}
 	m.unsettledSince = time.Time{}

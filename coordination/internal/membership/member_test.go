@@ -223,9 +223,9 @@ func (h *host) Stopped() {
 	h.stopped++
 }
 
-func (h *host) Read(int64, int)          {}
-func (h *host) Failed(err error)         { h.t.Errorf("%s: %v", h.name, err) }
-func (h *host) Rebalanced(time.Duration) {}
+func (h *host) Read(int64, int)                 {}
+func (h *host) Failed(err error)                { h.t.Errorf("%s: %v", h.name, err) }
+func (h *host) Rebalanced(time.Duration, int64) {}
 
 func (h *host) member() *Member {
 	return New(Config{

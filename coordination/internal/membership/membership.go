@@ -97,7 +97,7 @@ type Reporter interface {
 	Failed(err error)
 	// Rebalanced reports how long the member was out of work before it
 	// settled in a new generation (see NoteSettled).
-	Rebalanced(d time.Duration)
+	Rebalanced(d time.Duration, generation int64)
 }
 
 // Config is what a Member is built from.
