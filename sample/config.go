@@ -28,6 +28,11 @@ type config struct {
 	workDelay time.Duration
 	seedOnly  bool
 	httpAddr  string
+	// wakeAddr and wakeAdvertise, when either is set, select peer
+	// wake-ups over UDP on PostgreSQL too (coordination.Config's
+	// WakeAddress and WakeAdvertise) instead of LISTEN/NOTIFY.
+	wakeAddr      string
+	wakeAdvertise []string
 }
 
 // errUsage marks a configuration error: the process exits with status 2.
@@ -60,6 +65,8 @@ var envFlags = []envFlag{
 	{"orders", "SAMPLE_ORDERS"},
 	{"work-delay", "SAMPLE_WORK_DELAY"},
 	{"http", "SAMPLE_HTTP"},
+	{"wake-address", "LEASEHOLD_WAKE_ADDRESS"},
+	{"wake-advertise", "LEASEHOLD_WAKE_ADVERTISE"},
 }
 
 // parseConfig reads the flags in args, falling back to the variables read
@@ -81,6 +88,19 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&c.workDelay, "work-delay", 2*time.Millisecond, "simulated work per order (env SAMPLE_WORK_DELAY)")
 	fs.StringVar(&c.httpAddr, "http", "",
 		"address to serve /metrics, /healthz, /readyz, /status and /status.json on, such as 127.0.0.1:8080; empty: none (env SAMPLE_HTTP)")
+	fs.StringVar(&c.wakeAddr, "wake-address", "",
+		"UDP host:port to receive peer wake-ups on, such as :7946; with it or -wake-advertise, PostgreSQL uses UDP wake-ups instead of LISTEN/NOTIFY (env LEASEHOLD_WAKE_ADDRESS)")
+	fs.Func("wake-advertise",
+		"comma-separated IPs or IP:ports the other copies send this one's wake-ups to, such as the pod IP (env LEASEHOLD_WAKE_ADVERTISE)",
+		func(v string) error {
+			c.wakeAdvertise = nil
+			for a := range strings.SplitSeq(v, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					c.wakeAdvertise = append(c.wakeAdvertise, a)
+				}
+			}
+			return nil
+		})
 	fs.BoolVar(&c.seedOnly, "seed-only", false, "create the sample tables, seed the orders if the table is empty, and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: sample [flags]\n\n"+
@@ -142,6 +162,20 @@ func (c config) check() error {
 	if c.httpAddr != "" {
 		if _, _, err := net.SplitHostPort(c.httpAddr); err != nil {
 			return usagef("invalid value %q for flag -http: want host:port, such as 127.0.0.1:8080: %v", c.httpAddr, err)
+		}
+	}
+	if c.wakeAddr != "" {
+		if _, _, err := net.SplitHostPort(c.wakeAddr); err != nil {
+			return usagef("invalid value %q for flag -wake-address: want host:port, such as :7946: %v", c.wakeAddr, err)
+		}
+	}
+	for _, a := range c.wakeAdvertise {
+		host := a
+		if h, _, err := net.SplitHostPort(a); err == nil {
+			host = h
+		}
+		if net.ParseIP(host) == nil {
+			return usagef("invalid value %q in flag -wake-advertise: want an IP or IP:port, such as 10.0.0.7", a)
 		}
 	}
 	if c.dsn == "" && !isSQLite(c.driver) {

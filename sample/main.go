@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -102,13 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer closeDB(db, log)
 
 	s := &service{db: db, id: id, holder: id.Holder(), log: log, workDelay: cfg.workDelay}
-	coordCfg := coordination.Config{
-		TTL: cfg.ttl, RenewInterval: cfg.renew, RetryInterval: cfg.retry, Logger: log,
-		// Wake-ups on PostgreSQL through LISTEN/NOTIFY instead of UDP
-		// between the copies, so that they need no port open to each
-		// other there. Ignored on the other databases.
-		Notifications: pgnotify.New(),
-	}
+	coordCfg := coordinationConfig(cfg, log)
 	var tel *telemetry
 	if cfg.httpAddr != "" && !cfg.seedOnly {
 		if tel, err = newTelemetry(); err != nil {
@@ -122,8 +117,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// runs the workers on it. New checks the timing and does no I/O.
 	coord, err := coordination.New(db, id, coordCfg)
 	if errors.Is(err, coordination.ErrInvalidConfig) {
-		fmt.Fprintf(stderr, "sample: invalid timing -ttl=%v -renew=%v -retry=%v (0 = library default): %v\n",
-			cfg.ttl, cfg.renew, cfg.retry, err)
+		fmt.Fprintf(stderr, "sample: invalid settings -ttl=%v -renew=%v -retry=%v (0 = library default) -wake-address=%q -wake-advertise=%q: %v\n",
+			cfg.ttl, cfg.renew, cfg.retry, cfg.wakeAddr, strings.Join(cfg.wakeAdvertise, ","), err)
 		return exitUsage
 	}
 	if err != nil {
@@ -169,6 +164,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return exitOK
 	}
 	return serve(ctx, s, coord, host)
+}
+
+// coordinationConfig returns the coordinator's settings for cfg. Without
+// -wake-address and -wake-advertise, wake-ups on PostgreSQL go through
+// LISTEN/NOTIFY, so that the copies need no port open to each other there;
+// with either, they go over UDP as on MySQL and SQL Server, to the given
+// addresses. SQLite ignores both.
+func coordinationConfig(cfg config, log *zap.Logger) coordination.Config {
+	c := coordination.Config{
+		TTL: cfg.ttl, RenewInterval: cfg.renew, RetryInterval: cfg.retry, Logger: log,
+		WakeAddress: cfg.wakeAddr, WakeAdvertise: cfg.wakeAdvertise,
+	}
+	if cfg.wakeAddr == "" && len(cfg.wakeAdvertise) == 0 {
+		c.Notifications = pgnotify.New()
+	}
+	return c
 }
 
 // serve runs the coordinator and the host beside it until ctx ends, with

@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"gorm.io/gorm"
 )
 
@@ -56,6 +59,9 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{"bad http address", []string{"-http", "8080"}, nil, []string{"-http", `"8080"`, "host:port"}},
 		{"bad http address in env", nil, map[string]string{"SAMPLE_HTTP": "nowhere"}, []string{"-http", `"nowhere"`}},
 		{"bad log format", []string{"-log-format", "xml"}, nil, []string{"-log-format", `"xml"`}},
+		{"bad wake address", []string{"-wake-address", "7946"}, nil, []string{"-wake-address", `"7946"`, "host:port"}},
+		{"bad wake advertise in env", nil, map[string]string{"LEASEHOLD_WAKE_ADVERTISE": "10.0.0.7,pod-a"},
+			[]string{"-wake-advertise", `"pod-a"`, "IP"}},
 		{"postgres needs a dsn", []string{"-driver", "postgres"}, nil, []string{"-dsn", "postgres"}},
 		{"unknown flag", []string{"-bogus"}, nil, []string{"-bogus"}},
 		{"stray argument", []string{"-dsn", dsn, "extra"}, nil, []string{`"extra"`}},
@@ -79,6 +85,35 @@ func TestBadFlagsExitTwo(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestWakeSettingsFromTheEnvironment(t *testing.T) {
+	t.Run("UDPWhenGiven", func(t *testing.T) {
+		cfg, err := parseConfig(nil, env(map[string]string{
+			"LEASEHOLD_WAKE_ADDRESS":   ":7946",
+			"LEASEHOLD_WAKE_ADVERTISE": " 10.0.0.7 , [fd00::7]:7946",
+		}), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := coordinationConfig(cfg, zap.NewNop())
+		if c.WakeAddress != ":7946" || !slices.Equal(c.WakeAdvertise, []string{"10.0.0.7", "[fd00::7]:7946"}) {
+			t.Errorf("WakeAddress %q, WakeAdvertise %q; want \":7946\", [10.0.0.7 [fd00::7]:7946]", c.WakeAddress, c.WakeAdvertise)
+		}
+		if c.Notifications != nil {
+			t.Error("Notifications set with a wake address given: PostgreSQL would use LISTEN/NOTIFY, not UDP")
+		}
+	})
+	t.Run("PgnotifyOtherwise", func(t *testing.T) {
+		cfg, err := parseConfig(nil, env(nil), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := coordinationConfig(cfg, zap.NewNop())
+		if c.WakeAddress != "" || c.WakeAdvertise != nil || c.Notifications == nil {
+			t.Errorf("WakeAddress %q, WakeAdvertise %q, Notifications %v; want none, none, pgnotify", c.WakeAddress, c.WakeAdvertise, c.Notifications)
+		}
+	})
 }
 
 func TestHelpExitsZero(t *testing.T) {
