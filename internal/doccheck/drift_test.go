@@ -512,6 +512,7 @@ var externalNames = map[string][]string{
 	"postgres":  {"Config", "Open"},
 	"runtime":   {"GOMAXPROCS"},
 	"sdkmetric": {"WithCardinalityLimit"},
+	"slog":      {"Logger"},
 	"sqlite":    {"Config", "New", "Open"},
 	"sqlserver": {"Open"},
 	"synctest":  {"Test"},

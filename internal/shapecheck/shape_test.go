@@ -24,8 +24,9 @@ var libraryModules = map[string]string{
 	"gorm.io/plugin/dbresolver":       "the primary of a handle with read replicas",
 	"go.uber.org/zap":                 "logging",
 	"github.com/google/uuid":          "session ids",
-	"go.opentelemetry.io/otel":        "metric attributes",
+	"go.opentelemetry.io/otel":        "metric and span attributes, span status codes",
 	"go.opentelemetry.io/otel/metric": "the metric API",
+	"go.opentelemetry.io/otel/trace":  "the trace API",
 	"github.com/jackc/pgx/v5":         "PostgreSQL's release notifications (pgnotify)",
 	"github.com/robfig/cron/v3":       "cron expressions of scheduled workers",
 }
