@@ -14,7 +14,7 @@
 //   - [Locks]: mutual exclusion per key for keys known at run time.
 //   - [Semaphore]: at most a limit of holders at once.
 //
-// [Admin] lists leases and pools, asks a holder to resign and checks
+// [Admin] lists leases, pools and processes, asks a holder to resign and checks
 // fencing tokens, from any process. [Coordinator.Subscribe] delivers
 // [Event] values, [Coordinator.Renewal] tells how this process fares, and
 // [Config].MeterProvider takes OpenTelemetry metrics. The package Example
