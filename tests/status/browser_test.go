@@ -54,7 +54,7 @@ func TestPageInBrowser(t *testing.T) {
 	dom := string(out)
 	for _, s := range []string{
 		`<table id="leases">`, `<td class="name">cluster/test/reports</td>`, `<td class="name">global/ledger</td>`,
-		`<td class="holder">` + f.a.Holder() + `</td>`, `<td class="holder">` + f.b.Holder() + `</td>`,
+		holderCell(f.a.Holder()), holderCell(f.b.Holder()),
 		`<h3>global/orders</h3>`, `<td class="name">` + instance(t, f.b) + `</td>`,
 	} {
 		if !strings.Contains(dom, s) {
