@@ -224,7 +224,7 @@ th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; white-sp
 th { background: #f2f2f2; }
 td.num { text-align: right; }
 td.name, td.holder { font-family: ui-monospace, monospace; }
-.clip { display: inline-block; max-width: 24em; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; }
+.clip { display: inline-block; max-width: 32em; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; }
 tr.mine td { background: #eef6ff; }
 tr.dead td { color: #999; }
 .live { color: #176b1d; font-weight: 600; }
