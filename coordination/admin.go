@@ -17,11 +17,12 @@ import (
 	"github.com/leasehold/leasehold/internal/store"
 )
 
-// adminStore is what an Admin runs on the database: reads of every row, the
-// resign request, the fencing check, and the schema check that explains a
-// failed request.
+// adminStore is what an Admin runs on the database: reads of every row and
+// session, the resign request, the fencing check, and the schema check
+// that explains a failed request.
 type adminStore interface {
 	List(ctx context.Context, prefix string) ([]store.Row, error)
+	ListSessions(ctx context.Context) ([]store.SessionRow, error)
 	RequestResign(ctx context.Context, name, prefer string, check func(store.Row) (time.Duration, error)) (row store.Row, found, notified bool, err error)
 	Fence(tx *gorm.DB, name string) (store.Row, bool, error)
 	CheckSchema(ctx context.Context) error

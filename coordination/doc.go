@@ -14,11 +14,11 @@
 //   - [Locks]: mutual exclusion per key for keys known at run time.
 //   - [Semaphore]: at most a limit of holders at once.
 //
-// [Admin] lists leases and pools, asks a holder to resign and checks
-// fencing tokens, from any process. [Coordinator.Subscribe] delivers
-// [Event] values, [Coordinator.Renewal] tells how this process fares, and
-// [Config].MeterProvider takes OpenTelemetry metrics. The package Example
-// runs a cluster singleton.
+// [Admin] lists leases, pools and processes, asks a holder to resign and
+// checks fencing tokens, from any process. [Coordinator.Subscribe]
+// delivers [Event] values, [Coordinator.Renewal] tells how this process
+// fares, and [Config].MeterProvider takes OpenTelemetry metrics. The
+// package Example runs a cluster singleton.
 //
 // # Names and rows
 //

@@ -1,11 +1,16 @@
 package coordination
 
 import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/coordination/internal/membership"
 	"github.com/leasehold/leasehold/internal/store"
+	"github.com/leasehold/leasehold/internal/wake"
 )
 
 // poolKeyOf returns the pool key of a pool row key ("pool|<key>|..."), and
@@ -34,6 +39,58 @@ func poolStateFrom(key string, s membership.State) PoolState {
 		}
 	}
 	return st
+}
+
+// Sessions lists the processes with a row in the session table, one per
+// holder string, ordered by it, by the database clock, in one statement.
+// A process renews its session while it holds or acquires a lease or
+// membership, and lets it expire when it holds nothing. A process that
+// stopped renewing (a SIGKILLed one, say) is listed, not live, until its
+// row is pruned: a coordinator ending its session prunes those expired
+// for over ten of its TTLs.
+func (a *Admin) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	rows, err := a.store.ListSessions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("coordination: list sessions: %w", err)
+	}
+	return sessionInfos(rows), nil
+}
+
+// sessionInfos merges the session rows by holder: of a process's rows,
+// the times are of its session of leases that expires last (of its
+// advertising row when it has none), the addresses of its advertising row
+// that expires last.
+func sessionInfos(rows []store.SessionRow) []SessionInfo {
+	type merged struct {
+		lease, advert *store.SessionRow
+	}
+	by := make(map[string]*merged)
+	for i := range rows {
+		r := &rows[i]
+		m := by[r.Holder]
+		if m == nil {
+			m = &merged{}
+			by[r.Holder] = m
+		}
+		slot := &m.lease
+		if r.WakeAddrs != "" {
+			slot = &m.advert
+		}
+		if *slot == nil || r.ExpiresAt.After((*slot).ExpiresAt) {
+			*slot = r
+		}
+	}
+	out := make([]SessionInfo, 0, len(by))
+	for holder, m := range by {
+		r := cmp.Or(m.lease, m.advert)
+		si := SessionInfo{Holder: holder, RenewedAt: r.RenewedAt, ExpiresAt: r.ExpiresAt, DatabaseTime: r.Now, Live: r.Live()}
+		if m.advert != nil {
+			si.WakeAddrs = wake.AdvertAddrs(m.advert.WakeAddrs)
+		}
+		out = append(out, si)
+	}
+	slices.SortFunc(out, func(x, y SessionInfo) int { return strings.Compare(x.Holder, y.Holder) })
+	return out
 }
 
 // RenewalState is what Coordinator.Renewal reports.

@@ -102,3 +102,49 @@ func ExampleCoordinator_Renewal() {
 	// leading: running true, held 1, failures 0, trusted for more than TTL/2: true
 	// after Run, running: false
 }
+
+// Sessions lists the processes that hold leases on the database, by the
+// database clock: whether each still renews its session, and until when.
+func ExampleAdmin_Sessions() {
+	db, cleanup := openExampleDB()
+	defer cleanup()
+
+	id, err := identity.New("node-a", "eu-1")
+	if err != nil {
+		panic(err)
+	}
+	coord, err := coordination.New(db, id, coordination.Config{})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = coord.Run(ctx) }()
+	<-coord.Ready()
+	e, err := coord.Election(coordination.ClusterScope, "reports")
+	if err != nil {
+		panic(err)
+	}
+	lease, err := e.Campaign(ctx) // the session starts with the first lease
+	if err != nil {
+		panic(err)
+	}
+
+	admin, err := coordination.NewAdmin(db, coordination.Config{})
+	if err != nil {
+		panic(err)
+	}
+	sessions, err := admin.Sessions(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range sessions {
+		fmt.Printf("this process: %v, live %v, more than TTL/2 left: %v\n",
+			s.Holder == coord.Holder(), s.Live, s.ExpiresAt.Sub(s.DatabaseTime) > coord.Config().TTL/2)
+	}
+	_ = lease.Release(ctx)
+	cancel()
+	<-coord.Done()
+	// Output:
+	// this process: true, live true, more than TTL/2 left: true
+}

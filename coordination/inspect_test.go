@@ -3,12 +3,14 @@ package coordination
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/faketime"
 	"github.com/leasehold/leasehold/internal/memstore"
+	"github.com/leasehold/leasehold/internal/store"
 )
 
 func TestRenewalState(t *testing.T) {
@@ -70,4 +72,33 @@ func TestRenewalState(t *testing.T) {
 			t.Fatalf("Renewal after Run returned = %+v", st)
 		}
 	})
+}
+
+// TestSessionInfos: the rows of one holder make one process, with the
+// times of the session of leases that expires last and the addresses of
+// its advertising row; a holder with an advertising row only has its
+// times.
+func TestSessionInfos(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	row := func(id, holder string, expiresIn time.Duration, addrs string) store.SessionRow {
+		return store.SessionRow{ID: id, Holder: holder, WakeAddrs: addrs,
+			Session: store.Session{RenewedAt: now.Add(-time.Second), ExpiresAt: now.Add(expiresIn), Now: now}}
+	}
+	got := sessionInfos([]store.SessionRow{
+		row("b-old", "node-b/c/2", -time.Hour, ""),
+		row("b-wake", "node-b/c/2", 10*time.Second, "h;10.0.0.5:4000,127.0.0.1:4000"),
+		row("b-new", "node-b/c/2", 15*time.Second, ""),
+		row("a-dead", "node-a/c/1", -time.Minute, ""),
+		row("c-wake", "node-c/c/3", 5*time.Second, "h;10.0.0.7:4000"),
+	})
+	want := []SessionInfo{
+		{Holder: "node-a/c/1", RenewedAt: now.Add(-time.Second), ExpiresAt: now.Add(-time.Minute), DatabaseTime: now},
+		{Holder: "node-b/c/2", RenewedAt: now.Add(-time.Second), ExpiresAt: now.Add(15 * time.Second), DatabaseTime: now, Live: true,
+			WakeAddrs: []string{"10.0.0.5:4000", "127.0.0.1:4000"}},
+		{Holder: "node-c/c/3", RenewedAt: now.Add(-time.Second), ExpiresAt: now.Add(5 * time.Second), DatabaseTime: now, Live: true,
+			WakeAddrs: []string{"10.0.0.7:4000"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("sessionInfos =\n%+v\nwant\n%+v", got, want)
+	}
 }

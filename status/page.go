@@ -17,6 +17,8 @@ type view struct {
 	Renewal        *renewalView // nil when Page.Renewal is
 	Leases         []leaseView
 	Pools          []poolView
+	Locks          []locksView
+	Sessions       []sessionView
 }
 
 // renewalView is the serving process's renewal state, with the times left
@@ -37,6 +39,22 @@ type leaseView struct {
 	Mine bool
 }
 
+// locksView is a namespace of keyed locks or a semaphore, with its
+// holders' rows.
+type locksView struct {
+	Locks
+	Rows []leaseView
+}
+
+// sessionView is one process, with the seconds its session has left by
+// the database clock (0 when not live) and whether it is the serving
+// process.
+type sessionView struct {
+	coordination.SessionInfo
+	Left float64
+	Mine bool
+}
+
 // poolView is one pool, its members laid out in rows.
 type poolView struct {
 	coordination.PoolState
@@ -53,6 +71,7 @@ type memberView struct {
 	Ack    int64
 	Acked  bool // Ack is the pool's generation
 	Live   bool
+	Dead   bool    // not live, and held by a process whose session is gone or expired, or without a row
 	Left   float64 // seconds until its row expires by the database clock; 0 when not live
 	Mine   bool
 }
@@ -61,7 +80,8 @@ type memberView struct {
 // process's clock at the read of s.Renewal, and healthCheck whether the
 // process has a health check.
 func newView(s Snapshot, now time.Time, healthCheck bool) view {
-	v := view{Page: s, Leases: make([]leaseView, 0, len(s.Leases)), Pools: make([]poolView, 0, len(s.Pools))}
+	v := view{Page: s, Leases: make([]leaseView, 0, len(s.Leases)), Pools: make([]poolView, 0, len(s.Pools)),
+		Locks: make([]locksView, 0, len(s.Locks)), Sessions: make([]sessionView, 0, len(s.Sessions))}
 	mine := func(holder string) bool { return s.Holder != "" && holder == s.Holder }
 	if rs := s.Renewal; rs != nil {
 		v.Renewal = &renewalView{RenewalState: *rs, HealthCheck: healthCheck}
@@ -74,15 +94,32 @@ func newView(s Snapshot, now time.Time, healthCheck bool) view {
 			v.Renewal.HealthFor = &since
 		}
 	}
-	for _, li := range s.Leases {
+	lease := func(li coordination.LeaseInfo) leaseView {
 		l := leaseView{LeaseInfo: li, Mine: mine(li.Holder)}
 		if li.Live {
 			l.Left = seconds(li.ExpiresAt.Sub(li.DatabaseTime))
 		}
-		v.Leases = append(v.Leases, l)
+		return l
+	}
+	for _, li := range s.Leases {
+		v.Leases = append(v.Leases, lease(li))
 	}
 	for _, st := range s.Pools {
 		v.Pools = append(v.Pools, poolView{PoolState: st, Rows: memberRows(st, mine)})
+	}
+	for _, ls := range s.Locks {
+		lv := locksView{Locks: ls, Rows: make([]leaseView, 0, len(ls.Holders))}
+		for _, li := range ls.Holders {
+			lv.Rows = append(lv.Rows, lease(li))
+		}
+		v.Locks = append(v.Locks, lv)
+	}
+	for _, si := range s.Sessions {
+		sv := sessionView{SessionInfo: si, Mine: mine(si.Holder)}
+		if si.Live {
+			sv.Left = seconds(si.ExpiresAt.Sub(si.DatabaseTime))
+		}
+		v.Sessions = append(v.Sessions, sv)
 	}
 	return v
 }
@@ -96,9 +133,10 @@ func memberRows(st coordination.PoolState, mine func(holder string) bool) []memb
 	}
 	out := make([]memberView, 0, len(st.Members))
 	add := func(index *int, id string) {
-		m := memberView{Index: index, ID: id}
+		m := memberView{Index: index, ID: id, Dead: true}
 		if r, ok := rows[id]; ok {
 			m.Holder, m.Ack, m.Acked, m.Live = r.Holder, r.Ack, r.Ack == st.Generation, r.Live
+			m.Dead = !r.Live && r.Holder != ""
 			m.Mine = r.Holder != "" && mine(r.Holder)
 			if r.Live {
 				m.Left = seconds(r.ExpiresAt.Sub(st.DatabaseTime))
@@ -162,6 +200,10 @@ var funcs = template.FuncMap{
 	},
 }
 
+// page is the status page: a header, then one section per named template,
+// in the order body lists them. The template "clip" shows a value that may
+// be long (a holder string, a lock key) cut to a width, in full in its
+// title.
 var page = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -182,10 +224,12 @@ th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; white-sp
 th { background: #f2f2f2; }
 td.num { text-align: right; }
 td.name, td.holder { font-family: ui-monospace, monospace; }
+.clip { display: inline-block; max-width: 32em; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; }
 tr.mine td { background: #eef6ff; }
 tr.dead td { color: #999; }
 .live { color: #176b1d; font-weight: 600; }
 .notlive { color: #999; }
+.dead { color: #b00020; }
 .warn { color: #b00020; font-weight: 600; }
 </style>
 </head>
@@ -203,7 +247,18 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 {{- else if .Unhealthy}}<span class="warn" id="health">unhealthy{{if .HealthFor}} for {{secs (deref .HealthFor)}}{{end}}: not campaigning</span>
 {{- else}}<span id="health">healthy{{if .HealthFor}} for {{secs (deref .HealthFor)}}{{end}}</span>{{end}}</p>
 {{- end}}
+{{template "leases" .}}
+{{template "pools" .}}
+{{template "locks" .}}
+{{template "processes" .}}
+{{template "schedules" .}}
+</body>
+</html>
+{{- define "clip"}}{{if .}}<span class="clip" title="{{.}}">{{.}}</span>{{else}}-{{end}}{{end}}
+{{- define "live"}}{{if .}}<span class="live">live</span>{{else}}<span class="notlive">no</span>{{end}}{{end}}
 
+{{- define "leases"}}
+<section id="section-leases">
 <h2>Leases</h2>
 {{- if .Leases}}
 <table id="leases">
@@ -212,12 +267,12 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 {{- range .Leases}}
 <tr class="lease{{if .Mine}} mine{{end}}{{if not .Live}} dead{{end}}">
 <td class="name">{{.Key}}</td>
-<td class="holder">{{if .Holder}}{{.Holder}}{{else}}-{{end}}</td>
+<td class="holder">{{template "clip" .Holder}}</td>
 <td class="num">{{.Epoch}}</td>
 <td>{{clock .AcquiredAt}}</td>
 <td>{{clock .RenewedAt}}</td>
 <td class="num">{{if .Live}}{{secs .Left}}{{else}}-{{end}}</td>
-<td>{{if .Live}}<span class="live">live</span>{{else}}<span class="notlive">no</span>{{end}}</td>
+<td>{{template "live" .Live}}</td>
 <td>{{yes .Mine}}</td>
 </tr>
 {{- end}}
@@ -226,7 +281,11 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 {{- else}}
 <p>No leases.</p>
 {{- end}}
+</section>
+{{- end}}
 
+{{- define "pools"}}
+<section id="section-pools">
 <h2>Pools</h2>
 {{- range .Pools}}
 <h3>{{.Key}}</h3>
@@ -238,10 +297,10 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 <tr class="member{{if .Mine}} mine{{end}}{{if not .Live}} dead{{end}}">
 <td class="num">{{if .Index}}{{deref .Index}}{{else}}-{{end}}</td>
 <td class="name">{{.ID}}</td>
-<td class="holder">{{if .Holder}}{{.Holder}}{{else}}-{{end}}</td>
-<td class="num">{{.Ack}}{{if not .Acked}} <span class="warn">(pending)</span>{{end}}</td>
+<td class="holder">{{template "clip" .Holder}}</td>
+<td class="num">{{.Ack}}{{if and .Live (not .Acked)}} <span class="warn">(pending)</span>{{end}}</td>
 <td class="num">{{if .Live}}{{secs .Left}}{{else}}-{{end}}</td>
-<td>{{if .Live}}<span class="live">live</span>{{else}}<span class="notlive">no</span>{{end}}</td>
+<td>{{if .Live}}<span class="live">live</span>{{else if .Dead}}<span class="dead">dead</span>{{else}}<span class="notlive">left</span>{{end}}</td>
 <td>{{yes .Mine}}</td>
 </tr>
 {{- end}}
@@ -250,7 +309,68 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 {{- else}}
 <p>No pools.</p>
 {{- end}}
+</section>
+{{- end}}
 
+{{- define "locks"}}
+<section id="section-locks">
+<h2>Keyed locks and semaphores</h2>
+{{- range .Locks}}
+<h3>{{.Key}}</h3>
+<p class="meta">{{if .Slots}}Semaphore: {{len .Rows}} held; at least {{.Slots}} slots (its limit is not stored){{else}}Keyed locks: {{len .Rows}} held{{end}}</p>
+<table class="locks">
+<thead><tr><th>{{if .Slots}}Slot{{else}}Key{{end}}</th><th>Holder</th><th>Epoch</th><th>Acquired (UTC)</th><th>Expires (UTC)</th><th>Left</th><th>Live</th><th>Mine</th></tr></thead>
+<tbody>
+{{- range .Rows}}
+<tr class="lock{{if .Mine}} mine{{end}}{{if not .Live}} dead{{end}}">
+<td class="name">{{template "clip" .Key}}</td>
+<td class="holder">{{template "clip" .Holder}}</td>
+<td class="num">{{.Epoch}}</td>
+<td>{{clock .AcquiredAt}}</td>
+<td>{{clock .ExpiresAt}}</td>
+<td class="num">{{if .Live}}{{secs .Left}}{{else}}-{{end}}</td>
+<td>{{template "live" .Live}}</td>
+<td>{{yes .Mine}}</td>
+</tr>
+{{- else}}
+<tr><td colspan="8">None held.</td></tr>
+{{- end}}
+</tbody>
+</table>
+{{- else}}
+<p>No keyed locks or semaphores.</p>
+{{- end}}
+</section>
+{{- end}}
+
+{{- define "processes"}}
+<section id="section-processes">
+<h2>Processes</h2>
+{{- if .Sessions}}
+<table id="sessions">
+<thead><tr><th>Holder</th><th>Renewed (UTC)</th><th>Expires (UTC)</th><th>Left</th><th>Session</th><th>Wake-ups at</th><th>Mine</th></tr></thead>
+<tbody>
+{{- range .Sessions}}
+<tr class="session{{if .Mine}} mine{{end}}{{if not .Live}} dead{{end}}">
+<td class="holder">{{template "clip" .Holder}}</td>
+<td>{{clock .RenewedAt}}</td>
+<td>{{clock .ExpiresAt}}</td>
+<td class="num">{{if .Live}}{{secs .Left}}{{else}}-{{end}}</td>
+<td>{{if .Live}}<span class="live">live</span>{{else}}<span class="notlive">expired</span>{{end}}</td>
+<td class="name">{{range $i, $a := .WakeAddrs}}{{if $i}}, {{end}}{{$a}}{{else}}-{{end}}</td>
+<td>{{yes .Mine}}</td>
+</tr>
+{{- end}}
+</tbody>
+</table>
+{{- else}}
+<p>No sessions.</p>
+{{- end}}
+</section>
+{{- end}}
+
+{{- define "schedules"}}
+<section id="section-schedules">
 <h2>Schedules</h2>
 {{- range .Page.Schedules}}
 <h3>{{.Name}}</h3>
@@ -266,7 +386,7 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 <tr class="run">
 <td>{{when .Slot}}</td>
 <td>{{.Outcome}}{{if .Skipped}} ({{.Skipped}}){{end}}</td>
-<td class="holder">{{.Holder}}</td>
+<td class="holder">{{template "clip" .Holder}}</td>
 <td class="num">{{.Epoch}}</td>
 <td class="num">{{if .Attempt}}{{.Attempt}}{{else}}-{{end}}</td>
 <td>{{clock .Start}}</td>
@@ -281,6 +401,6 @@ last successful renewal {{if .LastSuccess.IsZero}}none yet{{else}}{{when .LastSu
 {{- else}}
 <p>No schedules.</p>
 {{- end}}
-</body>
-</html>
+</section>
+{{- end}}
 `))

@@ -50,13 +50,15 @@
 // status lists the elections (name, holder, epoch, whether the lease is
 // live, the time it has left by the database clock, when its term began
 // and when its holder's session was last renewed) and the pools (the
-// generation, then each member in index order with its holder, liveness
-// and acknowledged generation), then each scheduled worker
-// (workers.Scheduled) with its next slot, the run in progress if any, and
-// its recent runs (slot, outcome, holder, epoch, attempt, start, end).
-// -json prints the same as one JSON object,
-// a status.Snapshot, alone on stdout; the line naming the database goes
-// to stderr.
+// generation, then each member in index order with its holder, whether it
+// is live, dead or left, and acknowledged generation), then each namespace
+// of keyed locks and each semaphore (its slots) with the keys held, the
+// processes (holder, whether the session is live and its time left, its
+// last renewal, where it receives peer wake-ups), and each scheduled
+// worker (workers.Scheduled) with its next slot, the run in progress if
+// any, and its recent runs (slot, outcome, holder, epoch, attempt, start,
+// end). -json prints the same as one JSON object, a status.Snapshot, alone
+// on stdout; the line naming the database goes to stderr.
 //
 //	leasehold -dsn /tmp/leasehold-demo-1234/demo.db status
 //

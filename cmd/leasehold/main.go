@@ -101,7 +101,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"status", "[-json]", "list the leases and pools, by the database clock", statusFlags},
+	{"status", "[-json]", "list the leases, pools, locks and processes, by the database clock", statusFlags},
 	{"watch", "[-interval 2s] [-count N] [-timeout 10s] [-full]", "list them, then what changes, every interval", watchFlags},
 	{"migrate", "[-dry-run]", "bring the schema to the latest version", migrateFlags},
 	{"ddl", "[-dialect D] [-from N]", "print the SQL that takes a schema from version N to the latest", ddlFlags},

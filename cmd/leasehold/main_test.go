@@ -161,6 +161,27 @@ func caseStatus(t *testing.T, tg testdb.Target) {
 	driver, dsn := tg.OpenDSN(t)
 	c, l := holdLease(t, driver, dsn, "cli-status")
 	key := runPool(t, c, "cli-pool")
+	locks, err := c.Locks(coordination.GlobalScope, "cli-locks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sem, err := c.Semaphore(coordination.GlobalScope, "cli-sem", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lock, err := locks.Lock(ctx, "order|7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Release(context.Background()) }()
+	slot, err := sem.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = slot.Release(context.Background()) }()
+
 	r := runCmd(t, dbEnv(driver, dsn), "status")
 	if r.code != 0 {
 		t.Fatalf("status: %+v", r)
@@ -179,6 +200,31 @@ func caseStatus(t *testing.T, tg testdb.Target) {
 	if !strings.Contains(r.stdout, "POOL "+key+"  generation ") {
 		t.Fatalf("status lists no pool %s:\n%s", key, r.stdout)
 	}
+	// The keyed lock and the semaphore have their sections; the floor rows
+	// of the keyed locks are no leases.
+	for _, want := range []string{"LOCKS global/cli-locks  1 held\n", "SEMAPHORE global/cli-sem  slots>="} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "lockfloor|") || strings.Contains(r.stdout, "sem|") || strings.Contains(r.stdout, "lock|") {
+		t.Errorf("status lists internal rows as leases:\n%s", r.stdout)
+	}
+	lines := map[string]bool{}
+	for s := range strings.Lines(r.stdout) {
+		f := strings.Fields(s)
+		switch {
+		case len(f) > 3 && f[0] == "order|7" && f[1] == c.Holder() && f[2] == strconv.FormatInt(lock.Epoch(), 10) && f[3] == "yes":
+			lines["lock"] = true
+		case len(f) > 3 && (f[0] == "0" || f[0] == "1") && f[1] == c.Holder() && f[2] == strconv.FormatInt(slot.Epoch(), 10) && f[3] == "yes":
+			lines["slot"] = true
+		case len(f) > 1 && f[0] == c.Holder() && f[1] == "live":
+			lines["process"] = true
+		}
+	}
+	if !lines["lock"] || !lines["slot"] || !lines["process"] {
+		t.Errorf("status lacks the line of the held lock, slot or live process (found %v):\n%s", lines, r.stdout)
+	}
 
 	r = runCmd(t, nil, "-driver", driver, "-dsn", dsn, "status", "-json")
 	if r.code != 0 {
@@ -192,6 +238,14 @@ func caseStatus(t *testing.T, tg testdb.Target) {
 		!s.Leases[0].Live || s.Leases[0].Epoch != l.Epoch() || !s.Leases[0].ExpiresAt.After(s.Leases[0].DatabaseTime) ||
 		s.DatabaseTime.IsZero() {
 		t.Fatalf("status -json = %+v, want %s live, held by %s at epoch %d", s, l.Key(), c.Holder(), l.Epoch())
+	}
+	if len(s.Locks) != 2 || s.Locks[0].Key != "global/cli-locks" || s.Locks[0].Slots != 0 || len(s.Locks[0].Holders) != 1 ||
+		s.Locks[0].Holders[0].Key != "order|7" || s.Locks[0].Holders[0].Holder != c.Holder() || !s.Locks[0].Holders[0].Live ||
+		s.Locks[1].Key != "global/cli-sem" || s.Locks[1].Slots < 1 || s.Locks[1].Slots > 2 || len(s.Locks[1].Holders) != 1 || s.Locks[1].Holders[0].Epoch != slot.Epoch() {
+		t.Fatalf("status -json locks = %+v, want global/cli-locks with order|7 held, global/cli-sem with 1 or 2 slots, 1 held", s.Locks)
+	}
+	if len(s.Sessions) != 1 || s.Sessions[0].Holder != c.Holder() || !s.Sessions[0].Live || !s.Sessions[0].ExpiresAt.After(s.Sessions[0].DatabaseTime) {
+		t.Fatalf("status -json sessions = %+v, want %s live", s.Sessions, c.Holder())
 	}
 	if len(s.Pools) != 1 || s.Pools[0].Key != key || s.Pools[0].Generation < 1 || len(s.Pools[0].Members) != 1 {
 		t.Fatalf("status -json pools = %+v, want %s with one member", s.Pools, key)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 )
 
 func statusFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-	asJSON := fs.Bool("json", false, "print the leases and pools as one JSON object")
+	asJSON := fs.Bool("json", false, "print the leases, pools, locks and processes as one JSON object")
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) > 0 {
 			return usagef("unexpected argument %q: status takes flags only", args[0])
@@ -100,7 +101,7 @@ func writeSnapshot(w io.Writer, s status.Snapshot, changes *changeSet) {
 			if m.Ack == p.Generation {
 				ack += " (current)"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", index, m.ID, orDash(m.Holder), yesNo(m.Live), ack,
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", index, m.ID, orDash(m.Holder), memberLive(m), ack,
 				left(m.Live, m.ExpiresAt, p.DatabaseTime))
 		}
 		_ = tw.Flush()
@@ -110,9 +111,69 @@ func writeSnapshot(w io.Writer, s status.Snapshot, changes *changeSet) {
 			fmt.Fprintf(w, "\nPOOL %s  [gone]\n", key)
 		}
 	}
+	for _, l := range s.Locks {
+		writeLocks(w, l)
+	}
+	writeSessions(w, s.Sessions)
 	for _, sc := range s.Schedules {
 		writeSchedule(w, sc)
 	}
+}
+
+// writeLocks prints a namespace of keyed locks or a semaphore with the
+// keys or slots held.
+func writeLocks(w io.Writer, l status.Locks) {
+	what, col := "LOCKS", "KEY"
+	if l.Slots > 0 {
+		what, col = "SEMAPHORE", "SLOT"
+	}
+	fmt.Fprintf(w, "\n%s %s", what, l.Key)
+	if l.Slots > 0 {
+		fmt.Fprintf(w, "  slots>=%d", l.Slots)
+	}
+	fmt.Fprintf(w, "  %d held\n", len(l.Holders))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  %s\tHOLDER\tEPOCH\tLIVE\tLEFT\tACQUIRED\n", col)
+	if len(l.Holders) == 0 {
+		fmt.Fprintln(tw, "  (none held)")
+	}
+	for _, h := range l.Holders {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\n", h.Key, h.Holder, h.Epoch, yesNo(h.Live),
+			left(h.Live, h.ExpiresAt, h.DatabaseTime), stamp(h.AcquiredAt))
+	}
+	_ = tw.Flush()
+}
+
+// writeSessions prints the processes of the session table.
+func writeSessions(w io.Writer, sessions []coordination.SessionInfo) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROCESS\tSESSION\tLEFT\tRENEWED\tWAKE-UPS AT")
+	if len(sessions) == 0 {
+		fmt.Fprintln(tw, "(none)")
+	}
+	for _, si := range sessions {
+		state := "expired"
+		if si.Live {
+			state = "live"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", si.Holder, state, left(si.Live, si.ExpiresAt, si.DatabaseTime),
+			stamp(si.RenewedAt), orDash(strings.Join(si.WakeAddrs, ",")))
+	}
+	_ = tw.Flush()
+}
+
+// memberLive says whether a pool member is live, dead (held by a process
+// whose session is gone or expired, or without a row) or left (its row
+// released).
+func memberLive(m memberRow) string {
+	switch {
+	case m.Live:
+		return "yes"
+	case m.Holder != "" || !m.hasRow:
+		return "dead"
+	}
+	return "left"
 }
 
 // writeSchedule prints a scheduled worker's next slot and its history.
@@ -174,7 +235,8 @@ func left(live bool, expires, dbNow time.Time) string {
 // generation; -1 outside it.
 type memberRow struct {
 	coordination.Member
-	index int
+	index  int
+	hasRow bool
 }
 
 // memberRows lays out the members of a pool: the generation's in index
@@ -193,11 +255,11 @@ func memberRows(p coordination.PoolState) []memberRow {
 		if !ok {
 			m = coordination.Member{ID: id}
 		}
-		rows = append(rows, memberRow{Member: m, index: i})
+		rows = append(rows, memberRow{Member: m, index: i, hasRow: ok})
 	}
 	for _, m := range p.Members {
 		if !listed[m.ID] {
-			rows = append(rows, memberRow{Member: m, index: -1})
+			rows = append(rows, memberRow{Member: m, index: -1, hasRow: true})
 		}
 	}
 	return rows

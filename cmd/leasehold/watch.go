@@ -23,14 +23,32 @@ type changeSet struct {
 	goneLeases, gonePools []string
 }
 
+// watched returns the leases of s and the keyed locks and semaphore slots
+// held, each of these named "lock <namespace> <lock key>" or "slot
+// <semaphore> <slot>": watch reports their changes as a lease's.
+func watched(s status.Snapshot) []coordination.LeaseInfo {
+	out := slices.Clone(s.Leases)
+	for _, ls := range s.Locks {
+		kind := "lock "
+		if ls.Slots > 0 {
+			kind = "slot "
+		}
+		for _, h := range ls.Holders {
+			h.Key = kind + ls.Key + " " + h.Key
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // diff compares s with the previous snapshot prev.
 func diff(prev, s status.Snapshot) *changeSet {
 	c := &changeSet{leases: map[string]string{}, pools: map[string]string{}}
 	before := map[string]coordination.LeaseInfo{}
-	for _, l := range prev.Leases {
+	for _, l := range watched(prev) {
 		before[l.Key] = l
 	}
-	for _, l := range s.Leases {
+	for _, l := range watched(s) {
 		old, ok := before[l.Key]
 		delete(before, l.Key)
 		var what []string
@@ -92,16 +110,16 @@ func (c *changeSet) empty() bool {
 	return len(c.leases) == 0 && len(c.pools) == 0 && len(c.goneLeases) == 0 && len(c.gonePools) == 0
 }
 
-// writeChanges prints one line per lease or pool of c, the change of
+// writeChanges prints one line per lease (or lock held) or pool of c, the change of
 // prev into s: what changed, the key, and the holder, epoch and liveness
 // of a lease (old → new where they changed), or a pool's generation.
 func writeChanges(w io.Writer, prev, s status.Snapshot, c *changeSet) {
 	before := map[string]coordination.LeaseInfo{}
-	for _, l := range prev.Leases {
+	for _, l := range watched(prev) {
 		before[l.Key] = l
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, l := range s.Leases {
+	for _, l := range watched(s) {
 		what := c.leases[l.Key]
 		if what == "" {
 			continue

@@ -1,7 +1,9 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -249,6 +251,23 @@ func (m Sessions) ReadSession(ctx context.Context, id string) (store.Session, bo
 		return store.Session{}, false, nil
 	}
 	return store.Session{RenewedAt: usTime(s.renewed), ExpiresAt: usTime(s.expires), Now: usTime(nowUS())}, true, nil
+}
+
+// ListSessions reads every session row, by holder and id, as
+// store.Sessions.ListSessions does; none advertises wake-ups.
+func (m Sessions) ListSessions(ctx context.Context) ([]store.SessionRow, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := usTime(nowUS())
+	out := make([]store.SessionRow, 0, len(m.sessions))
+	for id, s := range m.sessions {
+		out = append(out, store.SessionRow{ID: id, Holder: s.holder,
+			Session: store.Session{RenewedAt: usTime(s.renewed), ExpiresAt: usTime(s.expires), Now: now}})
+	}
+	slices.SortFunc(out, func(a, b store.SessionRow) int {
+		return cmp.Or(strings.Compare(a.Holder, b.Holder), strings.Compare(a.ID, b.ID))
+	})
+	return out, nil
 }
 
 // EndSession deletes session id: every lease it still holds is free at

@@ -18,6 +18,7 @@ type Backend interface {
 	Rebind(ctx context.Context, id string) (terms []Term, ok bool, err error)
 	ReadSession(ctx context.Context, id string) (Session, bool, error)
 	EndSession(ctx context.Context, id string, pruneAfter time.Duration) error
+	ListSessions(ctx context.Context) ([]SessionRow, error)
 	SerializesWriters() bool
 	RenewSessionIn(tx *gorm.DB, id string, ttl time.Duration) (ok bool, notice int64, err error)
 

@@ -43,6 +43,7 @@ func Catalogue(name string, render func(q string, args ...any) string) (string, 
 	st("renew the session: the one statement of a renewal tick", d.sessions().sqlRenewSession(tables, session, ttl))
 	st("read the session", d.sessions().sqlReadSession(tables, session))
 	st("end the session", d.sessions().sqlEndSession(tables, session))
+	st("list the sessions (status pages)", d.sessions().sqlListSessions(tables))
 	st("prune sessions expired long ago", d.sessions().sqlPruneSessions(tables, 10*ttl))
 	st("insert lease rows if absent", d.sqlEnsureRows(tables, names))
 	if d.lockFirst() {

@@ -97,6 +97,25 @@ func (s *Sessions) ReadSession(ctx context.Context, id string) (sess Session, ok
 	return sess, ok, err
 }
 
+// ListSessions reads every row of the session table, by the database
+// clock, in one statement on the general slots: the sessions leases ride
+// on and the rows advertising peer wake-ups, never a wake-up key.
+func (s *Sessions) ListSessions(ctx context.Context) ([]SessionRow, error) {
+	var out []SessionRow
+	err := s.conns.run(ctx, s.conns.general, func(db *gorm.DB) (err error) {
+		out, err = queryAll(db, s.sql.dl().sessions().sqlListSessions(s.tables), func(rs *sql.Rows, r *SessionRow) error {
+			var renewed, expires, now int64
+			if err := rs.Scan(&r.ID, &r.Holder, &renewed, &expires, &r.WakeAddrs, &now); err != nil {
+				return err
+			}
+			r.RenewedAt, r.ExpiresAt, r.Now = usTime(renewed), usTime(expires), usTime(now)
+			return nil
+		})
+		return err
+	})
+	return out, err
+}
+
 // EndSession deletes session id: every lease it still holds is free at
 // once. Sessions expired long ago are pruned on the way.
 func (s *Sessions) EndSession(ctx context.Context, id string, pruneAfter time.Duration) error {

@@ -76,6 +76,12 @@ func (d sessionSQL) sqlReadSession(t Tables, id string) stmt {
 	return stmt{"SELECT renewed_at_us, expires_at_us, " + d.now + " AS now_us FROM " + d.quote(t.Sessions) + " WHERE id = ?", []any{id}}
 }
 
+// sqlListSessions reads every session row with the database clock, by
+// holder; not the wake-up keys.
+func (d sessionSQL) sqlListSessions(t Tables) stmt {
+	return stmt{"SELECT id, holder, renewed_at_us, expires_at_us, wake_addrs, " + d.now + " AS now_us FROM " + d.quote(t.Sessions) + " ORDER BY holder, id", nil}
+}
+
 // sqlEndSession deletes a session: its leases are free at once.
 func (d sessionSQL) sqlEndSession(t Tables, id string) stmt {
 	return stmt{"DELETE FROM " + d.quote(t.Sessions) + " WHERE id = ?", []any{id}}

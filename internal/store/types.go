@@ -106,6 +106,16 @@ type Session struct {
 	RenewedAt, ExpiresAt, Now time.Time
 }
 
+// SessionRow is one row of the session table, as ListSessions reads it.
+type SessionRow struct {
+	ID, Holder string
+	// WakeAddrs is the wake.Advert.Addrs of a row that advertises where
+	// its process receives peer wake-ups, which holds no lease; "" for a
+	// session of leases.
+	WakeAddrs string
+	Session
+}
+
 // Live reports whether the session was unexpired at the read.
 func (s Session) Live() bool { return !s.ExpiresAt.Before(s.Now) }
 

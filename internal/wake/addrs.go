@@ -53,12 +53,9 @@ func encodeAddrs(host string, addrs []netip.AddrPort) string {
 // host: loopback addresses only when the advert's host is the same. What
 // does not parse is skipped.
 func decodeAddrs(s, host string) []*net.UDPAddr {
-	token, list, ok := strings.Cut(s, ";")
-	if !ok || list == "" {
-		return nil
-	}
+	token, parts := splitAddrs(s)
 	var out []*net.UDPAddr
-	for _, part := range strings.Split(list, ",") {
+	for _, part := range parts {
 		a, err := netip.ParseAddrPort(part)
 		if err != nil || a.Port() == 0 || (a.Addr().IsLoopback() && token != host) {
 			continue
@@ -66,6 +63,22 @@ func decodeAddrs(s, host string) []*net.UDPAddr {
 		out = append(out, net.UDPAddrFromAddrPort(a))
 	}
 	return out
+}
+
+// AdvertAddrs returns the addresses of Advert.Addrs as advertised,
+// unparsed, for display; nil for none.
+func AdvertAddrs(s string) []string {
+	_, parts := splitAddrs(s)
+	return parts
+}
+
+// splitAddrs splits Advert.Addrs into its host token and its addresses.
+func splitAddrs(s string) (host string, addrs []string) {
+	host, list, ok := strings.Cut(s, ";")
+	if !ok || list == "" {
+		return host, nil
+	}
+	return host, strings.Split(list, ",")
 }
 
 // advertised returns the addresses to advertise for a socket bound to

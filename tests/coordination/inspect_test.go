@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/leasehold/leasehold/coordination"
+	"github.com/leasehold/leasehold/internal/testdb"
 )
 
 func init() {
@@ -152,5 +153,59 @@ func casePoolsListsEveryPool(t *testing.T, b *bundle) {
 	}
 	if got[0].Key != keys[0] || !settled(got[0], idB) || got[2].Key != keys[2] || !settled(got[2], idA) {
 		t.Errorf("a leave from global/a changed another pool: %+v", got)
+	}
+}
+
+// TestAdminSessions runs AdminSessionsListsProcesses on every database
+// target.
+func TestAdminSessions(t *testing.T) {
+	t.Parallel() // see runCasesOn
+	runCasesOn(t, testdb.Targets(), []conformanceCase{{"AdminSessionsListsProcesses", caseAdminSessionsListsProcesses}})
+}
+
+// caseAdminSessionsListsProcesses: Admin.Sessions lists one live process
+// per holder with its session's time left by the database clock, and on a
+// database without a file the UDP addresses its wake-ups come to; a
+// process that stopped is no longer listed.
+func caseAdminSessionsListsProcesses(t *testing.T, b *bundle) {
+	cfg := steady(b.fastConfig())
+	a := startWithoutPGNotify(t, b.db, "node-a", cfg)
+	f := startWithoutPGNotify(t, b.db, "node-f", cfg)
+	la := mustCampaign(t, election(t, a.Coordinator, coordination.GlobalScope, "a"))
+	defer release(t, la)
+	lf := mustCampaign(t, election(t, f.Coordinator, coordination.GlobalScope, "f"))
+	waitListening(t, a, f)
+	admin, err := coordination.NewAdmin(b.db, coordination.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	got, err := admin.Sessions(ctx)
+	if err != nil {
+		t.Fatalf("Sessions: %v", err)
+	}
+	if len(got) != 2 || got[0].Holder != min(a.Holder(), f.Holder()) || got[1].Holder != max(a.Holder(), f.Holder()) {
+		t.Fatalf("Sessions = %+v, want %s and %s, by holder", got, a.Holder(), f.Holder())
+	}
+	peers := b.target.Dialect != "sqlite" // SQLite wakes through sockets beside its file
+	for _, s := range got {
+		if !s.Live || s.ExpiresAt.Sub(s.DatabaseTime) < cfg.TTL/2 || s.RenewedAt.After(s.DatabaseTime) {
+			t.Errorf("session %+v: want live, with more than TTL/2 left, renewed before the read", s)
+		}
+		if peers != (len(s.WakeAddrs) > 0) {
+			t.Errorf("session %+v: wake-up addresses %v, want some: %v", s, s.WakeAddrs, peers)
+		}
+	}
+
+	release(t, lf)
+	f.cancel()
+	select {
+	case <-f.Done():
+	case <-time.After(wait):
+		t.Fatalf("coordinator %s did not stop within %v", f.Holder(), wait)
+	}
+	if got, err = admin.Sessions(ctx); err != nil || len(got) != 1 || got[0].Holder != a.Holder() {
+		t.Fatalf("Sessions after %s stopped = %+v, %v; want %s only", f.Holder(), got, err, a.Holder())
 	}
 }

@@ -1,6 +1,7 @@
 package status_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,15 +42,16 @@ func start(t *testing.T, db *gorm.DB, node string) *coordination.Coordinator {
 	return startWith(t, db, node, coordination.Config{})
 }
 
-// startWith runs a coordinator for node on db with cfg, whose TTL,
-// RetryInterval and Logger it sets, until the test ends.
+// startWith runs a coordinator for node on db with cfg, whose
+// RetryInterval and Logger it sets, and its TTL unless given, until the
+// test ends.
 func startWith(t *testing.T, db *gorm.DB, node string, cfg coordination.Config) *coordination.Coordinator {
 	t.Helper()
 	id, err := identity.New(node, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.TTL, cfg.RetryInterval, cfg.Logger = time.Minute, 100*time.Millisecond, zaptest.NewLogger(t)
+	cfg.TTL, cfg.RetryInterval, cfg.Logger = cmp.Or(cfg.TTL, time.Minute), 100*time.Millisecond, zaptest.NewLogger(t)
 	c, err := coordination.New(db, id, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +175,11 @@ func newFixture(t *testing.T) fixture {
 	return f
 }
 
+// holderCell is the page's cell of a holder string.
+func holderCell(holder string) string {
+	return `<td class="holder"><span class="clip" title="` + holder + `">` + holder + `</span></td>`
+}
+
 // fetch GETs url with the Accept header accept (none when empty) and
 // returns the status, the content type and the body.
 func fetch(t *testing.T, url, accept string) (int, string, string) {
@@ -210,7 +217,7 @@ func TestPageListsLeasesAndPools(t *testing.T) {
 	for _, s := range []string{
 		"<title>orders service</title>", `http-equiv="refresh"`,
 		`<td class="name">cluster/test/reports</td>`, `<td class="name">global/ledger</td>`,
-		`<td class="holder">` + f.a.Holder() + `</td>`, `<td class="holder">` + f.b.Holder() + `</td>`,
+		holderCell(f.a.Holder()), holderCell(f.b.Holder()),
 		"<h3>global/orders</h3>", `<td class="name">` + instance(t, f.a) + `</td>`,
 		`<td class="name">` + instance(t, f.b) + `</td>`, `<span class="live">live</span>`,
 		`<tr class="lease mine">`,

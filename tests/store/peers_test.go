@@ -74,3 +74,54 @@ func TestPeerAdverts(t *testing.T) {
 		})
 	}
 }
+
+// TestListSessions: ListSessions reads every session row, live or
+// expired, by holder, with its times by the database clock and the
+// addresses of an advertising row, never its key.
+func TestListSessions(t *testing.T) {
+	for _, tg := range testdb.Targets() {
+		t.Run(tg.Name, func(t *testing.T) {
+			t.Parallel()
+			st, err := store.New(tg.Open(t), store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if _, err := st.Schema().Migrate(ctx, 30*time.Second); err != nil {
+				t.Fatalf("migrate: %v", err)
+			}
+			dir := st.Wakeups().(wake.Directory)
+			if err := st.Sessions().CreateSession(ctx, "s-b", "holder-b", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Sessions().CreateSession(ctx, "s-a", "holder-a", time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			if err := dir.Advertise(ctx, "w-b", "holder-b", wake.Advert{Addrs: "h;10.0.0.5:4000", Key: "secret-key"}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond) // past s-a's expiry, by far less than an hour
+
+			got, err := st.Sessions().ListSessions(ctx)
+			if err != nil {
+				t.Fatalf("ListSessions: %v", err)
+			}
+			ids := make([]string, len(got))
+			for i, r := range got {
+				ids[i] = r.ID
+				if r.Now.IsZero() || r.RenewedAt.IsZero() || r.RenewedAt.After(r.Now) || strings.Contains(r.WakeAddrs, "secret") {
+					t.Errorf("row %+v: want renewed before the database clock, no key", r)
+				}
+			}
+			if want := []string{"s-a", "s-b", "w-b"}; !slices.Equal(ids, want) {
+				t.Fatalf("ListSessions ids = %v, want %v: %+v", ids, want, got)
+			}
+			if a, b, w := got[0], got[1], got[2]; a.Holder != "holder-a" || a.Live() || a.WakeAddrs != "" ||
+				b.Holder != "holder-b" || !b.Live() || b.ExpiresAt.Sub(b.Now) < 59*time.Minute || b.WakeAddrs != "" ||
+				w.Holder != "holder-b" || !w.Live() || w.WakeAddrs != "h;10.0.0.5:4000" {
+				t.Errorf("ListSessions = %+v; want holder-a expired, holder-b live with an hour left, its advert with its address", got)
+			}
+		})
+	}
+}

@@ -21,6 +21,9 @@ SELECT renewed_at_us, expires_at_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:0
 DELETE FROM `leasehold_sessions` WHERE id = ?
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
+-- list the sessions (status pages)
+SELECT id, holder, renewed_at_us, expires_at_us, wake_addrs, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS now_us FROM `leasehold_sessions` ORDER BY holder, id;
+
 -- prune sessions expired long ago
 DELETE FROM `leasehold_sessions` WHERE expires_at_us < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 150000000;
 

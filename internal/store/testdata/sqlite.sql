@@ -21,6 +21,9 @@ SELECT renewed_at_us, expires_at_us, (CAST(ROUND((julianday('now') - 2440587.5) 
 DELETE FROM "leasehold_sessions" WHERE id = ?
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
+-- list the sessions (status pages)
+SELECT id, holder, renewed_at_us, expires_at_us, wake_addrs, (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) AS now_us FROM "leasehold_sessions" ORDER BY holder, id;
+
 -- prune sessions expired long ago
 DELETE FROM "leasehold_sessions" WHERE expires_at_us < (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000) - 150000000;
 

@@ -21,6 +21,9 @@ SELECT renewed_at_us, expires_at_us, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUT
 DELETE FROM [leasehold_sessions] WHERE id = @p1
 -- args: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
+-- list the sessions (status pages)
+SELECT id, holder, renewed_at_us, expires_at_us, wake_addrs, DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) AS now_us FROM [leasehold_sessions] ORDER BY holder, id;
+
 -- prune sessions expired long ago
 DELETE FROM [leasehold_sessions] WHERE expires_at_us < DATEDIFF_BIG(MICROSECOND, '19700101', SYSUTCDATETIME()) - 150000000;
 
