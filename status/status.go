@@ -29,8 +29,8 @@ type Options struct {
 	// Timeout bounds the reads of one request. Zero or negative means 5
 	// seconds.
 	Timeout time.Duration
-	// Logger receives the errors of failed reads. Defaults to a no-op
-	// logger.
+	// Logger receives the errors of failed reads. Defaults to the
+	// coordinator's (its Config.Logger or Config.Slog).
 	Logger *zap.Logger
 }
 
@@ -48,7 +48,11 @@ func Handler(c *coordination.Coordinator, opts Options) http.Handler {
 	if opts.Timeout <= 0 {
 		opts.Timeout = defaultTimeout
 	}
-	if opts.Logger == nil {
+	switch {
+	case opts.Logger != nil:
+	case c != nil:
+		opts.Logger = c.Config().Logger
+	default:
 		opts.Logger = zap.NewNop()
 	}
 	return &handler{c: c, o: opts}

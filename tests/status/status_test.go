@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	zapobserver "go.uber.org/zap/zaptest/observer"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -43,7 +46,7 @@ func start(t *testing.T, db *gorm.DB, node string) *coordination.Coordinator {
 }
 
 // startWith runs a coordinator for node on db with cfg, whose
-// RetryInterval and Logger it sets, and its TTL unless given, until the
+// RetryInterval it sets, and its TTL and Logger unless given, until the
 // test ends.
 func startWith(t *testing.T, db *gorm.DB, node string, cfg coordination.Config) *coordination.Coordinator {
 	t.Helper()
@@ -51,7 +54,7 @@ func startWith(t *testing.T, db *gorm.DB, node string, cfg coordination.Config) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.TTL, cfg.RetryInterval, cfg.Logger = cmp.Or(cfg.TTL, time.Minute), 100*time.Millisecond, zaptest.NewLogger(t)
+	cfg.TTL, cfg.RetryInterval, cfg.Logger = cmp.Or(cfg.TTL, time.Minute), 100*time.Millisecond, cmp.Or(cfg.Logger, zaptest.NewLogger(t))
 	c, err := coordination.New(db, id, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -351,18 +354,21 @@ func TestPageEscapes(t *testing.T) {
 	}
 }
 
+// TestDatabaseErrorIs503: a failed read answers 503 without the error's
+// text, which goes to the coordinator's logger when Options has none.
 func TestDatabaseErrorIs503(t *testing.T) {
 	driver, dsn := testdb.Target{Name: "sqlite-pure", Dialect: "sqlite"}.OpenDSN(t)
 	db, err := dbopen.Open(driver, dsn, &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := start(t, db, "node-a")
+	core, logs := zapobserver.New(zapcore.WarnLevel)
+	c := startWith(t, db, "node-a", coordination.Config{Logger: zap.New(core)})
 	sqlDB, err := db.DB()
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(status.Handler(c, status.Options{Logger: zaptest.NewLogger(t)}))
+	srv := httptest.NewServer(status.Handler(c, status.Options{}))
 	defer srv.Close()
 	if err := sqlDB.Close(); err != nil {
 		t.Fatal(err)
@@ -375,6 +381,9 @@ func TestDatabaseErrorIs503(t *testing.T) {
 		if strings.Contains(body, "sqlite") || strings.Contains(body, "closed") || strings.Contains(body, dsn) {
 			t.Errorf("GET %s: the 503 body %q tells more than it should", path, body)
 		}
+	}
+	if n := logs.FilterMessageSnippet("status page: reading the coordination tables failed").Len(); n != 2 {
+		t.Errorf("%d failed reads in the coordinator's log; want 2", n)
 	}
 }
 
