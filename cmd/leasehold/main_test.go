@@ -350,8 +350,8 @@ func caseWatch(t *testing.T, tg testdb.Target) {
 	if !strings.HasPrefix(refreshes[1], "2, ") || !marks(refreshes[1], name) {
 		t.Fatalf("the second refresh does not mark %s new", name)
 	}
-	if n := len(slices.Collect(strings.Lines(refreshes[1]))); n != 2 {
-		t.Fatalf("the second refresh is %d lines, want 2 (its header and the one change)", n)
+	if n := len(slices.Collect(strings.Lines(refreshes[1]))); n != 3 || !strings.Contains(refreshes[1], "new  process node-w/") {
+		t.Fatalf("the second refresh is %d lines, want 3 (its header, the lease and the new process of node-w)", n)
 	}
 
 	// -full prints every refresh whole, with a CHANGE column.

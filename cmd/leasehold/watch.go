@@ -15,12 +15,13 @@ import (
 	"github.com/leasehold/leasehold/status"
 )
 
-// changeSet says what changed between two snapshots: per lease name and
-// pool key a word ("new", "holder", "epoch", "live", "free"), and the
-// leases and pools that are gone.
+// changeSet says what changed between two snapshots: per lease name,
+// pool key and process (session holder) a word ("new", "holder", "epoch",
+// "live", "expired", ...), and the leases, pools and processes that are
+// gone.
 type changeSet struct {
-	leases, pools         map[string]string
-	goneLeases, gonePools []string
+	leases, pools, sessions             map[string]string
+	goneLeases, gonePools, goneSessions []string
 }
 
 // watched returns the leases of s and the keyed locks and semaphore slots
@@ -43,7 +44,7 @@ func watched(s status.Snapshot) []coordination.LeaseInfo {
 
 // diff compares s with the previous snapshot prev.
 func diff(prev, s status.Snapshot) *changeSet {
-	c := &changeSet{leases: map[string]string{}, pools: map[string]string{}}
+	c := &changeSet{leases: map[string]string{}, pools: map[string]string{}, sessions: map[string]string{}}
 	before := map[string]coordination.LeaseInfo{}
 	for _, l := range watched(prev) {
 		before[l.Key] = l
@@ -102,17 +103,38 @@ func diff(prev, s status.Snapshot) *changeSet {
 		c.gonePools = append(c.gonePools, key)
 	}
 	slices.Sort(c.gonePools)
+
+	live := map[string]bool{}
+	for _, ss := range prev.Sessions {
+		live[ss.Holder] = ss.Live
+	}
+	for _, ss := range s.Sessions {
+		was, ok := live[ss.Holder]
+		delete(live, ss.Holder)
+		switch {
+		case !ok:
+			c.sessions[ss.Holder] = "new"
+		case was != ss.Live:
+			c.sessions[ss.Holder] = map[bool]string{true: "live", false: "expired"}[ss.Live]
+		}
+	}
+	for holder := range live {
+		c.goneSessions = append(c.goneSessions, holder)
+	}
+	slices.Sort(c.goneSessions)
 	return c
 }
 
 // empty reports whether nothing changed.
 func (c *changeSet) empty() bool {
-	return len(c.leases) == 0 && len(c.pools) == 0 && len(c.goneLeases) == 0 && len(c.gonePools) == 0
+	return len(c.leases) == 0 && len(c.pools) == 0 && len(c.sessions) == 0 &&
+		len(c.goneLeases) == 0 && len(c.gonePools) == 0 && len(c.goneSessions) == 0
 }
 
-// writeChanges prints one line per lease (or lock held) or pool of c, the change of
-// prev into s: what changed, the key, and the holder, epoch and liveness
-// of a lease (old → new where they changed), or a pool's generation.
+// writeChanges prints one line per lease (or lock held), pool or process
+// of c, the change of prev into s: what changed, the key, and the holder,
+// epoch and liveness of a lease (old → new where they changed), a pool's
+// generation, or whether a process's session is live.
 func writeChanges(w io.Writer, prev, s status.Snapshot, c *changeSet) {
 	before := map[string]coordination.LeaseInfo{}
 	for _, l := range watched(prev) {
@@ -150,6 +172,14 @@ func writeChanges(w io.Writer, prev, s status.Snapshot, c *changeSet) {
 	}
 	for _, key := range c.gonePools {
 		fmt.Fprintf(tw, "gone\tpool %s\n", key)
+	}
+	for _, ss := range s.Sessions {
+		if what := c.sessions[ss.Holder]; what != "" {
+			fmt.Fprintf(tw, "%s\tprocess %s\tlive %s\n", what, ss.Holder, yesNo(ss.Live))
+		}
+	}
+	for _, holder := range c.goneSessions {
+		fmt.Fprintf(tw, "gone\tprocess %s\n", holder)
 	}
 	_ = tw.Flush()
 }

@@ -32,3 +32,25 @@ func TestWatchReportsLocks(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchReportsProcesses: watch reports a process whose session
+// appears, one whose session expires and one whose row is gone.
+func TestWatchReportsProcesses(t *testing.T) {
+	sess := func(holder string, live bool) coordination.SessionInfo {
+		return coordination.SessionInfo{Holder: holder, Live: live}
+	}
+	prev := status.Snapshot{Sessions: []coordination.SessionInfo{sess("node-a/eu/1", true), sess("node-b/eu/2", true)}}
+	now := status.Snapshot{Sessions: []coordination.SessionInfo{sess("node-a/eu/1", false), sess("node-c/eu/3", true)}}
+	c := diff(prev, now)
+	var b strings.Builder
+	writeChanges(&b, prev, now, c)
+	out := b.String()
+	for _, want := range []string{"expired  process node-a/eu/1  live no", "new      process node-c/eu/3  live yes", "gone     process node-b/eu/2\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("watch's changes lack %q:\n%s", want, out)
+		}
+	}
+	if c := diff(now, now); !c.empty() {
+		t.Errorf("no change between a snapshot and itself, yet %+v", c)
+	}
+}
