@@ -143,6 +143,7 @@ type schemaStore interface {
 	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
 	CheckSchema(ctx context.Context) error
 	ProbeFailover(ctx context.Context) (unsupported, err error)
+	CheckBusyTimeout(ctx context.Context) (advice, err error)
 }
 
 // wakeStore is the wake-ups': the store's side of them, and the dialect

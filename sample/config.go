@@ -78,7 +78,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&c.driver, "driver", driverSQLitePure,
 		"database driver: "+strings.Join(drivers(), ", ")+" (env LEASEHOLD_DRIVER)")
 	fs.StringVar(&c.dsn, "dsn", "",
-		"data source name (env LEASEHOLD_DSN; default: the SQLite file "+defaultSQLiteFile+" in the working directory)")
+		"data source name (env LEASEHOLD_DSN; default: the SQLite file "+defaultSQLiteFile+" in the working directory; "+
+			"a SQLite file path gets the default's settings, a file: URI or a DSN with parameters is used as given)")
 	fs.StringVar(&c.logFormat, "log-format", "console", "log format: console or json (env LOG_FORMAT)")
 	fs.DurationVar(&c.ttl, "ttl", 0, "lease TTL; 0 means the library default, 15s (env LEASEHOLD_TTL)")
 	fs.DurationVar(&c.renew, "renew", 0, "lease renew interval; 0 means the library default, TTL/3 (env LEASEHOLD_RENEW)")
@@ -136,8 +137,18 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if c.dsn == "" {
 		c.dsn = sqliteDSN(c.driver, defaultSQLiteFile)
+	} else if isSQLite(c.driver) && isFilePath(c.dsn) {
+		c.dsn = sqliteDSN(c.driver, c.dsn)
 	}
 	return c, nil
+}
+
+// isFilePath reports whether a SQLite DSN is a bare file path: no "file:"
+// URI, no parameters, not ":memory:". Such a path gets the settings of
+// the default DSN (sqliteDSN); without them the pure-Go driver waits for
+// no lock, and every write beside another fails with SQLITE_BUSY.
+func isFilePath(dsn string) bool {
+	return !strings.HasPrefix(dsn, "file:") && !strings.Contains(dsn, "?") && dsn != ":memory:"
 }
 
 // check validates the values the flag package cannot.

@@ -3,6 +3,7 @@ package main
 import (
 	"go/parser"
 	"go/token"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -147,6 +148,32 @@ func TestImportsNothingInternal(t *testing.T) {
 			if strings.Contains("/"+path+"/", "/internal/") {
 				t.Errorf("%s imports %s: the sample must only use leasehold's public packages", name, path)
 			}
+		}
+	}
+}
+
+// TestSQLiteFilePathGetsTheDefaultSettings: a bare file path given as
+// -dsn is opened with the default DSN's settings (a busy timeout above
+// all, which the pure-Go driver otherwise lacks); a file: URI, a DSN with
+// parameters and ":memory:" are used as given.
+func TestSQLiteFilePathGetsTheDefaultSettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	cases := []struct {
+		driver, dsn, want string
+	}{
+		{driverSQLitePure, path, sqliteDSN(driverSQLitePure, path)},
+		{driverSQLite, path, sqliteDSN(driverSQLite, path)},
+		{driverSQLitePure, "file:" + path, "file:" + path},
+		{driverSQLitePure, path + "?_pragma=busy_timeout(100)", path + "?_pragma=busy_timeout(100)"},
+		{driverSQLitePure, ":memory:", ":memory:"},
+	}
+	for _, c := range cases {
+		cfg, err := parseConfig([]string{"-driver", c.driver, "-dsn", c.dsn}, func(string) string { return "" }, io.Discard)
+		if err != nil {
+			t.Fatalf("-driver %s -dsn %s: %v", c.driver, c.dsn, err)
+		}
+		if cfg.dsn != c.want {
+			t.Errorf("-driver %s -dsn %s opens %q, want %q", c.driver, c.dsn, cfg.dsn, c.want)
 		}
 	}
 }

@@ -159,6 +159,10 @@ func (m Sessions) CreateSession(ctx context.Context, id, holder string, ttl time
 // incarnation.
 func (m Schema) ProbeFailover(ctx context.Context) (unsupported, err error) { return nil, nil }
 
+// CheckBusyTimeout has nothing to advise: the in-memory database has no
+// locks to wait for.
+func (m Schema) CheckBusyTimeout(ctx context.Context) (advice, err error) { return nil, nil }
+
 // Rebind finds no failover: the in-memory database has one incarnation.
 func (m Sessions) Rebind(ctx context.Context, id string) (terms []store.Term, ok bool, err error) {
 	return nil, false, nil

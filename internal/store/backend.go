@@ -44,6 +44,7 @@ type Backend interface {
 	Migrate(ctx context.Context, lockTimeout time.Duration) ([]int, error)
 	CheckSchema(ctx context.Context) error
 	ProbeFailover(ctx context.Context) (unsupported, err error)
+	CheckBusyTimeout(ctx context.Context) (advice, err error)
 	Wakeups() wake.Database
 }
 

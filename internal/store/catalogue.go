@@ -76,6 +76,9 @@ func Catalogue(name string, render func(q string, args ...any) string) (string, 
 	case wake.Sockets:
 		section("the database file, for the wake-up sockets next to it", d.databaseFile)
 	}
+	if d.busyTimeout != "" {
+		section("start-up: the connection's busy timeout", d.busyTimeout)
+	}
 	st("set a term's data (a member's acknowledged generation)", d.pools().sqlSetData(tables, session, one[0], "42"))
 	if d.wakes == wake.Through {
 		st("set a term's data, notifying the listeners at commit (an acknowledgement that wakes the pool's collector)",
@@ -97,6 +100,9 @@ func Catalogue(name string, render func(q string, args ...any) string) (string, 
 	}
 	if !d.lockFirst() {
 		st("keyed locks, first: take the write lock", d.leases().sqlWriteLock(tables))
+	}
+	if w := d.sqlFenceWrite(tables, "global/billing"); w.q != "" {
+		st("fencing check, first: take the write lock", w)
 	}
 	st("keyed locks: lock floor rows (or lock rows), with their epochs", d.floored().sqlLockEpochs(tables, []string{floors[0].Name, floors[1].Name}))
 	st("keyed locks: create lock rows (or floor rows) at their floors' epochs", d.floored().sqlInsert(tables, floors))

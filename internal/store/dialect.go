@@ -94,6 +94,9 @@ type facts struct {
 	// databaseFile reads the path of the database file, where wakes is
 	// wake.Sockets.
 	databaseFile string
+	// busyTimeout reads how long, in milliseconds, a connection waits for
+	// a lock another holds before it fails (SQLite; CheckBusyTimeout).
+	busyTimeout string
 	// serverConn is the id of the server connection a statement runs on,
 	// and keptStatements(alias) counts, as alias, the prepared statements
 	// the server keeps for the connection whose text contains '?': the
@@ -155,10 +158,11 @@ type clusterSteps interface {
 	// every dead session holding one of names, but session (Galera).
 	sqlMarkDeadSessions(t Tables, session string, names []string) stmt
 	// sqlFenceWrite precedes a fencing read: it changes the lease row read
-	// (Galera).
+	// (Galera), or takes the write lock (SQLite).
 	sqlFenceWrite(t Tables, name string) stmt
 	// sqlFenceGenerationWrite precedes a fencing read of a pool's
-	// generation row: it changes that row (Galera).
+	// generation row: it changes that row (Galera), or takes the write
+	// lock (SQLite).
 	sqlFenceGenerationWrite(t Tables, name string) stmt
 	// insertAtFloors is plain, the insert of new floored rows at the
 	// epochs of their floor rows (Galera: read by the insert itself).

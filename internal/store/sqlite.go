@@ -26,6 +26,7 @@ var sqliteFacts = facts{
 	rebuildsTables: true,
 	wakes:          wake.Sockets,
 	databaseFile:   "SELECT file FROM pragma_database_list WHERE name = 'main'",
+	busyTimeout:    "PRAGMA busy_timeout",
 }
 
 // sqliteNow: julianday('now'), constant within one statement, to the
@@ -57,6 +58,21 @@ func (s sqliteDB) sqlEnsureRows(t Tables, names []string) stmt {
 
 // lockForShare is empty: writers exclude each other already (sqlFence).
 func (sqliteDB) lockForShare(string) (hint, suffix string) { return "", "" }
+
+// sqlFenceWrite takes the write lock before the fencing read, so that the
+// caller's transaction, deferred or not, writes on the snapshot it read:
+// a deferred transaction that reads first and then writes after another
+// connection's commit fails at once with SQLITE_BUSY, busy timeout or not.
+func (sqliteDB) sqlFenceWrite(t Tables, _ string) stmt { return sqliteWriteLock(t) }
+
+// sqlFenceGenerationWrite takes the write lock as sqlFenceWrite does.
+func (sqliteDB) sqlFenceGenerationWrite(t Tables, _ string) stmt { return sqliteWriteLock(t) }
+
+// sqliteWriteLock is a write that changes nothing; it waits for the write
+// lock under the busy timeout and holds it until the transaction ends.
+func sqliteWriteLock(t Tables) stmt {
+	return stmt{q: "UPDATE " + quoteDouble(t.Leases) + " SET epoch = epoch WHERE 1 = 0"}
+}
 
 // sqliteSchema is SQLite's schema: ADD COLUMN cannot say "if not exists",
 // so the migrations guard it with hasColumn and DDLFrom rebuilds tables.

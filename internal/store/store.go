@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -158,3 +160,28 @@ func (s *Store) MaxConnections() int { return s.conns.maxConns }
 // the session's renewal, so it renews the session itself (RenewSessionIn),
 // and ReadSession sees that once it commits.
 func (s *Store) SerializesWriters() bool { return s.sql.dl().serialWriters }
+
+// CheckBusyTimeout returns, as advice, an error naming the DSN setting
+// when the connections of the pool do not wait for a lock another holds
+// (SQLite with busy_timeout 0, modernc.org/sqlite's default): every
+// statement that meets another connection's write, this process's own
+// included, then fails at once with SQLITE_BUSY. The DSN's settings apply
+// to every connection, so one connection answers for all. err is set when
+// the database could not be asked; elsewhere both are nil.
+func (s *Store) CheckBusyTimeout(ctx context.Context) (advice, err error) {
+	q := s.sql.dl().busyTimeout
+	if q == "" {
+		return nil, nil
+	}
+	var ms []int64
+	err = s.conns.run(ctx, s.conns.general, func(db *gorm.DB) (err error) {
+		ms, err = queryAll(db, stmt{q: q}, func(rs *sql.Rows, v *int64) error { return rs.Scan(v) })
+		return err
+	})
+	if err != nil || len(ms) != 1 || ms[0] > 0 {
+		return nil, err
+	}
+	return errors.New("leasehold: SQLite busy_timeout is 0, so a statement that meets another connection's write fails at once " +
+		"with SQLITE_BUSY instead of waiting: set it in the DSN, _pragma=busy_timeout(5000) with modernc.org/sqlite " +
+		"or _busy_timeout=5000 with github.com/mattn/go-sqlite3"), nil
+}

@@ -4,7 +4,8 @@
 // 10,000 orders, kills the global ledger leader with SIGKILL a third of the
 // way through, and checks from the database that a new leader took over,
 // that no epoch ever had two leaders, and that every order was processed
-// exactly once. The last copy, gamma, serves its status page, metrics and
+// exactly once, and from the logs that no copy logged a WARN or ERROR line
+// the kill does not explain (logs.go). The last copy, gamma, serves its status page, metrics and
 // probes on a free loopback port, whose URL the demo prints and whose
 // endpoints it checks once the copies run. It prints a timeline of what
 // happened and ends with one line:
@@ -225,6 +226,9 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	if err := d.report.verify(ctx); err != nil {
+		return err
+	}
+	if err := d.checkLogs(); err != nil {
 		return err
 	}
 	d.printf("finished in %.1f s", time.Since(began).Seconds())

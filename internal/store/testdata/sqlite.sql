@@ -62,6 +62,9 @@ UPDATE "leasehold_leases" SET holder = '', session_id = '', expires_at_us = (CAS
 -- the database file, for the wake-up sockets next to it
 SELECT file FROM pragma_database_list WHERE name = 'main';
 
+-- start-up: the connection's busy timeout
+PRAGMA busy_timeout;
+
 -- set a term's data (a member's acknowledged generation)
 UPDATE "leasehold_leases" SET data = ? WHERE name = ? AND epoch = 7 AND session_id = ? AND EXISTS (SELECT 1 FROM "leasehold_sessions" s WHERE s.id = ? AND s.expires_at_us >= (CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000))
 -- args: "42", "cluster/eu-1/reports", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
@@ -76,6 +79,9 @@ DELETE FROM "leasehold_leases" WHERE name >= ? AND name < ? AND (("leasehold_lea
 
 -- keyed locks, first: take the write lock
 UPDATE "leasehold_leases" SET epoch = epoch WHERE 1 = 0 RETURNING name;
+
+-- fencing check, first: take the write lock
+UPDATE "leasehold_leases" SET epoch = epoch WHERE 1 = 0;
 
 -- keyed locks: lock floor rows (or lock rows), with their epochs
 SELECT name, epoch FROM "leasehold_leases" WHERE name IN (?, ?) ORDER BY name
