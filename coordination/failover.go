@@ -17,11 +17,11 @@ import (
 // database lost: the new primary does not show it.
 var errLostInFailover = fmt.Errorf("%w: the database failed over, and the new primary does not show this term", ErrLeaseLost)
 
-// probeFailover asks the store whether the database can say which
+// probeDatabase asks the store whether the database can say which
 // incarnation of the server answers, and whether its connections wait for
 // locks (SQLite's busy timeout). Where either is not so, the coordinator
 // works on and says so once.
-func probeFailover(ctx context.Context, st schemaStore, log *zap.Logger) error {
+func probeDatabase(ctx context.Context, st schemaStore, log *zap.Logger) error {
 	unsupported, err := st.ProbeFailover(ctx)
 	if unsupported != nil {
 		log.Warn("this database cannot say which incarnation of the server answers; a failover to a standby that lost writes is not detected (docs/operations.md, High availability of the database)",

@@ -103,7 +103,7 @@ func (c *Coordinator) prepare(ctx context.Context) error {
 			}
 		}
 		if err == nil {
-			err = probeFailover(opCtx, c.store, c.log)
+			err = probeDatabase(opCtx, c.store, c.log)
 		}
 		cancel()
 		if err == nil {
