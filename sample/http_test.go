@@ -89,7 +89,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	metrics := until("/metrics", func(code int, body string) bool {
 		return code == http.StatusOK && strings.Contains(body, "leasehold_lease_held")
 	})
-	for _, want := range []string{"# TYPE leasehold_lease_held", `lease="global/ledger"`, "leasehold_lease_acquisitions"} {
+	for _, want := range []string{"# TYPE leasehold_lease_held", `leasehold_lease_name="global/ledger"`, "leasehold_lease_acquisitions"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -62,7 +62,7 @@ func Example_meterProvider() {
 		for _, m := range sm.Metrics {
 			if g, ok := m.Data.(metricdata.Gauge[int64]); ok && m.Name == "leasehold.lease.held" {
 				for _, dp := range g.DataPoints {
-					name, _ := dp.Attributes.Value("lease")
+					name, _ := dp.Attributes.Value("leasehold.lease.name")
 					fmt.Println(m.Name, name.AsString(), dp.Value)
 				}
 			}
