@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/store"
 	"github.com/leasehold/leasehold/internal/testdb"
 	"github.com/leasehold/leasehold/internal/wake"
 )
@@ -19,15 +18,9 @@ func TestPeerAdverts(t *testing.T) {
 	for _, tg := range testdb.Targets() {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()
-			st, err := store.New(tg.Open(t), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := migrated(t, tg.Open(t))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if _, err := st.Schema().Migrate(ctx, 30*time.Second); err != nil {
-				t.Fatalf("migrate: %v", err)
-			}
 			dir, ok := st.Wakeups().(wake.Directory)
 			if !ok {
 				t.Fatal("the store's side of the wake-ups is no wake.Directory")
@@ -82,15 +75,9 @@ func TestListSessions(t *testing.T) {
 	for _, tg := range testdb.Targets() {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()
-			st, err := store.New(tg.Open(t), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := migrated(t, tg.Open(t))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if _, err := st.Schema().Migrate(ctx, 30*time.Second); err != nil {
-				t.Fatalf("migrate: %v", err)
-			}
 			dir := st.Wakeups().(wake.Directory)
 			if err := st.Sessions().CreateSession(ctx, "s-b", "holder-b", time.Hour); err != nil {
 				t.Fatal(err)
