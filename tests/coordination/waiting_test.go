@@ -185,17 +185,21 @@ func caseSamePoolTwice(t *testing.T, b *bundle) {
 			return nil
 		}
 	}
+	// Both Runs return before the test does: one still logging as it
+	// leaves would write to a finished test's log.
+	var runs sync.WaitGroup
+	defer runs.Wait()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errs := make(chan error, 2)
-	go func() { errs <- p1.Run(ctx, fn("p1"), nil) }()
+	runs.Go(func() { errs <- p1.Run(ctx, fn("p1"), nil) })
 	select {
 	case w := <-got:
 		t.Logf("%s runs index %d of generation %d, member epoch %d", w.who, w.a.Index, w.a.Generation, w.a.Epoch)
 	case <-time.After(wait):
 		t.Fatalf("p1 got no assignment within %v", wait)
 	}
-	go func() { errs <- p2.Run(ctx, fn("p2"), nil) }()
+	runs.Go(func() { errs <- p2.Run(ctx, fn("p2"), nil) })
 	deadline := time.After(3 * time.Second)
 	for {
 		select {
