@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,13 +68,28 @@ func TestSurvivesThreadExit(t *testing.T) {
 func TestThreadExitKillsNaiveChild(t *testing.T) {
 	cmd := exec.Command("sleep", "30")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The forking goroutine must not run on the main thread, which the
+	// runtime keeps when a goroutine locked to it exits: on an idle
+	// machine the scheduler often gives it the main thread, so try again
+	// on another goroutine until it runs elsewhere.
+	errMainThread := errors.New("on the main thread")
 	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		started <- cmd.Start()
-	}()
-	if err := <-started; err != nil {
-		t.Fatal(err)
+	for try := 0; ; try++ {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			if syscall.Gettid() == os.Getpid() {
+				started <- errMainThread
+				return
+			}
+			started <- cmd.Start()
+		}()
+		err := <-started
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errMainThread) || try == 100 {
+			t.Fatal(err)
+		}
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
